@@ -1,0 +1,1 @@
+"""Orchestrate Together AI RL sessions from Dagster."""
