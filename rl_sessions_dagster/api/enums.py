@@ -1,0 +1,136 @@
+"""Lenient enums for the RL API's status and type constants.
+
+The API sends full proto constants (``TRAINING_SESSION_STATUS_RUNNING``); docs use short names
+(``RUNNING``). New values appear without notice, so an unknown string parses to the ``UNKNOWN``
+member instead of raising, and models keep the raw string beside the enum.
+"""
+
+from enum import Enum
+from typing import Any, TypeVar
+
+E = TypeVar("E", bound="LenientEnum")
+
+
+class LenientEnum(str, Enum):
+    """A string enum that accepts full or short constant names and never raises on new values."""
+
+    @classmethod
+    def _prefix(cls) -> str:
+        return ""
+
+    @classmethod
+    def parse(cls: type[E], raw: Any) -> E:
+        """Map a wire value to a member; unknown values map to ``UNKNOWN``."""
+        if isinstance(raw, cls):
+            return raw
+        text = str(raw or "").strip().upper()
+        for candidate in (text, cls._prefix() + text):
+            try:
+                return cls(candidate)
+            except ValueError:
+                continue
+        return cls("UNKNOWN")
+
+    @property
+    def short(self) -> str:
+        """The constant without its prefix, e.g. ``RUNNING``."""
+        return self.value.removeprefix(self._prefix())
+
+
+class SessionStatus(LenientEnum):
+    UNSPECIFIED = "TRAINING_SESSION_STATUS_UNSPECIFIED"
+    CREATING = "TRAINING_SESSION_STATUS_CREATING"
+    RUNNING = "TRAINING_SESSION_STATUS_RUNNING"
+    STOPPING = "TRAINING_SESSION_STATUS_STOPPING"
+    STOPPED = "TRAINING_SESSION_STATUS_STOPPED"
+    ERROR = "TRAINING_SESSION_STATUS_ERROR"
+    EXPIRED = "TRAINING_SESSION_STATUS_EXPIRED"
+    UNKNOWN = "UNKNOWN"
+
+    @classmethod
+    def _prefix(cls) -> str:
+        return "TRAINING_SESSION_STATUS_"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self in TERMINAL_SESSION_STATUSES
+
+    @property
+    def is_active(self) -> bool:
+        return self in ACTIVE_SESSION_STATUSES
+
+
+#: Statuses a session never leaves (there is no restart endpoint).
+TERMINAL_SESSION_STATUSES = frozenset(
+    {SessionStatus.STOPPED, SessionStatus.ERROR, SessionStatus.EXPIRED}
+)
+#: Statuses accepted by the list filter that are still moving. STOPPING still holds a slot.
+ACTIVE_SESSION_STATUSES = frozenset(
+    {SessionStatus.CREATING, SessionStatus.RUNNING, SessionStatus.STOPPING}
+)
+
+
+class SessionErrorCode(LenientEnum):
+    UNSPECIFIED = "TRAINING_SESSION_ERROR_CODE_UNSPECIFIED"
+    RESOURCE_UNAVAILABLE = "TRAINING_SESSION_ERROR_CODE_RESOURCE_UNAVAILABLE"
+    RESOURCE_AT_CAPACITY = "TRAINING_SESSION_ERROR_CODE_RESOURCE_AT_CAPACITY"
+    TIMED_OUT = "TRAINING_SESSION_ERROR_CODE_TIMED_OUT"
+    SESSION_FAILED = "TRAINING_SESSION_ERROR_CODE_SESSION_FAILED"
+    UNKNOWN = "UNKNOWN"
+
+    @classmethod
+    def _prefix(cls) -> str:
+        return "TRAINING_SESSION_ERROR_CODE_"
+
+
+class ModelResourceStatus(LenientEnum):
+    UNSPECIFIED = "MODEL_RESOURCES_STATUS_UNSPECIFIED"
+    PENDING = "MODEL_RESOURCES_STATUS_PENDING"
+    CREATING = "MODEL_RESOURCES_STATUS_CREATING"
+    READY = "MODEL_RESOURCES_STATUS_READY"
+    STOPPING = "MODEL_RESOURCES_STATUS_STOPPING"
+    STOPPED = "MODEL_RESOURCES_STATUS_STOPPED"
+    ERROR = "MODEL_RESOURCES_STATUS_ERROR"
+    UNKNOWN = "UNKNOWN"
+
+    @classmethod
+    def _prefix(cls) -> str:
+        return "MODEL_RESOURCES_STATUS_"
+
+
+class CheckpointType(LenientEnum):
+    UNSPECIFIED = "CHECKPOINT_TYPE_UNSPECIFIED"
+    TRAINING = "CHECKPOINT_TYPE_TRAINING"
+    INFERENCE = "CHECKPOINT_TYPE_INFERENCE"
+    UNKNOWN = "UNKNOWN"
+
+    @classmethod
+    def _prefix(cls) -> str:
+        return "CHECKPOINT_TYPE_"
+
+
+class CheckpointVariant(LenientEnum):
+    MERGED = "CHECKPOINT_VARIANT_MERGED"
+    ADAPTER = "CHECKPOINT_VARIANT_ADAPTER"
+    UNKNOWN = "UNKNOWN"
+
+    @classmethod
+    def _prefix(cls) -> str:
+        return "CHECKPOINT_VARIANT_"
+
+
+class OperationStatus(LenientEnum):
+    UNSPECIFIED = "TRAINING_OPERATION_STATUS_UNSPECIFIED"
+    PENDING = "TRAINING_OPERATION_STATUS_PENDING"
+    RUNNING = "TRAINING_OPERATION_STATUS_RUNNING"
+    COMPLETED = "TRAINING_OPERATION_STATUS_COMPLETED"
+    FAILED = "TRAINING_OPERATION_STATUS_FAILED"
+    UNKNOWN = "UNKNOWN"
+
+    @classmethod
+    def _prefix(cls) -> str:
+        return "TRAINING_OPERATION_STATUS_"
+
+    @property
+    def is_done(self) -> bool:
+        return self in (OperationStatus.COMPLETED, OperationStatus.FAILED)

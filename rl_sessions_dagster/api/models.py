@@ -1,0 +1,380 @@
+"""Typed, drift-tolerant views of the RL API's objects.
+
+Every model keeps unknown fields (``extra="allow"``), accepts int64 fields sent as strings, and
+treats every block but ``id`` as optional: the API has added required fields several times
+(see ``shared/seeds`` changelogs), and a monitoring library must not crash on the next one.
+Statuses are kept as the raw wire string; the typed enum is derived and maps new values to
+``UNKNOWN``.
+"""
+
+from datetime import datetime
+from typing import Any, Generic, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from .enums import (
+    CheckpointType,
+    ModelResourceStatus,
+    OperationStatus,
+    SessionErrorCode,
+    SessionStatus,
+)
+
+T = TypeVar("T")
+
+
+class APIModel(BaseModel):
+    """Base: keep unknown fields, allow field names and aliases, coerce numeric strings."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True, frozen=False)
+
+
+class RegistryArtifact(APIModel):
+    """A revision of a model in the Together model registry."""
+
+    id: str
+    revision_id: str | None = None
+
+
+RegistrationShape = Literal["current", "object_ids", "legacy", "unknown"]
+
+
+class Registration(APIModel):
+    """One view of a checkpoint's model-registry registration, whatever shape the API sent.
+
+    Three shapes have existed: ``{model_name, registered_at}`` (≤ May 2026), the same plus
+    ``model_object_id``/``adapter_object_id`` revisions (Aug 2026), and the current
+    ``{model: {id, revision_id}, adapter: {id, revision_id}}``. All normalise to these fields.
+    """
+
+    model_id: str | None = None
+    model_revision_id: str | None = None
+    adapter_id: str | None = None
+    adapter_revision_id: str | None = None
+    legacy_model_name: str | None = None
+    registered_at: datetime | None = None
+    shape: RegistrationShape = "unknown"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _normalise(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or "shape" in data:
+            return data
+        out: dict[str, Any] = {}
+        model, adapter = data.get("model"), data.get("adapter")
+        if isinstance(model, dict) or isinstance(adapter, dict):
+            out["shape"] = "current"
+            if isinstance(model, dict):
+                out["model_id"] = model.get("id")
+                out["model_revision_id"] = model.get("revision_id")
+            if isinstance(adapter, dict):
+                out["adapter_id"] = adapter.get("id")
+                out["adapter_revision_id"] = adapter.get("revision_id")
+        elif any(k.endswith("_object_id") for k in data):
+            out["shape"] = "object_ids"
+            out["model_id"] = data.get("model_object_id")
+            out["model_revision_id"] = data.get("model_object_revision_id")
+            out["adapter_id"] = data.get("adapter_object_id")
+            out["adapter_revision_id"] = data.get("adapter_object_revision_id")
+        elif "model_name" in data:
+            out["shape"] = "legacy"
+        out["legacy_model_name"] = data.get("model_name")
+        out["registered_at"] = data.get("registered_at")
+        # Keep whatever else the API sent, so nothing is lost in the normalised view.
+        for key, value in data.items():
+            if key not in {"model", "adapter", "model_name", "registered_at"} and not key.endswith(
+                ("_object_id", "_object_revision_id")
+            ):
+                out.setdefault(key, value)
+        return out
+
+    @property
+    def is_registered(self) -> bool:
+        """True when the registration names something a deployment can use."""
+        return bool(self.model_id or self.adapter_id or self.legacy_model_name)
+
+    @property
+    def deployable_model(self) -> str | None:
+        """The name to send as ``model`` to an inference endpoint: adapter, model, or legacy."""
+        return self.adapter_id or self.model_id or self.legacy_model_name
+
+
+def _registration_or_none(value: Any) -> Any:
+    """Empty dicts (proto-JSON of an unset message) mean 'not registered'."""
+    if value in (None, {}, ""):
+        return None
+    return value
+
+
+class InferenceCheckpoint(APIModel):
+    """An inference checkpoint as embedded in a session (deployable weights)."""
+
+    id: str
+    created_at: datetime | None = None
+    step: int | None = None
+    registration: Registration | None = None
+
+    @field_validator("registration", mode="before")
+    @classmethod
+    def empty_registration_is_none(cls, v: Any) -> Any:
+        return _registration_or_none(v)
+
+    @property
+    def is_registered(self) -> bool:
+        return self.registration is not None and self.registration.is_registered
+
+
+class TrainingCheckpoint(APIModel):
+    """A training checkpoint (full training state, for resuming; not deployable)."""
+
+    id: str
+    created_at: datetime | None = None
+    step: int | None = None
+    registration: RegistryArtifact | None = None
+
+    @field_validator("registration", mode="before")
+    @classmethod
+    def empty_registration_is_none(cls, v: Any) -> Any:
+        return _registration_or_none(v)
+
+
+class WandbMetadata(APIModel):
+    entity: str | None = None
+    project: str | None = None
+    group: str | None = None
+    run_name: str | None = None
+    run_id: str | None = None
+    url: str | None = None
+
+
+class SessionMetadata(APIModel):
+    wandb: WandbMetadata | None = None
+
+
+class SessionError(APIModel):
+    """Why a session is in ERROR. ``code`` is missing in older payloads."""
+
+    code_raw: str | None = Field(default=None, alias="code")
+    message: str | None = None
+    occurred_at: datetime | None = None
+
+    @property
+    def code(self) -> SessionErrorCode | None:
+        return SessionErrorCode.parse(self.code_raw) if self.code_raw else None
+
+
+class LoraConfig(APIModel):
+    rank: int | None = None
+    alpha: float | None = None
+    dropout: float | None = None
+    seed: int | None = None
+    train_unembed: bool | None = None
+
+
+class PolicyState(APIModel):
+    applied_weights_version: int | None = None
+    pending_publish: bool | None = None
+    target_weights_version: int | None = None
+    trainer_step: int | None = None
+
+
+def _list_or_empty(value: Any) -> Any:
+    return [] if value is None else value
+
+
+class TrainingSession(APIModel):
+    """A training session: status, step, and the checkpoints it has saved."""
+
+    id: str
+    raw_status: str = Field(default="", alias="status")
+    base_model: str | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    created_by: str | None = None
+    model_resources_id: str | None = None
+    display_name: str | None = None
+    metadata: SessionMetadata = Field(default_factory=SessionMetadata)
+    error: SessionError | None = None
+    inference_checkpoints: list[InferenceCheckpoint] = Field(default_factory=list)
+    training_checkpoints: list[TrainingCheckpoint] = Field(default_factory=list)
+    step: int | None = None
+    policy_state: PolicyState | None = None
+    lora_config: LoraConfig | None = None
+    resume_from_checkpoint_id: str | None = None
+
+    @field_validator("inference_checkpoints", "training_checkpoints", mode="before")
+    @classmethod
+    def null_list_is_empty(cls, v: Any) -> Any:
+        return _list_or_empty(v)
+
+    @field_validator("metadata", mode="before")
+    @classmethod
+    def null_block_is_empty(cls, v: Any) -> Any:
+        return {} if v is None else v
+
+    @property
+    def status(self) -> SessionStatus:
+        """The typed status; ``UNKNOWN`` for a value this library does not know."""
+        return SessionStatus.parse(self.raw_status)
+
+    @property
+    def is_terminal(self) -> bool:
+        """STOPPED, ERROR or EXPIRED: the session will not change again."""
+        return self.status.is_terminal
+
+    @property
+    def wandb_url(self) -> str | None:
+        return self.metadata.wandb.url if self.metadata.wandb else None
+
+
+class Checkpoint(APIModel):
+    """A checkpoint as returned by ``/v1/rl/checkpoints`` (either type)."""
+
+    id: str
+    base_model: str | None = None
+    created_at: datetime | None = None
+    session_id: str | None = None
+    step: int | None = None
+    raw_type: str = Field(default="", alias="type")
+    inference_registration: Registration | None = None
+    training_registration: RegistryArtifact | None = None
+    lora_rank: int | None = None
+
+    @field_validator("inference_registration", "training_registration", mode="before")
+    @classmethod
+    def empty_registration_is_none(cls, v: Any) -> Any:
+        return _registration_or_none(v)
+
+    @property
+    def type(self) -> CheckpointType:
+        return CheckpointType.parse(self.raw_type)
+
+    @property
+    def is_registered(self) -> bool:
+        reg = self.inference_registration
+        return reg is not None and reg.is_registered
+
+
+class CheckpointFile(APIModel):
+    filename: str
+    url: str
+    size: int | None = None
+
+
+class CheckpointDownload(APIModel):
+    """Presigned URLs for a checkpoint's files. The URLs carry their own auth."""
+
+    data: list[CheckpointFile] = Field(default_factory=list)
+
+    @field_validator("data", mode="before")
+    @classmethod
+    def null_list_is_empty(cls, v: Any) -> Any:
+        return _list_or_empty(v)
+
+
+class ComputeConfig(APIModel):
+    num_generator_replicas: int | None = None
+    gpu_type: str | None = None
+
+
+class StatusDetails(APIModel):
+    queue_position: int | None = None
+
+
+class ModelResourceError(APIModel):
+    code: str | None = None
+    message: str | None = None
+    occurred_at: datetime | None = None
+
+
+class ModelResource(APIModel):
+    """Provisioned GPUs that sessions attach to. Billed only while READY."""
+
+    id: str
+    raw_status: str = Field(default="", alias="status")
+    base_model: str | None = None
+    compute_config: ComputeConfig | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    created_by: str | None = None
+    inactive_timeout: int | None = None
+    lora_enabled: bool | None = None
+    optimizer_config: dict[str, Any] | None = None
+    status_details: StatusDetails | None = None
+    base_weights_ref: str | None = None
+    error: ModelResourceError | None = None
+    expires_at: datetime | None = None
+
+    @property
+    def status(self) -> ModelResourceStatus:
+        return ModelResourceStatus.parse(self.raw_status)
+
+
+class CostEstimate(APIModel):
+    currency: str | None = None
+    price_per_hour: float | None = None
+
+
+class SupportedModel(APIModel):
+    base_model: str
+    default_gpu_type: str | None = None
+    compute_configs: list[dict[str, Any]] | None = None
+
+
+class OperationError(APIModel):
+    code: str | None = None
+    message: str | None = None
+
+
+class Operation(APIModel):
+    """An asynchronous training operation (forward-backward, optim-step, checkpoint, ...)."""
+
+    id: str
+    raw_status: str = Field(default="", alias="status")
+    output: dict[str, Any] | None = None
+    error: OperationError | None = None
+    kind: str | None = None
+
+    @property
+    def status(self) -> OperationStatus:
+        return OperationStatus.parse(self.raw_status)
+
+    @property
+    def is_done(self) -> bool:
+        return self.status.is_done
+
+    @property
+    def checkpoint(self) -> InferenceCheckpoint | None:
+        """For checkpoint operations: the checkpoint the operation saved."""
+        data = (self.output or {}).get("checkpoint")
+        return InferenceCheckpoint.model_validate(data) if isinstance(data, dict) else None
+
+
+class PageMeta(APIModel):
+    limit: int | None = None
+    has_more: bool | None = None
+    next_cursor: str | None = None
+
+
+class Page(APIModel, Generic[T]):
+    """One page of a list endpoint. ``data``/``meta`` may be omitted when empty (proto-JSON)."""
+
+    data: list[T] = Field(default_factory=list)
+    meta: PageMeta = Field(default_factory=PageMeta)
+
+    @field_validator("data", mode="before")
+    @classmethod
+    def null_list_is_empty(cls, v: Any) -> Any:
+        return _list_or_empty(v)
+
+    @field_validator("meta", mode="before")
+    @classmethod
+    def null_block_is_empty(cls, v: Any) -> Any:
+        return {} if v is None else v
+
+    @property
+    def next_cursor(self) -> str | None:
+        """The ``after`` value for the next page, or None when this is the last page."""
+        if self.meta.has_more is False or not self.meta.next_cursor:
+            return None
+        return self.meta.next_cursor
