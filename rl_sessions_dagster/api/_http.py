@@ -1,0 +1,318 @@
+"""The HTTP core under :class:`~rl_sessions_dagster.api.client.RLSessionsClient`.
+
+One place owns configuration (key, base URL, timeouts), the request/decode step, the retry
+wrapper and auto-pagination, so each endpoint method in ``client.py`` is a few lines of
+path-and-body. No Dagster here: the client must be usable (and testable) on its own.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import platform
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+import httpx
+import pydantic
+
+from ..version import __version__
+from .errors import (
+    ConfigurationError,
+    DecodeError,
+    error_from_response,
+    path_and_query,
+    scrub,
+    transport_error,
+)
+from .models import Page
+from .retries import RetryPolicy, parse_retry_after
+
+M = TypeVar("M", bound=pydantic.BaseModel)
+T = TypeVar("T")
+
+DEFAULT_BASE_URL = "https://api.together.ai"
+API_KEY_ENV = "TOGETHER_API_KEY"
+BASE_URL_ENV = "TOGETHER_BASE_URL"
+MAX_PAGE_SIZE = 100
+
+
+@dataclass
+class ClientStats:
+    """Counters for benchmarks and tests: ``requests`` counts HTTP attempts, retries included."""
+
+    calls: int = 0
+    requests: int = 0
+
+    @property
+    def retries(self) -> int:
+        return self.requests - self.calls
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def normalise_base_url(raw: str) -> str:
+    """Validate a base URL and return it without a trailing ``/`` or ``/v1``.
+
+    Plain ``http`` is refused except on loopback (the simulator): the bearer key would travel
+    in clear text. Credentials, queries and fragments are refused too, and never echoed back.
+    """
+    try:
+        url = httpx.URL(raw.strip())
+    except httpx.InvalidURL:
+        raise ConfigurationError("base URL is not a valid URL") from None
+    safe = f"{url.scheme}://{url.host}{url.path}" if url.host else repr(url.scheme)
+    if url.scheme not in ("http", "https"):
+        raise ConfigurationError(f"base URL must use https:// (got scheme {url.scheme!r})")
+    if not url.host:
+        raise ConfigurationError("base URL has no host")
+    if url.userinfo or url.query or url.fragment:
+        raise ConfigurationError(f"base URL must not carry credentials, query or fragment: {safe}")
+    if url.scheme == "http" and not _is_loopback(url.host):
+        raise ConfigurationError(
+            f"refusing plain http:// for non-loopback host {url.host!r}: the API key would be "
+            "sent unencrypted; use https://"
+        )
+    path = url.path.rstrip("/")
+    path = path.removesuffix("/v1")
+    return str(url.copy_with(path=path or "/")).rstrip("/")
+
+
+def user_agent(extra: str | None = None) -> str:
+    agent = (
+        f"rl-sessions-dagster/{__version__} httpx/{httpx.__version__} "
+        f"python/{platform.python_version()}"
+    )
+    return f"{agent} {extra}" if extra else agent
+
+
+def segment(value: str, name: str) -> str:
+    """An ID as one URL path segment: non-empty, and percent-encoded so it cannot add a path."""
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{name} must be a non-empty string, got {value!r}")
+    return quote(value, safe="")
+
+
+def check_page_size(value: int, name: str = "page_size") -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_PAGE_SIZE:
+        raise ValueError(f"{name} must be an int between 1 and {MAX_PAGE_SIZE}, got {value!r}")
+    return value
+
+
+def compact(**fields: Any) -> dict[str, Any]:
+    """A JSON body or query without the arguments left at None; models become dicts."""
+    out: dict[str, Any] = {}
+    for key, value in fields.items():
+        if isinstance(value, pydantic.BaseModel):
+            value = value.model_dump(mode="json", by_alias=True, exclude_none=True)
+        if value is not None:
+            out[key] = value
+    return out
+
+
+def _describe(exc: pydantic.ValidationError) -> str:
+    problems = [
+        f"{'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg']}"
+        for e in exc.errors(include_url=False, include_input=False)[:3]
+    ]
+    more = exc.error_count() - len(problems)
+    return "; ".join(problems) + (f" (+{more} more)" if more > 0 else "")
+
+
+class BaseClient:
+    """Configuration, one HTTP exchange with retries, and pagination."""
+
+    def __init__(
+        self,
+        api_key: str | None = None,
+        *,
+        base_url: str | None = None,
+        timeout: float | httpx.Timeout = 30.0,
+        retry: RetryPolicy | None = None,
+        http_client: httpx.Client | None = None,
+        user_agent_extra: str | None = None,
+    ) -> None:
+        key = api_key or os.environ.get(API_KEY_ENV)
+        if not key:
+            raise ConfigurationError(f"no API key: pass api_key= or set {API_KEY_ENV}")
+        self._api_key = key
+        self.base_url = normalise_base_url(
+            base_url or os.environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL
+        )
+        self._timeout = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
+        self.retry = retry or RetryPolicy()
+        self.stats = ClientStats()
+        headers = {
+            "Authorization": f"Bearer {key}",
+            "User-Agent": user_agent(user_agent_extra),
+            "Accept": "application/json",
+        }
+        self._owns_http = http_client is None
+        if http_client is None:
+            http_client = httpx.Client(timeout=self._timeout, follow_redirects=False)
+        http_client.headers.update(headers)
+        self._http = http_client
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(base_url={self.base_url!r})"
+
+    def close(self) -> None:
+        """Close the connection pool (only when this client created it)."""
+        if self._owns_http:
+            self._http.close()
+
+    def __enter__(self: T) -> T:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- one call -------------------------------------------------------------------------------
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        model: type[M],
+        *,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+        headers: Mapping[str, str] | None = None,
+        idempotent: bool | None = None,
+        deadline: float | None = None,
+    ) -> M:
+        """Send one logical call (with retries) and parse the body as ``model``.
+
+        ``idempotent`` defaults to True for GET only; see ``retries.py`` for what it changes.
+        ``deadline`` is absolute, on ``self.retry.clock`` (``time.monotonic`` by default).
+        """
+        url = self.base_url + path
+        endpoint = f"{method} {path}"
+        self.stats.calls += 1
+
+        def attempt(budget: float | None) -> M:
+            self.stats.requests += 1
+            request = self._http.build_request(
+                method, url, params=params, json=json, headers=headers,
+                timeout=self._attempt_timeout(budget),
+            )  # fmt: skip
+            try:
+                response = self._http.send(request)
+            except httpx.RequestError as exc:
+                failure = transport_error(
+                    exc, method=method, url=request.url, secrets=self._secrets
+                )
+            else:
+                return self._decode(response, model)
+            # Raised outside the except block: the httpx error (and its request, which holds
+            # the Authorization header) must not ride along as __context__.
+            raise failure
+
+        return self.retry.call(
+            attempt,
+            endpoint=endpoint,
+            idempotent=method == "GET" if idempotent is None else idempotent,
+            deadline=deadline,
+        )
+
+    @property
+    def _secrets(self) -> tuple[str]:
+        return (self._api_key,)
+
+    def _attempt_timeout(self, budget: float | None) -> httpx.Timeout:
+        """The client timeout, with every phase clipped to the call's remaining budget."""
+        if budget is None:
+            return self._timeout
+        t = self._timeout
+
+        def clip(value: float | None) -> float:
+            return budget if value is None else min(value, budget)
+
+        return httpx.Timeout(
+            connect=clip(t.connect), read=clip(t.read), write=clip(t.write), pool=clip(t.pool)
+        )
+
+    def _decode(self, response: httpx.Response, model: type[M]) -> M:
+        if not response.is_success:
+            raise error_from_response(
+                response, secrets=self._secrets, retry_after=parse_retry_after(response.headers)
+            )
+        try:
+            return model.model_validate_json(response.content)
+        except pydantic.ValidationError as exc:
+            problem = _describe(exc)
+        request = response.request
+        raise DecodeError(
+            scrub(
+                f"{request.method} {request.url.path} → {response.status_code}: response is not "
+                f"a valid {model.__name__}: {problem}",
+                self._secrets,
+            ),
+            status_code=response.status_code,
+            method=request.method,
+            url=scrub(path_and_query(request.url), self._secrets),
+            retryable=True,
+        )
+
+    # -- pagination -----------------------------------------------------------------------------
+
+    def _list_page(
+        self,
+        path: str,
+        model: type[Page[T]],
+        filters: Mapping[str, Any],
+        *,
+        after: str | None,
+        limit: int,
+        deadline: float | None,
+    ) -> Page[T]:
+        params = {"limit": check_page_size(limit, "limit"), **compact(after=after), **filters}
+        return self._request("GET", path, model, params=params, deadline=deadline)
+
+    def _iterate(
+        self,
+        path: str,
+        model: type[Page[T]],
+        filters: Mapping[str, Any],
+        *,
+        page_size: int,
+        deadline: float | None,
+    ) -> Iterator[T]:
+        """Every item of a list endpoint. Arguments are checked now; pages are fetched lazily."""
+        check_page_size(page_size)
+        return self._pages(path, model, filters, page_size, deadline)
+
+    def _pages(
+        self,
+        path: str,
+        model: type[Page[T]],
+        filters: Mapping[str, Any],
+        page_size: int,
+        deadline: float | None,
+    ) -> Iterator[T]:
+        """Fetch the next page only when the current one is used up: O(one page) in memory.
+
+        A server that repeats a cursor would loop forever; that is a :class:`DecodeError`.
+        """
+        after: str | None = None
+        while True:
+            page = self._list_page(
+                path, model, filters, after=after, limit=page_size, deadline=deadline
+            )
+            cursor = page.next_cursor
+            yield from page.data
+            del page  # hold one page at a time, not two, while the next one is fetched
+            if cursor is None:
+                return
+            if cursor == after:
+                raise DecodeError(f"GET {path}: pagination cursor did not advance ({after!r})")
+            after = cursor

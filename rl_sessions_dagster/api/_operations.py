@@ -1,0 +1,207 @@
+"""Operation endpoints (6-19): submit, poll and wait for async training operations.
+
+Kept apart from ``client.py`` only for size. Submits carry an ``Idempotency-Key``, which is
+what makes them safe to retry like GETs (see ``retries.py``).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Literal, get_args
+
+from ._http import BaseClient, compact, segment
+from .errors import DeadlineExceeded
+from .models import Operation
+
+OperationKind = Literal[
+    "forward-backward",
+    "custom-forward-backward",
+    "optim-step",
+    "weights-sync",
+    "sample",
+    "inference-checkpoint",
+    "training-checkpoint",
+]
+OPERATION_KINDS: tuple[str, ...] = get_args(OperationKind)
+
+JSON = dict[str, Any]
+_SESSIONS = "/v1/rl/training-sessions"
+
+
+def _check_kind(kind: str) -> str:
+    if kind not in OPERATION_KINDS:
+        raise ValueError(f"unknown operation kind {kind!r}; expected one of {OPERATION_KINDS}")
+    return kind
+
+
+class OperationsAPI(BaseClient):
+    """The operation methods of :class:`~rl_sessions_dagster.api.client.RLSessionsClient`."""
+
+    # -- operations (endpoints 6-19) -----------------------------------------------------------
+
+    def submit_operation(
+        self,
+        session_id: str,
+        kind: OperationKind,
+        body: JSON | None = None,
+        *,
+        idempotency_key: str | None = None,
+        deadline: float | None = None,
+    ) -> Operation:
+        """Submit an async operation. Sends ``Idempotency-Key`` (a new uuid4 unless given).
+
+        The same key is reused on every retry of this call, so the server returns the
+        original operation instead of running it twice; that makes submits safe to retry.
+        """
+        path = f"{_SESSIONS}/{segment(session_id, 'session_id')}/operations/{_check_kind(kind)}"
+        headers = {"Idempotency-Key": idempotency_key or str(uuid.uuid4())}
+        op = self._request(
+            "POST", path, Operation, json=body, headers=headers, idempotent=True,
+            deadline=deadline,
+        )  # fmt: skip
+        op.kind = op.kind or kind
+        return op
+
+    def forward_backward(
+        self,
+        session_id: str,
+        *,
+        loss: JSON,
+        samples: list[JSON],
+        forward_only: bool | None = None,
+        return_loss_fn_outputs: bool | None = None,
+        idempotency_key: str | None = None,
+        deadline: float | None = None,
+    ) -> Operation:
+        body = compact(
+            loss=loss, samples=samples, forward_only=forward_only,
+            return_loss_fn_outputs=return_loss_fn_outputs,
+        )  # fmt: skip
+        return self.submit_operation(
+            session_id, "forward-backward", body, idempotency_key=idempotency_key,
+            deadline=deadline,
+        )  # fmt: skip
+
+    def custom_forward_backward(
+        self,
+        session_id: str,
+        *,
+        gradients: list[JSON],
+        samples: list[JSON],
+        idempotency_key: str | None = None,
+        deadline: float | None = None,
+    ) -> Operation:
+        body = {"gradients": gradients, "samples": samples}
+        return self.submit_operation(
+            session_id, "custom-forward-backward", body, idempotency_key=idempotency_key,
+            deadline=deadline,
+        )  # fmt: skip
+
+    def optim_step(
+        self,
+        session_id: str,
+        *,
+        adam_params: JSON | None = None,
+        muon_params: JSON | None = None,
+        idempotency_key: str | None = None,
+        deadline: float | None = None,
+    ) -> Operation:
+        body = compact(adam_params=adam_params, muon_params=muon_params)
+        return self.submit_operation(
+            session_id, "optim-step", body, idempotency_key=idempotency_key, deadline=deadline
+        )
+
+    def weights_sync(
+        self,
+        session_id: str,
+        *,
+        weight_sync_type: str,
+        idempotency_key: str | None = None,
+        deadline: float | None = None,
+    ) -> Operation:
+        body = {"weight_sync_type": weight_sync_type}
+        return self.submit_operation(
+            session_id, "weights-sync", body, idempotency_key=idempotency_key, deadline=deadline
+        )
+
+    def sample(
+        self,
+        session_id: str,
+        *,
+        model_inputs: list[JSON],
+        num_samples: int | None = None,
+        sampling_params: JSON | None = None,
+        prompt_logprobs: bool | None = None,
+        topk_prompt_logprobs: int | None = None,
+        return_routed_experts: bool | None = None,
+        idempotency_key: str | None = None,
+        deadline: float | None = None,
+    ) -> Operation:
+        body = compact(
+            model_inputs=model_inputs, num_samples=num_samples, sampling_params=sampling_params,
+            prompt_logprobs=prompt_logprobs, topk_prompt_logprobs=topk_prompt_logprobs,
+            return_routed_experts=return_routed_experts,
+        )  # fmt: skip
+        return self.submit_operation(
+            session_id, "sample", body, idempotency_key=idempotency_key, deadline=deadline
+        )
+
+    def create_inference_checkpoint(
+        self, session_id: str, *, idempotency_key: str | None = None, deadline: float | None = None
+    ) -> Operation:
+        """Save deployable weights; the finished operation's ``.checkpoint`` is the result."""
+        return self.submit_operation(
+            session_id, "inference-checkpoint", idempotency_key=idempotency_key, deadline=deadline
+        )
+
+    def create_training_checkpoint(
+        self, session_id: str, *, idempotency_key: str | None = None, deadline: float | None = None
+    ) -> Operation:
+        """Save the full training state (for ``resume_from_checkpoint_id``; not deployable)."""
+        return self.submit_operation(
+            session_id, "training-checkpoint", idempotency_key=idempotency_key, deadline=deadline
+        )
+
+    def get_operation(
+        self,
+        session_id: str,
+        kind: OperationKind,
+        operation_id: str,
+        *,
+        deadline: float | None = None,
+    ) -> Operation:
+        path = (
+            f"{_SESSIONS}/{segment(session_id, 'session_id')}/operations/{_check_kind(kind)}/"
+            f"{segment(operation_id, 'operation_id')}"
+        )
+        op = self._request("GET", path, Operation, deadline=deadline)
+        op.kind = op.kind or kind
+        return op
+
+    def wait_for_operation(
+        self,
+        session_id: str,
+        kind: OperationKind,
+        operation_id: str,
+        *,
+        poll_interval: float = 0.5,
+        timeout: float = 300.0,
+        deadline: float | None = None,
+    ) -> Operation:
+        """Poll until COMPLETED or FAILED and return the operation (FAILED does not raise).
+
+        Raises :class:`DeadlineExceeded` when ``timeout`` seconds (or ``deadline``) pass first.
+        Checkpoint operations on large models can take far longer than the 300 s default.
+        """
+        clock, sleep = self.retry.clock, self.retry.sleep
+        until = clock() + timeout if deadline is None else min(deadline, clock() + timeout)
+        while True:
+            op = self.get_operation(session_id, kind, operation_id, deadline=until)
+            if op.is_done:
+                return op
+            if clock() + poll_interval >= until:
+                raise DeadlineExceeded(
+                    f"operation {kind}/{operation_id} of session {session_id} still "
+                    f"{op.raw_status or 'without status'} after {timeout:g} s"
+                )
+            sleep(poll_interval)

@@ -1,0 +1,359 @@
+"""``RLSessionsClient``: typed methods for the 29 endpoints of Together's RL API.
+
+Each method is a thin mapping of arguments to path, query and body; the HTTP work, retries and
+pagination live in ``_http.py``. Every method takes ``deadline=``: an absolute
+``time.monotonic()`` value (on ``RetryPolicy.clock``) by which the call, retries and sleeps
+included, must be done; a Dagster sensor passes its tick's end so one slow call cannot eat the
+tick. For list iterators the deadline bounds every page request, i.e. the whole iteration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from ._http import compact, segment
+from ._operations import OPERATION_KINDS, OperationKind, OperationsAPI
+from .enums import (
+    CheckpointType,
+    CheckpointVariant,
+    LenientEnum,
+    ModelResourceStatus,
+    SessionStatus,
+)
+from .models import (
+    Checkpoint,
+    CheckpointDownload,
+    CostEstimate,
+    LoraConfig,
+    ModelResource,
+    Page,
+    SessionMetadata,
+    SupportedModel,
+    TrainingSession,
+)
+
+StatusFilter = Iterable[SessionStatus | str] | SessionStatus | str | None
+ResourceStatusFilter = Iterable[ModelResourceStatus | str] | ModelResourceStatus | str | None
+JSON = dict[str, Any]
+__all__ = ["OPERATION_KINDS", "OperationKind", "RLSessionsClient"]
+
+_SESSIONS = "/v1/rl/training-sessions"
+_CHECKPOINTS = "/v1/rl/checkpoints"
+_RESOURCES = "/v1/rl/model-resources"
+
+
+def _constant(value: LenientEnum | str, enum: type[LenientEnum], name: str) -> str:
+    """A short or full enum name as the full wire constant.
+
+    Unknown strings are refused (typos would silently match nothing) unless spelled as a full
+    constant with the enum's prefix, so a value newer than this library can still be sent.
+    """
+    member = enum.parse(value)
+    if member.name not in ("UNKNOWN", "UNSPECIFIED"):
+        return member.value
+    text = str(value).strip().upper()
+    if member.name == "UNKNOWN" and text.startswith(enum._prefix()) and enum._prefix():
+        return text
+    raise ValueError(f"{name}: {value!r} is not a valid {enum.__name__} filter")
+
+
+def _status_query(values: Any, enum: type[LenientEnum]) -> str | None:
+    """The SDK's wire form for array filters: ONE comma-joined value, deduplicated in order."""
+    if values is None:
+        return None
+    if isinstance(values, str):  # also LenientEnum members: a lone value, not characters
+        values = [values]
+    joined = list(dict.fromkeys(_constant(v, enum, "status") for v in values))
+    if not joined:
+        raise ValueError("status filter is empty; pass None to list every status")
+    return ",".join(joined)
+
+
+class RLSessionsClient(OperationsAPI):
+    """Synchronous client for ``/v1/rl/*``. Use as a context manager or call :meth:`close`.
+
+    ``RLSessionsClient(api_key=None, *, base_url=None, timeout=30.0, retry=None,
+    http_client=None, user_agent_extra=None)``: the key falls back to ``TOGETHER_API_KEY``, the
+    base URL to ``TOGETHER_BASE_URL`` then ``https://api.together.ai``. Errors are
+    :class:`~rl_sessions_dagster.api.errors.TogetherRLError` subclasses; see ``retries.py`` for
+    which failures are retried.
+    """
+
+    # -- training sessions (endpoints 1-5) -----------------------------------------------------
+
+    def create_session(
+        self,
+        model_resources_id: str,
+        *,
+        display_name: str | None = None,
+        metadata: SessionMetadata | JSON | None = None,
+        lora_config: LoraConfig | JSON | None = None,
+        resume_from_checkpoint_id: str | None = None,
+        load_optimizer: bool | None = None,
+        deadline: float | None = None,
+    ) -> TrainingSession:
+        """Start a session on a READY model resource. Not retried once it may have been sent."""
+        body = compact(
+            model_resources_id=model_resources_id,
+            display_name=display_name,
+            metadata=metadata,
+            lora_config=lora_config,
+            resume_from_checkpoint_id=resume_from_checkpoint_id,
+            load_optimizer=load_optimizer,
+        )
+        return self._request(
+            "POST", _SESSIONS, TrainingSession, json=body, idempotent=False, deadline=deadline
+        )
+
+    def get_session(self, session_id: str, *, deadline: float | None = None) -> TrainingSession:
+        path = f"{_SESSIONS}/{segment(session_id, 'session_id')}"
+        return self._request("GET", path, TrainingSession, deadline=deadline)
+
+    def update_session(
+        self,
+        session_id: str,
+        *,
+        display_name: str | None = None,
+        metadata: SessionMetadata | JSON | None = None,
+        deadline: float | None = None,
+    ) -> TrainingSession:
+        """PATCH display name / metadata: None leaves a field unchanged, ``""`` clears it."""
+        path = f"{_SESSIONS}/{segment(session_id, 'session_id')}"
+        body = compact(display_name=display_name, metadata=metadata)
+        return self._request(
+            "PATCH", path, TrainingSession, json=body, idempotent=False, deadline=deadline
+        )
+
+    def stop_session(self, session_id: str, *, deadline: float | None = None) -> TrainingSession:
+        """Stop (detach) a session; its model resource keeps running and billing."""
+        path = f"{_SESSIONS}/{segment(session_id, 'session_id')}/stop"
+        return self._request("POST", path, TrainingSession, idempotent=False, deadline=deadline)
+
+    @staticmethod
+    def _session_filters(
+        status: StatusFilter, model_resources_id: str | None, created_by: str | None
+    ) -> JSON:
+        return compact(
+            status=_status_query(status, SessionStatus),
+            model_resources_id=model_resources_id,
+            created_by=created_by,
+        )
+
+    def list_sessions_page(
+        self,
+        *,
+        after: str | None = None,
+        limit: int = 100,
+        status: StatusFilter = None,
+        model_resources_id: str | None = None,
+        created_by: str | None = None,
+        deadline: float | None = None,
+    ) -> Page[TrainingSession]:
+        """One page of sessions; pass ``page.next_cursor`` as ``after`` for the next one.
+
+        ``status`` takes members or short/full names; it is sent as one comma-joined value
+        (the SDK's array encoding). ``created_by`` is a user id or ``"me"``.
+        """
+        filters = self._session_filters(status, model_resources_id, created_by)
+        return self._list_page(
+            _SESSIONS, Page[TrainingSession], filters, after=after, limit=limit, deadline=deadline
+        )
+
+    def list_sessions(
+        self,
+        *,
+        status: StatusFilter = None,
+        model_resources_id: str | None = None,
+        created_by: str | None = None,
+        page_size: int = 100,
+        deadline: float | None = None,
+    ) -> Iterator[TrainingSession]:
+        """Every matching session, fetching pages lazily as the iterator is consumed.
+
+        Arguments are validated now; the first request is sent on the first ``next()``.
+        The API does not document the order of this list.
+        """
+        filters = self._session_filters(status, model_resources_id, created_by)
+        return self._iterate(
+            _SESSIONS, Page[TrainingSession], filters, page_size=page_size, deadline=deadline
+        )
+
+    # -- checkpoints (endpoints 20-22) ---------------------------------------------------------
+
+    @staticmethod
+    def _checkpoint_filters(
+        session_id: str | None, type: CheckpointType | str | None, base_model: str | None
+    ) -> JSON:
+        return compact(
+            session_id=session_id,
+            type=None if type is None else _constant(type, CheckpointType, "type"),
+            base_model=base_model,
+        )
+
+    def list_checkpoints_page(
+        self,
+        *,
+        after: str | None = None,
+        limit: int = 100,
+        session_id: str | None = None,
+        type: CheckpointType | str | None = None,
+        base_model: str | None = None,
+        deadline: float | None = None,
+    ) -> Page[Checkpoint]:
+        """One page of the caller's checkpoints, newest first (documented order)."""
+        filters = self._checkpoint_filters(session_id, type, base_model)
+        return self._list_page(
+            _CHECKPOINTS, Page[Checkpoint], filters, after=after, limit=limit, deadline=deadline
+        )
+
+    def list_checkpoints(
+        self,
+        *,
+        session_id: str | None = None,
+        type: CheckpointType | str | None = None,
+        base_model: str | None = None,
+        page_size: int = 100,
+        deadline: float | None = None,
+    ) -> Iterator[Checkpoint]:
+        """Every matching checkpoint, newest first, fetched lazily page by page."""
+        filters = self._checkpoint_filters(session_id, type, base_model)
+        return self._iterate(
+            _CHECKPOINTS, Page[Checkpoint], filters, page_size=page_size, deadline=deadline
+        )
+
+    def get_checkpoint(self, checkpoint_id: str, *, deadline: float | None = None) -> Checkpoint:
+        path = f"{_CHECKPOINTS}/{segment(checkpoint_id, 'checkpoint_id')}"
+        return self._request("GET", path, Checkpoint, deadline=deadline)
+
+    def get_checkpoint_download(
+        self,
+        checkpoint_id: str,
+        variant: CheckpointVariant | str = CheckpointVariant.ADAPTER,
+        *,
+        deadline: float | None = None,
+    ) -> CheckpointDownload:
+        """Presigned URLs of an inference checkpoint's files (ADAPTER needs a LoRA session).
+
+        The URLs carry their own auth: download them without this client's headers.
+        """
+        path = f"{_CHECKPOINTS}/{segment(checkpoint_id, 'checkpoint_id')}/download"
+        params = {"variant": _constant(variant, CheckpointVariant, "variant")}
+        return self._request("GET", path, CheckpointDownload, params=params, deadline=deadline)
+
+    # -- model resources (endpoints 23-28) -----------------------------------------------------
+
+    @staticmethod
+    def _resource_body(base_model: str, **options: Any) -> JSON:
+        return compact(base_model=base_model, **options)
+
+    def create_model_resource(
+        self,
+        base_model: str,
+        *,
+        lora_enabled: bool | None = None,
+        compute_config: JSON | None = None,
+        optimizer_config: JSON | None = None,
+        inactive_timeout: int | None = None,
+        base_weights_ref: str | None = None,
+        deadline: float | None = None,
+    ) -> ModelResource:
+        """Provision GPUs (billed while READY). Not retried once it may have been sent."""
+        body = self._resource_body(
+            base_model, lora_enabled=lora_enabled, compute_config=compute_config,
+            optimizer_config=optimizer_config, inactive_timeout=inactive_timeout,
+            base_weights_ref=base_weights_ref,
+        )  # fmt: skip
+        return self._request(
+            "POST", _RESOURCES, ModelResource, json=body, idempotent=False, deadline=deadline
+        )
+
+    def estimate_model_resource_cost(
+        self,
+        base_model: str,
+        *,
+        lora_enabled: bool | None = None,
+        compute_config: JSON | None = None,
+        optimizer_config: JSON | None = None,
+        inactive_timeout: int | None = None,
+        base_weights_ref: str | None = None,
+        deadline: float | None = None,
+    ) -> CostEstimate:
+        """Price of a resource with this configuration. No side effects, so it is retried."""
+        body = self._resource_body(
+            base_model, lora_enabled=lora_enabled, compute_config=compute_config,
+            optimizer_config=optimizer_config, inactive_timeout=inactive_timeout,
+            base_weights_ref=base_weights_ref,
+        )  # fmt: skip
+        return self._request(
+            "POST", f"{_RESOURCES}/estimate-cost", CostEstimate, json=body, idempotent=True,
+            deadline=deadline,
+        )  # fmt: skip
+
+    def get_model_resource(
+        self, model_resources_id: str, *, deadline: float | None = None
+    ) -> ModelResource:
+        path = f"{_RESOURCES}/{segment(model_resources_id, 'model_resources_id')}"
+        return self._request("GET", path, ModelResource, deadline=deadline)
+
+    def list_model_resources_page(
+        self,
+        *,
+        after: str | None = None,
+        limit: int = 100,
+        status: ResourceStatusFilter = None,
+        created_by: str | None = None,
+        deadline: float | None = None,
+    ) -> Page[ModelResource]:
+        """One page of the caller's model resources (order undocumented)."""
+        filters = compact(status=_status_query(status, ModelResourceStatus), created_by=created_by)
+        return self._list_page(
+            _RESOURCES, Page[ModelResource], filters, after=after, limit=limit, deadline=deadline
+        )
+
+    def list_model_resources(
+        self,
+        *,
+        status: ResourceStatusFilter = None,
+        created_by: str | None = None,
+        page_size: int = 100,
+        deadline: float | None = None,
+    ) -> Iterator[ModelResource]:
+        """Every matching model resource, fetched lazily page by page."""
+        filters = compact(status=_status_query(status, ModelResourceStatus), created_by=created_by)
+        return self._iterate(
+            _RESOURCES, Page[ModelResource], filters, page_size=page_size, deadline=deadline
+        )
+
+    def extend_model_resource_expiry(
+        self, model_resources_id: str, seconds: int, *, deadline: float | None = None
+    ) -> ModelResource:
+        """Keep a READY resource up at least ``seconds`` from now (refused if not READY)."""
+        if isinstance(seconds, bool) or not isinstance(seconds, int) or seconds <= 0:
+            raise ValueError(f"seconds must be a positive int, got {seconds!r}")
+        path = f"{_RESOURCES}/{segment(model_resources_id, 'model_resources_id')}/extend-expiry"
+        return self._request(
+            "POST", path, ModelResource, json={"seconds": seconds}, idempotent=False,
+            deadline=deadline,
+        )  # fmt: skip
+
+    def stop_model_resource(
+        self, model_resources_id: str, *, force: bool = False, deadline: float | None = None
+    ) -> ModelResource:
+        """Stop a resource. ``force=True`` also stops every attached session, anyone's.
+
+        Stopping an already stopped resource is a 400 (:class:`BadRequestError`).
+        """
+        path = f"{_RESOURCES}/{segment(model_resources_id, 'model_resources_id')}/stop"
+        params = {"force": "true"} if force else None
+        return self._request(
+            "POST", path, ModelResource, params=params, idempotent=False, deadline=deadline
+        )
+
+    # -- supported models (endpoint 29) --------------------------------------------------------
+
+    def list_supported_models(self, *, deadline: float | None = None) -> list[SupportedModel]:
+        page = self._request(
+            "GET", "/v1/rl/supported-models", Page[SupportedModel], deadline=deadline
+        )
+        return page.data

@@ -1,0 +1,311 @@
+"""Typed errors of the RL API client, built so they are safe to log and to show in Dagster.
+
+Why this module is careful:
+
+* Dagster serialises an exception *and its chained causes* into the event log. An ``httpx``
+  exception carries the ``httpx.Request`` and with it the ``Authorization`` header, so transport
+  errors are rebuilt here and raised without a chain (see ``dagster-anchors.md`` §B2).
+* The API key must never appear in ``str``/``repr``/``args``. Every text that came from the
+  outside (error bodies, URLs) goes through :func:`scrub` before it is stored, because a proxy or
+  a buggy server may echo the request headers back.
+* Error bodies have two plausible shapes: Together's declared ``{"error": {message, type, param,
+  code}}`` and a gRPC-gateway ``{"code", "message", "details"}``. Both are read; anything else
+  becomes a capped body excerpt (proxy HTML pages can be huge).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from typing import Any
+
+import httpx
+
+#: Longest excerpt of a response body kept in an error message.
+BODY_EXCERPT_CHARS = 400
+_REDACTED = "***"
+_BEARER = re.compile(r"(?i)\b(bearer)\s+[^\s\"',;]+")
+_REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-together-request-id")
+_GRPC_CODES = (
+    "OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
+    "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED",
+    "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED",
+)  # fmt: skip
+
+
+def scrub(text: str, secrets: Iterable[str | None] = ()) -> str:
+    """Remove every secret (and any ``Bearer <token>``) from ``text``."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, _REDACTED)
+    return _BEARER.sub(r"\1 " + _REDACTED, text)
+
+
+class TogetherRLError(Exception):
+    """Base of every error the client raises.
+
+    ``retryable`` says whether the *failure kind* is transient (408, 429, 5xx, transport, decode);
+    whether the client actually retried also depends on the request being idempotent.
+    ``url`` is the path and query only: never the host's credentials, never headers.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status_code: int | None = None,
+        error_type: str | None = None,
+        error_code: str | None = None,
+        api_message: str | None = None,
+        request_id: str | None = None,
+        method: str | None = None,
+        url: str | None = None,
+        retryable: bool = False,
+        retry_after: float | None = None,
+        body_excerpt: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status_code = status_code
+        self.error_type = error_type
+        self.error_code = error_code
+        self.api_message = api_message
+        self.request_id = request_id
+        self.method = method
+        self.url = url
+        self.retryable = retryable
+        #: Seconds the server asked us to wait (``Retry-After``/``retry-after-ms``), if any.
+        self.retry_after = retry_after
+        self.body_excerpt = body_excerpt
+        #: HTTP attempts made for the call that raised this (set by the retry layer).
+        self.attempts = 1
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Keyword-only constructors do not survive the default pickling; keep errors picklable
+        # for executors that ship exceptions between processes.
+        return (_rebuild, (type(self), self.message, self.__dict__))
+
+
+def _rebuild(cls: type[TogetherRLError], message: str, state: dict[str, Any]) -> TogetherRLError:
+    err = cls.__new__(cls)
+    Exception.__init__(err, message)
+    err.__dict__.update(state)
+    return err
+
+
+class ConfigurationError(TogetherRLError):
+    """The client cannot be built: missing API key, bad or insecure base URL."""
+
+
+class BadRequestError(TogetherRLError):
+    """HTTP 400: the request is invalid (also: stopping an already stopped model resource)."""
+
+
+class UnprocessableEntityError(BadRequestError):
+    """HTTP 422: the body was well-formed but semantically invalid."""
+
+
+class AuthenticationError(TogetherRLError):
+    """HTTP 401: missing or invalid API key."""
+
+
+class PermissionDeniedError(TogetherRLError):
+    """HTTP 403: the key is valid but may not do this."""
+
+
+class NotFoundError(TogetherRLError):
+    """HTTP 404: no such session, resource, checkpoint or operation."""
+
+
+class ConflictError(TogetherRLError):
+    """HTTP 409: the object's state forbids this (never retried, unlike the SDK)."""
+
+
+class RateLimitError(TogetherRLError):
+    """HTTP 429: rate limited, or a model resource's concurrent-session cap is reached.
+
+    ``retry_after`` holds the server's requested wait in seconds, when it sent one.
+    """
+
+
+class ServerError(TogetherRLError):
+    """HTTP 5xx."""
+
+
+class APIStatusError(TogetherRLError):
+    """Any other non-2xx status (e.g. 408, 3xx redirects, 418)."""
+
+
+class TransportError(TogetherRLError):
+    """The HTTP exchange itself failed: connect, read, write, timeout or protocol error.
+
+    ``may_have_reached_server`` is False only when the request surely never left the client
+    (connection refused, connect or pool timeout); only then may a non-idempotent request be
+    sent again without risking a duplicate.
+    """
+
+    def __init__(self, message: str, *, may_have_reached_server: bool, **kwargs: Any) -> None:
+        super().__init__(message, retryable=True, **kwargs)
+        self.may_have_reached_server = may_have_reached_server
+
+
+class DecodeError(TogetherRLError):
+    """A 2xx response whose body is not valid JSON or does not have the expected shape."""
+
+
+class DeadlineExceeded(TogetherRLError):
+    """The call's time budget ran out before it could succeed.
+
+    ``last_error`` is the failure of the last attempt (None if no attempt could start).
+    """
+
+    def __init__(self, message: str, *, last_error: TogetherRLError | None = None, **kw: Any):
+        super().__init__(message, **kw)
+        self.last_error = last_error
+
+
+_STATUS_CLASSES: dict[int, type[TogetherRLError]] = {
+    400: BadRequestError,
+    401: AuthenticationError,
+    403: PermissionDeniedError,
+    404: NotFoundError,
+    409: ConflictError,
+    422: UnprocessableEntityError,
+    429: RateLimitError,
+}
+
+
+def _is_retryable_status(status: int) -> bool:
+    return status in (408, 429) or status >= 500
+
+
+def error_class_for_status(status: int) -> type[TogetherRLError]:
+    """The error class the client raises for an HTTP status."""
+    if status >= 500:
+        return ServerError
+    return _STATUS_CLASSES.get(status, APIStatusError)
+
+
+def _text(value: Any) -> str | None:
+    if value is None or value == "":
+        return None
+    return value if isinstance(value, str) else json.dumps(value, default=str)
+
+
+def parse_error_body(content: bytes) -> tuple[str | None, str | None, str | None]:
+    """Read ``(type, code, message)`` from a Together or gRPC-gateway error body.
+
+    Returns ``(None, None, None)`` when the body is neither (HTML, plain text, empty).
+    """
+    try:
+        body = json.loads(content)
+    except ValueError:
+        return None, None, None
+    if not isinstance(body, dict):
+        return None, None, None
+    inner = body.get("error")
+    if isinstance(inner, dict):
+        return _text(inner.get("type")), _text(inner.get("code")), _text(inner.get("message"))
+    if isinstance(inner, str):
+        return None, _text(body.get("code")), inner
+    code = body.get("code")
+    error_type = None
+    if isinstance(code, int) and 0 <= code < len(_GRPC_CODES):
+        error_type = _GRPC_CODES[code]
+    elif isinstance(code, str) and code.upper() in _GRPC_CODES:
+        error_type = code.upper()
+    return error_type, _text(code), _text(body.get("message"))
+
+
+def _excerpt(content: bytes) -> str | None:
+    text = content.decode("utf-8", errors="replace").strip()
+    if not text:
+        return None
+    if len(text) > BODY_EXCERPT_CHARS:
+        return text[:BODY_EXCERPT_CHARS] + f"… [{len(text)} chars]"
+    return text
+
+
+def path_and_query(url: httpx.URL) -> str:
+    """The part of a URL that is safe to show: path and query, no host or credentials."""
+    return url.raw_path.decode("ascii", errors="replace")
+
+
+def request_id_of(headers: httpx.Headers) -> str | None:
+    for name in _REQUEST_ID_HEADERS:
+        if value := headers.get(name):
+            return value
+    return None
+
+
+def error_from_response(
+    response: httpx.Response,
+    *,
+    secrets: Iterable[str | None],
+    retry_after: float | None = None,
+) -> TogetherRLError:
+    """Build the typed, scrubbed error for a non-2xx response.
+
+    Message shape: ``GET /v1/rl/… → 401 authentication_error (code=invalid_api_key): Invalid
+    API key [request_id=req_x]``; without a parseable body, a capped excerpt of it.
+    """
+    secrets = tuple(secrets)
+    request = response.request
+    method, path = request.method, request.url.path
+    status = response.status_code
+    error_type, error_code, api_message = (
+        scrub(v, secrets) if v else None for v in parse_error_body(response.content)
+    )
+    excerpt = _excerpt(response.content)
+    excerpt = scrub(excerpt, secrets) if excerpt else None
+    request_id = request_id_of(response.headers)
+
+    head = f"{method} {path} → {status}"
+    if error_type:
+        head += f" {error_type}"
+    if error_code and error_code != error_type:
+        head += f" (code={error_code})"
+    detail = api_message or excerpt or response.reason_phrase or "no response body"
+    message = f"{head}: {detail}"
+    if request_id:
+        message += f" [request_id={request_id}]"
+    cls = error_class_for_status(status)
+    return cls(
+        scrub(message, secrets),
+        status_code=status,
+        error_type=error_type,
+        error_code=error_code,
+        api_message=api_message,
+        request_id=scrub(request_id, secrets) if request_id else None,
+        method=method,
+        url=scrub(path_and_query(request.url), secrets),
+        retryable=_is_retryable_status(status),
+        retry_after=retry_after,
+        body_excerpt=excerpt,
+    )
+
+
+# Transport failures after which the request surely never reached the server.
+_NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+
+
+def transport_error(
+    exc: httpx.RequestError, *, method: str, url: httpx.URL, secrets: Iterable[str | None]
+) -> TransportError:
+    """Rebuild an ``httpx`` failure as a :class:`TransportError` that holds no httpx objects.
+
+    The caller must raise the result *outside* its ``except`` block (or ``from None``), so the
+    original exception, whose request carries the auth header, is not chained.
+    """
+    secrets = tuple(secrets)
+    reason = scrub(str(exc) or "no detail", secrets)
+    return TransportError(
+        f"{method} {url.path}: {type(exc).__name__}: {reason}",
+        may_have_reached_server=not isinstance(exc, _NOT_SENT),
+        method=method,
+        url=scrub(path_and_query(url), secrets),
+    )
