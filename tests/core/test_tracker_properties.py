@@ -93,11 +93,9 @@ def run_history(actions, order, cap, page_size, backfill=False):
     pre_checkpoints = {c.id for s in world.sessions.values() for c in s.checkpoints}
     pre_terminal = {s.id for s in world.sessions.values() if s.status in TERMINAL}
     h.tick()
-    pick = 0
     for action, n in actions:
         live = [s for s in world.sessions.values() if s.status in ACTIVE]
         target = live[n % len(live)] if live else None
-        pick += 1
         if action == "new":
             world.new_session("CREATING" if n % 2 else "RUNNING")
         elif action == "new_failed":
