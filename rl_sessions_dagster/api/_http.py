@@ -309,6 +309,9 @@ class BaseClient:
                 path, model, filters, after=after, limit=page_size, deadline=deadline
             )
             cursor = page.next_cursor
+            if cursor is None and page.meta.has_more and page.data:
+                # has_more without a cursor: the documented cursor is the last item's id.
+                cursor = getattr(page.data[-1], "id", None)
             yield from page.data
             del page  # hold one page at a time, not two, while the next one is fetched
             if cursor is None:

@@ -8,9 +8,9 @@ Statuses are kept as the raw wire string; the typed enum is derived and maps new
 """
 
 from datetime import datetime
-from typing import Any, Generic, Literal, TypeVar
+from typing import Annotated, Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from .enums import (
     CheckpointType,
@@ -23,6 +23,21 @@ from .enums import (
 T = TypeVar("T")
 
 
+def _blank_is_none(value: Any) -> Any:
+    return None if value == "" else value
+
+
+def _null_is_blank(value: Any) -> Any:
+    return "" if value is None else value
+
+
+#: A timestamp that may be missing, null or ``""`` (all mean "not set"); one odd timestamp must
+#: not make a whole list page unparseable.
+Timestamp = Annotated[datetime | None, BeforeValidator(_blank_is_none)]
+#: A raw enum string; ``null`` reads as ``""`` (which parses to ``UNKNOWN``).
+RawEnum = Annotated[str, BeforeValidator(_null_is_blank)]
+
+
 class APIModel(BaseModel):
     """Base: keep unknown fields, allow field names and aliases, coerce numeric strings."""
 
@@ -30,9 +45,13 @@ class APIModel(BaseModel):
 
 
 class RegistryArtifact(APIModel):
-    """A revision of a model in the Together model registry."""
+    """A revision of a model in the Together model registry.
 
-    id: str
+    ``id`` is optional: a half-filled registration must not make the enclosing checkpoint (and
+    the page it is on) unparseable.
+    """
+
+    id: str | None = None
     revision_id: str | None = None
 
 
@@ -52,7 +71,7 @@ class Registration(APIModel):
     adapter_id: str | None = None
     adapter_revision_id: str | None = None
     legacy_model_name: str | None = None
-    registered_at: datetime | None = None
+    registered_at: Timestamp = None
     shape: RegistrationShape = "unknown"
 
     @model_validator(mode="before")
@@ -110,7 +129,7 @@ class InferenceCheckpoint(APIModel):
     """An inference checkpoint as embedded in a session (deployable weights)."""
 
     id: str
-    created_at: datetime | None = None
+    created_at: Timestamp = None
     step: int | None = None
     registration: Registration | None = None
 
@@ -128,7 +147,7 @@ class TrainingCheckpoint(APIModel):
     """A training checkpoint (full training state, for resuming; not deployable)."""
 
     id: str
-    created_at: datetime | None = None
+    created_at: Timestamp = None
     step: int | None = None
     registration: RegistryArtifact | None = None
 
@@ -156,7 +175,7 @@ class SessionError(APIModel):
 
     code_raw: str | None = Field(default=None, alias="code")
     message: str | None = None
-    occurred_at: datetime | None = None
+    occurred_at: Timestamp = None
 
     @property
     def code(self) -> SessionErrorCode | None:
@@ -186,10 +205,10 @@ class TrainingSession(APIModel):
     """A training session: status, step, and the checkpoints it has saved."""
 
     id: str
-    raw_status: str = Field(default="", alias="status")
+    raw_status: RawEnum = Field(default="", alias="status")
     base_model: str | None = None
-    created_at: datetime | None = None
-    updated_at: datetime | None = None
+    created_at: Timestamp = None
+    updated_at: Timestamp = None
     created_by: str | None = None
     model_resources_id: str | None = None
     display_name: str | None = None
@@ -232,10 +251,10 @@ class Checkpoint(APIModel):
 
     id: str
     base_model: str | None = None
-    created_at: datetime | None = None
+    created_at: Timestamp = None
     session_id: str | None = None
     step: int | None = None
-    raw_type: str = Field(default="", alias="type")
+    raw_type: RawEnum = Field(default="", alias="type")
     inference_registration: Registration | None = None
     training_registration: RegistryArtifact | None = None
     lora_rank: int | None = None
@@ -284,18 +303,18 @@ class StatusDetails(APIModel):
 class ModelResourceError(APIModel):
     code: str | None = None
     message: str | None = None
-    occurred_at: datetime | None = None
+    occurred_at: Timestamp = None
 
 
 class ModelResource(APIModel):
     """Provisioned GPUs that sessions attach to. Billed only while READY."""
 
     id: str
-    raw_status: str = Field(default="", alias="status")
+    raw_status: RawEnum = Field(default="", alias="status")
     base_model: str | None = None
     compute_config: ComputeConfig | None = None
-    created_at: datetime | None = None
-    updated_at: datetime | None = None
+    created_at: Timestamp = None
+    updated_at: Timestamp = None
     created_by: str | None = None
     inactive_timeout: int | None = None
     lora_enabled: bool | None = None
@@ -303,7 +322,7 @@ class ModelResource(APIModel):
     status_details: StatusDetails | None = None
     base_weights_ref: str | None = None
     error: ModelResourceError | None = None
-    expires_at: datetime | None = None
+    expires_at: Timestamp = None
 
     @property
     def status(self) -> ModelResourceStatus:
@@ -330,7 +349,7 @@ class Operation(APIModel):
     """An asynchronous training operation (forward-backward, optim-step, checkpoint, ...)."""
 
     id: str
-    raw_status: str = Field(default="", alias="status")
+    raw_status: RawEnum = Field(default="", alias="status")
     output: dict[str, Any] | None = None
     error: OperationError | None = None
     kind: str | None = None
