@@ -82,8 +82,8 @@ def collect(
                 break
             sessions, next_after = source.list_terminal_page(after)
             result.requests += 1
-            page = ScannedPage(after, sessions, next_after)
-            pages.append(page)
+            scanned_page = ScannedPage(after, sessions, next_after)
+            pages.append(scanned_page)
             stop_here = False
             for s in sessions:
                 ms = to_ms(s.created_at)
@@ -99,7 +99,7 @@ def collect(
                     and ms < plan.stop_below_ms
                 ):
                     stop_here = True
-            page.low_ms = newest_seen
+            scanned_page.low_ms = newest_seen
             if next_after is None or stop_here:
                 obs.scan_complete = True
                 break

@@ -1,0 +1,20 @@
+"""Dagster sensors that turn Together RL session events into runs."""
+
+from .factory import (
+    TRANSIENT_ERRORS,
+    build_checkpoint_sensor,
+    build_rl_event_sensor,
+    build_session_status_sensor,
+)
+from .run_requests import RunRequestFn, event_tags
+from .source import SessionFilter
+
+__all__ = [
+    "TRANSIENT_ERRORS",
+    "RunRequestFn",
+    "SessionFilter",
+    "build_checkpoint_sensor",
+    "build_rl_event_sensor",
+    "build_session_status_sensor",
+    "event_tags",
+]

@@ -1,0 +1,92 @@
+"""The HTTP side of a tick: the API client seen as the core's ``SessionSource``, with filters.
+
+Server-side filters (model resource, creator) go in the query; name / W&B-project matches are
+applied to every session read, so the core never tracks a session the user did not ask for.
+"""
+
+import fnmatch
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..api import NotFoundError, RLSessionsClient
+from ..api.enums import ACTIVE_SESSION_STATUSES, TERMINAL_SESSION_STATUSES
+from ..api.models import TrainingSession
+from ..resource import ServerClock
+
+_ORDER = ("CREATING", "RUNNING", "STOPPING", "STOPPED", "ERROR", "EXPIRED")
+ACTIVE = sorted((s.short for s in ACTIVE_SESSION_STATUSES), key=_ORDER.index)
+TERMINAL = sorted((s.short for s in TERMINAL_SESSION_STATUSES), key=_ORDER.index)
+
+
+@dataclass(frozen=True)
+class SessionFilter:
+    """Which sessions a sensor watches. Every field is optional; all given ones must match.
+
+    ``model_resources_id`` and ``created_by`` ("me" or a user id) are sent to the API;
+    ``display_name`` (a glob, e.g. ``"gsm8k-*"``), ``wandb_project`` and ``predicate`` are
+    checked on each session read.
+    """
+
+    model_resources_id: str | None = None
+    created_by: str | None = None
+    display_name: str | None = None
+    wandb_project: str | None = None
+    predicate: Callable[[TrainingSession], bool] | None = None
+
+    def matches(self, session: TrainingSession) -> bool:
+        if self.display_name is not None and not fnmatch.fnmatchcase(
+            session.display_name or "", self.display_name
+        ):
+            return False
+        if self.wandb_project is not None:
+            wandb = session.metadata.wandb
+            if wandb is None or wandb.project != self.wandb_project:
+                return False
+        return self.predicate is None or bool(self.predicate(session))
+
+
+class ClientSessionSource:
+    """Reads for one tick, every call bounded by the tick's deadline."""
+
+    def __init__(
+        self,
+        client: RLSessionsClient,
+        session_filter: SessionFilter,
+        *,
+        deadline: float,
+        page_size: int = 100,
+        server_clock: ServerClock | None = None,
+    ) -> None:
+        self.client = client
+        self.filter = session_filter
+        self.deadline = deadline
+        self.page_size = page_size
+        self.clock = server_clock
+
+    def _page(
+        self, statuses: list[str], after: str | None
+    ) -> tuple[list[TrainingSession], str | None]:
+        page = self.client.list_sessions_page(
+            after=after,
+            limit=self.page_size,
+            status=statuses,
+            model_resources_id=self.filter.model_resources_id,
+            created_by=self.filter.created_by,
+            deadline=self.deadline,
+        )
+        return [s for s in page.data if self.filter.matches(s)], page.next_cursor
+
+    def list_active_page(self, after: str | None) -> tuple[list[TrainingSession], str | None]:
+        return self._page(ACTIVE, after)
+
+    def list_terminal_page(self, after: str | None) -> tuple[list[TrainingSession], str | None]:
+        return self._page(TERMINAL, after)
+
+    def get_session(self, session_id: str) -> TrainingSession | None:
+        try:
+            return self.client.get_session(session_id, deadline=self.deadline)
+        except NotFoundError:
+            return None
+
+    def server_time_ms(self) -> int | None:
+        return self.clock.last_ms if self.clock else None
