@@ -50,9 +50,12 @@ def test_registry_artifact_without_id_does_not_break_the_session() -> None:
 
 
 def test_page_cursor_is_none_on_the_last_page() -> None:
-    assert Page[TrainingSession].model_validate(
-        {"meta": {"has_more": False, "next_cursor": "x"}}
-    ).next_cursor is None
+    assert (
+        Page[TrainingSession]
+        .model_validate({"meta": {"has_more": False, "next_cursor": "x"}})
+        .next_cursor
+        is None
+    )
     assert Page[TrainingSession].model_validate({"meta": {"next_cursor": "x"}}).next_cursor == "x"
     assert Page[TrainingSession].model_validate({"meta": {"has_more": True}}).next_cursor is None
 
@@ -86,13 +89,19 @@ def test_registration_prefers_adapter_then_model_then_legacy_name(
 json_scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=5))
 json_values = st.recursive(
     json_scalars,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
     max_leaves=6,
 )
 known = set(TrainingSession.model_fields) | {"status"}
 
 
-@given(extra=st.dictionaries(st.text(min_size=1, max_size=12).filter(lambda k: k not in known), json_values, max_size=5))
+@given(
+    extra=st.dictionaries(
+        st.text(min_size=1, max_size=12).filter(lambda k: k not in known), json_values, max_size=5
+    )
+)
 def test_unknown_fields_never_break_parsing_and_are_kept(extra: dict[str, Any]) -> None:
     body = json.dumps({"id": "s", "status": "TRAINING_SESSION_STATUS_RUNNING", **extra})
     session = TrainingSession.model_validate_json(body)

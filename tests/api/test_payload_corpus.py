@@ -214,10 +214,18 @@ def test_the_three_registration_shapes_normalise_to_the_same_fields() -> None:
 
 
 ERROR_EXPECTED = {
-    "error__together_error_data.json": ("authentication_error", "invalid_api_key", "Invalid API key"),
+    "error__together_error_data.json": (
+        "authentication_error",
+        "invalid_api_key",
+        "Invalid API key",
+    ),
     "error__without_code.json": ("invalid_request_error", None, "limit must be between 1 and 100"),
     "error__grpc_status.json": ("NOT_FOUND", "5", "training session not found"),
-    "error__grpc_status_string_code.json": ("RESOURCE_EXHAUSTED", "RESOURCE_EXHAUSTED", "quota exceeded"),
+    "error__grpc_status_string_code.json": (
+        "RESOURCE_EXHAUSTED",
+        "RESOURCE_EXHAUSTED",
+        "quota exceeded",
+    ),
     "error__string_error.json": (None, "503", "upstream unavailable"),
 }
 

@@ -1,0 +1,169 @@
+"""Typed errors: status mapping, message shape, body parsing, and that the key never leaks.
+
+Unit tests build ``httpx.Response`` objects directly (no transport involved); the end-to-end
+leak checks against the simulator live at the bottom.
+"""
+
+from __future__ import annotations
+
+import pickle
+import traceback
+
+import httpx
+import pytest
+
+from rl_sessions_dagster.api import (
+    APIStatusError,
+    AuthenticationError,
+    BadRequestError,
+    ConflictError,
+    NotFoundError,
+    PermissionDeniedError,
+    RateLimitError,
+    ServerError,
+    TogetherRLError,
+    TransportError,
+    UnprocessableEntityError,
+)
+from rl_sessions_dagster.api.errors import (
+    BODY_EXCERPT_CHARS,
+    error_from_response,
+    scrub,
+    transport_error,
+)
+
+KEY = "sk-SECRET-canary-123"
+URL = "https://api.together.ai/v1/rl/training-sessions?limit=5&status=A%2CB"
+
+
+def response(
+    status: int, body: object = None, *, text: str | None = None, **headers: str
+) -> httpx.Response:
+    request = httpx.Request("GET", URL, headers={"Authorization": f"Bearer {KEY}"})
+    if text is not None:
+        return httpx.Response(status, text=text, headers=headers, request=request)
+    return httpx.Response(status, json=body, headers=headers, request=request)
+
+
+def leak_surface(exc: BaseException) -> str:
+    """Everything a log, Dagster's error serialiser or a debugger would print."""
+    parts = [str(exc), repr(exc), repr(exc.args), "".join(traceback.format_exception(exc))]
+    parts += [repr(v) for v in vars(exc).values()]
+    return "\n".join(parts)
+
+
+@pytest.mark.parametrize(
+    ("status", "cls"),
+    [
+        (400, BadRequestError),
+        (401, AuthenticationError),
+        (403, PermissionDeniedError),
+        (404, NotFoundError),
+        (409, ConflictError),
+        (422, UnprocessableEntityError),
+        (429, RateLimitError),
+        (500, ServerError),
+        (503, ServerError),
+        (408, APIStatusError),
+        (418, APIStatusError),
+        (302, APIStatusError),
+    ],
+)
+def test_status_maps_to_class(status: int, cls: type[TogetherRLError]) -> None:
+    err = error_from_response(response(status, {"error": {"message": "m"}}), secrets=[KEY])
+    assert type(err) is cls and err.status_code == status
+    assert err.retryable == (status in (408, 429) or status >= 500)
+    assert isinstance(err, TogetherRLError)
+
+
+def test_422_is_a_bad_request() -> None:
+    assert issubclass(UnprocessableEntityError, BadRequestError)
+
+
+def test_message_names_endpoint_status_type_code_and_request_id() -> None:
+    body = {
+        "error": {
+            "message": "Invalid API key",
+            "type": "authentication_error",
+            "code": "invalid_api_key",
+        }
+    }
+    err = error_from_response(response(401, body, **{"x-request-id": "req_x"}), secrets=[KEY])
+    assert str(err) == (
+        "GET /v1/rl/training-sessions → 401 authentication_error (code=invalid_api_key): "
+        "Invalid API key [request_id=req_x]"
+    )
+    assert (err.error_type, err.error_code, err.api_message, err.request_id) == (
+        "authentication_error", "invalid_api_key", "Invalid API key", "req_x",
+    )  # fmt: skip
+    assert err.method == "GET" and err.url == "/v1/rl/training-sessions?limit=5&status=A%2CB"
+
+
+def test_grpc_style_body() -> None:
+    body = {"code": 5, "message": "session not found", "details": []}
+    err = error_from_response(response(404, body), secrets=[KEY])
+    assert str(err) == "GET /v1/rl/training-sessions → 404 NOT_FOUND (code=5): session not found"
+
+
+def test_non_json_body_is_excerpted_and_capped() -> None:
+    html = "<html>" + "x" * 5000 + "</html>"
+    err = error_from_response(response(502, text=html), secrets=[KEY])
+    assert err.body_excerpt is not None and len(err.body_excerpt) < BODY_EXCERPT_CHARS + 30
+    assert "[5013 chars]" in str(err) and len(str(err)) < 600
+    empty = error_from_response(response(503, text=""), secrets=[KEY])
+    assert str(empty) == "GET /v1/rl/training-sessions → 503: Service Unavailable"
+
+
+def test_rate_limit_carries_retry_after() -> None:
+    err = error_from_response(response(429, {}), secrets=[KEY], retry_after=1.5)
+    assert isinstance(err, RateLimitError) and err.retry_after == 1.5
+
+
+def test_body_echoing_the_key_is_scrubbed_everywhere() -> None:
+    body = {
+        "error": {
+            "message": f"bad header: Authorization: Bearer {KEY}",
+            "type": f"t-{KEY}",
+            "code": KEY,
+        }
+    }
+    err = error_from_response(response(401, body, **{"x-request-id": KEY}), secrets=[KEY])
+    assert KEY not in leak_surface(err)
+    assert "Bearer ***" in str(err)
+
+
+def test_scrub_masks_any_bearer_token_even_an_unknown_one() -> None:
+    assert scrub("Authorization: bearer abc.def-123, next", []) == "Authorization: bearer ***, next"
+    assert scrub(f"x {KEY} y", [KEY, None, ""]) == "x *** y"
+
+
+def test_errors_pickle_with_their_attributes() -> None:
+    err = error_from_response(
+        response(429, {"error": {"message": "slow down"}}), secrets=[KEY], retry_after=2.0
+    )
+    err.attempts = 3
+    clone = pickle.loads(pickle.dumps(err))
+    assert type(clone) is RateLimitError and str(clone) == str(err)
+    assert (clone.retry_after, clone.attempts, clone.status_code) == (2.0, 3, 429)
+
+
+@pytest.mark.parametrize(
+    ("exc", "sent"),
+    [
+        (httpx.ConnectError("refused"), False),
+        (httpx.ConnectTimeout("slow connect"), False),
+        (httpx.PoolTimeout("pool"), False),
+        (httpx.ReadTimeout("slow read"), True),
+        (httpx.RemoteProtocolError("Server disconnected without sending a response."), True),
+        (httpx.WriteError("broken pipe"), True),
+    ],
+)
+def test_transport_error_knows_whether_the_request_may_have_been_sent(
+    exc: httpx.RequestError, sent: bool
+) -> None:
+    url = httpx.URL(URL)
+    err = transport_error(exc, method="POST", url=url, secrets=[KEY])
+    assert err.may_have_reached_server is sent and err.retryable
+    assert str(err).startswith(f"POST /v1/rl/training-sessions: {type(exc).__name__}: ")
+    assert err.__cause__ is None and err.__context__ is None
+    assert isinstance(err, TransportError)
