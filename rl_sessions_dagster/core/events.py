@@ -66,7 +66,11 @@ class SessionEvent:
         if self.checkpoint is not None:
             return f"{self.kind.value}:{self.session.id}:{self.checkpoint.id}"
         if self.kind is EventKind.SESSION_STATUS_CHANGED:
-            return f"{self.kind.value}:{self.session.id}:{self.session.raw_status}"
+            # A status can recur (unknown statuses may oscillate): the update time tells
+            # the changes apart.
+            updated = self.session.updated_at
+            stamp = f"@{int(updated.timestamp() * 1000)}" if updated else ""
+            return f"{self.kind.value}:{self.session.id}:{self.session.raw_status}{stamp}"
         return f"{self.kind.value}:{self.session.id}"
 
     def __repr__(self) -> str:

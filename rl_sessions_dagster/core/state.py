@@ -56,12 +56,13 @@ class TrackedSession:
 
 @dataclass
 class ScanPosition:
-    """Where the paged scan of terminal sessions stands: the page's ``after``, the items of
-    that page already done, and the oldest ``created_at`` met so far (to check the order
-    across ticks)."""
+    """Where the paged scan of terminal sessions stands: the page's ``after``, the id of the
+    last item of that page already done (ids, not counts: sessions that end meanwhile are
+    inserted into the list and would shift a count), and the oldest ``created_at`` met so far
+    (to check the order across ticks)."""
 
     after: str | None = None
-    skip: int = 0
+    done_through: str | None = None
     low_ms: int | None = None
 
 
@@ -105,7 +106,7 @@ class TrackerState:
             "r": self.recent_terminal,
         }
         if self.scan is not None:
-            doc["a"] = [self.scan.after, self.scan.skip, self.scan.low_ms]
+            doc["a"] = [self.scan.after, self.scan.done_through, self.scan.low_ms]
         if self.backfilling:
             doc["k"] = 1
         return json.dumps(doc, separators=(",", ":"), sort_keys=True)
@@ -128,7 +129,7 @@ class TrackerState:
                 pass_start_ms=int(doc["p"]),
                 order=_ORDERS[doc["o"]],
                 verified_ms=int(doc["vt"]),
-                scan=ScanPosition(scan[0], int(scan[1]), scan[2]) if scan else None,
+                scan=ScanPosition(scan[0], scan[1], scan[2]) if scan else None,
                 backfilling=bool(doc.get("k")),
                 tracked={str(k): _decode_tracked(v) for k, v in doc["t"].items()},
                 recent_terminal={str(k): int(v) for k, v in doc["r"].items()},

@@ -326,14 +326,14 @@ def _scan(
     for page in obs.pages:
         if page.after != position.after:
             continue  # a page from a different position (should not happen); ignore it
-        for index, session in enumerate(page.sessions):
-            if index < position.skip:
-                continue
+        ids = [s.id for s in page.sessions]
+        start = ids.index(position.done_through) + 1 if position.done_through in ids else 0
+        for session in page.sessions[start:]:
             if not _discover(state, session, config, budget, floor, now):
-                position.skip = index
                 state.scan = position
                 return False
-        position = ScanPosition(page.next_after, 0, page.low_ms)
+            position.done_through = session.id
+        position = ScanPosition(page.next_after, None, page.low_ms)
     if obs.scan_complete:
         state.scan = None
         return True

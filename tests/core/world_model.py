@@ -32,6 +32,7 @@ class Sess:
     status: str
     checkpoints: list[Ckpt] = field(default_factory=list)
     history: list[str] = field(default_factory=list)
+    updated_ms: int = 0
 
     def to_model(self) -> TrainingSession:
         ckpts = []
@@ -46,6 +47,7 @@ class Sess:
                 "id": self.id,
                 "status": raw,
                 "created_at": _iso(self.created_ms),
+                "updated_at": _iso(self.updated_ms or self.created_ms),
                 "inference_checkpoints": ckpts,
             }
         )
@@ -78,6 +80,7 @@ class FakeWorld:
         s = self.sessions[sid]
         s.status = status
         s.history.append(status)
+        s.updated_ms = self.clock_ms
 
     def add_checkpoint(self, sid: str, registered: bool) -> str:
         s = self.sessions[sid]
