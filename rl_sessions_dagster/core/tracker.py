@@ -54,7 +54,8 @@ class ScanPlan:
     start: ScanPosition
     #: newest-first mode: stop paging once an item was created before this (epoch ms).
     stop_below_ms: int | None
-    #: 0 on a first tick without backfill: nothing to scan, history is not announced.
+    #: 1 on a first tick without backfill: the newest finished sessions are remembered as
+    #: history (the server clock has one-second resolution), nothing is announced.
     max_pages: int | None = None
 
 
@@ -115,7 +116,7 @@ def plan_scan(state: TrackerState, config: TrackerConfig) -> ScanPlan:
     if not state.initialized:
         if config.backfill:
             return ScanPlan(ScanPosition(), None)
-        return ScanPlan(ScanPosition(), None, max_pages=0)
+        return ScanPlan(ScanPosition(), None, max_pages=1)
     start = state.scan or ScanPosition()
     if state.backfilling or state.order != "newest_first":
         return ScanPlan(start, None)
