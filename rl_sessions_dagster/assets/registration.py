@@ -1,0 +1,210 @@
+"""From a checkpoint's registration to what deployment and evaluation need.
+
+An evaluation asset downstream of a checkpoint wants two things: the name to send as ``model``
+to a chat-completions call (or the registry ids to deploy on a dedicated endpoint), and, when
+it evaluates offline, the files. The API has sent three registration shapes over time (see
+:class:`~rl_sessions_dagster.api.models.Registration`); these helpers hide that history and
+fail with an error that says *why* a checkpoint cannot be deployed, instead of a ``None``
+surfacing as an HTTP 404 three steps later.
+
+No Dagster import: usable from any asset, op or script.
+"""
+
+from dataclasses import dataclass
+from typing import Literal
+
+from ..api import RLSessionsClient
+from ..api.enums import CheckpointType, CheckpointVariant
+from ..api.models import Checkpoint, CheckpointFile, InferenceCheckpoint, Registration
+
+__all__ = [
+    "CheckpointNotDownloadableError",
+    "CheckpointNotRegisteredError",
+    "DeploymentKind",
+    "DeploymentTarget",
+    "choose_variant",
+    "deployment_target",
+    "download_urls",
+]
+
+DeploymentKind = Literal["adapter", "model", "legacy"]
+
+_NOT_REGISTERED_HINT = (
+    "Its weights were not uploaded to the Together model registry: either the base model "
+    "does not support registry upload (e.g. MiniMax-M3; download the weights instead with "
+    "download_urls()), or the registration has not appeared yet (re-read the checkpoint later)."
+)
+
+
+class CheckpointNotRegisteredError(ValueError):
+    """The checkpoint has no usable registry registration, so it cannot be deployed."""
+
+    def __init__(self, message: str, *, checkpoint_id: str | None = None) -> None:
+        super().__init__(message)
+        self.checkpoint_id = checkpoint_id
+
+
+class CheckpointNotDownloadableError(ValueError):
+    """The checkpoint (or the requested variant of it) has no files to download."""
+
+    def __init__(self, message: str, *, checkpoint_id: str | None = None) -> None:
+        super().__init__(message)
+        self.checkpoint_id = checkpoint_id
+
+
+@dataclass(frozen=True)
+class DeploymentTarget:
+    """Everything needed to serve a checkpoint, whatever registration shape the API sent.
+
+    ``inference_model`` is the name to pass as ``model`` to ``/v1/chat/completions``: the
+    adapter id for LoRA adapters on the base model's own weights, else the merged model's id,
+    else (checkpoints registered before Aug 2026) the legacy model name. ``kind`` says which
+    one it is; ``None`` only for an unregistered checkpoint read with ``required=False``.
+    """
+
+    checkpoint_id: str | None
+    model_id: str | None
+    model_revision_id: str | None
+    adapter_id: str | None
+    adapter_revision_id: str | None
+    legacy_model_name: str | None
+    inference_model: str | None
+    kind: DeploymentKind | None
+    shape: str | None = None
+
+    @property
+    def is_deployable(self) -> bool:
+        return self.inference_model is not None
+
+    @property
+    def registry_id(self) -> str | None:
+        """The registry object to deploy on a dedicated endpoint (adapter first, then model)."""
+        return self.adapter_id or self.model_id
+
+    @property
+    def registry_revision_id(self) -> str | None:
+        return self.adapter_revision_id if self.adapter_id else self.model_revision_id
+
+
+def _kind(reg: Registration) -> DeploymentKind | None:
+    if reg.adapter_id:
+        return "adapter"
+    if reg.model_id:
+        return "model"
+    if reg.legacy_model_name:
+        return "legacy"
+    return None
+
+
+def deployment_target(
+    checkpoint: InferenceCheckpoint | Checkpoint | Registration | None,
+    *,
+    required: bool = True,
+) -> DeploymentTarget:
+    """The deployment target of an inference checkpoint (or of a bare registration).
+
+    Accepts a checkpoint embedded in a session (``session.inference_checkpoints[i]``), one from
+    ``client.get_checkpoint()``/``list_checkpoints()``, or a :class:`Registration`.
+
+    Raises:
+        CheckpointNotRegisteredError: when there is nothing deployable (no registration, an
+            empty one, or a training checkpoint) and ``required`` is true (the default). With
+            ``required=False`` an empty target (``kind=None``) is returned instead.
+    """
+    checkpoint_id: str | None = None
+    reg: Registration | None
+    if isinstance(checkpoint, Registration) or checkpoint is None:
+        reg = checkpoint
+    elif isinstance(checkpoint, Checkpoint):
+        checkpoint_id = checkpoint.id
+        if checkpoint.type is CheckpointType.TRAINING:
+            # Always an error: a training checkpoint holds optimizer state for resuming.
+            raise CheckpointNotRegisteredError(
+                f"checkpoint {checkpoint.id} is a TRAINING checkpoint (training state for "
+                "resume_from_checkpoint_id); only INFERENCE checkpoints can be deployed",
+                checkpoint_id=checkpoint.id,
+            )
+        reg = checkpoint.inference_registration
+    elif isinstance(checkpoint, InferenceCheckpoint):
+        checkpoint_id = checkpoint.id
+        reg = checkpoint.registration
+    else:
+        raise TypeError(
+            "deployment_target() takes an InferenceCheckpoint, Checkpoint or Registration, "
+            f"not {type(checkpoint).__name__}"
+        )
+    kind = _kind(reg) if reg is not None else None
+    if reg is None or kind is None:
+        if required:
+            what = f"checkpoint {checkpoint_id}" if checkpoint_id else "this checkpoint"
+            detail = "has no registration" if reg is None else "has an empty registration"
+            raise CheckpointNotRegisteredError(
+                f"{what} {detail}, so it cannot be deployed. {_NOT_REGISTERED_HINT}",
+                checkpoint_id=checkpoint_id,
+            )
+        return DeploymentTarget(
+            checkpoint_id, None, None, None, None, None, None, None, reg.shape if reg else None
+        )
+    return DeploymentTarget(
+        checkpoint_id=checkpoint_id,
+        model_id=reg.model_id,
+        model_revision_id=reg.model_revision_id,
+        adapter_id=reg.adapter_id,
+        adapter_revision_id=reg.adapter_revision_id,
+        legacy_model_name=reg.legacy_model_name,
+        inference_model=reg.deployable_model,
+        kind=kind,
+        shape=reg.shape,
+    )
+
+
+def _is_lora(checkpoint: Checkpoint) -> bool:
+    reg = checkpoint.inference_registration
+    return bool(checkpoint.lora_rank) or bool(reg is not None and reg.adapter_id)
+
+
+def choose_variant(checkpoint: Checkpoint) -> CheckpointVariant:
+    """ADAPTER for LoRA checkpoints (``lora_rank`` set, or an adapter registration): the small
+    download, loadable on the base model; MERGED (full weights) otherwise."""
+    return CheckpointVariant.ADAPTER if _is_lora(checkpoint) else CheckpointVariant.MERGED
+
+
+def download_urls(
+    client: RLSessionsClient,
+    checkpoint: str | Checkpoint,
+    variant: CheckpointVariant | str | None = None,
+    *,
+    deadline: float | None = None,
+) -> list[CheckpointFile]:
+    """Presigned URLs of an inference checkpoint's files.
+
+    ``checkpoint`` is an id (one extra request reads its metadata) or a :class:`Checkpoint`
+    already read. ``variant=None`` picks one with :func:`choose_variant`. Registration is not
+    needed: downloading is how unregistered checkpoints are used. The URLs carry their own
+    auth; fetch them without the API key.
+
+    Raises:
+        CheckpointNotDownloadableError: for a training checkpoint, or ADAPTER on a full-weight
+            checkpoint (checked before any download request).
+    """
+    ck = (
+        checkpoint
+        if isinstance(checkpoint, Checkpoint)
+        else client.get_checkpoint(checkpoint, deadline=deadline)
+    )
+    if ck.type is CheckpointType.TRAINING:
+        raise CheckpointNotDownloadableError(
+            f"checkpoint {ck.id} is a TRAINING checkpoint; only INFERENCE checkpoints have "
+            "downloadable weights (resume a session from it instead)",
+            checkpoint_id=ck.id,
+        )
+    chosen = choose_variant(ck) if variant is None else CheckpointVariant.parse(variant)
+    if chosen is CheckpointVariant.UNKNOWN:
+        raise ValueError(f"unknown checkpoint variant {variant!r}; use MERGED or ADAPTER")
+    if chosen is CheckpointVariant.ADAPTER and not _is_lora(ck):
+        raise CheckpointNotDownloadableError(
+            f"checkpoint {ck.id} is a full-weight checkpoint (no LoRA rank, no adapter "
+            "registration): it has no ADAPTER variant; use MERGED",
+            checkpoint_id=ck.id,
+        )
+    return client.get_checkpoint_download(ck.id, chosen, deadline=deadline).data
