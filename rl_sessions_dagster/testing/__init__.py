@@ -1,0 +1,40 @@
+"""Testing utilities: a local simulator of the Together RL HTTP service.
+
+``RLSimulator`` serves a ``SimulatedWorld`` over real HTTP on 127.0.0.1, with fault injection
+(``FaultPlan``) and a request log (``RequestLog``). Nothing here imports Dagster or the
+library's own API client, so the simulator stays an independent oracle for both.
+"""
+
+from .simulator import (
+    CHECKPOINT_INFERENCE,
+    CHECKPOINT_TRAINING,
+    OPERATION_KINDS,
+    RESOURCE_STATUSES,
+    SESSION_STATUSES,
+    SESSION_TERMINAL,
+    FaultPlan,
+    FaultRule,
+    RequestLog,
+    RequestRecord,
+    RLSimulator,
+    SimClock,
+    SimulatedWorld,
+    SimulatorError,
+)
+
+__all__ = [
+    "CHECKPOINT_INFERENCE",
+    "CHECKPOINT_TRAINING",
+    "OPERATION_KINDS",
+    "RESOURCE_STATUSES",
+    "SESSION_STATUSES",
+    "SESSION_TERMINAL",
+    "FaultPlan",
+    "FaultRule",
+    "RLSimulator",
+    "RequestLog",
+    "RequestRecord",
+    "SimClock",
+    "SimulatedWorld",
+    "SimulatorError",
+]

@@ -1,0 +1,92 @@
+"""Command line: ``rl-sessions-simulator serve --port 0 --api-key sim-key [--seed N] [--populate N]``.
+
+Prints exactly one line, ``RL simulator listening on http://127.0.0.1:PORT``, flushed, so a
+parent process can read the URL; serves until SIGTERM/SIGINT and exits 0. Drive the world of a
+running simulator through its ``/_sim/*`` control endpoints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from types import FrameType
+
+from .simulator import RLSimulator, SimulatedWorld
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rl-sessions-simulator", description="Local simulator of the Together RL API."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="serve the simulator over HTTP until SIGTERM/SIGINT")
+    serve.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=0, help="port; 0 picks a free one (default)")
+    serve.add_argument(
+        "--api-key",
+        default=os.environ.get("RL_SIMULATOR_API_KEY", "sim-key"),
+        help="bearer token /v1 requests must carry (default $RL_SIMULATOR_API_KEY or sim-key)",
+    )
+    serve.add_argument("--seed", type=int, default=0, help="seed of ids and random choices")
+    serve.add_argument("--user-id", default="user_sim", help="user the API key belongs to")
+    serve.add_argument("--populate", type=int, default=0, metavar="N", help="create N sessions")
+    serve.add_argument("--checkpoints-per-session", type=int, default=10)
+    serve.add_argument("--active", type=int, default=5, help="RUNNING sessions among --populate")
+    serve.add_argument(
+        "--list-order", choices=("newest_first", "unordered"), default="newest_first"
+    )
+    serve.add_argument("--start-delay", type=float, default=0.0, help="seconds CREATING lasts")
+    serve.add_argument("--stop-delay", type=float, default=0.0, help="seconds STOPPING lasts")
+    serve.add_argument("--operation-polls", type=int, default=1, help="polls until completion")
+    return parser
+
+
+def serve(args: argparse.Namespace) -> int:
+    """Run the server in the foreground until a termination signal arrives."""
+    world = SimulatedWorld(
+        seed=args.seed,
+        user_id=args.user_id,
+        list_order=args.list_order,
+        session_start_delay=args.start_delay,
+        session_stop_delay=args.stop_delay,
+        operation_polls=args.operation_polls,
+    )
+    if args.populate > 0:
+        world.populate(
+            args.populate,
+            args.checkpoints_per_session,
+            min(args.active, args.populate),
+            seed=args.seed,
+        )
+    done = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        done.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    sim = RLSimulator(api_key=args.api_key, world=world, seed=args.seed, port=args.port, host=args.host)
+    sim.start()
+    try:
+        print(f"RL simulator listening on {sim.base_url}", flush=True)
+        while not done.wait(0.2):
+            pass
+    finally:
+        sim.stop()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``rl-sessions-simulator`` and ``python -m rl_sessions_dagster.testing``."""
+    args = _parser().parse_args(argv)
+    if args.command == "serve":
+        return serve(args)
+    return 2  # pragma: no cover - argparse rejects unknown commands first
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,122 @@
+"""``POST /v1/chat/completions`` for demos: serve registered checkpoints as "models".
+
+The model answers arithmetic questions (``What is 17 + 25?``) correctly with probability
+``p(step) = min(0.95, 0.35 + 0.6 * step / (step + 40))``, deterministically per
+(world seed, model, question), so an evaluation is reproducible and scores rise with training.
+"""
+
+from __future__ import annotations
+
+import re
+from hashlib import blake2b
+from typing import Any
+
+from .errors import SimulatorError, bad_request
+from .routing import Request, Response, Router, json_response
+from .world import SimulatedWorld
+
+_TIMES = "\u00d7"  # the multiplication sign
+_QUESTION = re.compile(r"(-?\d+)\s*([-+*/x" + _TIMES + r"])\s*(-?\d+)")
+
+
+def p_correct(step: int) -> float:
+    """Probability that a checkpoint at ``step`` answers an arithmetic question correctly."""
+    step = max(0, step)
+    return min(0.95, 0.35 + 0.6 * step / (step + 40))
+
+
+def _unit(*parts: object) -> float:
+    digest = blake2b("\x00".join(map(str, parts)).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2**64
+
+
+def solve(question: str) -> int | float | None:
+    """The true answer to the first ``a op b`` in ``question`` (None if there is none)."""
+    m = _QUESTION.search(question)
+    if m is None:
+        return None
+    a, op, b = int(m.group(1)), m.group(2), int(m.group(3))
+    if op == "+":
+        return a + b
+    if op == "-":
+        return a - b
+    if op in ("*", "x", _TIMES):
+        return a * b
+    if b == 0:
+        return None
+    return a // b if a % b == 0 else round(a / b, 2)
+
+
+def answer(seed: int, model: str, step: int, question: str) -> str:
+    """Assistant text for ``question``: right with probability :func:`p_correct`, else off by a
+    small non-zero amount; the same inputs always give the same text."""
+    truth = solve(question)
+    if truth is None:
+        return f"I am a simulated model ({model}, step {step}); I only answer arithmetic."
+    if _unit(seed, model, question, "correct") < p_correct(step):
+        value = truth
+    else:
+        delta = 1 + int(_unit(seed, model, question, "delta") * 9)
+        value = truth + (delta if _unit(seed, model, question, "sign") < 0.5 else -delta)
+    return f"The answer is {value}."
+
+
+def _words(text: Any) -> int:
+    return len(str(text).split())
+
+
+class ChatEndpoint:
+    """OpenAI-style chat completions over the world's registered inference checkpoints."""
+
+    def __init__(self, world: SimulatedWorld) -> None:
+        self.world = world
+
+    def register(self, router: Router) -> None:
+        router.add("POST", "/v1/chat/completions", self.complete)
+
+    def complete(self, req: Request) -> Response:
+        body = req.json(required=True)
+        model = body.get("model")
+        messages = body.get("messages")
+        if not isinstance(model, str) or not model:
+            raise bad_request("model is required", param="model")
+        if not isinstance(messages, list) or not messages:
+            raise bad_request("messages must be a non-empty array", param="messages")
+        if body.get("stream"):
+            raise bad_request("the simulator does not stream", param="stream")
+        found = self.world.chat_model(model)
+        if found is None:
+            raise SimulatorError(
+                404, f"model {model!r} is not a registered checkpoint", param="model",
+                code="model_not_found",
+            )
+        ckpt_id, step = found
+        question = ""
+        for msg in reversed(messages):
+            if isinstance(msg, dict) and msg.get("role") == "user":
+                question = str(msg.get("content") or "")
+                break
+        content = answer(self.world.seed, model, step, question)
+        prompt_tokens = sum(_words(m.get("content", "")) for m in messages if isinstance(m, dict))
+        completion_tokens = _words(content)
+        cid = blake2b(f"{req.request_id}:{ckpt_id}".encode(), digest_size=12).hexdigest()
+        return json_response(
+            {
+                "id": f"chatcmpl-{cid}",
+                "object": "chat.completion",
+                "created": int(self.world.now().timestamp()),
+                "model": model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": content},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": completion_tokens,
+                    "total_tokens": prompt_tokens + completion_tokens,
+                },
+            }
+        )
