@@ -1,0 +1,103 @@
+"""Fixtures for sensor tests: a simulator on 127.0.0.1, a real DagsterInstance, and small
+definitions wired the way a user would wire them."""
+
+from collections.abc import Iterator
+
+import dagster as dg
+import pytest
+
+from rl_sessions_dagster import (
+    CHECKPOINT_ASSET_SPEC,
+    CHECKPOINT_PARTITIONS,
+    TogetherRLResource,
+    build_checkpoint_sensor,
+    build_session_status_sensor,
+)
+from rl_sessions_dagster.testing import RLSimulator
+
+API_KEY = "sk-test-CANARY-0123456789"
+
+
+@dg.asset(partitions_def=CHECKPOINT_PARTITIONS, deps=[CHECKPOINT_ASSET_SPEC])
+def evaluation() -> None:
+    """Stands in for a user's evaluation asset (never executed by evaluate_tick)."""
+
+
+evaluation_job = dg.define_asset_job("evaluation_job", selection=[evaluation])
+
+
+@dg.op
+def report() -> None:
+    pass
+
+
+@dg.job
+def report_job() -> None:
+    report()
+
+
+@pytest.fixture
+def sim() -> Iterator[RLSimulator]:
+    with RLSimulator(api_key=API_KEY, seed=7) as simulator:
+        yield simulator
+
+
+@pytest.fixture
+def instance() -> Iterator[dg.DagsterInstance]:
+    with dg.instance_for_test() as inst:
+        yield inst
+
+
+def make_resource(sim: RLSimulator, **overrides) -> TogetherRLResource:
+    options = {"api_key": API_KEY, "base_url": sim.base_url, "max_attempts": 2,
+               "backoff_initial": 0.01, "backoff_max": 0.05, "retry_after_cap": 0.2}
+    options.update(overrides)
+    return TogetherRLResource(**options)
+
+
+def make_defs(sim: RLSimulator, *sensors: dg.SensorDefinition, **resource_overrides):
+    sensors = sensors or (
+        build_checkpoint_sensor(job=evaluation_job),
+        build_session_status_sensor(job=report_job),
+    )
+    return dg.Definitions(
+        assets=[CHECKPOINT_ASSET_SPEC, evaluation],
+        jobs=[evaluation_job, report_job],
+        sensors=list(sensors),
+        resources={"together": make_resource(sim, **resource_overrides)},
+    )
+
+
+class Ticker:
+    """Evaluates one sensor the way the daemon does, carrying the cursor between ticks."""
+
+    def __init__(self, defs: dg.Definitions, sensor_name: str, instance: dg.DagsterInstance):
+        self.defs = defs
+        self.sensor = defs.get_sensor_def(sensor_name)
+        self.instance = instance
+        self.cursor: str | None = None
+        self.log: list = []
+
+    def tick(self):
+        resources = {"together": self.defs.resources["together"]}
+        with dg.build_sensor_context(
+            instance=self.instance,
+            instance_ref=self.instance.get_ref(),
+            definitions=self.defs,
+            cursor=self.cursor,
+            resources=resources,
+            sensor_name=self.sensor.name,
+        ) as ctx:
+            data = self.sensor.evaluate_tick(ctx)
+        if data.cursor is not None:
+            self.cursor = data.cursor
+        self.log.append(data)
+        return data
+
+
+@pytest.fixture
+def ticker(instance):
+    def make(defs: dg.Definitions, sensor_name: str) -> Ticker:
+        return Ticker(defs, sensor_name, instance)
+
+    return make
