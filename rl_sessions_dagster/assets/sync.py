@@ -1,0 +1,483 @@
+"""The scheduled sync: every RL session and checkpoint into a queryable table.
+
+The sensors react to *changes*; this asset keeps a full, flat copy of the account (sessions
+and the checkpoints they embed) for dashboards, notebooks and audits, refreshed by a
+schedule. It is deliberately cheap on the API:
+
+* one paged ``GET /v1/rl/training-sessions`` walk (100 per page, one page in memory), and the
+  checkpoints come from the session objects themselves, never one request per session;
+* rows are upserted in batches of ``batch_size`` (one transaction each), and the store only
+  rewrites rows whose content changed, so re-running is idempotent and nearly write-free;
+* a failure half-way keeps the batches already written; the next run completes the table.
+
+No ``from __future__ import annotations`` here: Dagster must see the real ``context`` type.
+"""
+
+import heapq
+import os
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import dagster as dg
+from pydantic import Field
+
+from ..api.models import TrainingSession
+from ..resource import TogetherRLResource
+from ..storage import (
+    CheckpointRow,
+    SessionRow,
+    SessionStore,
+    SQLiteSessionStore,
+    StoreCounts,
+    UpsertResult,
+    checkpoint_rows,
+    session_row,
+)
+
+if TYPE_CHECKING:
+    # Not exported by ``dagster``; only needed for annotations.
+    from dagster._core.definitions.unresolved_asset_job_definition import (
+        UnresolvedAssetJobDefinition,
+    )
+
+    from ..sensors.source import SessionFilter
+
+__all__ = [
+    "DEFAULT_DB_FILENAME",
+    "SESSION_SYNC_ASSET_KEY",
+    "StoreFactory",
+    "SyncConfig",
+    "SyncStats",
+    "build_session_sync_asset",
+    "build_sync_definitions",
+    "build_sync_job_and_schedule",
+    "build_sync_schedule",
+    "run_sync",
+]
+
+SESSION_SYNC_ASSET_KEY = dg.AssetKey(["together", "rl_sessions_table"])
+DEFAULT_DB_FILENAME = "together_rl_sync.sqlite"
+
+#: Builds the store for one run from the resolved ``db_path`` (ignore it for non-file stores).
+StoreFactory = Callable[[str], SessionStore]
+
+
+class SyncConfig(dg.Config):
+    """Run config of the sync asset (all optional; the launchpad shows these)."""
+
+    db_path: str | None = Field(
+        default=None,
+        description=(
+            "Database file. Environment variables and ~ are expanded. Default: the path given "
+            f"to the asset factory, else <DAGSTER_HOME>/{DEFAULT_DB_FILENAME}."
+        ),
+    )
+    page_size: int = Field(
+        default=100, ge=1, le=100, description="Sessions per list request (API maximum 100)."
+    )
+    batch_size: int = Field(
+        default=500, ge=1, description="Rows per upsert transaction, per table."
+    )
+    include_training_checkpoints: bool = Field(
+        default=True, description="Also store training checkpoints (resume state) as rows."
+    )
+    newest_sessions: int = Field(
+        default=10, ge=0, le=100, description="Rows in the 'newest_sessions' metadata table."
+    )
+
+
+class SyncStats:
+    """What one sync did: rows per table, sessions by status, newest sessions, requests."""
+
+    def __init__(self, newest_limit: int = 10) -> None:
+        self.sessions_seen = 0
+        self.checkpoints_seen = 0
+        self.duplicates_skipped = 0
+        self.sessions_written = UpsertResult()
+        self.checkpoints_written = UpsertResult()
+        self.seen_by_status: Counter[str] = Counter()
+        self.api_requests = 0
+        self.api_calls = 0
+        self.seconds = 0.0
+        self._newest_limit = newest_limit
+        self._newest: list[tuple[str, str, SessionRow]] = []  # min-heap on (created_at, id)
+
+    def observe(self, row: SessionRow, n_checkpoints: int) -> None:
+        self.sessions_seen += 1
+        self.checkpoints_seen += n_checkpoints
+        self.seen_by_status[row.status] += 1
+        if self._newest_limit:
+            item = (row.created_at or "", row.id, row)
+            if len(self._newest) < self._newest_limit:
+                heapq.heappush(self._newest, item)
+            elif item[:2] > self._newest[0][:2]:
+                heapq.heapreplace(self._newest, item)
+
+    @property
+    def newest(self) -> list[SessionRow]:
+        """The newest sessions seen, newest first."""
+        return [row for *_, row in sorted(self._newest, key=lambda t: t[:2], reverse=True)]
+
+
+def _resolve_db_path(configured: str | None, default: str | None, instance_root: str) -> str:
+    path = configured or default or os.path.join(instance_root, DEFAULT_DB_FILENAME)
+    return path if path == ":memory:" else os.path.expanduser(os.path.expandvars(path))
+
+
+def _flush(
+    store: SessionStore,
+    sessions: list[SessionRow],
+    checkpoints: list[CheckpointRow],
+    stats: SyncStats,
+) -> None:
+    # Sessions first: a reader never sees a checkpoint whose session row is missing.
+    if sessions:
+        stats.sessions_written += store.upsert_sessions(sessions)
+        sessions.clear()
+    if checkpoints:
+        stats.checkpoints_written += store.upsert_checkpoints(checkpoints)
+        checkpoints.clear()
+
+
+def run_sync(
+    sessions: Iterable[TrainingSession],
+    store: SessionStore,
+    *,
+    batch_size: int = 500,
+    include_training_checkpoints: bool = True,
+    keep: Callable[[TrainingSession], bool] | None = None,
+    newest_limit: int = 10,
+    synced_at: datetime | None = None,
+) -> SyncStats:
+    """Upsert every session of ``sessions`` (and its embedded checkpoints) into ``store``.
+
+    The Dagster-free core of the asset: consumes the iterator lazily, so memory is one API page
+    plus one batch. A session repeated by the listing (pages shifting under a concurrent
+    create) is written once. ``keep`` drops sessions client-side (name / W&B filters).
+    """
+    now = synced_at or datetime.now(UTC)
+    stats = SyncStats(newest_limit)
+    started = time.perf_counter()
+    seen: set[str] = set()
+    session_buf: list[SessionRow] = []
+    checkpoint_buf: list[CheckpointRow] = []
+    for session in sessions:
+        if keep is not None and not keep(session):
+            continue
+        if session.id in seen:
+            stats.duplicates_skipped += 1
+            continue
+        seen.add(session.id)
+        row = session_row(session, now)
+        rows = checkpoint_rows(session, now, include_training=include_training_checkpoints)
+        stats.observe(row, len(rows))
+        session_buf.append(row)
+        checkpoint_buf.extend(rows)
+        if len(session_buf) >= batch_size or len(checkpoint_buf) >= batch_size:
+            _flush(store, session_buf, checkpoint_buf, stats)
+    _flush(store, session_buf, checkpoint_buf, stats)
+    stats.seconds = time.perf_counter() - started
+    return stats
+
+
+def _md_cell(value: object) -> str:
+    text = "" if value is None else str(value)
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _newest_table(rows: Sequence[SessionRow]) -> str:
+    lines = [
+        "| created_at | display_name | status | step | checkpoints | W&B | session id |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        wandb = f"[{_md_cell(r.wandb_project or 'run')}]({r.wandb_url})" if r.wandb_url else ""
+        lines.append(
+            f"| {_md_cell(r.created_at)} | {_md_cell(r.display_name)} | {_md_cell(r.status)} "
+            f"| {_md_cell(r.step)} | {r.n_inference_checkpoints} | {wandb} | `{r.id}` |"
+        )
+    return "\n".join(lines)
+
+
+def sync_metadata(
+    stats: SyncStats, counts: StoreCounts, db_path: str
+) -> dict[str, dg.MetadataValue]:
+    """The materialization's metadata: table size, status mix, what this run wrote, cost."""
+    written = stats.sessions_written + stats.checkpoints_written
+    meta: dict[str, dg.MetadataValue] = {
+        "dagster/row_count": dg.MetadataValue.int(counts.sessions),
+        "checkpoint_row_count": dg.MetadataValue.int(counts.checkpoints),
+        "sessions_by_status": dg.MetadataValue.json(dict(counts.sessions_by_status)),
+        "newest_sessions": dg.MetadataValue.md(_newest_table(stats.newest)),
+        "sessions_seen": dg.MetadataValue.int(stats.sessions_seen),
+        "checkpoints_seen": dg.MetadataValue.int(stats.checkpoints_seen),
+        "rows_inserted": dg.MetadataValue.int(written.inserted),
+        "rows_updated": dg.MetadataValue.int(written.updated),
+        "rows_unchanged": dg.MetadataValue.int(written.unchanged),
+        "rows_written": dg.MetadataValue.json(
+            {
+                "rl_sessions": stats.sessions_written.as_dict(),
+                "rl_checkpoints": stats.checkpoints_written.as_dict(),
+            }
+        ),
+        "api_requests": dg.MetadataValue.int(stats.api_requests),
+        "sync_seconds": dg.MetadataValue.float(round(stats.seconds, 3)),
+    }
+    # One number per status too: numeric metadata is plotted across materializations.
+    for status, n in sorted(counts.sessions_by_status.items()):
+        meta[f"sessions_{status.lower()}"] = dg.MetadataValue.int(n)
+    if db_path != ":memory:":
+        meta["db_path"] = dg.MetadataValue.path(db_path)
+    return meta
+
+
+_COLUMN_SCHEMA = dg.TableSchema(
+    columns=[
+        dg.TableColumn("id", "text", description="Session id (primary key)."),
+        dg.TableColumn("display_name", "text"),
+        dg.TableColumn("status", "text", description="Short status, e.g. RUNNING."),
+        dg.TableColumn("raw_status", "text", description="Status constant as sent by the API."),
+        dg.TableColumn("base_model", "text"),
+        dg.TableColumn("model_resources_id", "text"),
+        dg.TableColumn("created_by", "text"),
+        dg.TableColumn("created_at", "text", description="ISO 8601 UTC."),
+        dg.TableColumn("updated_at", "text", description="ISO 8601 UTC."),
+        dg.TableColumn("step", "integer"),
+        dg.TableColumn("error_code", "text"),
+        dg.TableColumn("error_message", "text"),
+        dg.TableColumn("wandb_url", "text"),
+        dg.TableColumn("wandb_project", "text"),
+        dg.TableColumn("n_inference_checkpoints", "integer"),
+        dg.TableColumn("synced_at", "text", description="When a sync last wrote this row."),
+    ]
+)
+
+
+def _build_filter(
+    session_filter: "SessionFilter | None",
+    created_by: str | None,
+    model_resources_id: str | None,
+) -> "SessionFilter | None":
+    if created_by is None and model_resources_id is None:
+        return session_filter
+    # Imported here: sensors import assets, so a module-level import would be circular.
+    import dataclasses
+
+    from ..sensors.source import SessionFilter
+
+    base = session_filter or SessionFilter()
+    for name, value in (("created_by", created_by), ("model_resources_id", model_resources_id)):
+        current = getattr(base, name)
+        if value is not None and current is not None and current != value:
+            raise ValueError(f"{name}={value!r} contradicts session_filter.{name}={current!r}")
+    return dataclasses.replace(
+        base,
+        created_by=created_by if created_by is not None else base.created_by,
+        model_resources_id=(
+            model_resources_id if model_resources_id is not None else base.model_resources_id
+        ),
+    )
+
+
+def build_session_sync_asset(
+    *,
+    key: dg.AssetKey | str | Sequence[str] = SESSION_SYNC_ASSET_KEY,
+    resource_key: str = "together",
+    db_path: str | None = None,
+    store_factory: StoreFactory | None = None,
+    session_filter: "SessionFilter | None" = None,
+    created_by: str | None = None,
+    model_resources_id: str | None = None,
+    group_name: str | None = "together_rl",
+    owners: Sequence[str] | None = None,
+    kinds: set[str] | None = None,
+    description: str | None = None,
+    retry_policy: dg.RetryPolicy | None = None,
+    pool: str | None = None,
+) -> dg.AssetsDefinition:
+    """An asset that syncs every (matching) RL session and its checkpoints into a table.
+
+    Example::
+
+        import dagster as dg
+        from rl_sessions_dagster import TogetherRLResource
+        from rl_sessions_dagster.assets import (
+            build_session_sync_asset, build_sync_job_and_schedule,
+        )
+
+        sessions_table = build_session_sync_asset(created_by="me")
+        sync_job, sync_schedule = build_sync_job_and_schedule(sessions_table)
+        defs = dg.Definitions(
+            assets=[sessions_table], jobs=[sync_job], schedules=[sync_schedule],
+            resources={"together": TogetherRLResource(api_key=dg.EnvVar("TOGETHER_API_KEY"))},
+        )
+
+    Args:
+        key: asset key (default ``together/rl_sessions_table``).
+        resource_key: key of the :class:`TogetherRLResource` in the Definitions.
+        db_path: database file unless the run config sets ``db_path``; default
+            ``<DAGSTER_HOME>/together_rl_sync.sqlite`` (the instance's root directory).
+        store_factory: build another :class:`~rl_sessions_dagster.storage.SessionStore` from the
+            resolved path (default :class:`~rl_sessions_dagster.storage.SQLiteSessionStore`).
+        session_filter: a :class:`~rl_sessions_dagster.sensors.SessionFilter`; its
+            ``created_by``/``model_resources_id`` go to the API, the rest is checked per session.
+        created_by, model_resources_id: shortcuts merged into ``session_filter``.
+        group_name, owners, kinds, description, retry_policy, pool: passed to ``@dg.asset``.
+    """
+    flt = _build_filter(session_filter, created_by, model_resources_id)
+    factory: StoreFactory = store_factory or SQLiteSessionStore
+    scope = []
+    if flt is not None and flt.created_by:
+        scope.append(f"created_by={flt.created_by}")
+    if flt is not None and flt.model_resources_id:
+        scope.append(f"model_resources_id={flt.model_resources_id}")
+    scope_text = f" (filtered: {', '.join(scope)})" if scope else ""
+
+    @dg.asset(
+        key=dg.AssetKey.from_coercible(key),
+        description=description
+        or (
+            "Every Together AI RL training session and its checkpoints" + scope_text + ", "
+            "synced into the tables rl_sessions and rl_checkpoints (idempotent upserts; one "
+            "paged list walk, no request per session)."
+        ),
+        group_name=group_name,
+        owners=list(owners) if owners else None,
+        kinds=kinds if kinds is not None else {"together", "sqlite"},
+        required_resource_keys={resource_key},
+        metadata={
+            "dagster/table_name": "rl_sessions",
+            "dagster/column_schema": dg.MetadataValue.table_schema(_COLUMN_SCHEMA),
+        },
+        retry_policy=retry_policy,
+        pool=pool,
+    )
+    def _sync_asset(context: dg.AssetExecutionContext, config: SyncConfig) -> dg.MaterializeResult:
+        resource = getattr(context.resources, resource_key)
+        if not isinstance(resource, TogetherRLResource):
+            raise dg.DagsterInvariantViolationError(
+                f"resource {resource_key!r} must be a TogetherRLResource, got "
+                f"{type(resource).__name__}"
+            )
+        path = _resolve_db_path(config.db_path, db_path, context.instance.root_directory)
+        client = resource.get_client()
+        try:
+            store = factory(path)
+            try:
+                listing = client.list_sessions(
+                    created_by=flt.created_by if flt else None,
+                    model_resources_id=flt.model_resources_id if flt else None,
+                    page_size=config.page_size,
+                )
+                stats = run_sync(
+                    listing,
+                    store,
+                    batch_size=config.batch_size,
+                    include_training_checkpoints=config.include_training_checkpoints,
+                    keep=flt.matches if flt is not None else None,
+                    newest_limit=config.newest_sessions,
+                )
+                counts = store.counts()
+            finally:
+                store.close()
+            stats.api_requests = client.stats.requests
+            stats.api_calls = client.stats.calls
+        finally:
+            client.close()
+        context.log.info(
+            "synced %d sessions and %d checkpoints in %.1f s with %d API requests; "
+            "sessions %s, checkpoints %s",
+            stats.sessions_seen,
+            stats.checkpoints_seen,
+            stats.seconds,
+            stats.api_requests,
+            stats.sessions_written.as_dict(),
+            stats.checkpoints_written.as_dict(),
+        )
+        return dg.MaterializeResult(metadata=sync_metadata(stats, counts, path))
+
+    return _sync_asset
+
+
+def _sync_job(asset: dg.AssetsDefinition, job_name: str | None) -> "UnresolvedAssetJobDefinition":
+    return dg.define_asset_job(
+        job_name or f"{asset.key.to_python_identifier()}_sync_job",
+        selection=[asset],
+        description=f"Sync {asset.key.to_user_string()} from the Together RL API.",
+    )
+
+
+def build_sync_schedule(
+    asset_or_job: "dg.AssetsDefinition | UnresolvedAssetJobDefinition | dg.JobDefinition",
+    *,
+    cron_schedule: str = "*/15 * * * *",
+    name: str | None = None,
+    job_name: str | None = None,
+    default_status: dg.DefaultScheduleStatus = dg.DefaultScheduleStatus.STOPPED,
+    run_config: dict[str, Any] | None = None,
+    execution_timezone: str | None = None,
+    tags: dict[str, str] | None = None,
+) -> dg.ScheduleDefinition:
+    """A schedule for the sync (every 15 minutes by default; STOPPED until turned on).
+
+    Given the asset, it targets a job built by ``define_asset_job`` (``job_name``); include
+    that job in your Definitions too, or use :func:`build_sync_job_and_schedule`.
+    """
+    job = (
+        _sync_job(asset_or_job, job_name)
+        if isinstance(asset_or_job, dg.AssetsDefinition)
+        else asset_or_job
+    )
+    return dg.ScheduleDefinition(
+        name=name or f"{job.name}_schedule",
+        cron_schedule=cron_schedule,
+        job=job,
+        run_config=run_config,
+        default_status=default_status,
+        execution_timezone=execution_timezone,
+        tags=tags,
+        description="Refresh the Together RL sessions table.",
+    )
+
+
+def build_sync_job_and_schedule(
+    asset: dg.AssetsDefinition,
+    *,
+    job_name: str | None = None,
+    cron_schedule: str = "*/15 * * * *",
+    schedule_name: str | None = None,
+    default_status: dg.DefaultScheduleStatus = dg.DefaultScheduleStatus.STOPPED,
+    run_config: dict[str, Any] | None = None,
+    execution_timezone: str | None = None,
+) -> tuple["UnresolvedAssetJobDefinition", dg.ScheduleDefinition]:
+    """An asset job for the sync asset and a schedule that runs it."""
+    job = _sync_job(asset, job_name)
+    schedule = build_sync_schedule(
+        job,
+        cron_schedule=cron_schedule,
+        name=schedule_name,
+        default_status=default_status,
+        run_config=run_config,
+        execution_timezone=execution_timezone,
+    )
+    return job, schedule
+
+
+def build_sync_definitions(
+    *,
+    cron_schedule: str = "*/15 * * * *",
+    default_status: dg.DefaultScheduleStatus = dg.DefaultScheduleStatus.STOPPED,
+    **asset_kwargs: Any,
+) -> dg.Definitions:
+    """Asset, job and schedule in one ``Definitions`` (merge it with yours; add the resource).
+
+    ``asset_kwargs`` go to :func:`build_session_sync_asset`.
+    """
+    asset = build_session_sync_asset(**asset_kwargs)
+    job, schedule = build_sync_job_and_schedule(
+        asset, cron_schedule=cron_schedule, default_status=default_status
+    )
+    return dg.Definitions(assets=[asset], jobs=[job], schedules=[schedule])
