@@ -190,13 +190,13 @@ def _md_cell(value: object) -> str:
 
 def _newest_table(rows: Sequence[SessionRow]) -> str:
     lines = [
-        "| created_at | display_name | status | step | checkpoints | W&B | session id |",
+        "| created (UTC) | display_name | status | step | checkpoints | W&B | session id |",
         "|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         wandb = f"[{_md_cell(r.wandb_project or 'run')}]({r.wandb_url})" if r.wandb_url else ""
         lines.append(
-            f"| {_md_cell(r.created_at)} | {_md_cell(r.display_name)} | {_md_cell(r.status)} "
+            f"| {_md_cell((r.created_at or '')[:19].replace('T', ' '))} | {_md_cell(r.display_name)} | {_md_cell(r.status)} "
             f"| {_md_cell(r.step)} | {r.n_inference_checkpoints} | {wandb} | `{r.id}` |"
         )
     return "\n".join(lines)
