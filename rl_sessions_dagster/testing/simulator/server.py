@@ -18,6 +18,7 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -154,28 +155,16 @@ class _Handler(BaseHTTPRequestHandler):
         route, template, ids, allowed = sim.router.match(method, path)
         faultable = path.startswith("/v1/") or path.startswith("/_sim/files/")
         rule = sim.faults.decide(method, path, template) if faultable else None
-        status: int | None = None
-        authorized = False
-        try:
-            if rule is not None and rule.delay_s > 0 and sim._stopping.wait(rule.delay_s):
-                self._abort(reset=False)
+        authorized = self._authorized(path)
+        logged = False
+
+        def log(status: int | None) -> None:
+            # Recorded before the response goes out, so a client that got its answer can
+            # assert on the log right away.
+            nonlocal logged
+            if logged:
                 return
-            if rule is not None and rule.terminal and not rule.processes_request:
-                status = self._apply_fault(rule, None, request_id)
-                return
-            req = Request(
-                method, path, template, ids, query, self.headers, body, sim.base_url, request_id
-            )
-            authorized = self._authorized(path)
-            resp = sim._handle(req, route, allowed, authorized)
-            if rule is not None and rule.terminal:
-                status = self._apply_fault(rule, resp, request_id)
-                return
-            status = resp.status
-            self._write(resp.status, resp.body, request_id, resp.content_type, resp.headers)
-        except (BrokenPipeError, ConnectionResetError):
-            self.close_connection = True
-        finally:
+            logged = True
             sim.requests.record(
                 RequestRecord(
                     request_id=request_id,
@@ -192,6 +181,27 @@ class _Handler(BaseHTTPRequestHandler):
                 )
             )
 
+        try:
+            if rule is not None and rule.delay_s > 0 and sim._stopping.wait(rule.delay_s):
+                log(None)
+                self._abort(reset=False)
+                return
+            resp = None
+            if rule is None or not rule.terminal or rule.processes_request:
+                req = Request(
+                    method, path, template, ids, query, self.headers, body, sim.base_url, request_id
+                )
+                resp = sim._handle(req, route, allowed, authorized)
+            if rule is not None and rule.terminal:
+                self._apply_fault(rule, resp, request_id, log)
+            elif resp is not None:
+                log(resp.status)
+                self._write(resp.status, resp.body, request_id, resp.content_type, resp.headers)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+        finally:
+            log(None)
+
     def _authorized(self, path: str) -> bool:
         if not path.startswith("/v1/"):
             return True
@@ -201,24 +211,33 @@ class _Handler(BaseHTTPRequestHandler):
             token.strip().encode(), self.server.sim.api_key.encode()
         )
 
-    def _apply_fault(self, rule: FaultRule, resp: Response | None, request_id: str) -> int | None:
-        """Write (or withhold) the faulty response; returns the status the client saw."""
+    def _apply_fault(
+        self,
+        rule: FaultRule,
+        resp: Response | None,
+        request_id: str,
+        log: Callable[[int | None], None],
+    ) -> None:
+        """Write (or withhold) the faulty response, logging the status the client will see."""
         if rule.drop:
+            log(None)
             self._abort(reset=False)
-            return None
+            return
         if rule.status is not None:
             status, body, headers = rule.error_response()
+            log(status)
             self._write(status, body, request_id, headers=headers)
-            return status
+            return
         real = resp or Response(200, b'{"data":[],"meta":{"limit":20,"has_more":false}}')
         if rule.reset_after_headers:
+            log(real.status)
             self.close_connection = True
             self._write(real.status, real.body, request_id, real.content_type, send_body=False)
             self._abort(reset=True)
-            return real.status
+            return
+        log(200)
         cut = real.body[: max(1, len(real.body) // 2)]
         self._write(200, cut, request_id, real.content_type, real.headers)
-        return 200
 
 
 class RLSimulator:
@@ -346,6 +365,10 @@ class RLSimulator:
             resp = Response(500, error_body(500, f"simulator internal error: {exc!r}"))
         hook = self.world.response_hook
         if hook is not None and req.path.startswith("/v1/") and resp.content_type == "application/json":
-            payload = hook(req.path, json.loads(resp.body))
-            resp.body = json.dumps(payload, separators=(",", ":")).encode()
+            try:
+                payload = hook(req.path, json.loads(resp.body))
+                resp.body = json.dumps(payload, separators=(",", ":")).encode()
+            except Exception as exc:  # a broken hook must not kill the connection thread
+                traceback.print_exc(file=sys.stderr)
+                resp = Response(500, error_body(500, f"response_hook failed: {exc!r}"))
         return resp

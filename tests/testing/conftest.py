@@ -1,0 +1,50 @@
+"""Fixtures for the simulator tests: a manual-clock world served on 127.0.0.1, and an httpx
+client carrying the simulator's API key."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from rl_sessions_dagster.testing import RLSimulator, SimulatedWorld
+
+API_KEY = "sim-test-key-CANARY"
+RL = "/v1/rl"
+
+
+@pytest.fixture
+def world() -> SimulatedWorld:
+    return SimulatedWorld(seed=42, clock="manual")
+
+
+@pytest.fixture
+def sim(world: SimulatedWorld) -> Iterator[RLSimulator]:
+    with RLSimulator(api_key=API_KEY, world=world, seed=42) as simulator:
+        yield simulator
+
+
+@pytest.fixture
+def client(sim: RLSimulator) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=sim.base_url, headers=sim.headers, timeout=5.0) as c:
+        yield c
+
+
+def all_pages(client: httpx.Client, path: str, **params: Any) -> list[dict[str, Any]]:
+    """Follow ``meta.next_cursor`` until ``has_more`` is false; returns every item."""
+    items: list[dict[str, Any]] = []
+    after = None
+    for _ in range(10_000):
+        query = dict(params)
+        if after:
+            query["after"] = after
+        body = client.get(path, params=query).raise_for_status().json()
+        items.extend(body["data"])
+        if not body["meta"]["has_more"]:
+            assert body["meta"]["next_cursor"] == ""
+            return items
+        after = body["meta"]["next_cursor"]
+        assert after == body["data"][-1]["id"]
+    raise AssertionError("pagination did not terminate")
