@@ -1,5 +1,46 @@
-"""Shared fixtures for the API client tests: a simulator on 127.0.0.1 and clients that never sleep."""
+"""Shared fixtures for the API client tests: a simulator on 127.0.0.1 and clients that never sleep.
+
+Retries are real (real HTTP, real attempts in the simulator's request log); only the *sleeps*
+between them are recorded instead of slept, so the suite stays fast and no assertion depends
+on wall-clock timing.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+import pytest
+
+from rl_sessions_dagster.api import RetryEvent, RetryPolicy, RLSessionsClient
+from rl_sessions_dagster.testing import RLSimulator
+
+#: A recognisable key: every leak check scans for it.
 KEY = "sk-SECRET-canary-123"
+
+
+class RetryRecorder:
+    """Records the retry events and sleeps of a client's policy instead of sleeping."""
+
+    def __init__(self) -> None:
+        self.events: list[RetryEvent] = []
+        self.sleeps: list[float] = []
+
+    def policy(self, **kw: object) -> RetryPolicy:
+        return RetryPolicy(sleep=self.sleeps.append, on_retry=self.events.append, **kw)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def sim() -> Iterator[RLSimulator]:
+    with RLSimulator(api_key=KEY, seed=0) as simulator:
+        yield simulator
+
+
+@pytest.fixture
+def retries() -> RetryRecorder:
+    return RetryRecorder()
+
+
+@pytest.fixture
+def client(sim: RLSimulator, retries: RetryRecorder) -> Iterator[RLSessionsClient]:
+    with RLSessionsClient(KEY, base_url=sim.base_url, timeout=5.0, retry=retries.policy()) as c:
+        yield c
