@@ -50,7 +50,10 @@ class _Server(ThreadingHTTPServer):
 
     def process_request(self, request: Any, client_address: Any) -> None:
         t = threading.Thread(
-            target=self.process_request_thread, args=(request, client_address), daemon=True
+            target=self.process_request_thread,
+            args=(request, client_address),
+            name=f"rl-simulator-{self.server_address[1]}-conn",
+            daemon=True,
         )
         with self.conn_lock:
             self.connections.add(request)
