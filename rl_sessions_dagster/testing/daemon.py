@@ -82,15 +82,17 @@ def dagster_daemon(
 
 def stop_process_group(proc: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
     """SIGTERM the process group we created, then SIGKILL what is left after ``timeout``."""
-    if proc.poll() is not None:
-        _kill_group(proc.pid, signal.SIGKILL)  # children may outlive a dead leader
-        return
-    _kill_group(proc.pid, signal.SIGTERM)
+    if proc.poll() is None:
+        _kill_group(proc.pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
     while proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.1)
     _kill_group(proc.pid, signal.SIGKILL)
     proc.wait(timeout=5)
+    # SIGKILL is delivered asynchronously: wait until every member is really gone.
+    gone_by = time.monotonic() + 5
+    while group_alive(proc.pid) and time.monotonic() < gone_by:
+        time.sleep(0.05)
 
 
 def _kill_group(pgid: int, sig: signal.Signals) -> None:
@@ -101,11 +103,29 @@ def _kill_group(pgid: int, sig: signal.Signals) -> None:
 
 
 def group_alive(pgid: int) -> bool:
-    """True while any process of the group is alive (used to prove nothing is left behind)."""
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
+    """True while a live (non-zombie) process of the group exists: proof nothing is left.
+
+    Reads ``/proc`` where it exists (a killed child may linger as a zombie until reaped, and
+    ``killpg(pgid, 0)`` counts zombies); elsewhere falls back to ``killpg``.
+    """
+    proc = Path("/proc")
+    if not proc.is_dir():
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
         return True
-    return True
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # Fields after the parenthesised command: state, ppid, pgrp, ...
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != "Z":
+            return True
+    return False

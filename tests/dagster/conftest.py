@@ -49,8 +49,14 @@ def instance() -> Iterator[dg.DagsterInstance]:
 
 
 def make_resource(sim: RLSimulator, **overrides) -> TogetherRLResource:
-    options = {"api_key": API_KEY, "base_url": sim.base_url, "max_attempts": 2,
-               "backoff_initial": 0.01, "backoff_max": 0.05, "retry_after_cap": 0.2}
+    options = {
+        "api_key": API_KEY,
+        "base_url": sim.base_url,
+        "max_attempts": 2,
+        "backoff_initial": 0.01,
+        "backoff_max": 0.05,
+        "retry_after_cap": 0.2,
+    }
     options.update(overrides)
     return TogetherRLResource(**options)
 

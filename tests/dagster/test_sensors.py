@@ -76,7 +76,9 @@ def test_status_sensor_one_run_per_finished_session_including_born_failed(sim, t
     data = t.tick()
     got = {r.run_key: r.tags for r in data.run_requests}
     assert set(got) == {
-        f"session_stopped:{a}", f"session_error:{b}", f"session_expired:{c}",
+        f"session_stopped:{a}",
+        f"session_error:{b}",
+        f"session_expired:{c}",
         f"session_error:{born_failed}",
     }
     assert got[f"session_error:{b}"]["together/event"] == "session_error"
@@ -119,8 +121,12 @@ def test_first_tick_backfill_and_cap_follow_in_order(sim, ticker):
         sim.world.advance_steps(sid, 1)
         ckpts.append(sim.world.add_inference_checkpoint(sid))
     sensor = build_rl_event_sensor(
-        name="backfill", event_kinds=[EventKind.CHECKPOINT_CREATED], job=evaluation_job,
-        partitions_def=None, backfill=True, max_runs_per_tick=2,
+        name="backfill",
+        event_kinds=[EventKind.CHECKPOINT_CREATED],
+        job=evaluation_job,
+        partitions_def=None,
+        backfill=True,
+        max_runs_per_tick=2,
     )
     t = ticker(make_defs(sim, sensor), "backfill")
     seen = []
@@ -135,7 +141,9 @@ def test_filters_by_display_name_and_wandb_project(sim, ticker):
     wanted = sim.world.create_session(display_name="sweep-1", wandb={"project": "p"})
     other = sim.world.create_session(display_name="sweep-2", wandb={"project": "q"})
     sensor = build_rl_event_sensor(
-        name="filtered", event_kinds=[EventKind.SESSION_STOPPED], job=report_job,
+        name="filtered",
+        event_kinds=[EventKind.SESSION_STOPPED],
+        job=report_job,
         session_filter=SessionFilter(display_name="sweep-*", wandb_project="p"),
     )
     t = ticker(make_defs(sim, sensor), "filtered")
@@ -148,7 +156,10 @@ def test_filters_by_display_name_and_wandb_project(sim, ticker):
 def test_unknown_status_is_a_generic_change_and_the_tick_goes_on(sim, ticker):
     sid = sim.world.create_session()
     sensor = build_rl_event_sensor(
-        name="all", event_kinds=list(EventKind), job=report_job, partitions_def=None,
+        name="all",
+        event_kinds=list(EventKind),
+        job=report_job,
+        partitions_def=None,
     )
     t = ticker(make_defs(sim, sensor), "all")
     t.tick()
@@ -210,8 +221,11 @@ def test_unreadable_cursor_is_reset_without_flood(sim, ticker):
 def test_slow_api_tick_stays_within_budget_and_progress_is_kept(sim, ticker):
     sids = [sim.world.create_session() for _ in range(3)]
     sensor = build_rl_event_sensor(
-        name="slow", event_kinds=[EventKind.SESSION_STOPPED], job=report_job,
-        tick_budget_seconds=1.5, page_size=1,
+        name="slow",
+        event_kinds=[EventKind.SESSION_STOPPED],
+        job=report_job,
+        tick_budget_seconds=1.5,
+        page_size=1,
     )
     t = ticker(make_defs(sim, sensor), "slow")
     t.tick()
@@ -233,8 +247,14 @@ def test_secret_never_in_cursor_tags_or_messages(sim, ticker):
     sim.world.advance_clock(1)
     sim.world.add_inference_checkpoint(sid)
     data = t.tick()
-    blob = json.dumps([t.cursor, [r.tags for r in data.run_requests],
-                       [str(e) for e in data.asset_events], data.skip_message])
+    blob = json.dumps(
+        [
+            t.cursor,
+            [r.tags for r in data.run_requests],
+            [str(e) for e in data.asset_events],
+            data.skip_message,
+        ]
+    )
     assert data.run_requests and API_KEY not in blob
     assert API_KEY not in repr(make_defs(sim).resources["together"])
 

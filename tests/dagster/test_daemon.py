@@ -1,0 +1,93 @@
+"""The real dagster-daemon, the simulator on loopback, runs launched end to end."""
+
+import time
+from pathlib import Path
+
+import dagster as dg
+import pytest
+from dagster._core.scheduler.instigation import InstigatorType, TickStatus
+
+from rl_sessions_dagster.testing.daemon import dagster_daemon, group_alive, prepare_dagster_home
+
+from .conftest import API_KEY
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.daemon
+
+
+def wait_for(predicate, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.5)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def sensor_ticks(instance: dg.DagsterInstance, name: str):
+    """Finished ticks only: a STARTED tick is stored before the sensor function has run."""
+    for state in instance.all_instigator_state(instigator_type=InstigatorType.SENSOR):
+        if state.instigator_name == name:
+            ticks = instance.get_ticks(state.instigator_origin_id, state.selector_id)
+            return [t for t in ticks if t.status in (TickStatus.SUCCESS, TickStatus.SKIPPED)]
+    return []
+
+
+def test_daemon_launches_one_run_per_event(sim, tmp_path):
+    world = sim.world
+    sid = world.create_session(display_name="daemon-run")
+    other = world.create_session(display_name="to-stop")
+    home = prepare_dagster_home(tmp_path / "home")
+    env = {"TOGETHER_API_KEY": API_KEY, "TOGETHER_BASE_URL": sim.base_url}
+    with dagster_daemon(home, "tests.dagster.daemon_defs", working_directory=ROOT, env=env) as proc:
+        instance = dg.DagsterInstance.from_config(str(home))
+        wait_for(
+            lambda: sensor_ticks(instance, "together_rl_checkpoint_sensor"),
+            90,
+            "the first checkpoint-sensor tick",
+        )
+        wait_for(
+            lambda: sensor_ticks(instance, "together_rl_session_status_sensor"),
+            60,
+            "the first status-sensor tick",
+        )
+        world.advance_steps(sid, 5)
+        c1 = world.add_inference_checkpoint(sid)
+        world.advance_steps(sid, 5)
+        c2 = world.add_inference_checkpoint(sid)
+        world.stop_session(other, immediate=True)
+
+        def finished_runs():
+            runs = instance.get_runs()
+            done = [r for r in runs if r.status == dg.DagsterRunStatus.SUCCESS]
+            return runs if len(done) >= 3 else None
+
+        runs = wait_for(finished_runs, 120, "three successful runs")
+        by_job: dict[str, list] = {}
+        for run in runs:
+            by_job.setdefault(run.job_name, []).append(run)
+        assert sorted(r.tags["dagster/partition"] for r in by_job["evaluation_job"]) == sorted(
+            [c1, c2]
+        )
+        assert {r.tags["together/event"] for r in by_job["evaluation_job"]} == {
+            "checkpoint_registered"
+        }
+        (report_run,) = by_job["report_job"]
+        assert report_run.tags["together/session_id"] == other
+        assert report_run.tags["dagster/run_key"] == f"session_stopped:{other}"
+        assert set(instance.get_dynamic_partitions("together_rl_checkpoints")) == {c1, c2}
+        mats = instance.fetch_materializations(
+            dg.AssetKey(["together", "rl_inference_checkpoint"]), limit=10
+        ).records
+        assert {m.asset_materialization.partition for m in mats} == {c1, c2}
+        # A few more ticks: nothing is launched twice.
+        n_ticks = len(sensor_ticks(instance, "together_rl_checkpoint_sensor"))
+        wait_for(
+            lambda: len(sensor_ticks(instance, "together_rl_checkpoint_sensor")) >= n_ticks + 2,
+            60,
+            "two more ticks",
+        )
+        assert len(instance.get_runs()) == 3
+        pgid = proc.pid
+    assert not group_alive(pgid)
