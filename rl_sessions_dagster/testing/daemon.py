@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 DAGSTER_YAML = """\
@@ -96,10 +96,8 @@ def stop_process_group(proc: subprocess.Popen[bytes], timeout: float = 20.0) -> 
 
 
 def _kill_group(pgid: int, sig: signal.Signals) -> None:
-    try:
+    with suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def group_alive(pgid: int) -> bool:
