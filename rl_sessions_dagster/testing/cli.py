@@ -1,4 +1,4 @@
-"""Command line: ``rl-sessions-simulator serve --port 0 --api-key sim-key [--seed N] [--populate N]``.
+"""Command line: ``rl-sessions-simulator serve --port 0 --api-key K [--seed N] [--populate N]``.
 
 Prints exactly one line, ``RL simulator listening on http://127.0.0.1:PORT``, flushed, so a
 parent process can read the URL; serves until SIGTERM/SIGINT and exits 0. Drive the world of a
@@ -69,7 +69,9 @@ def serve(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    sim = RLSimulator(api_key=args.api_key, world=world, seed=args.seed, port=args.port, host=args.host)
+    sim = RLSimulator(
+        api_key=args.api_key, world=world, seed=args.seed, port=args.port, host=args.host
+    )
     sim.start()
     try:
         print(f"RL simulator listening on {sim.base_url}", flush=True)

@@ -8,13 +8,19 @@ import pytest
 from rl_sessions_dagster.testing import SimulatedWorld
 from rl_sessions_dagster.testing.simulator.chat import answer, p_correct, solve
 
-QUESTIONS = [f"What is {a} + {b}? Answer with the number only." for a in range(10, 30) for b in range(40, 50)]
+QUESTIONS = [
+    f"What is {a} + {b}? Answer with the number only." for a in range(10, 30) for b in range(40, 50)
+]
 
 
 def ask(client: httpx.Client, model: str, question: str) -> httpx.Response:
     return client.post(
         "/v1/chat/completions",
-        json={"model": model, "temperature": 0, "messages": [{"role": "user", "content": question}]},
+        json={
+            "model": model,
+            "temperature": 0,
+            "messages": [{"role": "user", "content": question}],
+        },
     )
 
 
@@ -32,12 +38,22 @@ def test_openai_shape(world: SimulatedWorld, client: httpx.Client) -> None:
     assert body["id"].startswith("chatcmpl-") and isinstance(body["created"], int)
     (choice,) = body["choices"]
     assert choice["index"] == 0 and choice["finish_reason"] == "stop"
-    assert choice["message"]["role"] == "assistant" and "The answer is" in choice["message"]["content"]
-    assert body["usage"]["total_tokens"] == body["usage"]["prompt_tokens"] + body["usage"]["completion_tokens"]
+    assert (
+        choice["message"]["role"] == "assistant" and "The answer is" in choice["message"]["content"]
+    )
+    assert (
+        body["usage"]["total_tokens"]
+        == body["usage"]["prompt_tokens"] + body["usage"]["completion_tokens"]
+    )
 
 
-@pytest.mark.parametrize(("shape", "lora"), [("current", True), ("current", False), ("object_ids", True), ("legacy", False)])
-def test_every_exposed_name_is_servable(world: SimulatedWorld, client: httpx.Client, shape: str, lora: bool) -> None:
+@pytest.mark.parametrize(
+    ("shape", "lora"),
+    [("current", True), ("current", False), ("object_ids", True), ("legacy", False)],
+)
+def test_every_exposed_name_is_servable(
+    world: SimulatedWorld, client: httpx.Client, shape: str, lora: bool
+) -> None:
     sid = world.create_session(registration_shape=shape, lora=lora)
     world.add_inference_checkpoint(sid)
     reg = world.session(sid)["inference_checkpoints"][0]["registration"]
@@ -66,7 +82,9 @@ def test_registration_makes_a_model_servable(world: SimulatedWorld, client: http
     assert ask(client, reg_name(world, sid), "What is 2 + 2?").status_code == 200
 
 
-def test_scores_are_deterministic_and_rise_with_step(world: SimulatedWorld, client: httpx.Client) -> None:
+def test_scores_are_deterministic_and_rise_with_step(
+    world: SimulatedWorld, client: httpx.Client
+) -> None:
     sid = world.create_session(registration_shape="legacy")
     world.add_inference_checkpoint(sid)
     world.advance_steps(sid, 400)
@@ -88,7 +106,9 @@ def test_scores_are_deterministic_and_rise_with_step(world: SimulatedWorld, clie
 def test_answer_function() -> None:
     assert p_correct(0) == pytest.approx(0.35) and 0.94 < p_correct(10**6) <= 0.95
     assert p_correct(10) < p_correct(100) < p_correct(1000)
-    assert solve("What is 6 x 7?") == 42 and solve("what is 9 - 12") == -3 and solve("hello") is None
+    assert (
+        solve("What is 6 x 7?") == 42 and solve("what is 9 - 12") == -3 and solve("hello") is None
+    )
     assert solve("What is 7 / 2?") == 3.5 and solve("What is 1 / 0?") is None
     outcomes = {answer(0, "m", 0, q) == f"The answer is {solve(q)}." for q in QUESTIONS}
     assert outcomes == {True, False}

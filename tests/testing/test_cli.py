@@ -29,7 +29,9 @@ def start(*args: str) -> tuple[subprocess.Popen[str], str]:
     match = LINE.match(line)
     if match is None:
         proc.kill()
-        pytest.fail(f"unexpected first line {line!r}; stderr: {proc.stderr.read() if proc.stderr else ''}")
+        pytest.fail(
+            f"unexpected first line {line!r}; stderr: {proc.stderr.read() if proc.stderr else ''}"
+        )
     return proc, match.group(1)
 
 

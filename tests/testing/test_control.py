@@ -9,12 +9,17 @@ from rl_sessions_dagster.testing import RLSimulator, SimulatedWorld
 from .conftest import RL
 
 
-def test_drive_the_world_over_http(sim: RLSimulator, world: SimulatedWorld, client: httpx.Client) -> None:
+def test_drive_the_world_over_http(
+    sim: RLSimulator, world: SimulatedWorld, client: httpx.Client
+) -> None:
     ctl = httpx.Client(base_url=f"{sim.base_url}/_sim")  # no Authorization needed
     assert ctl.get("/health").json()["now"] == "2026-11-29T12:00:00Z"
     r = ctl.post("/resources", json={"base_model": "Qwen/Qwen3-8B", "inactive_timeout": 600}).json()
     rid = r["id"]
-    s = ctl.post("/sessions", json={"resource_id": rid, "display_name": "demo", "registration_shape": "legacy"}).json()
+    s = ctl.post(
+        "/sessions",
+        json={"resource_id": rid, "display_name": "demo", "registration_shape": "legacy"},
+    ).json()
     sid = s["id"]
     assert s["status"] == "TRAINING_SESSION_STATUS_RUNNING" and s["display_name"] == "demo"
     assert ctl.post(f"/sessions/{sid}/steps", json={"n": 5}).json()["result"] == 5
@@ -41,7 +46,9 @@ def test_drive_the_world_over_http(sim: RLSimulator, world: SimulatedWorld, clie
 
     ctl.post("/list-order", json={"order": "unordered"})
     assert world.list_order == "unordered"
-    summary = ctl.post("/populate", json={"n_sessions": 30, "checkpoints_per_session": 2, "active": 3}).json()
+    summary = ctl.post(
+        "/populate", json={"n_sessions": 30, "checkpoints_per_session": 2, "active": 3}
+    ).json()
     assert summary["sessions"] == 30
 
     ctl.post("/faults", json={"pattern": "GET /v1/rl/training-sessions", "status": 503, "times": 1})

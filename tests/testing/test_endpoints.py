@@ -20,7 +20,9 @@ def error(r: httpx.Response) -> dict:
 
 
 # --- auth and routing ----------------------------------------------------------------------------
-@pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer wrong"}, {"Authorization": API_KEY}])
+@pytest.mark.parametrize(
+    "headers", [{}, {"Authorization": "Bearer wrong"}, {"Authorization": API_KEY}]
+)
 def test_missing_or_wrong_key_is_401(sim: RLSimulator, headers: dict[str, str]) -> None:
     r = httpx.get(f"{sim.base_url}{RL}/training-sessions", headers=headers)
     assert r.status_code == 401
@@ -95,12 +97,19 @@ def test_session_create_errors(world: SimulatedWorld, client: httpx.Client) -> N
     r = client.post(f"{RL}/training-sessions", json={"model_resources_id": "missing"})
     assert r.status_code == 404
     full = world.create_model_resource(lora=False)
-    assert client.post(f"{RL}/training-sessions", json={"model_resources_id": full}).status_code == 200
+    assert (
+        client.post(f"{RL}/training-sessions", json={"model_resources_id": full}).status_code == 200
+    )
     r = client.post(f"{RL}/training-sessions", json={"model_resources_id": full})
     assert r.status_code == 429 and error(r)["type"] == "rate_limit_error"
     stopped = world.create_model_resource(status="STOPPED")
-    assert client.post(f"{RL}/training-sessions", json={"model_resources_id": stopped}).status_code == 400
-    r = client.post(f"{RL}/training-sessions", json={"model_resources_id": full, "metadata": {"wandb": 3}})
+    assert (
+        client.post(f"{RL}/training-sessions", json={"model_resources_id": stopped}).status_code
+        == 400
+    )
+    r = client.post(
+        f"{RL}/training-sessions", json={"model_resources_id": full, "metadata": {"wandb": 3}}
+    )
     assert r.status_code == 400
 
 
@@ -140,14 +149,19 @@ def test_model_resource_lifecycle_over_http(world: SimulatedWorld, client: httpx
             "compute_config": {"num_generator_replicas": 2}}  # fmt: skip
     r = client.post(f"{RL}/model-resources", json=body).json()
     rid = r["id"]
-    assert r["status"] == "MODEL_RESOURCES_STATUS_PENDING" and r["status_details"]["queue_position"] == 1
+    assert (
+        r["status"] == "MODEL_RESOURCES_STATUS_PENDING"
+        and r["status_details"]["queue_position"] == 1
+    )
     assert r["compute_config"]["num_generator_replicas"] == 2 and r["inactive_timeout"] == 900
     world.advance_clock(10)
     ready = client.get(f"{RL}/model-resources/{rid}").json()
     assert ready["status"] == "MODEL_RESOURCES_STATUS_READY"
     assert ready["expires_at"] == "2026-11-29T12:15:10Z"
 
-    extended = client.post(f"{RL}/model-resources/{rid}/extend-expiry", json={"seconds": 7200}).json()
+    extended = client.post(
+        f"{RL}/model-resources/{rid}/extend-expiry", json={"seconds": 7200}
+    ).json()
     assert extended["expires_at"] == "2026-11-29T14:00:10Z"
     bad = client.post(f"{RL}/model-resources/{rid}/extend-expiry", json={"seconds": 10})
     assert bad.status_code == 400 and error(bad)["param"] == "seconds"
@@ -158,10 +172,18 @@ def test_model_resource_lifecycle_over_http(world: SimulatedWorld, client: httpx
     stopping = client.post(f"{RL}/model-resources/{rid}/stop", params={"force": "true"}).json()
     assert stopping["status"] == "MODEL_RESOURCES_STATUS_STOPPING"
     world.advance_clock(3)
-    assert client.get(f"{RL}/model-resources/{rid}").json()["status"] == "MODEL_RESOURCES_STATUS_STOPPED"
+    assert (
+        client.get(f"{RL}/model-resources/{rid}").json()["status"]
+        == "MODEL_RESOURCES_STATUS_STOPPED"
+    )
     assert world.session(sid)["status"] == "TRAINING_SESSION_STATUS_STOPPED"
-    assert client.post(f"{RL}/model-resources/{rid}/stop", params={"force": "true"}).status_code == 400
-    assert client.post(f"{RL}/model-resources/{rid}/extend-expiry", json={"seconds": 60}).status_code == 400
+    assert (
+        client.post(f"{RL}/model-resources/{rid}/stop", params={"force": "true"}).status_code == 400
+    )
+    assert (
+        client.post(f"{RL}/model-resources/{rid}/extend-expiry", json={"seconds": 60}).status_code
+        == 400
+    )
 
 
 def test_model_resource_validation_and_cost(client: httpx.Client) -> None:
@@ -186,7 +208,9 @@ def test_supported_models(client: httpx.Client) -> None:
 
 
 # --- checkpoints and downloads -------------------------------------------------------------------
-def test_checkpoint_get_and_download(world: SimulatedWorld, client: httpx.Client, sim: RLSimulator) -> None:
+def test_checkpoint_get_and_download(
+    world: SimulatedWorld, client: httpx.Client, sim: RLSimulator
+) -> None:
     sid = world.create_session()
     cid = world.add_inference_checkpoint(sid)
     tid = world.add_training_checkpoint(sid)
@@ -195,7 +219,9 @@ def test_checkpoint_get_and_download(world: SimulatedWorld, client: httpx.Client
         ("CHECKPOINT_VARIANT_MERGED", ["config.json", "model.safetensors"]),
         ("CHECKPOINT_VARIANT_ADAPTER", ["adapter_config.json", "adapter_model.safetensors"]),
     ):
-        files = client.get(f"{RL}/checkpoints/{cid}/download", params={"variant": variant}).json()["data"]
+        files = client.get(f"{RL}/checkpoints/{cid}/download", params={"variant": variant}).json()[
+            "data"
+        ]
         assert [f["filename"] for f in files] == names
         for f in files:
             assert f["url"].startswith(f"{sim.base_url}/_sim/files/{cid}/")
@@ -210,11 +236,17 @@ def test_checkpoint_get_and_download(world: SimulatedWorld, client: httpx.Client
     ):
         r = client.get(f"{RL}/checkpoints/{cid}/download", params=params)
         assert r.status_code == 400 and error(r)["param"] == param
-    r = client.get(f"{RL}/checkpoints/{tid}/download", params={"variant": "CHECKPOINT_VARIANT_MERGED"})
+    r = client.get(
+        f"{RL}/checkpoints/{tid}/download", params={"variant": "CHECKPOINT_VARIANT_MERGED"}
+    )
     assert r.status_code == 400
     full = world.create_session(lora=False)
     fck = world.add_inference_checkpoint(full)
-    r = client.get(f"{RL}/checkpoints/{fck}/download", params={"variant": "CHECKPOINT_VARIANT_ADAPTER"})
+    r = client.get(
+        f"{RL}/checkpoints/{fck}/download", params={"variant": "CHECKPOINT_VARIANT_ADAPTER"}
+    )
     assert r.status_code == 400
-    r = client.get(f"{RL}/checkpoints/nope/download", params={"variant": "CHECKPOINT_VARIANT_MERGED"})
+    r = client.get(
+        f"{RL}/checkpoints/nope/download", params={"variant": "CHECKPOINT_VARIANT_MERGED"}
+    )
     assert r.status_code == 404

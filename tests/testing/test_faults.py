@@ -119,7 +119,9 @@ def test_malformed_body(sim: RLSimulator, client: httpx.Client, world: Simulated
     assert client.get(SESSIONS).json()["data"]
 
 
-def test_lost_response_after_processing(sim: RLSimulator, client: httpx.Client, world: SimulatedWorld) -> None:
+def test_lost_response_after_processing(
+    sim: RLSimulator, client: httpx.Client, world: SimulatedWorld
+) -> None:
     rid = world.create_model_resource()
     sim.faults.add(f"POST {SESSIONS}", status=502, process=True, times=1)
     r = client.post(SESSIONS, json={"model_resources_id": rid})
@@ -134,7 +136,9 @@ def test_lost_response_after_processing(sim: RLSimulator, client: httpx.Client, 
     assert world.counts()["operations"] == 1 and retried["id"]
 
 
-def test_regex_and_concrete_path_patterns(sim: RLSimulator, client: httpx.Client, world: SimulatedWorld) -> None:
+def test_regex_and_concrete_path_patterns(
+    sim: RLSimulator, client: httpx.Client, world: SimulatedWorld
+) -> None:
     a, b = world.create_session(), world.create_session()
     sim.faults.add(f"GET {SESSIONS}/{a}", status=404)
     sim.faults.add(re.compile(r"^PATCH "), status=409)

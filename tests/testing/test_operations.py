@@ -12,19 +12,31 @@ from .conftest import RL
 COMPLETED = "TRAINING_OPERATION_STATUS_COMPLETED"
 
 
-def submit(client: httpx.Client, sid: str, kind: str, key: str | None = "k", body: dict | None = None) -> httpx.Response:
+def submit(
+    client: httpx.Client, sid: str, kind: str, key: str | None = "k", body: dict | None = None
+) -> httpx.Response:
     headers = {"Idempotency-Key": key} if key is not None else {}
-    return client.post(f"{RL}/training-sessions/{sid}/operations/{kind}", headers=headers, json=body)
+    return client.post(
+        f"{RL}/training-sessions/{sid}/operations/{kind}", headers=headers, json=body
+    )
 
 
 def poll(client: httpx.Client, sid: str, kind: str, op_id: str) -> dict:
-    return client.get(f"{RL}/training-sessions/{sid}/operations/{kind}/{op_id}").raise_for_status().json()
+    return (
+        client.get(f"{RL}/training-sessions/{sid}/operations/{kind}/{op_id}")
+        .raise_for_status()
+        .json()
+    )
 
 
 @pytest.mark.parametrize("kind", OPERATION_KINDS)
-def test_each_kind_completes_on_first_poll(world: SimulatedWorld, client: httpx.Client, kind: str) -> None:
+def test_each_kind_completes_on_first_poll(
+    world: SimulatedWorld, client: httpx.Client, kind: str
+) -> None:
     sid = world.create_session()
-    op = submit(client, sid, kind, body={"model_inputs": [{"chunks": []}] * 2, "num_samples": 3}).json()
+    op = submit(
+        client, sid, kind, body={"model_inputs": [{"chunks": []}] * 2, "num_samples": 3}
+    ).json()
     assert set(op) == {"id", "status"} and op["status"] == "TRAINING_OPERATION_STATUS_PENDING"
     done = poll(client, sid, kind, op["id"])
     assert done["status"] == COMPLETED and done["id"] == op["id"]
@@ -41,7 +53,9 @@ def test_each_kind_completes_on_first_poll(world: SimulatedWorld, client: httpx.
     elif kind == "sample":
         assert len(out["results"]) == 2 and len(out["results"][0]["sequences"]) == 3
         seq = out["results"][0]["sequences"][0]
-        assert seq["stop_reason"] == "STOP_REASON_STOP" and len(seq["tokens"]) == len(seq["logprobs"])
+        assert seq["stop_reason"] == "STOP_REASON_STOP" and len(seq["tokens"]) == len(
+            seq["logprobs"]
+        )
         assert out["results"][0]["policy_segments"] == [{"start_token": 0, "version": 0}]
     elif kind == "inference-checkpoint":
         assert out["checkpoint"] == s["inference_checkpoints"][-1]
@@ -51,18 +65,36 @@ def test_each_kind_completes_on_first_poll(world: SimulatedWorld, client: httpx.
     assert poll(client, sid, kind, op["id"]) == done  # stable once finished
 
 
-def test_training_loop_moves_step_and_policy_state(world: SimulatedWorld, client: httpx.Client) -> None:
+def test_training_loop_moves_step_and_policy_state(
+    world: SimulatedWorld, client: httpx.Client
+) -> None:
     sid = world.create_session(registration_shape="legacy")
     for i in range(3):
         for kind in ("forward-backward", "optim-step"):
             poll(client, sid, kind, submit(client, sid, kind, key=f"{kind}-{i}").json()["id"])
-    op = submit(client, sid, "weights-sync", key="ws", body={"weight_sync_type": "WEIGHT_SYNC_TYPE_BACKGROUND_PUBLISH"}).json()
+    op = submit(
+        client,
+        sid,
+        "weights-sync",
+        key="ws",
+        body={"weight_sync_type": "WEIGHT_SYNC_TYPE_BACKGROUND_PUBLISH"},
+    ).json()
     assert poll(client, sid, "weights-sync", op["id"])["output"] == {"weights_version": 3}
     ps = world.session(sid)["policy_state"]
-    assert ps == {"applied_weights_version": 0, "pending_publish": True, "target_weights_version": 3, "trainer_step": 3}
+    assert ps == {
+        "applied_weights_version": 0,
+        "pending_publish": True,
+        "target_weights_version": 3,
+        "trainer_step": 3,
+    }
     poll(client, sid, "sample", submit(client, sid, "sample", key="s").json()["id"])
     assert world.session(sid)["policy_state"]["applied_weights_version"] == 3
-    ck = poll(client, sid, "inference-checkpoint", submit(client, sid, "inference-checkpoint").json()["id"])
+    ck = poll(
+        client,
+        sid,
+        "inference-checkpoint",
+        submit(client, sid, "inference-checkpoint").json()["id"],
+    )
     assert ck["output"]["checkpoint"]["step"] == 3
     assert ck["output"]["checkpoint"]["registration"]["model_name"].endswith("-step-3")
 
@@ -104,7 +136,9 @@ def test_operation_on_inactive_session_fails(world: SimulatedWorld, client: http
     assert world.session(live)["inference_checkpoints"] == []
 
 
-def test_polls_to_complete_and_injected_failure(world: SimulatedWorld, client: httpx.Client) -> None:
+def test_polls_to_complete_and_injected_failure(
+    world: SimulatedWorld, client: httpx.Client
+) -> None:
     world.operation_polls = 3
     world.operation_polls_by_kind["optim-step"] = 0
     sid = world.create_session()
@@ -112,7 +146,9 @@ def test_polls_to_complete_and_injected_failure(world: SimulatedWorld, client: h
     states = [poll(client, sid, "forward-backward", op["id"])["status"] for _ in range(3)]
     assert states == ["TRAINING_OPERATION_STATUS_RUNNING"] * 2 + [COMPLETED]
     assert submit(client, sid, "optim-step").json()["status"] == COMPLETED
-    world.fail_next_operations(1, kind="sample", code="TRAINING_OPERATION_ERROR_CODE_NON_FINITE_LOSS")
+    world.fail_next_operations(
+        1, kind="sample", code="TRAINING_OPERATION_ERROR_CODE_NON_FINITE_LOSS"
+    )
     fb = submit(client, sid, "forward-backward", key="fb2").json()
     sample = submit(client, sid, "sample").json()
     for _ in range(3):
@@ -134,11 +170,20 @@ def test_operation_404s_and_validation(world: SimulatedWorld, client: httpx.Clie
     ):
         assert client.get(path).status_code == 404, path
     assert submit(client, "nope", "optim-step").status_code == 404
-    assert client.post(f"{RL}/training-sessions/{sid}/operations/teleport", headers={"Idempotency-Key": "x"}).status_code == 404
+    assert (
+        client.post(
+            f"{RL}/training-sessions/{sid}/operations/teleport", headers={"Idempotency-Key": "x"}
+        ).status_code
+        == 404
+    )
     bad = submit(client, sid, "weights-sync", key="w", body={"weight_sync_type": "NOPE"})
     assert bad.status_code == 400 and bad.json()["error"]["param"] == "weight_sync_type"
     assert submit(client, sid, "sample", key="s", body={"model_inputs": 3}).status_code == 400
-    r = client.post(f"{RL}/training-sessions/{sid}/operations/sample", headers={"Idempotency-Key": "j"}, content=b"[1]")
+    r = client.post(
+        f"{RL}/training-sessions/{sid}/operations/sample",
+        headers={"Idempotency-Key": "j"},
+        content=b"[1]",
+    )
     assert r.status_code == 400
 
 

@@ -39,8 +39,14 @@ def test_default_limit_and_meta(world: SimulatedWorld, client: httpx.Client) -> 
     body = client.get(f"{RL}/training-sessions").json()
     assert len(body["data"]) == 20
     assert body["meta"] == {"limit": 20, "has_more": True, "next_cursor": body["data"][-1]["id"]}
-    rest = client.get(f"{RL}/training-sessions", params={"after": body["meta"]["next_cursor"]}).json()
-    assert len(rest["data"]) == 5 and rest["meta"] == {"limit": 20, "has_more": False, "next_cursor": ""}
+    rest = client.get(
+        f"{RL}/training-sessions", params={"after": body["meta"]["next_cursor"]}
+    ).json()
+    assert len(rest["data"]) == 5 and rest["meta"] == {
+        "limit": 20,
+        "has_more": False,
+        "next_cursor": "",
+    }
 
 
 def test_exact_multiple_of_limit_ends_with_has_more_false(
@@ -49,7 +55,9 @@ def test_exact_multiple_of_limit_ends_with_has_more_false(
     make_sessions(world, 20)
     body = client.get(f"{RL}/training-sessions", params={"limit": 10}).json()
     assert body["meta"]["has_more"] is True
-    last = client.get(f"{RL}/training-sessions", params={"limit": 10, "after": body["meta"]["next_cursor"]}).json()
+    last = client.get(
+        f"{RL}/training-sessions", params={"limit": 10, "after": body["meta"]["next_cursor"]}
+    ).json()
     assert len(last["data"]) == 10 and last["meta"]["has_more"] is False
 
 
@@ -68,7 +76,9 @@ def test_unknown_after_is_400(client: httpx.Client) -> None:
         assert r.status_code == 400 and r.json()["error"]["param"] == "after"
 
 
-def test_status_filter_comma_joined_and_repeated(world: SimulatedWorld, client: httpx.Client) -> None:
+def test_status_filter_comma_joined_and_repeated(
+    world: SimulatedWorld, client: httpx.Client
+) -> None:
     ids = make_sessions(world, 30)
     want = {ids[i] for i in range(30) if i % 3 in (1, 2)}
     comma = all_pages(client, f"{RL}/training-sessions", status=f"{STOPPED},{ERROR}", limit=7)
@@ -83,7 +93,11 @@ def test_status_filter_comma_joined_and_repeated(world: SimulatedWorld, client: 
 
 
 def test_unknown_status_filter_is_400(client: httpx.Client) -> None:
-    for value in ("TRAINING_SESSION_STATUS_PAUSED", "RUNNING", "TRAINING_SESSION_STATUS_UNSPECIFIED"):
+    for value in (
+        "TRAINING_SESSION_STATUS_PAUSED",
+        "RUNNING",
+        "TRAINING_SESSION_STATUS_UNSPECIFIED",
+    ):
         r = client.get(f"{RL}/training-sessions", params={"status": value})
         assert r.status_code == 400 and r.json()["error"]["param"] == "status"
     r = client.get(f"{RL}/model-resources", params={"status": RUNNING})
@@ -109,7 +123,9 @@ def test_model_resource_and_created_by_filters(world: SimulatedWorld, client: ht
     assert all_pages(client, f"{RL}/training-sessions", model_resources_id="unknown") == []
 
 
-def test_cursor_survives_inserts_and_status_changes(world: SimulatedWorld, client: httpx.Client) -> None:
+def test_cursor_survives_inserts_and_status_changes(
+    world: SimulatedWorld, client: httpx.Client
+) -> None:
     ids = make_sessions(world, 10)
     first = client.get(f"{RL}/training-sessions", params={"limit": 4}).json()
     world.advance_clock(1)
@@ -150,7 +166,11 @@ def test_checkpoints_newest_first_with_filters(world: SimulatedWorld, client: ht
     for i in range(30):
         world.advance_clock(1)
         sid = a if i % 2 else b
-        made.append(world.add_training_checkpoint(sid) if i % 5 == 0 else world.add_inference_checkpoint(sid))
+        made.append(
+            world.add_training_checkpoint(sid)
+            if i % 5 == 0
+            else world.add_inference_checkpoint(sid)
+        )
     items = all_pages(client, f"{RL}/checkpoints", limit=7)
     assert [c["id"] for c in items] == made[::-1]
     only_a = all_pages(client, f"{RL}/checkpoints", session_id=a, limit=4)
@@ -170,7 +190,9 @@ def test_checkpoints_same_timestamp_tie_break_by_id_desc(world: SimulatedWorld) 
     assert [c["id"] for c in world.checkpoints()] == sorted(made, reverse=True)
 
 
-def test_model_resources_pagination_and_filters(world: SimulatedWorld, client: httpx.Client) -> None:
+def test_model_resources_pagination_and_filters(
+    world: SimulatedWorld, client: httpx.Client
+) -> None:
     rids = []
     for i in range(12):
         world.advance_clock(1)
@@ -180,5 +202,7 @@ def test_model_resources_pagination_and_filters(world: SimulatedWorld, client: h
     assert [r["id"] for r in items] == rids[::-1]
     stopped = all_pages(client, f"{RL}/model-resources", status="MODEL_RESOURCES_STATUS_STOPPED")
     assert [r["id"] for r in stopped] == [rids[3]]
-    assert [r["id"] for r in all_pages(client, f"{RL}/model-resources", created_by="user_x")] == [rids[0]]
+    assert [r["id"] for r in all_pages(client, f"{RL}/model-resources", created_by="user_x")] == [
+        rids[0]
+    ]
     assert len(all_pages(client, f"{RL}/model-resources", created_by="me")) == 11

@@ -9,12 +9,18 @@ from rl_sessions_dagster.testing import RequestLog, RequestRecord, RLSimulator, 
 from .conftest import API_KEY, RL
 
 
-def test_records_and_counts_per_template(sim: RLSimulator, client: httpx.Client, world: SimulatedWorld) -> None:
+def test_records_and_counts_per_template(
+    sim: RLSimulator, client: httpx.Client, world: SimulatedWorld
+) -> None:
     a, b = world.create_session(), world.create_session()
-    client.get(f"{RL}/training-sessions", params={"status": "TRAINING_SESSION_STATUS_RUNNING", "limit": 5})
+    client.get(
+        f"{RL}/training-sessions", params={"status": "TRAINING_SESSION_STATUS_RUNNING", "limit": 5}
+    )
     client.get(f"{RL}/training-sessions/{a}")
     client.get(f"{RL}/training-sessions/{b}")
-    client.post(f"{RL}/training-sessions/{a}/operations/optim-step", headers={"Idempotency-Key": "idem-1"})
+    client.post(
+        f"{RL}/training-sessions/{a}/operations/optim-step", headers={"Idempotency-Key": "idem-1"}
+    )
     client.get(f"{RL}/training-sessions/nope")
     counts = sim.requests.counts()
     assert counts["GET /v1/rl/training-sessions/{id}"] == 3
@@ -45,7 +51,9 @@ def test_request_id_matches_the_response_header(sim: RLSimulator, client: httpx.
 
 def test_authorization_is_never_logged(sim: RLSimulator, client: httpx.Client) -> None:
     client.get(f"{RL}/training-sessions")
-    httpx.get(f"{sim.base_url}{RL}/training-sessions", headers={"Authorization": "Bearer sk-other-SECRET"})
+    httpx.get(
+        f"{sim.base_url}{RL}/training-sessions", headers={"Authorization": "Bearer sk-other-SECRET"}
+    )
     blob = repr(sim.requests.records()) + repr(sim.requests.counts())
     assert API_KEY not in blob and "sk-other-SECRET" not in blob
     assert [r.authorized for r in sim.requests.records()] == [True, False]

@@ -21,7 +21,14 @@ SESSION_KEYS = {
 
 
 def test_session_has_every_required_sdk_field(world: SimulatedWorld, client: httpx.Client) -> None:
-    wandb = {"entity": "e", "project": "p", "group": "g", "run_name": "r", "run_id": "i", "url": "u"}
+    wandb = {
+        "entity": "e",
+        "project": "p",
+        "group": "g",
+        "run_name": "r",
+        "run_id": "i",
+        "url": "u",
+    }
     sid = world.create_session(display_name="d", wandb=wandb)
     world.advance_steps(sid, 4)
     world.add_inference_checkpoint(sid)
@@ -70,7 +77,9 @@ def test_registration_shapes(
     sid = world.create_session(registration_shape=shape, lora=lora)
     world.advance_steps(sid, 42)
     cid = world.add_inference_checkpoint(sid)
-    reg = client.get(f"{RL}/training-sessions/{sid}").json()["inference_checkpoints"][0]["registration"]
+    reg = client.get(f"{RL}/training-sessions/{sid}").json()["inference_checkpoints"][0][
+        "registration"
+    ]
     assert set(reg) == expected_keys
     for key in ("model", "adapter"):
         if key in reg:
@@ -125,7 +134,10 @@ def test_int64_as_string(world: SimulatedWorld, client: httpx.Client) -> None:
 def test_error_without_code(world: SimulatedWorld) -> None:
     sid = world.create_session()
     world.fail_session(sid, code=None, message="old style")
-    assert world.session(sid)["error"] == {"message": "old style", "occurred_at": "2026-11-29T12:00:00Z"}
+    assert world.session(sid)["error"] == {
+        "message": "old style",
+        "occurred_at": "2026-11-29T12:00:00Z",
+    }
 
 
 def test_checkpoint_and_resource_shapes(world: SimulatedWorld, client: httpx.Client) -> None:

@@ -230,7 +230,9 @@ def test_registration_delay_for_operation_checkpoints(world: SimulatedWorld) -> 
     assert "registration" in world.session(sid)["inference_checkpoints"][0]
 
 
-def test_set_status_accepts_unknown_raw_strings(world: SimulatedWorld, client: httpx.Client) -> None:
+def test_set_status_accepts_unknown_raw_strings(
+    world: SimulatedWorld, client: httpx.Client
+) -> None:
     sid = world.create_session()
     world.set_status(sid, "TRAINING_SESSION_STATUS_PAUSED")
     assert client.get(f"{RL}/training-sessions/{sid}").json()["status"] == (
@@ -329,7 +331,9 @@ def test_world_is_safe_under_concurrent_use(world: SimulatedWorld, sim: RLSimula
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
-    threads = [threading.Thread(target=writer)] + [threading.Thread(target=reader) for _ in range(3)]
+    threads = [threading.Thread(target=writer)] + [
+        threading.Thread(target=reader) for _ in range(3)
+    ]
     for t in threads:
         t.start()
     for t in threads:

@@ -87,7 +87,9 @@ class ChatEndpoint:
         found = self.world.chat_model(model)
         if found is None:
             raise SimulatorError(
-                404, f"model {model!r} is not a registered checkpoint", param="model",
+                404,
+                f"model {model!r} is not a registered checkpoint",
+                param="model",
                 code="model_not_found",
             )
         ckpt_id, step = found

@@ -8,7 +8,8 @@ GET      /_sim/health                           ``{"status": "ok", "now": ts}``
 GET      /_sim/stats                            request counters, fault counters, world counts
 POST     /_sim/clock/advance                    ``{seconds}``
 POST     /_sim/list-order                       ``{order: "newest_first" | "unordered"}``
-POST     /_sim/populate                         ``{n_sessions, checkpoints_per_session, active, seed}``
+POST     /_sim/populate                         ``{n_sessions, checkpoints_per_session, active,
+                                                seed, days}``
 POST     /_sim/resources                        ``{base_model, lora, inactive_timeout, status}``
 POST     /_sim/resources/{id}/expire            stop for inactivity now (sessions EXPIRED)
 POST     /_sim/sessions                         ``{resource_id?, display_name, wandb, created_by,
@@ -32,9 +33,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from .checkpoints import DEFAULT
 from .errors import bad_request
 from .faults import FaultPlan
-from .lifecycle import DEFAULT
 from .requestlog import RequestLog
 from .routing import Handler, Request, Response, Router, json_response
 from .wire import fmt_ts
@@ -65,19 +66,43 @@ class ControlEndpoints:
         add = router.add
         add("GET", "/_sim/health", self.health)
         add("GET", "/_sim/stats", self.stats)
-        add("POST", "/_sim/clock/advance", self._call(lambda b: w.advance_clock(float(b["seconds"]))))
+        add(
+            "POST",
+            "/_sim/clock/advance",
+            self._call(lambda b: w.advance_clock(float(b["seconds"]))),
+        )
         add("POST", "/_sim/list-order", self._call(lambda b: w.set_list_order(b["order"])))
         add("POST", "/_sim/populate", self.populate)
         add("POST", "/_sim/resources", self.create_resource)
         add("POST", "/_sim/resources/{id}/expire", self._on_id(lambda i, b: w.expire_resource(i)))
         add("POST", "/_sim/sessions", self.create_session)
-        add("POST", "/_sim/sessions/{id}/steps", self._on_id(lambda i, b: w.advance_steps(i, int(b.get("n", 1)))))
+        add(
+            "POST",
+            "/_sim/sessions/{id}/steps",
+            self._on_id(lambda i, b: w.advance_steps(i, int(b.get("n", 1)))),
+        )
         add("POST", "/_sim/sessions/{id}/checkpoints", self.add_checkpoint)
         add("POST", "/_sim/sessions/{id}/start", self._on_id(lambda i, b: w.start_session(i)))
-        add("POST", "/_sim/sessions/{id}/stop", self._on_id(lambda i, b: w.stop_session(i, immediate=bool(b.get("immediate")))))
-        add("POST", "/_sim/sessions/{id}/fail", self._on_id(lambda i, b: w.fail_session(i, **_pick(b, "code", "message"))))
-        add("POST", "/_sim/sessions/{id}/status", self._on_id(lambda i, b: w.set_status(i, str(b["status"]))))
-        add("POST", "/_sim/checkpoints/{id}/register", self._on_id(lambda i, b: w.register_checkpoint(i)))
+        add(
+            "POST",
+            "/_sim/sessions/{id}/stop",
+            self._on_id(lambda i, b: w.stop_session(i, immediate=bool(b.get("immediate")))),
+        )
+        add(
+            "POST",
+            "/_sim/sessions/{id}/fail",
+            self._on_id(lambda i, b: w.fail_session(i, **_pick(b, "code", "message"))),
+        )
+        add(
+            "POST",
+            "/_sim/sessions/{id}/status",
+            self._on_id(lambda i, b: w.set_status(i, str(b["status"]))),
+        )
+        add(
+            "POST",
+            "/_sim/checkpoints/{id}/register",
+            self._on_id(lambda i, b: w.register_checkpoint(i)),
+        )
         add("POST", "/_sim/faults", self.add_fault)
         add("DELETE", "/_sim/faults", self._call(lambda b: self.faults.clear()))
         add("POST", "/_sim/requests/reset", self._call(lambda b: self.requests.reset()))
@@ -175,7 +200,9 @@ class ControlEndpoints:
         body = req.json(required=True)
         unknown = set(body) - _FAULT_FIELDS - {"pattern"}
         if "pattern" not in body or unknown:
-            raise bad_request(f"a fault needs 'pattern' and known fields (unknown: {sorted(unknown)})")
+            raise bad_request(
+                f"a fault needs 'pattern' and known fields (unknown: {sorted(unknown)})"
+            )
         try:
             rule = self.faults.add(str(body["pattern"]), **_pick(body, *_FAULT_FIELDS))
         except (TypeError, ValueError) as exc:

@@ -49,7 +49,9 @@ def parse_statuses(req: Request, allowed: tuple[str, ...]) -> list[str] | None:
     values = req.args("status")
     for v in values:
         if v not in allowed:
-            raise bad_request(f"invalid status filter value {v!r}", param="status", code="invalid_status")
+            raise bad_request(
+                f"invalid status filter value {v!r}", param="status", code="invalid_status"
+            )
     return values or None
 
 
@@ -165,7 +167,9 @@ class RLEndpoints:
         body = req.json()
         w = self.world
         with w.transaction():
-            w.patch_session(req.ids[0], display_name=_opt_str(body, "display_name"), wandb=_wandb(body))
+            w.patch_session(
+                req.ids[0], display_name=_opt_str(body, "display_name"), wandb=_wandb(body)
+            )
             return json_response(w.session_json(req.ids[0]))
 
     def stop_session(self, req: Request) -> Response:

@@ -61,7 +61,9 @@ class SimulatorError(Exception):
 
     def body(self) -> bytes:
         """The JSON error body the server sends for this error."""
-        return error_body(self.status, self.message, type=self.type, param=self.param, code=self.code)
+        return error_body(
+            self.status, self.message, type=self.type, param=self.param, code=self.code
+        )
 
     def __repr__(self) -> str:
         return f"SimulatorError({self.status}, {self.message!r}, param={self.param!r})"

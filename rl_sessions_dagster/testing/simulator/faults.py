@@ -54,11 +54,15 @@ class FaultRule:
         elif self.method is not None or self.path is not None:
             raise ValueError("give either pattern or method/path, not both")
         self.nth = frozenset(self.nth) if self.nth is not None else None
-        actions = sum([self.status is not None, self.drop, self.reset_after_headers, self.malformed])
+        actions = sum(
+            [self.status is not None, self.drop, self.reset_after_headers, self.malformed]
+        )
         if actions > 1:
             raise ValueError("a fault rule has at most one of status / drop / reset / malformed")
         if actions == 0 and not self.delay_s:
-            raise ValueError("a fault rule needs an action: status, drop, reset, malformed or delay")
+            raise ValueError(
+                "a fault rule needs an action: status, drop, reset, malformed or delay"
+            )
 
     @property
     def processes_request(self) -> bool:

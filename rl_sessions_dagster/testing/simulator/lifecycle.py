@@ -1,4 +1,4 @@
-"""Lifecycle of resources, sessions and checkpoints: the world's control API and its timers.
+"""Lifecycle of resources and sessions: the world's control API and its timers.
 
 Timers (start delay, stop delay, provisioning, inactivity expiry, registration lag) sit in a
 heap and are applied lazily, in time order, whenever the world is read or changed; a transition
@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .checkpoints import DEFAULT, CheckpointsMixin
 from .constants import (
-    CHECKPOINT_INFERENCE,
-    CHECKPOINT_TRAINING,
     DEFAULT_BASE_MODEL,
     NO_REGISTRY_MODELS,
     REGISTRATION_SHAPES,
@@ -37,15 +36,17 @@ from .constants import (
     session_status,
 )
 from .errors import SimulatorError, bad_request
-from .state import US, Checkpoint, Resource, Session, WorldBase, locked
-from .wire import chat_names
+from .state import US, Resource, Session, locked
 
-#: Sentinel for "use the session's / world's default registration shape".
-DEFAULT = "default"
-DEFAULT_LORA_CONFIG: dict[str, Any] = {"rank": 32, "alpha": 64, "dropout": 0.0, "train_unembed": True}
+DEFAULT_LORA_CONFIG: dict[str, Any] = {
+    "rank": 32,
+    "alpha": 64,
+    "dropout": 0.0,
+    "train_unembed": True,
+}
 
 
-class LifecycleMixin(WorldBase):
+class LifecycleMixin(CheckpointsMixin):
     """Create and move resources, sessions and checkpoints through their lifecycles."""
 
     # settings (assigned in SimulatedWorld.__init__)
@@ -53,7 +54,6 @@ class LifecycleMixin(WorldBase):
     session_stop_delay: float
     resource_provision_delay: float
     resource_stop_delay: float
-    registration_delay: float
     default_registration_shape: str | None
     default_int64_as_string: bool
     _fail_next_creates: list[tuple[str, str]]
@@ -72,7 +72,7 @@ class LifecycleMixin(WorldBase):
         base_weights_ref: str | None = None,
         optimizer: dict[str, Any] | None = None,
     ) -> str:
-        """Add a model resource; ``status="PENDING"`` provisions it over ``resource_provision_delay``.
+        """Add a model resource; ``status="PENDING"`` provisions it (``resource_provision_delay``).
 
         Any other status (short or full name, or a raw string) is set as-is, READY by default so
         sessions can attach right away.
@@ -141,9 +141,9 @@ class LifecycleMixin(WorldBase):
         self._expire(self._resource(resource_id), self._now())
 
     def _expire(self, r: Resource, at: int) -> None:
+        # Every non-terminal session expires with its resource, STOPPING ones included.
         for s in self._active_sessions(r):
-            final = SESSION_STOPPED if s.status == SESSION_STOPPING else SESSION_EXPIRED
-            self._set_session_status(s, final, at)
+            self._set_session_status(s, SESSION_EXPIRED, at)
         self._set_resource_status(r, RESOURCE_STOPPED, at)
 
     @locked
@@ -180,7 +180,7 @@ class LifecycleMixin(WorldBase):
         lora: bool = True,
         lora_config: dict[str, Any] | None = None,
     ) -> str:
-        """Add a session; ``resource_id=None`` first creates a READY resource (``base_model``, ``lora``).
+        """Add a session; ``resource_id=None`` first creates a READY ``base_model``/``lora`` resource.
 
         ``status="RUNNING"`` starts it at once; ``"CREATING"`` leaves it waiting for
         :meth:`start_session`. ``fail_at_creation`` makes the start fail with RESOURCE_AT_CAPACITY
@@ -263,7 +263,9 @@ class LifecycleMixin(WorldBase):
     ) -> Session:
         """Validate capacity and add a CREATING session (callers start it or schedule the start)."""
         if r.status != RESOURCE_READY:
-            raise bad_request(f"model resource {r.id} is {r.status}, not READY", "model_resources_id")
+            raise bad_request(
+                f"model resource {r.id} is {r.status}, not READY", "model_resources_id"
+            )
         if len(self._active_sessions(r)) >= r.cap:
             raise SimulatorError(
                 429,
@@ -274,7 +276,9 @@ class LifecycleMixin(WorldBase):
         if shape == DEFAULT:
             shape = None if r.base_model in NO_REGISTRY_MODELS else self.default_registration_shape
         if shape not in REGISTRATION_SHAPES:
-            raise ValueError(f"registration_shape must be one of {REGISTRATION_SHAPES}, not {shape!r}")
+            raise ValueError(
+                f"registration_shape must be one of {REGISTRATION_SHAPES}, not {shape!r}"
+            )
         lora = None
         if r.lora_enabled:
             lora = {**DEFAULT_LORA_CONFIG, **(lora_config or {})}
@@ -387,7 +391,11 @@ class LifecycleMixin(WorldBase):
 
     @locked
     def patch_session(
-        self, session_id: str, *, display_name: str | None = None, wandb: dict[str, str] | None = None
+        self,
+        session_id: str,
+        *,
+        display_name: str | None = None,
+        wandb: dict[str, str] | None = None,
     ) -> None:
         """PATCH semantics: None leaves a field unchanged, ``""`` clears it."""
         s = self._session(session_id)
@@ -412,77 +420,6 @@ class LifecycleMixin(WorldBase):
         s.drop_fields = tuple(drop)
         s.extra_fields = dict(extra) if extra else None
         s.json = None
-
-    # --- checkpoints -----------------------------------------------------------------------
-    @locked
-    def add_inference_checkpoint(
-        self,
-        session_id: str,
-        *,
-        step: int | None = None,
-        registration_shape: str | None = DEFAULT,
-        registered: bool = True,
-    ) -> str:
-        """Append an inference checkpoint (at the session's step by default). ``registered=False``
-        leaves it without registration until :meth:`register_checkpoint` (registration lag)."""
-        s = self._session(session_id)
-        ck = self._add_checkpoint(s, CHECKPOINT_INFERENCE, step, registration_shape, registered)
-        return ck.id
-
-    @locked
-    def add_training_checkpoint(
-        self, session_id: str, *, step: int | None = None, registered: bool = True
-    ) -> str:
-        """Append a training checkpoint (registered only in the two newer shapes)."""
-        s = self._session(session_id)
-        return self._add_checkpoint(s, CHECKPOINT_TRAINING, step, DEFAULT, registered).id
-
-    def _add_checkpoint(
-        self, s: Session, kind: str, step: int | None, shape: str | None, registered: bool
-    ) -> Checkpoint:
-        if shape == DEFAULT:
-            shape = s.shape
-        if shape not in REGISTRATION_SHAPES:
-            raise ValueError(f"registration_shape must be one of {REGISTRATION_SHAPES}, not {shape!r}")
-        now = self._now()
-        ck = Checkpoint(
-            id=self._new_id(),
-            session_id=s.id,
-            kind=kind,
-            step=s.step if step is None else step,
-            created_at=now,
-            shape=shape,
-            registered_at=now if registered and shape is not None else None,
-        )
-        self._checkpoints[ck.id] = ck
-        self._checkpoint_index.add(self._checkpoint_key(ck), kind)
-        (s.inference if kind == CHECKPOINT_INFERENCE else s.training).append(ck)
-        self._touch_session(s, now)
-        if ck.registered_at is not None:
-            self._index_chat_names(ck, s)
-        return ck
-
-    @locked
-    def register_checkpoint(self, checkpoint_id: str) -> None:
-        """Give an unregistered checkpoint its registration now (its session's ``updated_at`` moves)."""
-        ck = self._checkpoint(checkpoint_id)
-        if ck.shape is None:
-            raise ValueError(f"checkpoint {ck.id} uses no registration shape; it cannot register")
-        self._register(ck, self._now())
-
-    def _register(self, ck: Checkpoint, at: int) -> None:
-        if ck.registered_at is not None:
-            return
-        ck.registered_at = at
-        ck.json = None
-        s = self._sessions[ck.session_id]
-        self._touch_session(s, at)
-        self._index_chat_names(ck, s)
-
-    def _index_chat_names(self, ck: Checkpoint, s: Session) -> None:
-        if self._chat_names is not None:
-            for name in chat_names(ck, s):
-                self._chat_names[name] = ck.id
 
     # --- timers ----------------------------------------------------------------------------
     def _on_timer(self, kind: str, target: str, due: int, now: int) -> None:

@@ -11,6 +11,7 @@ import math
 import random
 from typing import Any
 
+from .checkpoints import DEFAULT
 from .constants import (
     CHECKPOINT_INFERENCE,
     CHECKPOINT_TRAINING,
@@ -25,7 +26,7 @@ from .constants import (
     WEIGHT_SYNC_TYPES,
 )
 from .errors import bad_request, not_found
-from .lifecycle import DEFAULT, LifecycleMixin
+from .lifecycle import LifecycleMixin
 from .state import US, Operation, Session, locked
 from .wire import checkpoint_in_session, int64, operation_dict
 
@@ -224,6 +225,9 @@ def _sample_results(body: dict[str, Any], s: Session, rng: random.Random) -> lis
                 }
             )
         results.append(
-            {"sequences": sequences, "policy_segments": [{"start_token": 0, "version": s.applied_wv}]}
+            {
+                "sequences": sequences,
+                "policy_segments": [{"start_token": 0, "version": s.applied_wv}],
+            }
         )
     return results

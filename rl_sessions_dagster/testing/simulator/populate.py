@@ -178,10 +178,14 @@ def populate_world(
         if i % SESSIONS_PER_OLD_RESOURCE == 0:
             if r is not None:
                 r.updated_at = r.last_activity + timeout * US
-            r = add_resource(created - 120 * US, RESOURCE_STOPPED, rng.random() < 0.85, rng.choice(models))
+            r = add_resource(
+                created - 120 * US, RESOURCE_STOPPED, rng.random() < 0.85, rng.choice(models)
+            )
         assert r is not None
         roll = rng.random()
-        status = SESSION_STOPPED if roll < 0.7 else SESSION_EXPIRED if roll < 0.85 else SESSION_ERROR
+        status = (
+            SESSION_STOPPED if roll < 0.7 else SESSION_EXPIRED if roll < 0.85 else SESSION_ERROR
+        )
         end = min(created + rng.randrange(HOUR // 2, 72 * HOUR), now - 60 * US)
         add_session(r, created, end, status, len(world._sessions) + i)
         r.last_activity = max(r.last_activity, end)
@@ -193,12 +197,20 @@ def populate_world(
     per_resource = LORA_SESSION_CAP - 1
     for j in range(n_active):
         if j % per_resource == 0:
-            r = add_resource(now - rng.randrange(2 * HOUR, 12 * HOUR), RESOURCE_READY, True, rng.choice(models))
+            r = add_resource(
+                now - rng.randrange(2 * HOUR, 12 * HOUR), RESOURCE_READY, True, rng.choice(models)
+            )
             r.last_activity = now - rng.randrange(300 * US)
             ready.append(r)
         assert r is not None
         created = r.created_at + rng.randrange(60 * US, HOUR)
-        add_session(r, created, now - rng.randrange(1, 120 * US), SESSION_RUNNING, len(world._sessions) + n_old + j)
+        add_session(
+            r,
+            created,
+            now - rng.randrange(1, 120 * US),
+            SESSION_RUNNING,
+            len(world._sessions) + n_old + j,
+        )
 
     # Bulk-load the records and indices (one sort per index instead of one insort per item).
     world._resources.update((x.id, x) for x in resources)

@@ -40,7 +40,9 @@ VARIANT_FILES = {
 
 def file_size(checkpoint_id: str, filename: str) -> int:
     """Deterministic small size of a simulated checkpoint file (json ≤ 2 KiB, weights ≤ 64 KiB)."""
-    h = int.from_bytes(blake2b(f"{checkpoint_id}/{filename}".encode(), digest_size=4).digest(), "big")
+    h = int.from_bytes(
+        blake2b(f"{checkpoint_id}/{filename}".encode(), digest_size=4).digest(), "big"
+    )
     if filename.endswith(".json"):
         return 256 + h % 1792
     return 4096 + h % 61440
@@ -155,7 +157,9 @@ class QueriesMixin(WorldBase):
         older = sum(
             1
             for o in self._resources.values()
-            if o.status == RESOURCE_PENDING and o.gpu_type == r.gpu_type and o.created_at < r.created_at
+            if o.status == RESOURCE_PENDING
+            and o.gpu_type == r.gpu_type
+            and o.created_at < r.created_at
         )
         return dumps(resource_dict(r, older + 1))
 

@@ -105,7 +105,8 @@ class RequestLog:
         return [
             r
             for r in recs
-            if (method is None or r.method == method.upper()) and _template_matches(template, r.template)
+            if (method is None or r.method == method.upper())
+            and _template_matches(template, r.template)
         ]
 
     def last(self, method: str | None = None, template: str | None = None) -> RequestRecord | None:

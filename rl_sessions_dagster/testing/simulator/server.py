@@ -359,7 +359,9 @@ class RLSimulator:
                     resp = Response(405, error_body(405, f"Method {req.method} not allowed"))
                     resp.headers["Allow"] = ", ".join(sorted(set(allowed)))
                     return resp
-                raise SimulatorError(404, f"Unknown request URL: {req.method} {req.path}", code="unknown_url")
+                raise SimulatorError(
+                    404, f"Unknown request URL: {req.method} {req.path}", code="unknown_url"
+                )
             resp = route.handler(req)
         except SimulatorError as exc:
             resp = Response(exc.status, exc.body())
@@ -367,7 +369,11 @@ class RLSimulator:
             traceback.print_exc(file=sys.stderr)
             resp = Response(500, error_body(500, f"simulator internal error: {exc!r}"))
         hook = self.world.response_hook
-        if hook is not None and req.path.startswith("/v1/") and resp.content_type == "application/json":
+        if (
+            hook is not None
+            and req.path.startswith("/v1/")
+            and resp.content_type == "application/json"
+        ):
             try:
                 payload = hook(req.path, json.loads(resp.body))
                 resp.body = json.dumps(payload, separators=(",", ":")).encode()

@@ -30,7 +30,7 @@ def dumps(obj: Any) -> bytes:
 
 
 def fmt_ts(us: int) -> str:
-    """RFC 3339 UTC with ``Z``: microseconds when non-zero, else whole seconds (proto-JSON style)."""
+    """RFC 3339 UTC with ``Z``: microseconds when non-zero, else whole seconds (as proto-JSON)."""
     secs, frac = divmod(us, 1_000_000)
     t = time.gmtime(secs)
     base = (
@@ -64,7 +64,10 @@ def inference_registration(ck: Checkpoint, s: Session) -> dict[str, Any] | None:
     if ck.shape == SHAPE_CURRENT:
         mid, rev = registry_artifact(ck.id, "adapter" if s.adapter else "model")
         return {"adapter" if s.adapter else "model": {"id": mid, "revision_id": rev}}
-    reg: dict[str, Any] = {"model_name": model_name(ck, s), "registered_at": fmt_ts(ck.registered_at)}
+    reg: dict[str, Any] = {
+        "model_name": model_name(ck, s),
+        "registered_at": fmt_ts(ck.registered_at),
+    }
     if ck.shape == SHAPE_OBJECT_IDS:
         reg["model_object_id"], reg["model_object_revision_id"] = registry_artifact(ck.id, "model")
         if s.adapter:
@@ -86,7 +89,9 @@ def chat_names(ck: Checkpoint, s: Session) -> list[str]:
     reg = inference_registration(ck, s) if ck.is_inference else None
     if reg is None:
         return []
-    names = [str(reg[k]) for k in ("model_name", "model_object_id", "adapter_object_id") if k in reg]
+    names = [
+        str(reg[k]) for k in ("model_name", "model_object_id", "adapter_object_id") if k in reg
+    ]
     names += [reg[k]["id"] for k in ("model", "adapter") if k in reg]
     return names
 
@@ -106,7 +111,7 @@ def checkpoint_in_session(ck: Checkpoint, s: Session) -> dict[str, Any]:
 
 
 def checkpoint_dict(ck: Checkpoint, s: Session) -> dict[str, Any]:
-    """``Checkpoint`` as returned by ``/v1/rl/checkpoints`` (same registration shape as the session)."""
+    """``Checkpoint`` of ``/v1/rl/checkpoints`` (registration in the checkpoint's own shape)."""
     d: dict[str, Any] = {
         "id": ck.id,
         "base_model": s.base_model,

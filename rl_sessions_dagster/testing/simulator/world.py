@@ -70,7 +70,9 @@ class SimulatedWorld(QueriesMixin, OperationsMixin):
         default_int64_as_string: bool = False,
     ) -> None:
         if list_order not in ("newest_first", "unordered"):
-            raise ValueError(f"list_order must be 'newest_first' or 'unordered', not {list_order!r}")
+            raise ValueError(
+                f"list_order must be 'newest_first' or 'unordered', not {list_order!r}"
+            )
         super().__init__(
             seed=seed, clock=SimClock(clock, start), user_id=user_id, list_order=list_order
         )
