@@ -6,7 +6,9 @@ leak checks against the simulator live at the bottom.
 
 from __future__ import annotations
 
+import logging
 import pickle
+import time
 import traceback
 
 import httpx
@@ -17,9 +19,12 @@ from rl_sessions_dagster.api import (
     AuthenticationError,
     BadRequestError,
     ConflictError,
+    DeadlineExceeded,
+    DecodeError,
     NotFoundError,
     PermissionDeniedError,
     RateLimitError,
+    RLSessionsClient,
     ServerError,
     TogetherRLError,
     TransportError,
@@ -31,8 +36,10 @@ from rl_sessions_dagster.api.errors import (
     scrub,
     transport_error,
 )
+from rl_sessions_dagster.testing import RLSimulator
 
-KEY = "sk-SECRET-canary-123"
+from .conftest import KEY, RetryRecorder
+
 URL = "https://api.together.ai/v1/rl/training-sessions?limit=5&status=A%2CB"
 
 
@@ -167,3 +174,80 @@ def test_transport_error_knows_whether_the_request_may_have_been_sent(
     assert str(err).startswith(f"POST /v1/rl/training-sessions: {type(exc).__name__}: ")
     assert err.__cause__ is None and err.__context__ is None
     assert isinstance(err, TransportError)
+
+
+# -- end to end: no error, log line or traceback ever shows the key ---------------------------------
+
+
+def chain(exc: BaseException | None) -> list[BaseException]:
+    out: list[BaseException] = []
+    while exc is not None and exc not in out:
+        out.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    return out
+
+
+def assert_clean(exc: BaseException, *secrets: str) -> None:
+    for link in chain(exc):
+        assert not isinstance(link, httpx.HTTPError), "an httpx error (with its request) is chained"
+        surface = leak_surface(link)
+        for secret in secrets:
+            assert secret not in surface
+    wrapped = RuntimeError("a sensor tick failed")
+    wrapped.__cause__ = exc
+    text = "".join(traceback.format_exception(wrapped))
+    assert all(secret not in text for secret in secrets)
+
+
+def test_wrong_key_is_one_request_and_never_shown(sim: RLSimulator, retries: RetryRecorder) -> None:
+    wrong = "sk-WRONG-canary-456"
+    with (
+        RLSessionsClient(wrong, base_url=sim.base_url, retry=retries.policy()) as client,
+        pytest.raises(AuthenticationError) as info,
+    ):
+        client.list_sessions_page()
+    assert len(sim.requests) == 1 and not sim.requests.records()[0].authorized
+    assert info.value.status_code == 401 and info.value.error_code == "invalid_api_key"
+    assert_clean(info.value, wrong, KEY)
+
+
+def test_an_error_body_echoing_the_key_is_scrubbed(
+    sim: RLSimulator, client: RLSessionsClient
+) -> None:
+    echo = f"rejected header Authorization: Bearer {KEY} (key {KEY})"
+    sim.faults.rate_limit("GET /v1/rl/supported-models", retry_after=0.01, message=echo)
+    with pytest.raises(RateLimitError) as info:
+        client.list_supported_models()
+    assert info.value.attempts == 4 and "rejected header" in str(info.value)
+    assert_clean(info.value, KEY)
+
+
+@pytest.mark.parametrize("fault", ["drop", "reset_after_headers", "slow", "malformed"])
+def test_transport_and_decode_failures_chain_nothing_that_holds_the_key(
+    sim: RLSimulator, retries: RetryRecorder, fault: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    pattern = "GET /v1/rl/supported-models"
+    if fault == "slow":
+        sim.faults.slow(pattern, delay_s=2.0)
+    else:
+        getattr(sim.faults, fault)(pattern)
+    caplog.set_level(logging.DEBUG)  # httpx/httpcore debug logging included
+    policy = retries.policy(max_attempts=2)
+    with (
+        RLSessionsClient(KEY, base_url=sim.base_url, retry=policy, timeout=0.3) as client,
+        pytest.raises((TransportError, DecodeError)) as info,
+    ):
+        client.list_supported_models()
+    assert str(info.value).startswith("GET /v1/rl/supported-models")
+    assert info.value.__cause__ is None and info.value.__context__ is None
+    assert_clean(info.value, KEY)
+    assert caplog.records and KEY not in caplog.text
+
+
+def test_deadline_errors_are_clean_too(sim: RLSimulator, client: RLSessionsClient) -> None:
+    sim.faults.rate_limit("GET /v1/rl/supported-models", retry_after=30, message=f"Bearer {KEY}")
+    with pytest.raises(DeadlineExceeded) as info:
+        client.list_supported_models(deadline=time.monotonic() + 1.0)
+    assert isinstance(info.value.last_error, RateLimitError)
+    assert_clean(info.value, KEY)
+    assert_clean(info.value.last_error, KEY)
