@@ -160,11 +160,13 @@ class DecodeError(TogetherRLError):
 class DeadlineExceeded(TogetherRLError):
     """The call's time budget ran out before it could succeed.
 
-    ``last_error`` is the failure of the last attempt (None if no attempt could start).
+    ``last_error`` is the failure of the last attempt (None if no attempt could start). Always
+    ``retryable``: only transient failures are retried into a deadline, so a later call (e.g.
+    the next sensor tick) may well succeed.
     """
 
     def __init__(self, message: str, *, last_error: TogetherRLError | None = None, **kw: Any):
-        super().__init__(message, **kw)
+        super().__init__(message, retryable=True, **kw)
         self.last_error = last_error
 
 

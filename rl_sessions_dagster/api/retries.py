@@ -143,8 +143,16 @@ class RetryPolicy:
         if deadline is not None and deadline - self.clock() < self.min_attempt_budget:
             raise DeadlineExceeded(f"{endpoint}: deadline already passed; no request sent")
 
-        def remaining() -> float | None:
-            return None if deadline is None else max(deadline - self.clock(), 0.0)
+        attempts = 0
+
+        def run() -> T:
+            nonlocal attempts
+            attempts += 1
+            try:
+                return attempt(None if deadline is None else max(deadline - self.clock(), 0.0))
+            except TogetherRLError as exc:
+                exc.attempts = attempts  # also right for a 404 that follows two 503s
+                raise
 
         retrying = tenacity.Retrying(
             stop=tenacity.stop_after_attempt(self.max_attempts) | give_up_at,
@@ -154,7 +162,7 @@ class RetryPolicy:
             before_sleep=lambda rs: self._before_sleep(rs, endpoint),
             retry_error_callback=lambda rs: self._give_up(rs, endpoint, give_up_at.hit),
         )
-        return retrying(lambda: attempt(remaining()))
+        return retrying(run)
 
     def _before_sleep(self, state: tenacity.RetryCallState, endpoint: str) -> None:
         error = _failure(state)
@@ -172,7 +180,6 @@ class RetryPolicy:
         self, state: tenacity.RetryCallState, endpoint: str, by_deadline: bool
     ) -> NoReturn:
         error = _failure(state)
-        error.attempts = state.attempt_number
         if by_deadline:  # (stop_any short-circuits: exhausted attempts never set this)
             exc = DeadlineExceeded(
                 f"{endpoint}: deadline reached after {state.attempt_number} attempt(s); "

@@ -189,6 +189,16 @@ def test_non_retryable_error_raises_after_one_attempt() -> None:
     assert len(attempt.budgets) == 1 and fake.sleeps == []  # type: ignore[attr-defined]
 
 
+def test_a_non_retryable_error_after_retries_reports_its_attempt_number() -> None:
+    fake = FakeTime()
+    errors = [status_error(ServerError, 503), status_error(ServerError, 503)]
+    with pytest.raises(NotFoundError) as info:
+        policy(fake).call(
+            failing(*errors, status_error(NotFoundError, 404)), endpoint="GET /x", idempotent=True
+        )
+    assert info.value.attempts == 3 and info.value.__context__ is None
+
+
 def test_no_sleep_crosses_the_deadline() -> None:
     fake, events = FakeTime(), []  # type: ignore[var-annotated]
     # 0.6 s + 0.6 s of Retry-After does not fit into a 1.0 s budget.
@@ -200,6 +210,7 @@ def test_no_sleep_crosses_the_deadline() -> None:
     exc = info.value
     assert exc.last_error is errors[1] and exc.attempts == 2 and exc.status_code == 429
     assert exc.retry_after == 0.6 and "deadline" in str(exc) and "429" in str(exc)
+    assert exc.retryable and exc.__context__ is None
     assert fake.now <= 1000.0 + 1.0
 
 
