@@ -61,7 +61,7 @@ def test_rate_is_seeded_and_reproducible() -> None:
 
 
 def test_delay_does_not_hold_the_world_lock(sim: RLSimulator, world: SimulatedWorld) -> None:
-    sim.faults.slow(SESSIONS, 0.6, times=1)
+    sim.faults.slow(SESSIONS, 0.8, times=1)
     elapsed: list[float] = []
 
     def slow_call() -> None:
@@ -70,18 +70,19 @@ def test_delay_does_not_hold_the_world_lock(sim: RLSimulator, world: SimulatedWo
             assert c.get(SESSIONS).status_code == 200
         elapsed.append(time.perf_counter() - start)
 
-    t = threading.Thread(target=slow_call)
-    t.start()
-    time.sleep(0.1)
-    start = time.perf_counter()
-    world.create_session()
-    with httpx.Client(base_url=sim.base_url, headers=sim.headers) as c:
-        c.get(f"{RL}/checkpoints").raise_for_status()
-    assert time.perf_counter() - start < 0.4
-    t.join()
-    assert elapsed[0] >= 0.6
+    with httpx.Client(base_url=sim.base_url, headers=sim.headers) as fast:
+        t = threading.Thread(target=slow_call)
+        t.start()
+        while sim.faults.rules[0].applied == 0:  # the slow request is now sleeping
+            time.sleep(0.005)
+        start = time.perf_counter()
+        world.create_session()
+        fast.get(f"{RL}/checkpoints").raise_for_status()
+        fast_elapsed = time.perf_counter() - start
+        t.join()
+    assert fast_elapsed < 0.6 <= 0.8 <= elapsed[0]
     rec = sim.requests.last("GET", SESSIONS)
-    assert rec is not None and rec.fault == "delay:0.6" and rec.status == 200
+    assert rec is not None and rec.fault == "delay:0.8" and rec.status == 200
 
 
 def test_delay_then_status(sim: RLSimulator, client: httpx.Client) -> None:

@@ -40,6 +40,7 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
     allow_reuse_address = True
+    request_queue_size = 256  # benchmarks open many connections at once
 
     def __init__(self, addr: tuple[str, int], sim: RLSimulator) -> None:
         self.sim = sim
@@ -102,7 +103,11 @@ class _Handler(BaseHTTPRequestHandler):
                     return b"".join(chunks)
                 chunks.append(self.rfile.read(size))
                 self.rfile.readline()
-        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = 0
+            self.close_connection = True  # the stream cannot be trusted any more
         return self.rfile.read(length) if length > 0 else b""
 
     def _write(
@@ -256,9 +261,9 @@ class RLSimulator:
         self,
         api_key: str = "sim-key",
         world: SimulatedWorld | None = None,
-        *,
         seed: int = 0,
         port: int = 0,
+        *,
         host: str = "127.0.0.1",
     ) -> None:
         self.api_key = api_key

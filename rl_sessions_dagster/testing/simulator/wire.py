@@ -21,6 +21,7 @@ from .constants import (
 )
 from .state import Checkpoint, Operation, Resource, Session
 
+_strftime, _gmtime = time.strftime, time.gmtime
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
@@ -32,11 +33,7 @@ def dumps(obj: Any) -> bytes:
 def fmt_ts(us: int) -> str:
     """RFC 3339 UTC with ``Z``: microseconds when non-zero, else whole seconds (as proto-JSON)."""
     secs, frac = divmod(us, 1_000_000)
-    t = time.gmtime(secs)
-    base = (
-        f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}"
-        f"T{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}"
-    )
+    base = _strftime("%Y-%m-%dT%H:%M:%S", _gmtime(secs))
     return f"{base}.{frac:06d}Z" if frac else base + "Z"
 
 
