@@ -1,0 +1,173 @@
+"""The example project: sensors, a per-checkpoint evaluation with a score check, a report job
+for finished sessions, and the scheduled sync table.
+
+Environment: ``TOGETHER_API_KEY`` (required), ``TOGETHER_BASE_URL`` (optional; the demo points
+it at the local simulator), ``RL_SENSOR_INTERVAL_SECONDS`` (default 30). Loading these
+definitions makes no API call.
+"""
+
+import os
+from pathlib import Path
+
+import dagster as dg
+
+from rl_sessions_dagster import (
+    CHECKPOINT_ASSET_SPEC,
+    CHECKPOINT_PARTITIONS,
+    TogetherRLResource,
+    build_checkpoint_sensor,
+    build_session_status_sensor,
+)
+from rl_sessions_dagster.assets import build_session_sync_asset, build_sync_job_and_schedule
+
+from .evaluation import evaluate_model
+
+SENSOR_INTERVAL = int(os.getenv("RL_SENSOR_INTERVAL_SECONDS", "30"))
+EVAL_KEY = dg.AssetKey(["together", "checkpoint_evaluation"])
+SCORE_CHECK = "score_not_dropping"
+
+
+@dg.asset(
+    key=EVAL_KEY,
+    partitions_def=CHECKPOINT_PARTITIONS,
+    deps=[CHECKPOINT_ASSET_SPEC],
+    kinds={"together", "python"},
+    group_name="together_rl",
+    check_specs=[
+        dg.AssetCheckSpec(
+            SCORE_CHECK,
+            asset=EVAL_KEY,
+            description="Warns when a checkpoint scores lower than the previous checkpoint "
+            "of the same session.",
+        )
+    ],
+    description="Arithmetic accuracy of each registered checkpoint, via chat completions.",
+)
+def checkpoint_evaluation(
+    context: dg.AssetExecutionContext, together: TogetherRLResource
+) -> dg.MaterializeResult:
+    checkpoint_id = context.partition_key
+    with together.get_client() as client:
+        checkpoint = client.get_checkpoint(checkpoint_id)
+        base_url = client.base_url
+    registration = checkpoint.inference_registration
+    if registration is None or not registration.deployable_model:
+        raise dg.Failure(f"checkpoint {checkpoint_id} has no registered model to evaluate")
+    result = evaluate_model(
+        base_url, together.api_key or os.environ.get("TOGETHER_API_KEY", ""),
+        registration.deployable_model, seed=checkpoint.session_id or "rl-eval",
+    )
+    previous = _previous_score(context, checkpoint.session_id, checkpoint.step)
+    dropped = previous is not None and result.score < previous[1]
+    check = dg.AssetCheckResult(
+        check_name=SCORE_CHECK,
+        passed=not dropped,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={"score": result.score,
+                  "previous_score": previous[1] if previous else -1.0,
+                  "previous_step": previous[0] if previous else -1},
+    )
+    context.log.info(f"checkpoint {checkpoint_id} step {checkpoint.step}: score {result.score:.2f}")
+    return dg.MaterializeResult(
+        metadata={
+            "score": dg.MetadataValue.float(result.score),
+            "correct": dg.MetadataValue.int(result.correct),
+            "questions": dg.MetadataValue.int(result.total),
+            "step": dg.MetadataValue.int(checkpoint.step or 0),
+            "session_id": dg.MetadataValue.text(checkpoint.session_id or ""),
+            "model": dg.MetadataValue.text(result.model),
+        },
+        check_results=[check],
+    )
+
+
+def _previous_score(
+    context: dg.AssetExecutionContext, session_id: str | None, step: int | None
+) -> tuple[int, float] | None:
+    """The score of the latest earlier checkpoint of the same session, from the event log."""
+    records = context.instance.fetch_materializations(EVAL_KEY, limit=500).records
+    best: tuple[int, float] | None = None
+    for record in records:
+        mat = record.asset_materialization
+        if mat is None:
+            continue
+        meta = mat.metadata
+        if meta.get("session_id") != dg.MetadataValue.text(session_id or ""):
+            continue
+        prev_step = meta["step"].value if "step" in meta else None
+        score = meta["score"].value if "score" in meta else None
+        if not isinstance(prev_step, int) or not isinstance(score, float):
+            continue
+        if step is not None and prev_step < step and (best is None or prev_step > best[0]):
+            best = (prev_step, score)
+    return best
+
+
+@dg.op(tags={"kind": "together"})
+def session_report(context: dg.OpExecutionContext, together: TogetherRLResource) -> dict:
+    """Final step, checkpoints and (for ERROR) error code and message of a finished session."""
+    session_id = context.run.tags["together/session_id"]
+    with together.get_client() as client:
+        session = client.get_session(session_id)
+    error = session.error
+    report = {
+        "session_id": session.id,
+        "display_name": session.display_name,
+        "status": session.status.short,
+        "final_step": session.step,
+        "inference_checkpoints": len(session.inference_checkpoints),
+        "registered_checkpoints": sum(c.is_registered for c in session.inference_checkpoints),
+        "error_code": error.code_raw if error else None,
+        "error_message": error.message if error else None,
+        "wandb_url": session.wandb_url,
+    }
+    lines = [f"| {k} | {v} |" for k, v in report.items()]
+    context.log_event(
+        dg.AssetMaterialization(
+            asset_key=dg.AssetKey(["together", "session_reports"]),
+            description=f"Report for session {session.id}",
+            metadata={
+                "report": dg.MetadataValue.md("| field | value |\n|---|---|\n" + "\n".join(lines)),
+                "session_id": dg.MetadataValue.text(session.id),
+                "status": dg.MetadataValue.text(session.status.short),
+            },
+        )
+    )
+    level = context.log.warning if error else context.log.info
+    level(f"session {session.id} finished {session.status.short} at step {session.step}"
+          + (f": {error.code_raw} {error.message}" if error else ""))
+    return report
+
+
+@dg.job(tags={"together/job": "finished_session_report"})
+def finished_session_report() -> None:
+    session_report()
+
+
+evaluation_job = dg.define_asset_job("evaluate_checkpoint", selection=[EVAL_KEY])
+
+checkpoint_sensor = build_checkpoint_sensor(
+    name="evaluate_new_checkpoints",
+    job=evaluation_job,
+    minimum_interval_seconds=SENSOR_INTERVAL,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+)
+status_sensor = build_session_status_sensor(
+    name="report_finished_sessions",
+    job=finished_session_report,
+    minimum_interval_seconds=SENSOR_INTERVAL,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+)
+
+sync_asset = build_session_sync_asset(
+    db_path=str(Path(os.getenv("DAGSTER_HOME", ".")) / "together_rl_sync.sqlite")
+)
+sync_job, sync_schedule = build_sync_job_and_schedule(sync_asset)
+
+defs = dg.Definitions(
+    assets=[CHECKPOINT_ASSET_SPEC, checkpoint_evaluation, sync_asset],
+    jobs=[evaluation_job, finished_session_report, sync_job],
+    sensors=[checkpoint_sensor, status_sensor],
+    schedules=[sync_schedule],
+    resources={"together": TogetherRLResource(api_key=dg.EnvVar("TOGETHER_API_KEY"))},
+)
