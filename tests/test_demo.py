@@ -1,0 +1,59 @@
+"""The README's demo command, end to end: simulator, real dagster-daemon, sweep, sync."""
+
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from rl_sessions_dagster.testing.daemon import group_alive, prepare_dagster_home
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.e2e
+def test_demo_runs_the_whole_story(tmp_path):
+    home = tmp_path / "home"
+    out = tmp_path / "summary.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "example_repo.demo", "--home", str(home), "--pace", "2",
+         "--json", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=240,
+    )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    summary = json.loads(out.read_text())
+    assert summary["problems"] == []
+    assert not group_alive(summary["daemon_pgid"])
+    roles = {s["role"]: s for s in summary["sessions"]}
+    assert roles["trains"]["status"] == "STOPPED"
+    assert roles["no-capacity"]["status"] == "ERROR"
+    assert roles["no-capacity"]["error"] == "TRAINING_SESSION_ERROR_CODE_RESOURCE_AT_CAPACITY"
+    assert roles["goes-idle"]["status"] == "EXPIRED"
+    assert len(summary["checkpoints"]) >= 5
+
+    # Assert on the instance itself, not only on what the demo says about it.
+    instance = dg.DagsterInstance.from_config(str(home))
+    evals = instance.fetch_materializations(
+        dg.AssetKey(["together", "checkpoint_evaluation"]), limit=100
+    ).records
+    per_partition = Counter(r.asset_materialization.partition for r in evals)
+    assert set(per_partition) == {c["checkpoint"] for c in summary["checkpoints"]}
+    assert set(per_partition.values()) == {1}
+    reports = [r for r in instance.get_runs() if r.job_name == "finished_session_report"]
+    assert Counter(r.tags["together/session_id"] for r in reports) == Counter(
+        {s["session"]: 1 for s in summary["sessions"]}
+    )
+    assert summary["sync_rows"]["rl_sessions"] == 3
+    assert summary["sync_rows"]["rl_checkpoints"] >= len(summary["checkpoints"])
+    assert "sim-demo-key" not in done.stdout + done.stderr
+
+
+def test_demo_home_is_recreated_clean(tmp_path):
+    home = tmp_path / "home"
+    prepare_dagster_home(home)
+    (home / "leftover.db").write_text("stale")
+    prepare_dagster_home(home)
+    assert sorted(p.name for p in home.iterdir()) == ["dagster.yaml"]
