@@ -287,35 +287,29 @@ class BaseClient:
         page_size: int,
         deadline: float | None,
     ) -> Iterator[T]:
-        """Every item of a list endpoint. Arguments are checked now; pages are fetched lazily."""
-        check_page_size(page_size)
-        return self._pages(path, model, filters, page_size, deadline)
-
-    def _pages(
-        self,
-        path: str,
-        model: type[Page[T]],
-        filters: Mapping[str, Any],
-        page_size: int,
-        deadline: float | None,
-    ) -> Iterator[T]:
-        """Fetch the next page only when the current one is used up: O(one page) in memory.
+        """Every item of a list endpoint. Arguments are checked now; pages are fetched lazily,
+        the next only when the current one is used up, so one page is held at a time.
 
         A server that repeats a cursor would loop forever; that is a :class:`DecodeError`.
         """
-        after: str | None = None
-        while True:
-            page = self._list_page(
-                path, model, filters, after=after, limit=page_size, deadline=deadline
-            )
-            cursor = page.next_cursor
-            if cursor is None and page.meta.has_more and page.data:
-                # has_more without a cursor: the documented cursor is the last item's id.
-                cursor = getattr(page.data[-1], "id", None)
-            yield from page.data
-            del page  # hold one page at a time, not two, while the next one is fetched
-            if cursor is None:
-                return
-            if cursor == after:
-                raise DecodeError(f"GET {path}: pagination cursor did not advance ({after!r})")
-            after = cursor
+        check_page_size(page_size)
+
+        def items() -> Iterator[T]:
+            after: str | None = None
+            while True:
+                page = self._list_page(
+                    path, model, filters, after=after, limit=page_size, deadline=deadline
+                )
+                cursor = page.next_cursor
+                if cursor is None and page.meta.has_more and page.data:
+                    # has_more without a cursor: the documented cursor is the last item's id.
+                    cursor = getattr(page.data[-1], "id", None)
+                yield from page.data
+                del page  # hold one page at a time, not two, while the next one is fetched
+                if cursor is None:
+                    return
+                if cursor == after:
+                    raise DecodeError(f"GET {path}: pagination cursor did not advance ({after!r})")
+                after = cursor
+
+        return items()

@@ -243,10 +243,6 @@ class RLSessionsClient(OperationsAPI):
 
     # -- model resources (endpoints 23-28) -----------------------------------------------------
 
-    @staticmethod
-    def _resource_body(base_model: str, **options: Any) -> JSON:
-        return compact(base_model=base_model, **options)
-
     def create_model_resource(
         self,
         base_model: str,
@@ -259,8 +255,8 @@ class RLSessionsClient(OperationsAPI):
         deadline: float | None = None,
     ) -> ModelResource:
         """Provision GPUs (billed while READY). Not retried once it may have been sent."""
-        body = self._resource_body(
-            base_model, lora_enabled=lora_enabled, compute_config=compute_config,
+        body = compact(
+            base_model=base_model, lora_enabled=lora_enabled, compute_config=compute_config,
             optimizer_config=optimizer_config, inactive_timeout=inactive_timeout,
             base_weights_ref=base_weights_ref,
         )  # fmt: skip
@@ -280,8 +276,8 @@ class RLSessionsClient(OperationsAPI):
         deadline: float | None = None,
     ) -> CostEstimate:
         """Price of a resource with this configuration. No side effects, so it is retried."""
-        body = self._resource_body(
-            base_model, lora_enabled=lora_enabled, compute_config=compute_config,
+        body = compact(
+            base_model=base_model, lora_enabled=lora_enabled, compute_config=compute_config,
             optimizer_config=optimizer_config, inactive_timeout=inactive_timeout,
             base_weights_ref=base_weights_ref,
         )  # fmt: skip
