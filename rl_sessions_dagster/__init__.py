@@ -1,26 +1,33 @@
 """Orchestrate Together AI RL (post-training) sessions from Dagster.
 
-Layers, each importing only from the ones above it in this list:
+Layers, each importing only from the ones before it in this list:
 ``api`` (HTTP client, no Dagster) → ``core`` (pure event tracker) → ``resource``, ``assets``,
 ``sensors`` (thin Dagster glue). ``testing`` holds the local simulator of the service.
+
+The names below are loaded on first use, so ``import rl_sessions_dagster.api`` or the
+simulator's command line do not pay for importing Dagster.
 """
 
-from .api import RLSessionsClient, TogetherRLError
-from .assets import (
-    CHECKPOINT_ASSET_KEY,
-    CHECKPOINT_ASSET_SPEC,
-    CHECKPOINT_PARTITIONS,
-    build_checkpoint_asset_spec,
-)
-from .core import EventKind, SessionEvent
-from .resource import TogetherRLResource
-from .sensors import (
-    SessionFilter,
-    build_checkpoint_sensor,
-    build_rl_event_sensor,
-    build_session_status_sensor,
-)
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from .version import __version__
+
+_EXPORTS = {
+    "RLSessionsClient": ".api",
+    "TogetherRLError": ".api",
+    "CHECKPOINT_ASSET_KEY": ".assets",
+    "CHECKPOINT_ASSET_SPEC": ".assets",
+    "CHECKPOINT_PARTITIONS": ".assets",
+    "build_checkpoint_asset_spec": ".assets",
+    "EventKind": ".core",
+    "SessionEvent": ".core",
+    "TogetherRLResource": ".resource",
+    "SessionFilter": ".sensors",
+    "build_checkpoint_sensor": ".sensors",
+    "build_rl_event_sensor": ".sensors",
+    "build_session_status_sensor": ".sensors",
+}
 
 __all__ = [
     "CHECKPOINT_ASSET_KEY",
@@ -38,3 +45,33 @@ __all__ = [
     "build_rl_event_sensor",
     "build_session_status_sensor",
 ]
+
+if TYPE_CHECKING:
+    from .api import RLSessionsClient, TogetherRLError
+    from .assets import (
+        CHECKPOINT_ASSET_KEY,
+        CHECKPOINT_ASSET_SPEC,
+        CHECKPOINT_PARTITIONS,
+        build_checkpoint_asset_spec,
+    )
+    from .core import EventKind, SessionEvent
+    from .resource import TogetherRLResource
+    from .sensors import (
+        SessionFilter,
+        build_checkpoint_sensor,
+        build_rl_event_sensor,
+        build_session_status_sensor,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rl_sessions_dagster' has no attribute {name!r}")
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

@@ -42,6 +42,14 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--start-delay", type=float, default=0.0, help="seconds CREATING lasts")
     serve.add_argument("--stop-delay", type=float, default=0.0, help="seconds STOPPING lasts")
     serve.add_argument("--operation-polls", type=int, default=1, help="polls until completion")
+    serve.add_argument(
+        "--scenario",
+        choices=("none", "demo"),
+        default="none",
+        help="'demo' replays the demo sweep (train + checkpoints, capacity error, expiry) "
+        "in a loop, so a UI opened beside it always has something happening",
+    )
+    serve.add_argument("--pace", type=float, default=5.0, help="seconds between sweep moves")
     return parser
 
 
@@ -75,11 +83,27 @@ def serve(args: argparse.Namespace) -> int:
     sim.start()
     try:
         print(f"RL simulator listening on {sim.base_url}", flush=True)
+        if args.scenario == "demo":
+            _loop_demo(world, args.pace, done)
         while not done.wait(0.2):
             pass
     finally:
         sim.stop()
     return 0
+
+
+def _loop_demo(world: SimulatedWorld, pace: float, done: threading.Event) -> None:
+    """Run the demo sweep again and again in a background thread until ``done``."""
+    from .scenarios import DemoSweep
+
+    def loop() -> None:
+        while not done.is_set():
+            sweep = DemoSweep(world, pace=pace, log=lambda m: print(m, flush=True))
+            sweep.run()
+            if done.wait(pace * 3):
+                return
+
+    threading.Thread(target=loop, name="demo-scenario", daemon=True).start()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -276,3 +276,19 @@ def test_steady_state_tick_at_ten_thousand_sessions_makes_a_handful_of_requests(
     sim.world.advance_clock(30)
     born = sim.world.create_session(fail_at_creation=True)
     assert keys(t.tick()) == [f"session_error:{born}"]
+
+
+def test_manual_clock_world_uses_the_simulators_date_header(ticker):
+    from datetime import UTC, datetime
+
+    from rl_sessions_dagster.testing import RLSimulator, SimulatedWorld
+
+    world = SimulatedWorld(clock="manual", start=datetime(2026, 1, 2, tzinfo=UTC))
+    with RLSimulator(api_key=API_KEY, world=world) as sim:
+        sid = world.create_session()
+        world.advance_clock(5)
+        t = ticker(make_defs(sim), CKPT)
+        t.tick()
+        world.advance_clock(5)
+        cid = world.add_inference_checkpoint(sid)
+        assert keys(t.tick()) == [f"checkpoint_registered:{sid}:{cid}"]

@@ -10,6 +10,7 @@ delay (outside the world lock) → auth → handler → response hook → fault 
 from __future__ import annotations
 
 import contextlib
+import email.utils
 import json
 import secrets
 import socket
@@ -85,6 +86,13 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # the request log replaces stderr access logs
+
+    def date_time_string(self, timestamp: float | None = None) -> str:
+        """The ``Date`` header follows the world's clock (manual or shifted), as a real
+        server's clock agrees with the ``created_at`` it stamps."""
+        if timestamp is None:
+            timestamp = self.server.sim.world.now().timestamp()
+        return email.utils.formatdate(timestamp, usegmt=True)
 
     def do_GET(self) -> None:
         self._dispatch()
