@@ -1,8 +1,8 @@
 """The layering rules, checked in fresh interpreters: imports point down, never up."""
 
 import subprocess
-from pathlib import Path
 import sys
+from pathlib import Path
 
 import pytest
 
