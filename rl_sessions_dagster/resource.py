@@ -104,21 +104,13 @@ class TogetherRLResource(dg.ConfigurableResource):
         Raises :class:`~rl_sessions_dagster.api.ConfigurationError` naming ``TOGETHER_API_KEY``
         when no key is configured, and for a malformed or plain-http non-loopback base URL.
         """
-        http_client = None
-        if server_clock is not None:
-            http_client = httpx.Client(
-                timeout=self.request_timeout, event_hooks={"response": [server_clock]}
-            )
-        client = RLSessionsClient(
+        return RLSessionsClient(
             api_key=self.api_key,
             base_url=self.base_url,
             timeout=self.request_timeout,
             retry=self.retry_policy(),
-            http_client=http_client,
+            on_response=server_clock,
         )
-        if http_client is not None:
-            client._owns_http = True  # close the pool we made together with the client
-        return client
 
 
 def monotonic_deadline(seconds: float) -> float:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import platform
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import quote
@@ -140,6 +140,7 @@ class BaseClient:
         retry: RetryPolicy | None = None,
         http_client: httpx.Client | None = None,
         user_agent_extra: str | None = None,
+        on_response: Callable[[httpx.Response], None] | None = None,
     ) -> None:
         key = api_key or os.environ.get(API_KEY_ENV)
         if not key:
@@ -159,6 +160,9 @@ class BaseClient:
         self._owns_http = http_client is None
         if http_client is None:
             http_client = httpx.Client(timeout=self._timeout, follow_redirects=False)
+        if on_response is not None:
+            # e.g. reading the server's Date header; runs on every response, retries included
+            http_client.event_hooks["response"].append(on_response)
         http_client.headers.update(headers)
         self._http = http_client
 

@@ -289,6 +289,11 @@ def test_manual_clock_world_uses_the_simulators_date_header(ticker):
         world.advance_clock(5)
         t = ticker(make_defs(sim), CKPT)
         t.tick()
+        status = ticker(make_defs(sim), STATUS)
+        status.tick()
         world.advance_clock(5)
         cid = world.add_inference_checkpoint(sid)
+        born = world.create_session(fail_at_creation=True)
         assert keys(t.tick()) == [f"checkpoint_registered:{sid}:{cid}"]
+        # Only right if "history" is judged by the simulator's clock, not this machine's.
+        assert keys(status.tick()) == [f"session_error:{born}"]

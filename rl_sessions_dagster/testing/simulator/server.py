@@ -136,6 +136,7 @@ class _Handler(BaseHTTPRequestHandler):
             f"Content-Type: {content_type}",
             f"Content-Length: {len(body)}",
             f"x-request-id: {request_id}",
+            f"Date: {self.date_time_string()}",
         ]
         lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
         if self.close_connection:
