@@ -4,7 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v uv >/dev/null 2>&1 || python3 -m pip install --quiet "uv==0.13.9"
 uv sync --frozen --compile-bytecode --quiet
-uv run --frozen ruff check rl_sessions_dagster tests example_repo benchmarks
+uv run --frozen ruff check .
 uv run --frozen mypy
 set +e
 uv run --frozen pytest "$@"
