@@ -1,0 +1,68 @@
+"""Row 6 (``--daemon``): seconds from a checkpoint's registration to its evaluation run, with
+the real ``dagster-daemon`` (DefaultRunCoordinator, sensor interval 1 s; the daemon's sensor
+loop itself wakes every 5 s) and the simulator on 127.0.0.1."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+
+from rl_sessions_dagster.testing import RLSimulator
+from rl_sessions_dagster.testing.daemon import dagster_daemon, prepare_dagster_home
+
+ROOT = Path(__file__).resolve().parents[1]
+API_KEY = "sk-bench-daemon"
+
+
+def _record(instance: dg.DagsterInstance, checkpoint_id: str) -> Any:
+    records = instance.get_run_records(
+        filters=dg.RunsFilter(tags={"dagster/partition": checkpoint_id}), limit=1
+    )
+    return records[0] if records else None
+
+
+def _wait(predicate: Any, timeout: float) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise TimeoutError(f"nothing after {timeout} s")
+
+
+def run_daemon(samples: int, log: Any) -> dict[str, Any]:
+    created: list[float] = []
+    started: list[float] = []
+    with RLSimulator(api_key=API_KEY) as sim, tempfile.TemporaryDirectory() as tmp:
+        world = sim.world
+        sid = world.create_session(display_name="daemon-bench")
+        home = prepare_dagster_home(Path(tmp) / "home")
+        env = {"TOGETHER_API_KEY": API_KEY, "TOGETHER_BASE_URL": sim.base_url}
+        with dagster_daemon(home, "benchmarks.daemon_defs", working_directory=ROOT, env=env):
+            instance = dg.DagsterInstance.from_config(str(home))
+            sim.requests.reset()
+            _wait(lambda: sim.requests.count("GET", "/v1/rl/training-sessions") >= 2, 120)
+            for i in range(samples):
+                world.advance_steps(sid, 10)
+                cid = world.add_inference_checkpoint(sid)
+                t0 = time.time()
+                record = _wait(
+                    lambda c=cid: (
+                        (r := _record(instance, c)) is not None and r.start_time is not None and r
+                    ),
+                    90,
+                )
+                created.append(record.create_timestamp.timestamp() - t0)
+                started.append(record.start_time - t0)
+                log(
+                    f"  daemon sample {i + 1}: run created {created[-1]:.1f} s, "
+                    f"started {started[-1]:.1f} s after registration"
+                )
+                # Let the run finish before the next sample (one run at a time).
+                _wait(lambda c=cid: (r := _record(instance, c)) and r.end_time is not None, 90)
+    return {"samples": samples, "run_created_s": created, "run_started_s": started}

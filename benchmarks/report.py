@@ -1,0 +1,287 @@
+"""Tables (Markdown, also printed) and the target checks."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Any
+
+from .ticks import TickCase
+
+TICK_ROWS = ("ours_sensor", "ours_core", "naive_list", "naive_get")
+
+
+def pct(values: list[float], q: float) -> float:
+    """Linear-interpolation percentile (q in 0..100); NaN for no values."""
+    if not values:
+        return math.nan
+    data = sorted(values)
+    k = (len(data) - 1) * q / 100
+    lo, hi = math.floor(k), math.ceil(k)
+    return data[lo] + (data[hi] - data[lo]) * (k - lo)
+
+
+def med(values: list[float]) -> float:
+    return statistics.median(values) if values else math.nan
+
+
+def _x(a: float, b: float) -> str:
+    if not b or math.isnan(a) or math.isnan(b):
+        return "-"
+    r = a / b
+    return f"{r:.0f}x" if r >= 100 else f"{r:.1f}x" if r >= 10 else f"{r:.2f}x"
+
+
+def _kb(n: float) -> str:
+    return f"{n / 1024:.1f} KB" if n < 1024 * 1024 else f"{n / 1024 / 1024:.1f} MB"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return out
+
+
+def tick_section(cases: list[TickCase]) -> list[str]:
+    rows: list[list[str]] = []
+    for case in cases:
+        core = case.runs["ours_core"]
+        core_req, core_ms = med([float(n) for n in core.requests]), 1000 * med(core.times_s)
+        for key in TICK_ROWS:
+            run = case.runs[key]
+            req = med([float(n) for n in run.requests])
+            p50, p95 = 1000 * med(run.times_s), 1000 * pct(run.times_s, 95)
+            vs = "(baseline)" if key == "ours_core" else f"{_x(req, core_req)} / {_x(p50, core_ms)}"
+            ok = "yes" if not run.mismatches else f"**NO** ({len(run.mismatches)})"
+            rows.append([
+                f"{case.n_sessions:,}", case.order, run.name, str(len(run.times_s)),
+                f"{req:g} (max {max(run.requests, default=0)})", f"{p50:.0f}", f"{p95:.0f}",
+                vs, ok,
+            ])  # fmt: skip
+    lines = [
+        "### 1. Steady-state sensor tick (50 active sessions, 10 checkpoints each)",
+        "",
+        *_table(
+            [
+                "sessions",
+                "list order",
+                "sensor",
+                "ticks",
+                "requests/tick p50",
+                "tick p50 ms",
+                "tick p95 ms",
+                "requests / time vs ours-core",
+                "events exact",
+            ],
+            rows,
+        ),
+        "",
+        "Warm-up (not in the table): first tick, then ours until its first complete "
+        "verification pass of the list order.",
+        "",
+    ]
+    warm: list[list[str]] = []
+    for case in cases:
+        for key in TICK_ROWS:
+            run = case.runs[key]
+            if run.warmup:
+                ticks = ", ".join(f"{n} req / {1000 * s:.0f} ms" for s, n in run.warmup)
+                warm.append([f"{case.n_sessions:,}", case.order, run.name, ticks])
+    lines += _table(["sessions", "list order", "sensor", "warm-up ticks"], warm)
+    problems = [
+        f"- {case.n_sessions:,} {case.order} {run.name}: {m}"
+        for case in cases
+        for run in case.runs.values()
+        for m in run.mismatches + run.notes
+    ]
+    if problems:
+        lines += ["", "Mismatches and notes:", "", *problems[:40]]
+    return lines
+
+
+def cursor_rows(cases: list[TickCase]) -> dict[int, dict[str, float]]:
+    out: dict[int, dict[str, float]] = {}
+    for case in cases:
+        row = out.setdefault(case.n_sessions, {})
+        ours = max(case.runs["ours_sensor"].cursor_bytes + case.runs["ours_core"].cursor_bytes)
+        naive = max(case.runs["naive_list"].cursor_bytes + case.runs["naive_get"].cursor_bytes)
+        row[f"ours_{case.order}"] = ours
+        row["naive"] = max(row.get("naive", 0), naive)
+    return out
+
+
+def cursor_section(cases: list[TickCase]) -> list[str]:
+    rows = []
+    for n, row in sorted(cursor_rows(cases).items()):
+        ours = max(row.get("ours_newest_first", 0), row.get("ours_unordered", 0))
+        rows.append([
+            f"{n:,}", _kb(row.get("ours_newest_first", 0)), _kb(row.get("ours_unordered", 0)),
+            _kb(row["naive"]), _x(row["naive"], ours),
+        ])  # fmt: skip
+    return [
+        "### 2. Cursor size (largest seen during the measured ticks)",
+        "",
+        *_table(
+            [
+                "sessions",
+                "ours, newest-first",
+                "ours, unordered",
+                "naive (seen set)",
+                "naive / ours",
+            ],
+            rows,
+        ),
+        "",
+        "The naive cursor is the smallest that still yields exact events: per session its "
+        "status, and per checkpoint id whether it is registered (compact JSON).",
+    ]
+
+
+def paging_section(p: dict[str, Any]) -> list[str]:
+    ours, raw, sdk = p["ours"], p["raw"], p.get("sdk", [])
+    o = med(ours)
+    n = p["n_sessions"]
+    rows = [
+        ["ours: `RLSessionsClient.list_sessions` (typed models)", f"{o:,.0f}",
+         f"{n / pct(ours, 5):.2f}" if ours else "-", "1.00x"],
+        ["raw `httpx` + `json.loads` (dicts)", f"{med(raw):,.0f}",
+         f"{n / pct(raw, 5):.2f}", _x(o, med(raw))],
+    ]  # fmt: skip
+    if sdk:
+        rows.append([
+            f"official `together` SDK {p.get('sdk_version', '')}", f"{med(sdk):,.0f}",
+            f"{n / pct(sdk, 5):.2f}", _x(o, med(sdk)),
+        ])  # fmt: skip
+    else:
+        rows.append(["official `together` SDK", p.get("sdk_skipped", "skipped"), "-", "-"])
+    return [
+        f"### 3. Client paging throughput ({n:,} sessions, page size 100, {p['repeats']} passes)",
+        "",
+        *_table(["reader", "sessions/s p50", "pass p95 s", "ours ÷ reader"], rows),
+        "",
+        f"Parse only (one {p['parse_page_sessions']}-session page, no HTTP, best of many): "
+        f"`json.loads` {p['parse_json_ms']:.2f} ms, ours `Page[TrainingSession]` "
+        f"{p['parse_ours_ms']:.2f} ms ({_x(p['parse_ours_ms'], p['parse_json_ms'])}).",
+    ]
+
+
+def memory_section(m: dict[str, Any]) -> list[str]:
+    rows = [
+        ["`list_sessions` iteration, peak RSS - RSS at start", f"{m['rss']:.1f}"],
+        ["`list_sessions` iteration, tracemalloc peak", f"{m['tracemalloc']:.1f}"],
+        ["for scale: `list(list_sessions())` (all held), peak RSS - start", f"{m['materialize']:.1f}"],
+    ]  # fmt: skip
+    return [
+        f"### 4. Peak memory iterating {m['n_sessions']:,} sessions (child process)",
+        "",
+        *_table(["measure", "MB above start"], rows),
+    ]
+
+
+def startup_section(s: dict[str, Any]) -> list[str]:
+    ours, base, full = s["import_ours_s"], s["import_dagster_s"], s["import_for_defs_s"]
+    rows = [
+        ["`import dagster`", f"{base:.2f} s"],
+        ["`import rl_sessions_dagster` (exports load lazily)", f"{ours:.3f} s ({_x(ours, base)})"],
+        ["`from rl_sessions_dagster import TogetherRLResource, build_checkpoint_sensor, "
+         "build_session_status_sensor` (pulls in dagster)",
+         f"{full:.2f} s ({_x(full, base)} of `import dagster`, {1000 * (full - base):+.0f} ms)"],
+        ["load `example_repo.definitions` + `validate_loadable`", f"{s['load_defs_s']:.2f} s"],
+        ["API calls made while loading", str(s["load_api_calls"])],
+    ]  # fmt: skip
+    return [
+        f"### 5. Import and load (fresh interpreters, median of {s['repeats']})",
+        "",
+        *_table(["what", "result"], rows),
+        "",
+        "PYTHONDONTWRITEBYTECODE is "
+        + ("set: this package's modules are compiled on every import."
+           if s["bytecode_writes_disabled"] else "unset."),
+    ]  # fmt: skip
+
+
+def daemon_section(d: dict[str, Any] | None, skipped: str) -> list[str]:
+    head = "### 6. Daemon latency (registration → run, real dagster-daemon)"
+    if d is None:
+        return [head, "", f"Not measured: {skipped}."]
+    rows = [
+        ["run created (sensor tick + run request)", f"{med(d['run_created_s']):.1f}",
+         f"{pct(d['run_created_s'], 95):.1f}"],
+        ["run started", f"{med(d['run_started_s']):.1f}", f"{pct(d['run_started_s'], 95):.1f}"],
+    ]  # fmt: skip
+    return [head, "", *_table([f"seconds after registration ({d['samples']} checkpoints)",
+                              "p50", "p95"], rows)]  # fmt: skip
+
+
+def targets(results: dict[str, Any]) -> list[list[str]]:
+    rows: list[list[str]] = []
+    cases: list[TickCase] = results["ticks"]
+    ten = [c for c in cases if c.n_sessions == 10_000 and c.order == "newest_first"]
+    if ten:
+        run = ten[0].runs["ours_sensor"]
+        worst = max(run.requests, default=0)
+        p50 = 1000 * med(run.times_s)
+        rows.append(["≤ 3 requests per tick (10k, newest-first, sensor)",
+                     f"max {worst}, p50 {med([float(n) for n in run.requests]):g}",
+                     "met" if worst <= 3 else "not met"])  # fmt: skip
+        rows.append(["p50 tick ≤ 150 ms (10k, newest-first, sensor)", f"{p50:.0f} ms",
+                     "met" if p50 <= 150 else "not met"])  # fmt: skip
+    wrong = [
+        f"{c.n_sessions} {c.order} {r.key}" for c in cases for r in c.runs.values() if r.mismatches
+    ]
+    rows.append(["every change → exactly the expected events, all sensors",
+                 "all exact" if not wrong else "; ".join(wrong),
+                 "met" if not wrong else "not met"])  # fmt: skip
+    sizes = cursor_rows(cases)
+    if 10_000 in sizes:
+        ours10 = max(v for k, v in sizes[10_000].items() if k.startswith("ours"))
+        rows.append(["cursor ≤ 4 KB at 10k", _kb(ours10), "met" if ours10 <= 4096 else "not met"])
+    if len(sizes) > 1:
+        per = [
+            max(v for k, v in row.items() if k.startswith("ours"))
+            for _, row in sorted(sizes.items())
+        ]
+        flat = max(per) <= 1.25 * min(per)
+        rows.append(["cursor flat as history grows", " → ".join(_kb(v) for v in per),
+                     "met" if flat else "not met"])  # fmt: skip
+    p = results.get("paging")
+    if p:
+        o = med(p["ours"])
+        if p.get("sdk"):
+            r = o / med(p["sdk"])
+            rows.append(["paging ≥ 3x the SDK", f"{r:.2f}x", "met" if r >= 3 else "not met"])
+        else:
+            rows.append(["paging ≥ 3x the SDK", p.get("sdk_skipped", "skipped"), "not measured"])
+        r = o / med(p["raw"])
+        rows.append(["paging ≥ 0.8x raw httpx+json", f"{r:.2f}x", "met" if r >= 0.8 else "not met"])
+    m = results.get("memory")
+    if m:
+        worst = max(m["rss"], m["tracemalloc"])
+        rows.append([f"peak memory < 50 MB above start ({m['n_sessions']:,} sessions)",
+                     f"RSS {m['rss']:.1f} MB, tracemalloc {m['tracemalloc']:.1f} MB",
+                     "met" if worst < 50 else "not met"])  # fmt: skip
+    s = results.get("startup")
+    if s:
+        rows.append(
+            [
+                "0 API calls while loading example_repo.definitions",
+                str(s["load_api_calls"]),
+                "met" if s["load_api_calls"] == 0 else "not met",
+            ]
+        )
+    return rows
+
+
+def render(results: dict[str, Any]) -> str:
+    lines: list[str] = []
+    lines += [*tick_section(results["ticks"]), ""]
+    lines += [*cursor_section(results["ticks"]), ""]
+    if "paging" in results:
+        lines += [*paging_section(results["paging"]), ""]
+    if "memory" in results:
+        lines += [*memory_section(results["memory"]), ""]
+    if "startup" in results:
+        lines += [*startup_section(results["startup"]), ""]
+    lines += [*daemon_section(results.get("daemon"), results.get("daemon_skipped", "")), ""]
+    lines += ["### Targets", "", *_table(["target", "measured", "verdict"], targets(results))]
+    return "\n".join(lines)

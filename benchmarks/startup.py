@@ -1,0 +1,67 @@
+"""Row 5: import time (fresh interpreters) and API calls made while loading the example
+definitions (the simulator counts every request it serves)."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from rl_sessions_dagster.testing import RLSimulator
+
+ROOT = Path(__file__).resolve().parents[1]
+
+_IMPORT = "import time; t = time.perf_counter(); {m}; print(time.perf_counter() - t)"
+_DEFS_NAMES = ("TogetherRLResource", "build_checkpoint_sensor", "build_session_status_sensor")
+_LOAD = (
+    "import time; t = time.perf_counter()\n"
+    "import dagster as dg\n"
+    "import example_repo.definitions as m\n"
+    "dg.Definitions.validate_loadable(m.defs)\n"
+    "print(time.perf_counter() - t)\n"
+)
+
+
+def _python(code: str, env: dict[str, str] | None = None) -> float:
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True, text=True, cwd=ROOT, timeout=300, env=env,
+    )  # fmt: skip
+    if proc.returncode != 0:
+        raise RuntimeError(f"subprocess failed: {proc.stderr[-800:]}")
+    return float(proc.stdout.strip().splitlines()[-1])
+
+
+def run_startup(repeats: int) -> dict[str, Any]:
+    ours: list[float] = []
+    base: list[float] = []
+    full: list[float] = []
+    for i in range(repeats):
+        trio = [
+            (ours, "import rl_sessions_dagster"),
+            (base, "import dagster"),
+            (full, f"from rl_sessions_dagster import {', '.join(_DEFS_NAMES)}"),
+        ]
+        for out, statement in trio if i % 2 == 0 else trio[::-1]:
+            out.append(_python(_IMPORT.format(m=statement)))
+    result: dict[str, Any] = {
+        "repeats": repeats,
+        "import_ours_s": statistics.median(ours),
+        "import_dagster_s": statistics.median(base),
+        "import_for_defs_s": statistics.median(full),
+        "bytecode_writes_disabled": bool(os.environ.get("PYTHONDONTWRITEBYTECODE")),
+    }
+    with RLSimulator(api_key="sk-bench-load") as sim, tempfile.TemporaryDirectory() as home:
+        env = {
+            **os.environ,
+            "TOGETHER_API_KEY": "sk-bench-load",
+            "TOGETHER_BASE_URL": sim.base_url,
+            "DAGSTER_HOME": home,
+        }
+        result["load_defs_s"] = _python(_LOAD, env)
+        result["load_api_calls"] = sim.requests.count()
+    return result

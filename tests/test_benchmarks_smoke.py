@@ -1,0 +1,49 @@
+"""``python -m benchmarks.run --quick`` completes and produces every row.
+
+Numbers are never asserted: CI may be a noisy 2-core machine.
+"""
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SECTIONS = (
+    "### 1. Steady-state sensor tick",
+    "### 2. Cursor size",
+    "### 3. Client paging throughput",
+    "### 4. Peak memory",
+    "### 5. Import and load",
+    "### 6. Daemon latency",
+    "### Targets",
+)
+SENSORS = (
+    "ours: sensor via evaluate_tick",
+    "ours: collect+advance (no Dagster)",
+    "naive: list all pages, diff seen set",
+    "naive: list, then GET each session",
+)
+
+
+def test_quick_benchmark_completes_with_every_row(tmp_path):
+    out = tmp_path / "BENCHMARKS.md"
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.run", "--quick", "--out", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    text = out.read_text()
+    assert text == "# Benchmarks\n\n" + text.split("\n", 2)[2]
+    for heading in SECTIONS:
+        assert heading in text
+    for order in ("newest_first", "unordered"):
+        for sensor in SENSORS:
+            assert f"| 1,000 | {order} | {sensor} |" in text
+    for reader in ("ours: `RLSessionsClient.list_sessions`", "raw `httpx`", "`together` SDK"):
+        assert reader in text
+    assert "API calls made while loading" in text
+    assert "| every change → exactly the expected events, all sensors |" in text
