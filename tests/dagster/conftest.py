@@ -14,6 +14,7 @@ from rl_sessions_dagster import (
     build_session_status_sensor,
 )
 from rl_sessions_dagster.testing import RLSimulator
+from rl_sessions_dagster.testing.sensor_ticks import SensorTicker
 
 API_KEY = "sk-test-CANARY-0123456789"
 
@@ -74,36 +75,9 @@ def make_defs(sim: RLSimulator, *sensors: dg.SensorDefinition, **resource_overri
     )
 
 
-class Ticker:
-    """Evaluates one sensor the way the daemon does, carrying the cursor between ticks."""
-
-    def __init__(self, defs: dg.Definitions, sensor_name: str, instance: dg.DagsterInstance):
-        self.defs = defs
-        self.sensor = defs.get_sensor_def(sensor_name)
-        self.instance = instance
-        self.cursor: str | None = None
-        self.log: list = []
-
-    def tick(self):
-        resources = {"together": self.defs.resources["together"]}
-        with dg.build_sensor_context(
-            instance=self.instance,
-            instance_ref=self.instance.get_ref(),
-            definitions=self.defs,
-            cursor=self.cursor,
-            resources=resources,
-            sensor_name=self.sensor.name,
-        ) as ctx:
-            data = self.sensor.evaluate_tick(ctx)
-        if data.cursor is not None:
-            self.cursor = data.cursor
-        self.log.append(data)
-        return data
-
-
 @pytest.fixture
 def ticker(instance):
-    def make(defs: dg.Definitions, sensor_name: str) -> Ticker:
-        return Ticker(defs, sensor_name, instance)
+    def make(defs: dg.Definitions, sensor_name: str) -> SensorTicker:
+        return SensorTicker(defs, sensor_name, instance)
 
     return make
