@@ -56,4 +56,4 @@ class SensorTicker:
 
     def run_keys(self) -> list[str]:
         """Every run key requested so far, in order."""
-        return [r.run_key for d in self.history for r in d.run_requests if r.run_key]
+        return [r.run_key for d in self.history for r in (d.run_requests or []) if r.run_key]
