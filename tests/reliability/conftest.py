@@ -1,0 +1,202 @@
+"""Shared helpers for the reliability tests: definitions wired like a user's, a daemon-like
+ticker that records every tick (time, result or exception), and instance queries.
+
+The key is recognisable on purpose: every test here may grep for it.
+"""
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import dagster as dg
+import pytest
+from dagster._core.scheduler.instigation import InstigatorType, TickStatus
+
+from rl_sessions_dagster import (
+    CHECKPOINT_ASSET_SPEC,
+    CHECKPOINT_PARTITIONS,
+    TogetherRLResource,
+)
+from rl_sessions_dagster.testing import RLSimulator
+
+API_KEY = "sk-live-CANARY-7c1f2b9e"
+
+
+@dg.asset(partitions_def=CHECKPOINT_PARTITIONS, deps=[CHECKPOINT_ASSET_SPEC])
+def evaluation() -> None:
+    """Stands in for a user's evaluation asset (never executed by evaluate_tick)."""
+
+
+evaluation_job = dg.define_asset_job("evaluation_job", selection=[evaluation])
+
+
+@dg.op
+def report() -> None:
+    pass
+
+
+@dg.job
+def report_job() -> None:
+    report()
+
+
+def fast_retry_options(**overrides) -> dict:
+    """The resource's retry knobs set small, so faulty ticks stay short."""
+    options = {
+        "max_attempts": 2,
+        "backoff_initial": 0.01,
+        "backoff_max": 0.05,
+        "retry_after_cap": 0.1,
+        "request_timeout": 0.5,
+    }
+    options.update(overrides)
+    return options
+
+
+def make_resource(base_url: str, *, api_key: str | None = API_KEY, **overrides):
+    return TogetherRLResource(api_key=api_key, base_url=base_url, **fast_retry_options(**overrides))
+
+
+def make_defs(
+    base_url: str, sensors: list[dg.SensorDefinition], *, api_key: str | None = API_KEY, **kw
+) -> dg.Definitions:
+    return dg.Definitions(
+        assets=[CHECKPOINT_ASSET_SPEC, evaluation],
+        jobs=[evaluation_job, report_job],
+        sensors=sensors,
+        resources={"together": make_resource(base_url, api_key=api_key, **kw)},
+    )
+
+
+@dataclass
+class TickRecord:
+    seconds: float
+    data: object = None  # SensorExecutionData
+    error: BaseException | None = None
+    cursor_before: str | None = None
+
+
+@dataclass
+class Ticker:
+    """Evaluates one sensor the way the daemon does: the cursor is carried between ticks and
+    kept unchanged when a tick raises (as the daemon keeps it on a FAILURE tick)."""
+
+    defs: dg.Definitions
+    sensor_name: str
+    instance: dg.DagsterInstance
+    cursor: str | None = None
+    records: list[TickRecord] = field(default_factory=list)
+
+    @property
+    def sensor(self) -> dg.SensorDefinition:
+        return self.defs.get_sensor_def(self.sensor_name)
+
+    def tick(self, *, raise_errors: bool = True):
+        record = TickRecord(0.0, cursor_before=self.cursor)
+        started = time.monotonic()
+        try:
+            with dg.build_sensor_context(
+                instance=self.instance,
+                instance_ref=self.instance.get_ref(),
+                definitions=self.defs,
+                cursor=self.cursor,
+                resources={"together": self.defs.resources["together"]},
+                sensor_name=self.sensor_name,
+            ) as ctx:
+                data = self.sensor.evaluate_tick(ctx)
+        except Exception as exc:
+            record.seconds = time.monotonic() - started
+            record.error = exc
+            self.records.append(record)
+            if raise_errors:
+                raise
+            return None
+        record.seconds = time.monotonic() - started
+        record.data = data
+        self.records.append(record)
+        if data.cursor is not None:
+            self.cursor = data.cursor
+        return data
+
+    @property
+    def run_requests(self) -> list[dg.RunRequest]:
+        return [r for rec in self.records if rec.data for r in rec.data.run_requests]
+
+    @property
+    def errors(self) -> list[BaseException]:
+        return [rec.error for rec in self.records if rec.error is not None]
+
+
+@pytest.fixture
+def instance() -> Iterator[dg.DagsterInstance]:
+    with dg.instance_for_test() as inst:
+        yield inst
+
+
+@pytest.fixture
+def sim() -> Iterator[RLSimulator]:
+    with RLSimulator(api_key=API_KEY, seed=11) as simulator:
+        yield simulator
+
+
+# --- the real daemon ----------------------------------------------------------------------------
+
+
+def wait_for(predicate: Callable[[], object], timeout: float, what: str, interval: float = 0.25):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def sensor_ticks(instance: dg.DagsterInstance, name: str, statuses=None) -> list:
+    """Every stored tick of the sensor ``name`` (newest first), optionally by status."""
+    for state in instance.all_instigator_state(instigator_type=InstigatorType.SENSOR):
+        if state.instigator_name == name:
+            ticks = instance.get_ticks(state.instigator_origin_id, state.selector_id, limit=10_000)
+            return [t for t in ticks if statuses is None or t.status in statuses]
+    return []
+
+
+FINISHED_TICK = (TickStatus.SUCCESS, TickStatus.SKIPPED)
+
+
+@pytest.fixture
+def shared_ssl_context(monkeypatch):
+    """One TLS context for every httpx client of the test.
+
+    The resource builds a fresh httpx client per tick, and httpx loads the CA bundle for each
+    one (about 25 ms here) even though the simulator is plain http on loopback. Hundreds of
+    ticks pay that for nothing, so a soak shares one context; the code under test is unchanged.
+    """
+    import httpx._transports.default as transport
+
+    real = transport.create_ssl_context
+    cache: dict = {}
+
+    def cached(verify=True, cert=None, trust_env=True):
+        key = (verify if isinstance(verify, (bool, str)) else id(verify), cert, trust_env)
+        if key not in cache:
+            cache[key] = real(verify=verify, cert=cert, trust_env=trust_env)
+        return cache[key]
+
+    monkeypatch.setattr(transport, "create_ssl_context", cached)
+
+
+@pytest.fixture
+def small_jitter(monkeypatch):
+    """Retry jitter of 10 ms instead of the fixed 0.5 s.
+
+    ``TogetherRLResource`` exposes ``backoff_initial``/``backoff_max`` but not ``jitter``, so
+    every retry sleeps up to 0.5 s more whatever ``backoff_max`` says. With one request in five
+    failing that would dominate a soak's wall time; the retry logic itself is unchanged.
+    """
+    import functools
+
+    import rl_sessions_dagster.resource as resource_module
+    from rl_sessions_dagster.api import RetryPolicy
+
+    monkeypatch.setattr(resource_module, "RetryPolicy", functools.partial(RetryPolicy, jitter=0.01))

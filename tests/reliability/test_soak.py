@@ -1,0 +1,384 @@
+"""Soak: hundreds of sensor ticks against a simulated account that keeps changing, with about
+one request in five failing (429 + Retry-After, 5xx, dropped connections, timeouts, truncated
+JSON). Once the world settles and the faults are cleared, every real event must have produced
+exactly one RunRequest over all ticks, and no RunRequest may name something that did not happen.
+
+The world runs on a manual clock (the simulator's ``Date`` header follows it), so every
+``created_at``/``updated_at`` is decided by the test, not by how fast the machine is.
+"""
+
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+
+import pytest
+
+from rl_sessions_dagster import (
+    EventKind,
+    build_checkpoint_sensor,
+    build_rl_event_sensor,
+    build_session_status_sensor,
+)
+from rl_sessions_dagster.testing import RLSimulator, SimulatedWorld, SimulatorError
+
+from .conftest import API_KEY, Ticker, evaluation_job, make_defs, report_job
+
+pytestmark = pytest.mark.soak
+
+CKPT = "together_rl_checkpoint_sensor"
+STATUS = "together_rl_session_status_sensor"
+ALL = "every_event_kind"
+UNKNOWN_STATUSES = ("TRAINING_SESSION_STATUS_PAUSED", "TRAINING_SESSION_STATUS_SUSPENDED")
+KNOWN_ACTIVE = {
+    "TRAINING_SESSION_STATUS_CREATING",
+    "TRAINING_SESSION_STATUS_RUNNING",
+    "TRAINING_SESSION_STATUS_STOPPING",
+}
+TERMINAL_KIND = {
+    "TRAINING_SESSION_STATUS_STOPPED": "session_stopped",
+    "TRAINING_SESSION_STATUS_ERROR": "session_error",
+    "TRAINING_SESSION_STATUS_EXPIRED": "session_expired",
+}
+
+
+def add_fault_mix(sim: RLSimulator) -> None:
+    """About 20 % of API reads fail, each kind at its own seeded rate."""
+    reads = {"method": "GET", "path": "/v1/rl/*"}
+    sim.faults.add(status=429, retry_after=0.03, rate=0.05, **reads)
+    sim.faults.add(status=503, rate=0.04, **reads)
+    sim.faults.add(status=500, rate=0.015, **reads)
+    sim.faults.add(status=502, rate=0.015, **reads)
+    sim.faults.add(drop=True, rate=0.03, **reads)
+    sim.faults.add(malformed=True, rate=0.03, **reads)
+    sim.faults.add(delay_s=0.8, rate=0.008, **reads)  # > request_timeout: a client timeout
+    sim.faults.add(delay_s=0.05, rate=0.03, **reads)  # slow but in time
+
+
+@dataclass
+class ChangingWorld:
+    """Drives a SimulatedWorld through random but seeded lifecycles and remembers the truth:
+    which checkpoints exist and are registered, and which raw statuses each session had."""
+
+    world: SimulatedWorld
+    rng: random.Random
+    resources: list[str] = field(default_factory=list)
+    checkpoints: dict[str, str] = field(default_factory=dict)  # checkpoint id -> session id
+    registered: set[str] = field(default_factory=set)
+    lagging: list[str] = field(default_factory=list)
+    never_registered: set[str] = field(default_factory=set)
+    statuses: dict[str, set[str]] = field(default_factory=dict)  # session -> raw statuses seen
+    actions: Counter = field(default_factory=Counter)
+
+    def status(self, sid: str) -> str:
+        return self.world.session(sid)["status"]
+
+    def observe(self) -> None:
+        for s in self.world.sessions():
+            self.statuses.setdefault(s["id"], set()).add(s["status"])
+
+    def _resource(self) -> str:
+        if not self.resources or self.rng.random() < 0.15:
+            timeout = self.rng.choice([3600, 3600, 45, 90])  # some go idle and expire
+            self.resources.append(self.world.create_model_resource(inactive_timeout=timeout))
+        return self.rng.choice(self.resources[-4:])
+
+    def new_session(self) -> None:
+        rid = self._resource()
+        roll = self.rng.random()
+        try:
+            if roll < 0.2:
+                self.world.create_session(rid, fail_at_creation=True)
+                self.actions["born failed"] += 1
+            elif roll < 0.4:
+                if self.rng.random() < 0.4:
+                    self.world.fail_next_session_creates(1)
+                    self.actions["failed while starting"] += 1
+                self.world.request_session(rid, display_name=f"req-{self.rng.randrange(999)}")
+                self.actions["created via request (CREATING first)"] += 1
+            else:
+                self.world.create_session(rid, display_name=f"run-{self.rng.randrange(999)}")
+                self.actions["created running"] += 1
+        except SimulatorError:  # resource full or no longer READY
+            self.resources.remove(rid)
+            self.actions["create refused"] += 1
+
+    def checkpoint(self, sid: str, *, registered: bool | None = None) -> str:
+        self.world.advance_steps(sid, self.rng.randint(1, 20))
+        if registered is None:
+            registered = self.rng.random() > 0.3
+        cid = self.world.add_inference_checkpoint(sid, registered=registered)
+        self.checkpoints[cid] = sid
+        if registered:
+            self.registered.add(cid)
+        elif self.rng.random() < 0.1:
+            self.never_registered.add(cid)
+        else:
+            self.lagging.append(cid)
+        self.actions["checkpoint" if registered else "checkpoint, registered later"] += 1
+        return cid
+
+    def step(self) -> None:
+        """One round of changes, then a little simulated time."""
+        rng, world = self.rng, self.world
+        if rng.random() < 0.3:
+            self.new_session()
+        for s in world.sessions():
+            sid, status = s["id"], s["status"]
+            if status == "TRAINING_SESSION_STATUS_RUNNING":
+                roll = rng.random()
+                if roll < 0.15:
+                    self.checkpoint(sid)
+                elif roll < 0.19:
+                    world.stop_session(sid, immediate=rng.random() < 0.5)
+                    self.actions["stopped"] += 1
+                elif roll < 0.205:
+                    world.fail_session(sid)
+                    self.actions["failed"] += 1
+                elif roll < 0.22:
+                    world.set_status(sid, rng.choice(UNKNOWN_STATUSES))
+                    self.actions["unknown status"] += 1
+            elif status in UNKNOWN_STATUSES and rng.random() < 0.25:
+                if rng.random() < 0.7:
+                    world.set_status(sid, "RUNNING")
+                    self.actions["back to running"] += 1
+                else:
+                    world.stop_session(sid, immediate=True)
+                    self.actions["stopped"] += 1
+        if self.lagging and rng.random() < 0.3:
+            cid = self.lagging.pop(rng.randrange(len(self.lagging)))
+            world.register_checkpoint(cid)
+            self.registered.add(cid)
+            self.actions["late registration"] += 1
+        if rng.random() < 0.015:
+            ready = [r["id"] for r in world.model_resources() if r["status"].endswith("READY")]
+            if ready:
+                world.expire_resource(rng.choice(ready))
+                self.actions["resource expired now"] += 1
+        self.observe()
+        world.advance_clock(rng.uniform(0.2, 3.0))  # timers: starts, stops, idle expiry
+        self.observe()
+
+    def settle(self) -> None:
+        """Everything ends: every session terminal, every lagging checkpoint registered (but
+        the few that never will be)."""
+        for cid in self.lagging:
+            self.world.register_checkpoint(cid)
+            self.registered.add(cid)
+        self.lagging.clear()
+        for s in self.world.sessions():
+            if s["status"] not in TERMINAL_KIND:
+                self.world.stop_session(s["id"], immediate=True)
+        self.world.advance_clock(5)
+        self.observe()
+
+
+def expected_events(cw: ChangingWorld, before: set[str], terminal_before: set[str]):
+    """The facts that happened after the sensors' first tick, as run keys, by event kind."""
+    created = {
+        f"checkpoint_created:{sid}:{cid}"
+        for cid, sid in cw.checkpoints.items()
+        if cid not in before
+    }
+    registered = {
+        f"checkpoint_registered:{sid}:{cid}"
+        for cid, sid in cw.checkpoints.items()
+        if cid not in before and cid in cw.registered
+    }
+    terminal = set()
+    for s in cw.world.sessions():
+        kind = TERMINAL_KIND.get(s["status"])
+        assert kind is not None, f"session {s['id']} did not settle: {s['status']}"
+        if s["id"] not in terminal_before:
+            terminal.add(f"{kind}:{s['id']}")
+    return created, registered, terminal
+
+
+def assert_exactly_once(ticker: Ticker, expected: set[str]) -> list:
+    keys = [r.run_key for r in ticker.run_requests]
+    dupes = {k: n for k, n in Counter(keys).items() if n > 1}
+    assert not dupes, f"{ticker.sensor_name}: run keys requested more than once: {dupes}"
+    missing = expected - set(keys)
+    invented = set(keys) - expected
+    assert not missing, f"{ticker.sensor_name}: {len(missing)} events never requested: {missing}"
+    assert not invented, f"{ticker.sensor_name}: {len(invented)} invented run keys: {invented}"
+    return keys
+
+
+def run_soak(instance, *, order: str, rounds: int, seed: int) -> dict:
+    world = SimulatedWorld(
+        seed=seed, clock="manual", list_order=order, session_start_delay=1.0, session_stop_delay=2.0
+    )
+    cw = ChangingWorld(world, random.Random(seed))
+    with RLSimulator(api_key=API_KEY, world=world, seed=seed) as sim:
+        # History before the sensors start: finished sessions and running ones with checkpoints.
+        for _ in range(6):
+            cw.new_session()
+        for s in world.sessions("RUNNING"):
+            cw.checkpoint(s["id"], registered=True)
+        world.stop_session(world.sessions("RUNNING")[0]["id"], immediate=True)
+        world.advance_clock(3)
+        cw.observe()
+
+        sensors = [
+            build_checkpoint_sensor(job=evaluation_job),
+            build_session_status_sensor(job=report_job),
+            build_rl_event_sensor(
+                name=ALL,
+                event_kinds=list(EventKind),
+                job=report_job,
+                max_runs_per_tick=12,
+                page_size=5,
+            ),
+        ]
+        defs = make_defs(sim.base_url, sensors)
+        tickers = {name: Ticker(defs, name, instance) for name in (CKPT, STATUS, ALL)}
+        before = set(cw.checkpoints)
+        terminal_before = {s["id"] for s in world.sessions() if s["status"] in TERMINAL_KIND}
+        for t in tickers.values():
+            assert t.tick().run_requests == []  # first tick: baseline, history is not announced
+
+        add_fault_mix(sim)
+        rng = random.Random(seed + 1)
+        for _ in range(rounds):
+            cw.step()
+            for t in rng.sample(list(tickers.values()), k=3):
+                if rng.random() < 0.9:  # now and then a sensor misses a round
+                    t.tick(raise_errors=False)
+        faulted = sum(sim.requests.fault_counts().values())
+        total = len(sim.requests)
+
+        # Settle: the world ends, faults stop, sensors tick until three quiet ticks in a row.
+        sim.faults.clear()
+        cw.settle()
+        for t in tickers.values():
+            quiet = 0
+            for _ in range(60):
+                data = t.tick()
+                quiet = 0 if data.run_requests else quiet + 1
+                if quiet == 3:
+                    break
+            assert quiet == 3, f"{t.sensor_name} never went quiet"
+
+    errors = {name: [repr(e) for e in t.errors] for name, t in tickers.items() if t.errors}
+    assert not errors, f"ticks raised instead of skipping: {errors}"
+    slowest = max(rec.seconds for t in tickers.values() for rec in t.records)
+    assert slowest < 40 + 5, f"a tick took {slowest:.1f} s (budget 40 s)"
+
+    created, registered, terminal = expected_events(cw, before, terminal_before)
+    assert registered and terminal and created != registered  # the soak did exercise them
+    assert_exactly_once(tickers[CKPT], registered)
+    assert_exactly_once(tickers[STATUS], terminal)
+
+    # The all-kinds sensor: every checkpoint/terminal fact exactly once; generic status changes
+    # (which depend on what a tick happened to see) unique and real.
+    everything = tickers[ALL]
+    generic = [
+        r for r in everything.run_requests if r.run_key.startswith("session_status_changed:")
+    ]
+    for r in generic:
+        _, sid, raw_at = r.run_key.split(":", 2)
+        raw = raw_at.rsplit("@", 1)[0]
+        assert raw in cw.statuses.get(sid, set()), f"invented status change {r.run_key}"
+        assert raw in KNOWN_ACTIVE | set(UNKNOWN_STATUSES)
+    keys = [
+        r.run_key
+        for r in everything.run_requests
+        if not r.run_key.startswith("session_status_changed:")
+    ]
+    assert len(keys) == len(set(keys)), Counter(k for k in keys if keys.count(k) > 1)
+    assert len(generic) == len({r.run_key for r in generic})
+    assert set(keys) == created | registered | terminal
+    assert any(r.tags["together/session_status"] in UNKNOWN_STATUSES for r in generic)
+
+    # Run requests carry what they claim: partition = checkpoint, tags match the world.
+    for r in tickers[CKPT].run_requests:
+        cid = r.tags["together/checkpoint_id"]
+        assert r.partition_key == cid and r.tags["together/session_id"] == cw.checkpoints[cid]
+
+    ticks = sum(len(t.records) for t in tickers.values())
+    failed = sum(
+        1
+        for t in tickers.values()
+        for rec in t.records
+        if rec.data is not None and rec.data.skip_message and "unavailable" in rec.data.skip_message
+    )
+    return {
+        "ticks": ticks,
+        "skipped_for_faults": failed,
+        "requests": total,
+        "faulted": faulted,
+        "events": len(created | registered | terminal) + len(generic),
+        "actions": dict(cw.actions),
+    }
+
+
+def test_soak_newest_first_list(instance, shared_ssl_context, small_jitter):
+    stats = run_soak(instance, order="newest_first", rounds=200, seed=2024)
+    assert stats["ticks"] >= 500
+    assert 0.12 < stats["faulted"] / stats["requests"] < 0.3, stats
+    assert stats["skipped_for_faults"] > 0
+    print(stats)
+
+
+def test_soak_unordered_list(instance, shared_ssl_context, small_jitter):
+    stats = run_soak(instance, order="unordered", rounds=70, seed=7)
+    assert stats["ticks"] >= 150
+    assert 0.12 < stats["faulted"] / stats["requests"] < 0.3, stats
+    print(stats)
+
+
+def test_slow_api_needs_several_ticks_each_within_budget_and_loses_nothing(instance):
+    """Every list and get takes 2 s; a 7 s tick budget leaves room for about two reads after
+    the active list, so the work is spread over ticks and every tick keeps its progress."""
+    world = SimulatedWorld(seed=5, clock="manual")
+    with RLSimulator(api_key=API_KEY, world=world, seed=5) as sim:
+        running, paused, stopped, failed = (world.create_session() for _ in range(4))
+        world.advance_clock(2)
+        budget = 7.0
+        sensor = build_rl_event_sensor(
+            name="slow", event_kinds=list(EventKind), job=report_job,
+            tick_budget_seconds=budget, page_size=2,
+        )  # fmt: skip
+        t = Ticker(make_defs(sim.base_url, [sensor], request_timeout=10.0), "slow", instance)
+        assert t.tick().run_requests == []  # baseline, at full speed
+
+        world.advance_clock(2)
+        world.advance_steps(running, 5)
+        ckpt = world.add_inference_checkpoint(running)
+        world.set_status(paused, UNKNOWN_STATUSES[0])  # in neither list: must be fetched by id
+        world.stop_session(stopped, immediate=True)
+        world.fail_session(failed)
+        born_failed = [world.create_session(fail_at_creation=True) for _ in range(4)]
+        world.advance_clock(2)
+        expected = {
+            f"checkpoint_created:{running}:{ckpt}",
+            f"checkpoint_registered:{running}:{ckpt}",
+            f"session_stopped:{stopped}",
+            f"session_error:{failed}",
+            *(f"session_error:{s}" for s in born_failed),
+        }
+        sim.faults.add(delay_s=2.0, method="GET", path="/v1/rl/training-sessions*")
+        seen: list[str] = []
+        cursors = [t.cursor]
+        for _ in range(6):
+            data = t.tick()
+            seen += [r.run_key for r in data.run_requests]
+            cursors.append(t.cursor)
+            if expected <= set(seen) and any(k.startswith("session_status_changed:") for k in seen):
+                break
+        reads = sim.requests.records()
+
+    ticks = t.records[1:]
+    assert len(ticks) >= 2, "the budget was meant to spread the work over several ticks"
+    assert all(rec.seconds <= budget + 5 for rec in ticks), [rec.seconds for rec in ticks]
+    assert all(rec.data.run_requests for rec in ticks), "a tick made no progress"
+    assert len(set(cursors)) == len(cursors), "the cursor did not advance on every tick"
+    assert len(seen) == len(set(seen)), Counter(seen)
+    generic = [k for k in seen if k.startswith("session_status_changed:")]
+    assert generic == [
+        f"session_status_changed:{paused}:{UNKNOWN_STATUSES[0]}@" + generic[0].split("@")[1]
+    ]
+    assert set(seen) - set(generic) == expected
+    assert any(r.template == "/v1/rl/training-sessions/{id}" for r in reads)
+    delayed = [r for r in reads if r.fault == "delay:2"]
+    assert delayed and all(r.duration_s >= 2.0 for r in delayed)
