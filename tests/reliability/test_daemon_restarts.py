@@ -96,11 +96,14 @@ def kill_mid_tick(instance, proc, rng: random.Random, *, after_progress: bool) -
     def started_tick():
         ticks = sensor_ticks(instance, SENSOR)
         newest = ticks[0] if ticks else None
-        if newest and newest.status == TickStatus.STARTED and newest.tick_id not in known:
-            return None if in_flight(instance) else newest
-        return None
+        if newest is None or newest.status != TickStatus.STARTED or newest.tick_id in known:
+            return None
+        # Young enough that the sensor function is still reading the (slowed) API, so no run
+        # of this tick can have been launched before the kill.
+        young = time.time() - newest.timestamp < 0.6
+        return newest if young and not in_flight(instance) else None
 
-    tick = wait_for(started_tick, 60, "a tick in progress with no run executing", interval=0.05)
+    tick = wait_for(started_tick, 60, "a fresh tick with no run executing", interval=0.05)
     time.sleep(rng.uniform(0.05, 0.7))  # the tick needs >= 2 s: two list calls delayed 1 s
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=10)
