@@ -1,5 +1,6 @@
 """One tick's reads, in order, against any session source (the HTTP client or an in-memory
-fake): list the active sessions, page the terminal list as planned, fetch what is missing.
+fake): list the active sessions, fetch by id the tracked ones that left that list, then page
+the finished-session list as planned.
 
 It holds no I/O of its own; the source does. A read that fails transiently, or a budget that
 runs out, ends collection early with what was read so far marked incomplete, so progress is
@@ -72,49 +73,11 @@ def collect(
     obs.active = active
     obs.server_now_ms = source.server_time_ms()
 
-    plan = plan_scan(state, config)
-    pages: list[ScannedPage] = []
-    after, newest_seen = plan.start.after, plan.start.low_ms
-    try:
-        while plan.max_pages != 0:
-            if out_of_time():
-                result.interrupted = "time budget used up while scanning finished sessions"
-                break
-            sessions, next_after = source.list_terminal_page(after)
-            result.requests += 1
-            scanned_page = ScannedPage(after, sessions, next_after)
-            pages.append(scanned_page)
-            stop_here = False
-            for s in sessions:
-                ms = to_ms(s.created_at)
-                if ms is None:
-                    continue
-                if newest_seen is not None and ms > newest_seen:
-                    obs.order_violation = True
-                newest_seen = ms if newest_seen is None else min(newest_seen, ms)
-                if (
-                    plan.stop_below_ms is not None
-                    and not obs.order_violation
-                    and state.order != "unordered"
-                    and ms < plan.stop_below_ms
-                ):
-                    stop_here = True
-            scanned_page.low_ms = newest_seen
-            if next_after is None or stop_here:
-                obs.scan_complete = True
-                break
-            if plan.max_pages is not None and len(pages) >= plan.max_pages:
-                break
-            after = next_after
-    except transient as exc:
-        result.interrupted = f"{type(exc).__name__}: {exc}"
-    obs.pages = pages
-
-    if result.interrupted:
-        return result
-    scanned = [s for p in pages for s in p.sessions]
+    # Departures first: they are sessions we know have events due. A slow scan must not
+    # starve them (the scan's finds are only delayed when it is cut short: the watermark
+    # waits for a complete pass).
     fetched: dict[str, TrainingSession | None] = {}
-    missing = sessions_to_fetch(state, active, scanned)
+    missing = sessions_to_fetch(state, active, ())
     try:
         for sid in missing:
             if out_of_time() or (max_fetches is not None and len(fetched) >= max_fetches):
@@ -128,4 +91,57 @@ def collect(
         result.interrupted = f"{type(exc).__name__}: {exc}"
     obs.fetched = fetched
     result.fetched_ids = list(fetched)
+    if result.interrupted:
+        return result
+    obs.pages, obs.scan_complete, obs.order_violation, result.interrupted, n = _scan_pages(
+        state, config, source, out_of_time, transient
+    )
+    result.requests += n
     return result
+
+
+def _scan_pages(
+    state: TrackerState,
+    config: TrackerConfig,
+    source: SessionSource,
+    out_of_time: Callable[[], bool],
+    transient: tuple[type[BaseException], ...],
+) -> tuple[list[ScannedPage], bool, bool, str, int]:
+    """Page the finished-session list as planned, checking the newest-first order on the way.
+
+    Returns (pages, pass complete, order violated, why it stopped early or "", requests).
+    """
+    plan = plan_scan(state, config)
+    pages: list[ScannedPage] = []
+    complete = violated = False
+    interrupted = ""
+    after, newest_seen = plan.start.after, plan.start.low_ms
+    try:
+        while plan.max_pages != 0:
+            if out_of_time():
+                interrupted = "time budget used up while scanning finished sessions"
+                break
+            sessions, next_after = source.list_terminal_page(after)
+            page = ScannedPage(after, sessions, next_after)
+            pages.append(page)
+            stop_here = False
+            for s in sessions:
+                ms = to_ms(s.created_at)
+                if ms is None:
+                    continue
+                if newest_seen is not None and ms > newest_seen:
+                    violated = True
+                newest_seen = ms if newest_seen is None else min(newest_seen, ms)
+                early_stop_allowed = plan.stop_below_ms is not None and not violated
+                if early_stop_allowed and ms < (plan.stop_below_ms or 0):
+                    stop_here = True
+            page.low_ms = newest_seen
+            if next_after is None or stop_here:
+                complete = True
+                break
+            if plan.max_pages is not None and len(pages) >= plan.max_pages:
+                break
+            after = next_after
+    except transient as exc:
+        interrupted = f"{type(exc).__name__}: {exc}"
+    return pages, complete, violated, interrupted, len(pages)

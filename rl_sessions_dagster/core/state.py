@@ -39,19 +39,46 @@ class PendingCheckpoint:
 
 
 @dataclass
+class CheckpointMark:
+    """The newest checkpoint time already announced, with the short ids announced *at* that
+    time: timestamps tie (the API may round them), so time alone cannot tell old from new."""
+
+    time: int
+    ids: list[str] = field(default_factory=list)
+
+    def is_new(self, key: tuple[int, str]) -> bool:
+        return key[0] > self.time or (key[0] == self.time and key[1] not in self.ids)
+
+    def advance(self, key: tuple[int, str]) -> None:
+        if key[0] > self.time:
+            self.time, self.ids = key[0], [key[1]]
+        elif key[0] == self.time and key[1] not in self.ids:
+            self.ids.append(key[1])
+
+
+@dataclass
 class TrackedSession:
     """What the tracker remembers of a session it still watches.
 
     ``status`` is the last raw status applied ("" before the first observation was applied);
-    ``mark`` is the sort key of the newest checkpoint already announced, so any checkpoint
-    sorting after it is new; ``terminal_ms`` is set once the terminal event was emitted and the
-    session only lingers for pending registrations.
+    ``mark`` says which checkpoints were already announced (any newer one is new);
+    ``terminal_ms`` is set once the terminal event was emitted and the session only lingers
+    for pending registrations.
     """
 
     status: str = ""
-    mark: tuple[int, str] | None = None
+    mark: CheckpointMark | None = None
     pending: list[PendingCheckpoint] = field(default_factory=list)
     terminal_ms: int | None = None
+
+    def is_new(self, key: tuple[int, str]) -> bool:
+        return self.mark is None or self.mark.is_new(key)
+
+    def announce(self, key: tuple[int, str]) -> None:
+        if self.mark is None:
+            self.mark = CheckpointMark(key[0], [key[1]])
+        else:
+            self.mark.advance(key)
 
 
 @dataclass
@@ -141,7 +168,8 @@ class TrackerState:
 
 
 def _encode_tracked(t: TrackedSession) -> list[Any]:
-    out: list[Any] = [_STATUS_CODES.get(t.status, t.status), list(t.mark) if t.mark else 0]
+    mark = [t.mark.time, *t.mark.ids] if t.mark else 0
+    out: list[Any] = [_STATUS_CODES.get(t.status, t.status), mark]
     if t.pending or t.terminal_ms is not None:
         out.append([[p.checkpoint_id, p.first_seen_ms] for p in t.pending])
     if t.terminal_ms is not None:
@@ -151,7 +179,7 @@ def _encode_tracked(t: TrackedSession) -> list[Any]:
 
 def _decode_tracked(v: list[Any]) -> TrackedSession:
     status = _STATUS_FROM_CODE.get(v[0], v[0])
-    mark = (int(v[1][0]), str(v[1][1])) if v[1] else None
+    mark = CheckpointMark(int(v[1][0]), [str(i) for i in v[1][1:]]) if v[1] else None
     pending = [PendingCheckpoint(str(c), int(t)) for c, t in v[2]] if len(v) > 2 else []
     terminal_ms = int(v[3]) if len(v) > 3 else None
     return TrackedSession(status=str(status), mark=mark, pending=pending, terminal_ms=terminal_ms)

@@ -171,11 +171,7 @@ def _diff_session(
                 return False
             entry.pending.remove(pending)
     fresh = sorted(
-        (
-            c
-            for c in session.inference_checkpoints
-            if entry.mark is None or checkpoint_key(c) > entry.mark
-        ),
+        (c for c in session.inference_checkpoints if entry.is_new(checkpoint_key(c))),
         key=checkpoint_key,
     )
     for ckpt in fresh:
@@ -184,12 +180,12 @@ def _diff_session(
         if ckpt.is_registered:
             if not budget.admit(SessionEvent(EventKind.CHECKPOINT_REGISTERED, session, ckpt)):
                 # Announced as created but not yet as registered: re-check it next tick.
-                entry.mark = checkpoint_key(ckpt)
+                entry.announce(checkpoint_key(ckpt))
                 entry.pending.append(PendingCheckpoint(ckpt.id, now_ms))
                 return False
         elif await_registration:
             entry.pending.append(PendingCheckpoint(ckpt.id, now_ms))
-        entry.mark = checkpoint_key(ckpt)
+        entry.announce(checkpoint_key(ckpt))
     if session.raw_status != entry.status:
         status = session.status
         previous = entry.status or None
@@ -216,16 +212,11 @@ def _baseline(state: TrackerState, obs: Observation, config: TrackerConfig) -> N
     if config.backfill:
         return
     for s in obs.active:
-        marks = [checkpoint_key(c) for c in s.inference_checkpoints]
-        state.tracked[s.id] = TrackedSession(
-            status=s.raw_status,
-            mark=max(marks) if marks else None,
-            pending=[
-                PendingCheckpoint(c.id, obs.now_ms)
-                for c in s.inference_checkpoints
-                if not c.is_registered
-            ],
-        )
+        entry = state.tracked[s.id] = TrackedSession(status=s.raw_status)
+        for c in s.inference_checkpoints:
+            entry.announce(checkpoint_key(c))
+            if not c.is_registered:
+                entry.pending.append(PendingCheckpoint(c.id, obs.now_ms))
     for page in obs.pages:
         for s in page.sessions:
             ms = to_ms(s.created_at)

@@ -145,8 +145,9 @@ def test_cursor_is_small_with_fifty_active_sessions_of_ten_checkpoints():
     sessions = [world.new_session("RUNNING") for _ in range(50)]
     config = TrackerConfig()
     _, cursor, _ = tick(world, None, config)
-    for sid in sessions:
-        for _ in range(10):
+    for _ in range(10):  # checkpoints minutes apart, as training saves them
+        world.tick_clock(60_000)
+        for sid in sessions:
             world.add_checkpoint(sid, registered=True)
     world.tick_clock(1000)
     _, cursor, _ = tick(world, cursor, config)
@@ -158,3 +159,39 @@ def test_cursor_is_small_with_fifty_active_sessions_of_ten_checkpoints():
 def test_unreadable_cursor_raises_cursor_error(bad):
     with pytest.raises(CursorError):
         TrackerState.from_cursor(bad)
+
+
+def test_checkpoints_in_the_same_millisecond_across_ticks_are_all_announced():
+    """Second-resolution timestamps make ties common; the id hash must not decide newness."""
+    world = FakeWorld()
+    sid = world.new_session("RUNNING")
+    config = TrackerConfig()
+    _, cursor, _ = tick(world, None, config)
+    world.tick_clock(1000)
+    announced = []
+    for _ in range(12):  # the clock does not move: every checkpoint has the same created_at
+        cid = world.add_checkpoint(sid, registered=True)
+        out, cursor, _ = tick(world, cursor, config)
+        announced += [e.checkpoint_id for e in out.events if e.kind is EventKind.CHECKPOINT_CREATED]
+        assert cid in announced
+    assert len(announced) == len(set(announced)) == 12
+
+
+def test_a_long_scan_does_not_starve_fetching_departed_sessions():
+    """With reads for one list page and one more per tick, departures are still checked."""
+    world = FakeWorld(page_size=2)
+    paused = world.new_session("RUNNING")
+    config = TrackerConfig()
+    _, cursor, _ = tick(world, None, config)
+    world.tick_clock(1000)
+    for _ in range(8):  # many sessions born and failed: the scan needs several pages
+        world.set_status(world.new_session("CREATING"), "ERROR")
+    world.set_status(paused, "WEIRD_PAUSED")  # in neither list: only a GET shows it
+    state = TrackerState.from_cursor(cursor)
+    world.reads = 0
+    collected = collect(
+        state, config, world, now_ms=world.clock_ms, out_of_time=lambda: world.reads >= 2
+    )
+    out = advance(state, collected.observation, config)
+    assert collected.fetched_ids == [paused]
+    assert [e.kind for e in out.events] == [EventKind.SESSION_STATUS_CHANGED]
