@@ -1,11 +1,13 @@
 """Row 3: client paging throughput over every page of a world (page size 100).
 
-Three readers of the same simulator (own process, JSON caches warmed by one untimed pass of
-each reader): this project's ``RLSessionsClient.list_sessions`` (typed ``TrainingSession``
-models), raw ``httpx`` + ``json.loads`` (dicts, the floor), and the official ``together`` SDK
-3.1.1 (its own models). Ours and raw alternate pass by pass; the SDK runs in its own venv as a
-subprocess (see ``sdk_venv``). A parse-only measurement (same page bytes, no HTTP) splits HTTP
-from decoding.
+Readers of the same simulator (own process): this project's ``RLSessionsClient.list_sessions``
+(typed ``TrainingSession`` models), raw ``httpx`` + ``json.loads`` (dicts, the floor), and the
+official ``together`` SDK 3.1.1 (its own models, in its own venv, see ``sdk_python``). Every
+pass runs in a fresh interpreter after an untimed warm-up pass, readers interleaved, so none
+inherits another's heap: the garbage collector's cost grows with the live heap, and a process
+that imported Dagster pays much more per page (measured as extra rows, with the proposed fix
+of pausing collection while a page is decoded). A parse-only measurement (same page bytes, no
+HTTP) splits HTTP from decoding.
 """
 
 from __future__ import annotations
@@ -87,49 +89,93 @@ def _raw(http: httpx.Client) -> int:
             return count
 
 
-def _timed(fn: Any, arg: Any) -> tuple[float, int]:
-    started = timeit.default_timer()
-    n = fn(arg)
-    return timeit.default_timer() - started, n
+def _pause_gc_while_decoding() -> None:
+    """The proposed fix, applied to this child process only: no garbage collection while a
+    response is decoded (the models built are acyclic; collection resumes right after)."""
+    import gc
+
+    from rl_sessions_dagster.api._http import BaseClient
+
+    decode = BaseClient._decode
+
+    def _decode(self: Any, response: Any, model: Any) -> Any:
+        if not gc.isenabled():
+            return decode(self, response, model)
+        gc.disable()
+        try:
+            return decode(self, response, model)
+        finally:
+            gc.enable()
+
+    BaseClient._decode = _decode  # type: ignore[method-assign]
+
+
+def child(base_url: str, api_key: str, mode: str) -> dict[str, Any]:
+    """One warm-up pass, then one timed pass, in a fresh interpreter."""
+    if "dagster" in mode:
+        import dagster  # noqa: F401 - a code server's heap, as a sensor tick sees it
+    if mode.endswith("gc"):
+        _pause_gc_while_decoding()
+    if mode == "raw":
+        headers = {"Authorization": f"Bearer {api_key}"}
+        with httpx.Client(base_url=base_url, headers=headers, timeout=60) as http:
+            _raw(http)
+            started = timeit.default_timer()
+            count = _raw(http)
+            return {"count": count, "seconds": timeit.default_timer() - started}
+    with RLSessionsClient(api_key, base_url=base_url) as client:
+        _ours(client)
+        started = timeit.default_timer()
+        count = _ours(client)
+        return {"count": count, "seconds": timeit.default_timer() - started}
+
+
+READERS = {
+    "ours": "ours: `RLSessionsClient.list_sessions` (typed models)",
+    "raw": "raw `httpx` + `json.loads` (dicts)",
+    "sdk": "official `together` SDK",
+    "ours_gc": "ours + proposed fix: GC paused while a page is decoded",
+    "ours_dagster": "ours, in a process that imported dagster (as in a code server)",
+    "ours_dagster_gc": "ours, imported dagster + proposed fix",
+}
 
 
 def run_paging(n_sessions: int, *, repeats: int, create_sdk_venv: bool, log: Any) -> dict[str, Any]:
+    """Each pass of each reader runs in a fresh interpreter (one untimed warm-up pass first),
+    readers interleaved pass by pass, so no reader inherits another's heap."""
     result: dict[str, Any] = {"n_sessions": n_sessions, "repeats": repeats}
     py, why = sdk_python(create_sdk_venv, log)
+    readers = [k for k in READERS if k != "sdk" or py is not None]
+    if py is None:
+        result["sdk_skipped"] = why
+    runs: dict[str, list[float]] = {k: [] for k in readers}
     with simulator(n_sessions) as sim:
-        headers = {"Authorization": f"Bearer {sim.api_key}"}
-        with (
-            RLSessionsClient(sim.api_key, base_url=sim.base_url) as client,
-            httpx.Client(base_url=sim.base_url, headers=headers, timeout=60) as http,
-        ):
-            _ours(client)
-            _raw(http)
-            ours, raw = [], []
-            for i in range(repeats):
-                pair = [("ours", _ours, client, ours), ("raw", _raw, http, raw)]
-                for _, fn, arg, out in pair if i % 2 == 0 else pair[::-1]:
-                    seconds, n = _timed(fn, arg)
-                    if n != n_sessions:
-                        raise RuntimeError(f"paging counted {n} sessions, expected {n_sessions}")
-                    out.append(n / seconds)
-            page = http.get("/v1/rl/training-sessions", params={"limit": 100}).content
-        result["ours"], result["raw"] = ours, raw
-        if py is not None:
-            proc = subprocess.run(
-                [str(py), str(HERE / "sdk_paging.py"), sim.base_url, sim.api_key, str(repeats)],
-                capture_output=True, text=True, timeout=1800,
-                env={**os.environ, "TOGETHER_API_KEY": sim.api_key},
-            )  # fmt: skip
-            if proc.returncode == 0:
+        for i in range(repeats):
+            shift = i % len(readers)
+            for key in readers[shift:] + readers[:shift]:
+                if key == "sdk":
+                    assert py is not None
+                    cmd = [str(py), str(HERE / "sdk_paging.py"), sim.base_url, sim.api_key, "1"]
+                else:
+                    cmd = [sys.executable, "-m", "benchmarks.paging", sim.base_url, sim.api_key]
+                    cmd.append(key)
+                proc = subprocess.run(
+                    cmd, capture_output=True, text=True, timeout=1800,
+                    env={**os.environ, "TOGETHER_API_KEY": sim.api_key},
+                )  # fmt: skip
+                if proc.returncode != 0:
+                    raise RuntimeError(f"paging child {key} failed: {proc.stderr.strip()[-800:]}")
                 doc = json.loads(proc.stdout.strip().splitlines()[-1])
-                if any(c != n_sessions for c in doc["counts"]):
-                    raise RuntimeError(f"the SDK counted {doc['counts']}, not {n_sessions}")
-                result["sdk"] = [n_sessions / t for t in doc["times"]]
-                result["sdk_version"] = doc["version"]
-            else:
-                result["sdk_skipped"] = f"SDK run failed: {proc.stderr.strip()[-300:]}"
-        else:
-            result["sdk_skipped"] = why
+                if key == "sdk":
+                    result["sdk_version"] = doc["version"]
+                    doc = {"count": doc["counts"][0], "seconds": doc["times"][0]}
+                if doc["count"] != n_sessions:
+                    raise RuntimeError(f"{key} counted {doc['count']} sessions, not {n_sessions}")
+                runs[key].append(n_sessions / doc["seconds"])
+        headers = {"Authorization": f"Bearer {sim.api_key}"}
+        with httpx.Client(base_url=sim.base_url, headers=headers, timeout=60) as http:
+            page = http.get("/v1/rl/training-sessions", params={"limit": 100}).content
+    result.update(runs)
     # Parse only: the same 100-session page, no HTTP.
     model = Page[TrainingSession]
     n_page = len(json.loads(page)["data"])
@@ -143,3 +189,7 @@ def run_paging(n_sessions: int, *, repeats: int, create_sdk_venv: bool, log: Any
         )
     )
     return result
+
+
+if __name__ == "__main__":
+    print(json.dumps(child(sys.argv[1], sys.argv[2], sys.argv[3])))

@@ -101,7 +101,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     paging_n = 10_000 if 10_000 in args.sizes else max(args.sizes)
     log(f"paging: {paging_n} sessions")
     results["paging"] = run_paging(
-        paging_n, repeats=max(3, min(args.repeats, 7)), create_sdk_venv=not args.quick, log=log
+        paging_n,
+        repeats=2 if args.quick else max(3, min(args.repeats, 7)),
+        create_sdk_venv=not args.quick,
+        log=log,
     )
     log(f"memory: {max(args.sizes)} sessions")
     results["memory"] = run_memory(max(args.sizes), log)

@@ -43,7 +43,13 @@ def test_quick_benchmark_completes_with_every_row(tmp_path):
     for order in ("newest_first", "unordered"):
         for sensor in SENSORS:
             assert f"| 1,000 | {order} | {sensor} |" in text
-    for reader in ("ours: `RLSessionsClient.list_sessions`", "raw `httpx`", "`together` SDK"):
+    for reader in (
+        "ours: `RLSessionsClient.list_sessions`",
+        "raw `httpx`",
+        "`together` SDK",
+        "proposed fix",
+        "imported dagster",
+    ):
         assert reader in text
     assert "API calls made while loading" in text
-    assert "| every change → exactly the expected events, all sensors |" in text
+    assert "| every change → its expected events exactly once, all sensors |" in text
