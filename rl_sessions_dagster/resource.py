@@ -79,7 +79,12 @@ class TogetherRLResource(dg.ConfigurableResource):
     backoff_initial: float = Field(
         default=0.5, description="First exponential backoff delay in seconds (jitter added)."
     )
-    backoff_max: float = Field(default=8.0, description="Largest backoff delay in seconds.")
+    backoff_max: float = Field(
+        default=8.0, description="Largest exponential backoff delay in seconds (before jitter)."
+    )
+    backoff_jitter: float = Field(
+        default=0.5, description="Upper bound of the random seconds added to each backoff delay."
+    )
     retry_after_cap: float = Field(
         default=30.0, description="Longest Retry-After the client will honour, in seconds."
     )
@@ -94,6 +99,7 @@ class TogetherRLResource(dg.ConfigurableResource):
             max_attempts=self.max_attempts,
             backoff_initial=self.backoff_initial,
             backoff_max=self.backoff_max,
+            jitter=self.backoff_jitter,
             retry_after_cap=self.retry_after_cap,
             deadline=self.call_deadline,
         )

@@ -56,4 +56,6 @@ def test_demo_home_is_recreated_clean(tmp_path):
     prepare_dagster_home(home)
     (home / "leftover.db").write_text("stale")
     prepare_dagster_home(home)
-    assert sorted(p.name for p in home.iterdir()) == ["dagster.yaml"]
+    names = {p.name for p in home.iterdir()}
+    assert "leftover.db" not in names and "dagster.yaml" in names
+    assert dg.DagsterInstance.from_config(str(home)).get_runs() == []

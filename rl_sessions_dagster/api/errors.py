@@ -223,13 +223,16 @@ def parse_error_body(content: bytes) -> tuple[str | None, str | None, str | None
     return error_type, _text(code), _text(body.get("message"))
 
 
-def _excerpt(content: bytes) -> str | None:
-    text = content.decode("utf-8", errors="replace").strip()
-    if not text:
-        return None
+def _cap(text: str) -> str:
+    """Proxy pages and verbose servers can send kilobytes; messages end up in every tick row."""
     if len(text) > BODY_EXCERPT_CHARS:
         return text[:BODY_EXCERPT_CHARS] + f"… [{len(text)} chars]"
     return text
+
+
+def _excerpt(content: bytes) -> str | None:
+    text = content.decode("utf-8", errors="replace").strip()
+    return _cap(text) if text else None
 
 
 def path_and_query(url: httpx.URL) -> str:
@@ -260,7 +263,7 @@ def error_from_response(
     method, path = request.method, request.url.path
     status = response.status_code
     error_type, error_code, api_message = (
-        scrub(v, secrets) if v else None for v in parse_error_body(response.content)
+        _cap(scrub(v, secrets)) if v else None for v in parse_error_body(response.content)
     )
     excerpt = _excerpt(response.content)
     excerpt = scrub(excerpt, secrets) if excerpt else None

@@ -29,6 +29,11 @@ def prepare_dagster_home(home: Path, *, clean: bool = True) -> Path:
         shutil.rmtree(home)
     home.mkdir(parents=True, exist_ok=True)
     (home / "dagster.yaml").write_text(DAGSTER_YAML)
+    # Create the storage now: a daemon and a reader opening a fresh home at the same moment
+    # can both stamp the schema version, and code loading then fails ("more than one head").
+    from dagster import DagsterInstance
+
+    DagsterInstance.from_config(str(home)).dispose()
     return home
 
 

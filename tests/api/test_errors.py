@@ -251,3 +251,16 @@ def test_deadline_errors_are_clean_too(sim: RLSimulator, client: RLSessionsClien
     assert isinstance(info.value.last_error, RateLimitError)
     assert_clean(info.value, KEY)
     assert_clean(info.value.last_error, KEY)
+
+
+def test_a_huge_api_message_is_capped():
+    import httpx
+
+    from rl_sessions_dagster.api.errors import BODY_EXCERPT_CHARS, error_from_response
+
+    request = httpx.Request("GET", "http://127.0.0.1/v1/rl/training-sessions")
+    body = {"error": {"message": "x" * 6000, "type": "server_error"}}
+    response = httpx.Response(502, json=body, request=request)
+    err = error_from_response(response, secrets=("k",))
+    assert len(err.api_message) < BODY_EXCERPT_CHARS + 40
+    assert len(str(err)) < BODY_EXCERPT_CHARS + 200
