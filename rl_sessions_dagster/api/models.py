@@ -63,49 +63,51 @@ class Registration(APIModel):
 
     Three shapes have existed: ``{model_name, registered_at}`` (≤ May 2026), the same plus
     ``model_object_id``/``adapter_object_id`` revisions (Aug 2026), and the current
-    ``{model: {id, revision_id}, adapter: {id, revision_id}}``. All normalise to these fields.
+    ``{model: {id, revision_id}, adapter: {id, revision_id}}``. The wire fields are parsed
+    natively (no Python per checkpoint: pages hold a thousand of them); the properties give
+    the normalised view.
     """
 
-    model_id: str | None = None
-    model_revision_id: str | None = None
-    adapter_id: str | None = None
-    adapter_revision_id: str | None = None
-    legacy_model_name: str | None = None
+    model: RegistryArtifact | None = None
+    adapter: RegistryArtifact | None = None
+    model_name: str | None = None
     registered_at: Timestamp = None
-    shape: RegistrationShape = "unknown"
+    model_object_id: str | None = None
+    model_object_revision_id: str | None = None
+    adapter_object_id: str | None = None
+    adapter_object_revision_id: str | None = None
 
-    @model_validator(mode="before")
-    @classmethod
-    def _normalise(cls, data: Any) -> Any:
-        if not isinstance(data, dict) or "shape" in data:
-            return data
-        out: dict[str, Any] = {}
-        model, adapter = data.get("model"), data.get("adapter")
-        if isinstance(model, dict) or isinstance(adapter, dict):
-            out["shape"] = "current"
-            if isinstance(model, dict):
-                out["model_id"] = model.get("id")
-                out["model_revision_id"] = model.get("revision_id")
-            if isinstance(adapter, dict):
-                out["adapter_id"] = adapter.get("id")
-                out["adapter_revision_id"] = adapter.get("revision_id")
-        elif any(k.endswith("_object_id") for k in data):
-            out["shape"] = "object_ids"
-            out["model_id"] = data.get("model_object_id")
-            out["model_revision_id"] = data.get("model_object_revision_id")
-            out["adapter_id"] = data.get("adapter_object_id")
-            out["adapter_revision_id"] = data.get("adapter_object_revision_id")
-        elif "model_name" in data:
-            out["shape"] = "legacy"
-        out["legacy_model_name"] = data.get("model_name")
-        out["registered_at"] = data.get("registered_at")
-        # Keep whatever else the API sent, so nothing is lost in the normalised view.
-        for key, value in data.items():
-            if key not in {"model", "adapter", "model_name", "registered_at"} and not key.endswith(
-                ("_object_id", "_object_revision_id")
-            ):
-                out.setdefault(key, value)
-        return out
+    @property
+    def shape(self) -> RegistrationShape:
+        if self.model is not None or self.adapter is not None:
+            return "current"
+        if self.model_object_id or self.adapter_object_id:
+            return "object_ids"
+        if self.model_name:
+            return "legacy"
+        return "unknown"
+
+    @property
+    def model_id(self) -> str | None:
+        return self.model.id if self.model is not None else self.model_object_id
+
+    @property
+    def model_revision_id(self) -> str | None:
+        return self.model.revision_id if self.model is not None else self.model_object_revision_id
+
+    @property
+    def adapter_id(self) -> str | None:
+        return self.adapter.id if self.adapter is not None else self.adapter_object_id
+
+    @property
+    def adapter_revision_id(self) -> str | None:
+        if self.adapter is not None:
+            return self.adapter.revision_id
+        return self.adapter_object_revision_id
+
+    @property
+    def legacy_model_name(self) -> str | None:
+        return self.model_name
 
     @property
     def is_registered(self) -> bool:
@@ -132,11 +134,6 @@ class InferenceCheckpoint(APIModel):
     created_at: Timestamp = None
     step: int | None = None
     registration: Registration | None = None
-
-    @field_validator("registration", mode="before")
-    @classmethod
-    def empty_registration_is_none(cls, v: Any) -> Any:
-        return _registration_or_none(v)
 
     @property
     def is_registered(self) -> bool:
