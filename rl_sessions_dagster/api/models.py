@@ -10,7 +10,7 @@ Statuses are kept as the raw wire string; the typed enum is derived and maps new
 from datetime import datetime
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from .enums import (
     CheckpointType,
