@@ -21,7 +21,12 @@ from pathlib import Path
 import dagster as dg
 
 from rl_sessions_dagster.testing import RLSimulator
-from rl_sessions_dagster.testing.daemon import dagster_daemon, group_alive, prepare_dagster_home
+from rl_sessions_dagster.testing.daemon import (
+    dagster_daemon,
+    group_alive,
+    prepare_dagster_home,
+    sensor_ticks,
+)
 from rl_sessions_dagster.testing.scenarios import DemoSweep, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,16 +37,6 @@ SYNC_KEY = "together/rl_sessions_table"
 
 def _say(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
-
-
-def _finished_ticks(instance: dg.DagsterInstance, sensor: str) -> int:
-    from dagster._core.scheduler.instigation import InstigatorType, TickStatus
-
-    for state in instance.all_instigator_state(instigator_type=InstigatorType.SENSOR):
-        if state.instigator_name == sensor:
-            ticks = instance.get_ticks(state.instigator_origin_id, state.selector_id)
-            return sum(t.status in (TickStatus.SUCCESS, TickStatus.SKIPPED) for t in ticks)
-    return 0
 
 
 def _runs(instance: dg.DagsterInstance) -> list[dg.DagsterRun]:
@@ -167,8 +162,8 @@ def main(argv: list[str] | None = None) -> int:
                             env=env) as daemon:
             _say(f"dagster-daemon started (pid {daemon.pid}); waiting for the sensors' first tick")
             instance = dg.DagsterInstance.from_config(str(home))
-            ready = wait_until(lambda: _finished_ticks(instance, "evaluate_new_checkpoints")
-                               and _finished_ticks(instance, "report_finished_sessions"), 90)
+            ready = wait_until(lambda: sensor_ticks(instance, "evaluate_new_checkpoints")
+                               and sensor_ticks(instance, "report_finished_sessions"), 90)
             if not ready:
                 _say("the sensors did not tick within 90 s; see " + str(home / "daemon.log"))
                 return 1

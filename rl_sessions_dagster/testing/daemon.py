@@ -10,9 +10,10 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import Any
 
 DAGSTER_YAML = """\
 telemetry:
@@ -132,3 +133,34 @@ def group_alive(pgid: int) -> bool:
         if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != "Z":
             return True
     return False
+
+
+def sensor_ticks(instance: Any, sensor_name: str, *, finished_only: bool = True) -> list[Any]:
+    """Ticks of a sensor, newest first; by default only finished ones (SUCCESS / SKIPPED).
+
+    A tick is stored as STARTED before the sensor function runs, so "a tick happened" must
+    mean a finished one: changes made while a first tick is still running would otherwise be
+    taken for history.
+    """
+    from dagster._core.scheduler.instigation import InstigatorType, TickStatus
+
+    for state in instance.all_instigator_state(instigator_type=InstigatorType.SENSOR):
+        if state.instigator_name == sensor_name:
+            ticks = instance.get_ticks(state.instigator_origin_id, state.selector_id)
+            if not finished_only:
+                return list(ticks)
+            return [t for t in ticks if t.status in (TickStatus.SUCCESS, TickStatus.SKIPPED)]
+    return []
+
+
+def wait_for(
+    predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.25
+) -> Any:
+    """Poll ``predicate`` until it returns something truthy; raise TimeoutError naming ``what``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise TimeoutError(f"timed out after {timeout} s waiting for {what}")

@@ -1,37 +1,22 @@
 """The real dagster-daemon, the simulator on loopback, runs launched end to end."""
 
-import time
 from pathlib import Path
 
 import dagster as dg
 import pytest
-from dagster._core.scheduler.instigation import InstigatorType, TickStatus
 
-from rl_sessions_dagster.testing.daemon import dagster_daemon, group_alive, prepare_dagster_home
+from rl_sessions_dagster.testing.daemon import (
+    dagster_daemon,
+    group_alive,
+    prepare_dagster_home,
+    sensor_ticks,
+    wait_for,
+)
 
 from .conftest import API_KEY
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.daemon
-
-
-def wait_for(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.5)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-
-
-def sensor_ticks(instance: dg.DagsterInstance, name: str):
-    """Finished ticks only: a STARTED tick is stored before the sensor function has run."""
-    for state in instance.all_instigator_state(instigator_type=InstigatorType.SENSOR):
-        if state.instigator_name == name:
-            ticks = instance.get_ticks(state.instigator_origin_id, state.selector_id)
-            return [t for t in ticks if t.status in (TickStatus.SUCCESS, TickStatus.SKIPPED)]
-    return []
 
 
 def test_daemon_launches_one_run_per_event(sim, tmp_path):
