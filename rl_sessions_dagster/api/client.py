@@ -70,6 +70,22 @@ def _status_query(values: Any, enum: type[LenientEnum]) -> str | None:
     return ",".join(joined)
 
 
+def _resource_spec(
+    base_model: str,
+    lora_enabled: bool | None,
+    compute_config: JSON | None,
+    optimizer_config: JSON | None,
+    inactive_timeout: int | None,
+    base_weights_ref: str | None,
+) -> JSON:
+    """The body shared by create and estimate-cost: the API prices exactly what it would build."""
+    return compact(
+        base_model=base_model, lora_enabled=lora_enabled, compute_config=compute_config,
+        optimizer_config=optimizer_config, inactive_timeout=inactive_timeout,
+        base_weights_ref=base_weights_ref,
+    )  # fmt: skip
+
+
 class RLSessionsClient(OperationsAPI):
     """Synchronous client for ``/v1/rl/*``. Use as a context manager or call :meth:`close`.
 
@@ -255,10 +271,9 @@ class RLSessionsClient(OperationsAPI):
         deadline: float | None = None,
     ) -> ModelResource:
         """Provision GPUs (billed while READY). Not retried once it may have been sent."""
-        body = compact(
-            base_model=base_model, lora_enabled=lora_enabled, compute_config=compute_config,
-            optimizer_config=optimizer_config, inactive_timeout=inactive_timeout,
-            base_weights_ref=base_weights_ref,
+        body = _resource_spec(
+            base_model, lora_enabled, compute_config, optimizer_config, inactive_timeout,
+            base_weights_ref,
         )  # fmt: skip
         return self._request(
             "POST", _RESOURCES, ModelResource, json=body, idempotent=False, deadline=deadline
@@ -276,10 +291,9 @@ class RLSessionsClient(OperationsAPI):
         deadline: float | None = None,
     ) -> CostEstimate:
         """Price of a resource with this configuration. No side effects, so it is retried."""
-        body = compact(
-            base_model=base_model, lora_enabled=lora_enabled, compute_config=compute_config,
-            optimizer_config=optimizer_config, inactive_timeout=inactive_timeout,
-            base_weights_ref=base_weights_ref,
+        body = _resource_spec(
+            base_model, lora_enabled, compute_config, optimizer_config, inactive_timeout,
+            base_weights_ref,
         )  # fmt: skip
         return self._request(
             "POST", f"{_RESOURCES}/estimate-cost", CostEstimate, json=body, idempotent=True,
