@@ -8,7 +8,6 @@ import pytest
 
 from rl_sessions_dagster import (
     CHECKPOINT_ASSET_SPEC,
-    CHECKPOINT_PARTITIONS,
     TogetherRLResource,
     build_checkpoint_sensor,
     build_session_status_sensor,
@@ -16,25 +15,9 @@ from rl_sessions_dagster import (
 from rl_sessions_dagster.testing import RLSimulator
 from rl_sessions_dagster.testing.sensor_ticks import SensorTicker
 
+from ..support import evaluation, evaluation_job, report, report_job  # noqa: F401 (re-exported)
+
 API_KEY = "sk-test-CANARY-0123456789"
-
-
-@dg.asset(partitions_def=CHECKPOINT_PARTITIONS, deps=[CHECKPOINT_ASSET_SPEC])
-def evaluation() -> None:
-    """Stands in for a user's evaluation asset (never executed by evaluate_tick)."""
-
-
-evaluation_job = dg.define_asset_job("evaluation_job", selection=[evaluation])
-
-
-@dg.op
-def report() -> None:
-    pass
-
-
-@dg.job
-def report_job() -> None:
-    report()
 
 
 @pytest.fixture

@@ -14,30 +14,13 @@ from dagster._core.scheduler.instigation import InstigatorType, TickStatus
 
 from rl_sessions_dagster import (
     CHECKPOINT_ASSET_SPEC,
-    CHECKPOINT_PARTITIONS,
     TogetherRLResource,
 )
 from rl_sessions_dagster.testing import RLSimulator
 
+from ..support import evaluation, evaluation_job, report, report_job  # noqa: F401 (re-exported)
+
 API_KEY = "sk-live-CANARY-7c1f2b9e"
-
-
-@dg.asset(partitions_def=CHECKPOINT_PARTITIONS, deps=[CHECKPOINT_ASSET_SPEC])
-def evaluation() -> None:
-    """Stands in for a user's evaluation asset (never executed by evaluate_tick)."""
-
-
-evaluation_job = dg.define_asset_job("evaluation_job", selection=[evaluation])
-
-
-@dg.op
-def report() -> None:
-    pass
-
-
-@dg.job
-def report_job() -> None:
-    report()
 
 
 def fast_retry_options(**overrides) -> dict:
