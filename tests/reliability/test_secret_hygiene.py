@@ -90,7 +90,14 @@ def test_api_key_appears_nowhere_dagster_or_the_library_writes(tmp_path):
         }
         with dagster_daemon(home, "example_repo.definitions", working_directory=ROOT, env=env) as d:
             # Positive control: the key is really there to be found (the daemon's environment).
-            assert any(p in Path(f"/proc/{d.pid}/environ").read_bytes() for p in finder.patterns)
+            # Right after fork the child still shows the parent's environment: wait for exec.
+            wait_for(
+                lambda: any(
+                    p in Path(f"/proc/{d.pid}/environ").read_bytes() for p in finder.patterns
+                ),
+                10,
+                "the daemon's environment to hold the key (positive control)",
+            )
             wait_for(
                 lambda: (
                     sensor_ticks(instance, CKPT_SENSOR, [TickStatus.SKIPPED])
