@@ -1,8 +1,8 @@
 """The pure event core: previous state + what the API shows now → events + next state.
 
-No HTTP and no Dagster here, so every rule can be property-tested. The sensor glue lists the
-active sessions, pages through terminal sessions as ``plan_scan`` says, fetches by id what
-``sessions_to_fetch`` names, and hands all of it to ``advance``.
+No HTTP and no Dagster here, so every rule can be property-tested. The glue (``poll.collect``)
+lists the active sessions, fetches by id what ``sessions_to_fetch`` names, pages the lists as
+``plan_scan`` / ``TrackerState.discovery`` say, and hands all of it to ``advance``.
 
 How nothing is lost or repeated:
 
@@ -14,12 +14,17 @@ How nothing is lost or repeated:
   look-back) that is neither tracked nor in ``recent_terminal`` is new. With the list newest
   first, one page usually suffices; if the API is seen to break that order, every pass scans
   the whole list (a complete scan is always correct, just dearer).
+* A session in a status this library does not know is in neither filtered list. A discovery
+  pass over the unfiltered list (at the first tick, and again whenever a new such status is
+  seen) adopts every non-terminal session, and the status joins the active-list filter.
+* History stays history: a session or checkpoint created before the first tick is never
+  announced (unless backfilling), whichever way it is first met.
 * The watermark only moves to the newest ``created_at`` seen *before* a scan pass started, and
   only when that pass completed, so a session created during a pass is still above the floor
   on the next one.
 * With a cap on events per tick, processing stops at the first event over the cap; state
-  records only what was applied, the scan position stays at the deferred item, and untracked
-  sessions seen in the active list are tracked so their events follow on the next tick.
+  records only what was applied, the pass positions stay at the deferred item, and untracked
+  sessions seen in the active list are adopted so their events follow on the next tick.
 """
 
 import hashlib
@@ -28,10 +33,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from ..api.models import InferenceCheckpoint, TrainingSession
-from .events import TERMINAL_EVENT_FOR_STATUS, EventKind, SessionEvent
-from .state import PendingCheckpoint, ScanPosition, TrackedSession, TrackerState
+from .events import CHECKPOINT_EVENTS, TERMINAL_EVENT_FOR_STATUS, EventKind, SessionEvent
+from .passes import ScannedPage, run_pass
+from .state import ListOrder, PendingCheckpoint, ScanPosition, TrackedSession, TrackerState
 
 ALL_EVENT_KINDS = frozenset(EventKind)
+#: the prefix a status needs to be sent back to the API as a filter value.
+STATUS_PREFIX = "TRAINING_SESSION_STATUS_"
 
 
 @dataclass(frozen=True)
@@ -45,6 +53,14 @@ class TrackerConfig:
     backfill: bool = False
     #: how often a complete pass re-checks that the session list is still newest first.
     order_recheck_ms: int = 6 * 60 * 60 * 1000
+    #: how often the unfiltered list is read again for sessions in statuses never seen yet
+    #: (a new status first worn by a session this tracker never met is otherwise invisible).
+    rediscover_ms: int = 6 * 60 * 60 * 1000
+
+    @property
+    def tracks_checkpoints(self) -> bool:
+        """A status-only sensor keeps no checkpoint state (and re-checks no registrations)."""
+        return bool(self.kinds & CHECKPOINT_EVENTS)
 
 
 @dataclass(frozen=True)
@@ -57,17 +73,6 @@ class ScanPlan:
     #: 1 on a first tick without backfill: the newest finished sessions are remembered as
     #: history (the server clock has one-second resolution), nothing is announced.
     max_pages: int | None = None
-
-
-@dataclass
-class ScannedPage:
-    """One page of the terminal-session list, with the ``after`` it was requested with."""
-
-    after: str | None
-    sessions: Sequence[TrainingSession]
-    next_after: str | None = None
-    #: oldest created_at met in the pass up to the end of this page.
-    low_ms: int | None = None
 
 
 @dataclass
@@ -85,6 +90,11 @@ class Observation:
     order_violation: bool = False
     #: sessions fetched by id; None means the API answered 404.
     fetched: Mapping[str, TrainingSession | None] = field(default_factory=dict)
+    #: pages of the unfiltered list read for the discovery pass, and whether it ended.
+    discovery_pages: Sequence[ScannedPage] = ()
+    discovery_complete: bool = False
+    #: extra statuses the API refused as filter values this tick.
+    unfilterable: Sequence[str] = ()
 
 
 @dataclass
@@ -118,9 +128,21 @@ def plan_scan(state: TrackerState, config: TrackerConfig) -> ScanPlan:
             return ScanPlan(ScanPosition(), None)
         return ScanPlan(ScanPosition(), None, max_pages=1)
     start = state.scan or ScanPosition()
-    if state.backfilling or state.order != "newest_first":
+    if state.backfilling or state.order is not ListOrder.NEWEST_FIRST:
         return ScanPlan(start, None)
     return ScanPlan(start, floor_ms(state, config))
+
+
+def discovery_start(state: TrackerState) -> ScanPosition | None:
+    """Where the discovery pass over the unfiltered list resumes (None: no pass due)."""
+    return ScanPosition() if not state.initialized else state.discovery
+
+
+def active_filter(state: TrackerState) -> list[str]:
+    """Unknown non-terminal statuses to add to the active-list filter (those the API can take)."""
+    return [
+        s for s in state.extra_active if s.startswith(STATUS_PREFIX) and s not in state.unfilterable
+    ]
 
 
 def sessions_to_fetch(
@@ -129,6 +151,12 @@ def sessions_to_fetch(
     """Tracked sessions that the lists did not show this tick: they must be fetched by id."""
     shown = {s.id for s in active} | {s.id for s in scanned}
     return [sid for sid in state.tracked if sid not in shown]
+
+
+def is_unknown_live(session: TrainingSession) -> bool:
+    """A status that is neither a known active nor a terminal one (e.g. a future PAUSED)."""
+    status = session.status
+    return not status.is_terminal and not status.is_active
 
 
 class _Budget:
@@ -163,6 +191,29 @@ def _diff_session(
     ``await_registration=False`` (history in a backfill) does not wait for checkpoints that
     are unregistered now: old ones stay that way.
     """
+    if budget.config.tracks_checkpoints and not _diff_checkpoints(
+        entry, session, now_ms, budget, await_registration
+    ):
+        return False
+    if session.raw_status != entry.status:
+        status = session.status
+        previous = entry.status or None
+        kind = TERMINAL_EVENT_FOR_STATUS.get(status, EventKind.SESSION_STATUS_CHANGED)
+        if not budget.admit(SessionEvent(kind, session, previous_status=previous)):
+            return False
+        entry.status = session.raw_status
+        if status.is_terminal and entry.terminal_ms is None:
+            entry.terminal_ms = now_ms
+    return True
+
+
+def _diff_checkpoints(
+    entry: TrackedSession,
+    session: TrainingSession,
+    now_ms: int,
+    budget: _Budget,
+    await_registration: bool,
+) -> bool:
     by_id = {c.id: c for c in session.inference_checkpoints}
     for pending in list(entry.pending):
         ckpt = by_id.get(pending.checkpoint_id)
@@ -181,26 +232,75 @@ def _diff_session(
             if not budget.admit(SessionEvent(EventKind.CHECKPOINT_REGISTERED, session, ckpt)):
                 # Announced as created but not yet as registered: re-check it next tick.
                 entry.announce(checkpoint_key(ckpt))
-                entry.pending.append(PendingCheckpoint(ckpt.id, now_ms))
+                entry.pending.append(_pending(ckpt, now_ms))
                 return False
         elif await_registration:
-            entry.pending.append(PendingCheckpoint(ckpt.id, now_ms))
+            entry.pending.append(_pending(ckpt, now_ms))
         entry.announce(checkpoint_key(ckpt))
-    if session.raw_status != entry.status:
-        status = session.status
-        previous = entry.status or None
-        kind = TERMINAL_EVENT_FOR_STATUS.get(status, EventKind.SESSION_STATUS_CHANGED)
-        if not budget.admit(SessionEvent(kind, session, previous_status=previous)):
-            return False
-        entry.status = session.raw_status
-        if status.is_terminal and entry.terminal_ms is None:
-            entry.terminal_ms = now_ms
     return True
+
+
+def _pending(ckpt: InferenceCheckpoint, now_ms: int) -> PendingCheckpoint:
+    return PendingCheckpoint(ckpt.id, now_ms, to_ms(ckpt.created_at))
+
+
+def _history_entry(
+    session: TrainingSession, config: TrackerConfig, now_ms: int, cutoff_ms: int | None
+) -> TrackedSession:
+    """A live session first met now although it existed before the first tick: its status
+    and its checkpoints created before ``cutoff_ms`` (all of them when None: what the first
+    tick sees is history) are remembered, never announced. Unregistered ones are awaited,
+    since their registration would happen after the first tick."""
+    entry = TrackedSession(status=session.raw_status)
+    if not config.tracks_checkpoints:
+        return entry
+    for c in session.inference_checkpoints:
+        created = to_ms(c.created_at)
+        if cutoff_ms is None or created is None or created < cutoff_ms:
+            entry.announce(checkpoint_key(c))
+            if not c.is_registered:
+                entry.pending.append(_pending(c, now_ms))
+    return entry
+
+
+def _adopt(
+    session: TrainingSession,
+    state: TrackerState,
+    config: TrackerConfig,
+    now_ms: int,
+    first_tick: bool = False,
+) -> TrackedSession:
+    """The entry for a live session first met this tick: new sessions start empty (every fact
+    is an event); ones created before the first tick start from their history."""
+    if first_tick:
+        return _history_entry(session, config, now_ms, None)
+    created = to_ms(session.created_at)
+    if not state.backfilling and (created is None or created < state.baseline_ms):
+        return _history_entry(session, config, now_ms, state.baseline_ms)
+    return TrackedSession()
+
+
+def _note_unknown_status(state: TrackerState, session: TrainingSession, notes: list[str]) -> None:
+    """Remember an unknown live status; a new one starts a discovery pass for its peers."""
+    raw = session.raw_status
+    if not raw or not is_unknown_live(session) or raw in state.extra_active:
+        return
+    state.extra_active.append(raw)
+    notes.append(
+        f"session {session.id} is in status {raw!r}, unknown to this library: watching it as "
+        "a live status, and looking for other sessions in it"
+    )
+    if state.discovery is None:
+        state.discovery = ScanPosition()
 
 
 def _baseline(state: TrackerState, obs: Observation, config: TrackerConfig) -> None:
     """First tick: remember what exists so that history does not become runs (unless backfill)."""
-    observed = [*obs.active, *(s for p in obs.pages for s in p.sessions)]
+    observed = [
+        *obs.active,
+        *(s for p in obs.pages for s in p.sessions),
+        *(s for p in obs.discovery_pages for s in p.sessions),
+    ]
     created = [ms for s in observed if (ms := to_ms(s.created_at)) is not None]
     state.initialized = True
     # History is what the API held when we first asked: the server's clock says when that
@@ -212,11 +312,7 @@ def _baseline(state: TrackerState, obs: Observation, config: TrackerConfig) -> N
     if config.backfill:
         return
     for s in obs.active:
-        entry = state.tracked[s.id] = TrackedSession(status=s.raw_status)
-        for c in s.inference_checkpoints:
-            entry.announce(checkpoint_key(c))
-            if not c.is_registered:
-                entry.pending.append(PendingCheckpoint(c.id, obs.now_ms))
+        state.tracked[s.id] = _history_entry(s, config, obs.now_ms, None)
     for page in obs.pages:
         for s in page.sessions:
             ms = to_ms(s.created_at)
@@ -226,12 +322,21 @@ def _baseline(state: TrackerState, obs: Observation, config: TrackerConfig) -> N
 
 def advance(state: TrackerState, obs: Observation, config: TrackerConfig) -> TickOutcome:
     """Apply one tick's observation. ``state`` is not modified; the outcome holds a new one."""
+    first_tick = not state.initialized
     state = TrackerState.from_cursor(state.to_cursor()) if state.initialized else TrackerState()
     notes: list[str] = []
-    if not state.initialized:
+    if not config.tracks_checkpoints:
+        for entry in state.tracked.values():  # e.g. a cursor written by a checkpoint sensor
+            entry.pending.clear()
+    if first_tick:
+        state.discovery = ScanPosition()
         _baseline(state, obs, config)
-        if not config.backfill:
-            return TickOutcome([], state, notes)
+    for status in obs.unfilterable:
+        if status not in state.unfilterable:
+            state.unfilterable.append(status)
+            notes.append(
+                f"the API refuses {status!r} as a status filter; sessions in it are fetched by id"
+            )
     budget = _Budget(config)
     now = obs.now_ms
     snapshot: dict[str, TrainingSession] = {s.id: s for s in obs.active}
@@ -246,41 +351,123 @@ def advance(state: TrackerState, obs: Observation, config: TrackerConfig) -> Tic
                 )
         else:
             snapshot[sid] = fetched
+            _note_unknown_status(state, fetched, notes)
 
-    # 1. Tracked sessions and new sessions in the active list, oldest first.
+    # 1. Sessions that are not terminal whatever their status: the discovery pass adopts them.
+    if state.discovery is None and now - state.discovered_ms > config.rediscover_ms:
+        state.discovery = ScanPosition()
+    _discovery(state, obs, config, budget, notes, first_tick)
+    if first_tick and not config.backfill:
+        return TickOutcome([], state, notes)
+
+    # 2. Tracked sessions and new sessions in the active list, oldest first.
+    if not budget.exhausted:
+        _diff_tracked(state, obs, config, budget, snapshot)
+
+    # 3. The terminal-session scan: sessions born and ended between ticks (or history, when
+    #    backfilling), positionally resumable.
+    pass_done = False
+    if not budget.exhausted:
+        pass_done = _scan(state, obs, config, budget, floor_ms(state, config), now)
+
+    # 4. Bookkeeping.
+    _move_watermark(state, obs, config, snapshot, pass_done, notes)
+    _retire(state, config, snapshot, now, notes)
+    return TickOutcome(budget.events, state, notes, deferred=budget.exhausted)
+
+
+def _diff_tracked(
+    state: TrackerState,
+    obs: Observation,
+    config: TrackerConfig,
+    budget: _Budget,
+    snapshot: Mapping[str, TrainingSession],
+) -> None:
     candidates = [snapshot[sid] for sid in state.tracked if sid in snapshot]
     candidates += [s for s in obs.active if s.id not in state.tracked]
     candidates.sort(key=lambda s: (to_ms(s.created_at) or 0, s.id))
     for i, session in enumerate(candidates):
-        entry = state.tracked.setdefault(session.id, TrackedSession())
-        if not _diff_session(entry, session, now, budget):
+        if session.id not in state.tracked:
+            state.tracked[session.id] = _adopt(session, state, config, obs.now_ms)
+        if not _diff_session(state.tracked[session.id], session, obs.now_ms, budget):
             for rest in candidates[i + 1 :]:
-                state.tracked.setdefault(rest.id, TrackedSession())
-            break
+                if rest.id not in state.tracked:
+                    state.tracked[rest.id] = _adopt(rest, state, config, obs.now_ms)
+            return
 
-    # 2. The terminal-session scan: sessions born and ended between ticks (or history, when
-    #    backfilling), positionally resumable.
-    floor = floor_ms(state, config)
-    pass_done = False
-    if not budget.exhausted and state.initialized:
-        pass_done = _scan(state, obs, config, budget, floor, now)
 
-    # 3. Bookkeeping: watermark, linger, pruning.
+def _discovery(
+    state: TrackerState,
+    obs: Observation,
+    config: TrackerConfig,
+    budget: _Budget,
+    notes: list[str],
+    first_tick: bool,
+) -> None:
+    """Adopt the non-terminal sessions of the unfiltered list that the filtered lists miss."""
+    if state.discovery is None or not (obs.discovery_pages or obs.discovery_complete):
+        return
+
+    def handle(session: TrainingSession) -> bool:
+        if not is_unknown_live(session):
+            return True  # known statuses: the active list and the terminal scan see them
+        _note_unknown_status(state, session, notes)
+        if session.id in state.tracked:
+            return True
+        entry = _adopt(session, state, config, obs.now_ms, first_tick and not config.backfill)
+        if not _diff_session(entry, session, obs.now_ms, budget):
+            if entry.status or entry.mark is not None:
+                state.tracked[session.id] = entry  # partly announced: finish it when tracked
+                return True
+            return False
+        state.tracked[session.id] = entry
+        return True
+
+    position, stopped = run_pass(state.discovery, obs.discovery_pages, handle)
+    if obs.discovery_complete and not stopped:
+        state.discovery, state.discovered_ms = None, obs.now_ms
+    else:
+        state.discovery = position
+
+
+def _move_watermark(
+    state: TrackerState,
+    obs: Observation,
+    config: TrackerConfig,
+    snapshot: Mapping[str, TrainingSession],
+    pass_done: bool,
+    notes: list[str],
+) -> None:
+    """The watermark (and the order check) move only when a scan pass completed."""
     for s in snapshot.values():
         ms = to_ms(s.created_at)
         if ms is not None and ms > state.seen_max_ms:
             state.seen_max_ms = ms
-    if obs.order_violation and state.order != "unordered":
-        state.order = "unordered"
+    if obs.order_violation and state.order is not ListOrder.UNORDERED:
+        state.order = ListOrder.UNORDERED
         notes.append("the session list is not newest first; every pass now scans it whole")
-    if pass_done:
-        state.watermark_ms = max(state.watermark_ms, state.pass_start_ms)
-        state.pass_start_ms = state.seen_max_ms
-        state.backfilling = False
-        if state.order == "unverified":
-            state.order, state.verified_ms = "newest_first", now
-        elif state.order == "newest_first" and now - state.verified_ms > config.order_recheck_ms:
-            state.order = "unverified"  # the next pass is complete and checks the order again
+    if not pass_done:
+        return
+    state.watermark_ms = max(state.watermark_ms, state.pass_start_ms)
+    state.pass_start_ms = state.seen_max_ms
+    state.backfilling = False
+    if state.order is ListOrder.UNVERIFIED:
+        state.order, state.verified_ms = ListOrder.NEWEST_FIRST, obs.now_ms
+    elif (
+        state.order is ListOrder.NEWEST_FIRST
+        and obs.now_ms - state.verified_ms > config.order_recheck_ms
+    ):
+        state.order = ListOrder.UNVERIFIED  # the next pass is complete and checks the order
+
+
+def _retire(
+    state: TrackerState,
+    config: TrackerConfig,
+    snapshot: Mapping[str, TrainingSession],
+    now: int,
+    notes: list[str],
+) -> None:
+    """Stop waiting for registrations past the deadline; forget sessions that are done."""
     floor = floor_ms(state, config)
     for sid, entry in list(state.tracked.items()):
         expired = [p for p in entry.pending if now - p.first_seen_ms > config.registration_wait_ms]
@@ -300,7 +487,6 @@ def advance(state: TrackerState, obs: Observation, config: TrackerConfig) -> Tic
                 state.recent_terminal[sid] = created if created is not None else state.seen_max_ms
     if not state.backfilling:
         state.recent_terminal = {k: v for k, v in state.recent_terminal.items() if v >= floor}
-    return TickOutcome(budget.events, state, notes, deferred=budget.exhausted)
 
 
 def _scan(
@@ -314,18 +500,14 @@ def _scan(
     """Process scanned pages in order; returns True when the pass is complete."""
     if state.scan is None:
         state.pass_start_ms = state.seen_max_ms
-    position = state.scan or ScanPosition()
-    for page in obs.pages:
-        if page.after != position.after:
-            continue  # a page from a different position (should not happen); ignore it
-        ids = [s.id for s in page.sessions]
-        start = ids.index(position.done_through) + 1 if position.done_through in ids else 0
-        for session in page.sessions[start:]:
-            if not _discover(state, session, config, budget, floor, now):
-                state.scan = position
-                return False
-            position.done_through = session.id
-        position = ScanPosition(page.next_after, None, page.low_ms)
+    position, stopped = run_pass(
+        state.scan or ScanPosition(),
+        obs.pages,
+        lambda s: _discover(state, s, config, budget, floor, now),
+    )
+    if stopped:
+        state.scan = position
+        return False
     if obs.scan_complete:
         state.scan = None
         return True

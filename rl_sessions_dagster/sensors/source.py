@@ -5,12 +5,13 @@ applied to every session read, so the core never tracks a session the user did n
 """
 
 import fnmatch
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..api import NotFoundError, RLSessionsClient
-from ..api.enums import ACTIVE_SESSION_STATUSES, TERMINAL_SESSION_STATUSES
-from ..api.models import TrainingSession
+from ..api import BadRequestError, NotFoundError, RLSessionsClient
+from ..api.enums import ACTIVE_SESSION_STATUSES, TERMINAL_SESSION_STATUSES, CheckpointType
+from ..api.models import Checkpoint, TrainingSession
+from ..core.poll import StatusFilterRejected
 from ..resource import ServerClock
 
 _ORDER = ("CREATING", "RUNNING", "STOPPING", "STOPPED", "ERROR", "EXPIRED")
@@ -64,7 +65,7 @@ class ClientSessionSource:
         self.clock = server_clock
 
     def _page(
-        self, statuses: list[str], after: str | None
+        self, statuses: list[str] | None, after: str | None
     ) -> tuple[list[TrainingSession], str | None]:
         page = self.client.list_sessions_page(
             after=after,
@@ -76,11 +77,32 @@ class ClientSessionSource:
         )
         return [s for s in page.data if self.filter.matches(s)], page.next_cursor
 
-    def list_active_page(self, after: str | None) -> tuple[list[TrainingSession], str | None]:
-        return self._page(ACTIVE, after)
+    def list_active_page(
+        self, after: str | None, extra_statuses: Sequence[str] = ()
+    ) -> tuple[list[TrainingSession], str | None]:
+        if not extra_statuses:
+            return self._page(ACTIVE, after)
+        try:
+            return self._page([*ACTIVE, *extra_statuses], after)
+        except BadRequestError as exc:
+            raise StatusFilterRejected(str(exc)) from None
 
     def list_terminal_page(self, after: str | None) -> tuple[list[TrainingSession], str | None]:
         return self._page(TERMINAL, after)
+
+    def list_all_page(self, after: str | None) -> tuple[list[TrainingSession], str | None]:
+        return self._page(None, after)
+
+    def list_inference_checkpoints_page(
+        self, after: str | None
+    ) -> tuple[list[Checkpoint], str | None]:
+        page = self.client.list_checkpoints_page(
+            after=after,
+            limit=self.page_size,
+            type=CheckpointType.INFERENCE,
+            deadline=self.deadline,
+        )
+        return list(page.data), page.next_cursor
 
     def get_session(self, session_id: str) -> TrainingSession | None:
         try:

@@ -26,6 +26,8 @@ ACTIONS = st.sampled_from(
         "error",
         "expired",
         "weird",
+        "pause",
+        "new_paused",
         "clock",
         "tick",
         "tick",
@@ -84,20 +86,29 @@ def run_history(actions, order, cap, page_size, backfill=False):
     )
     h = Harness(world, config)
     # Some history before the sensor's first tick.
-    for i in range(4):
+    for i in range(6):
         sid = world.new_session("RUNNING")
-        world.add_checkpoint(sid, registered=True)
+        world.add_checkpoint(sid, registered=i != 5)
         if i % 2:
             world.set_status(sid, "STOPPED")
+        if i >= 4:
+            # In a status this library does not know when the sensor starts (issue #8).
+            world.set_status(sid, "PAUSED")
         world.tick_clock(100)
-    pre_checkpoints = {c.id for s in world.sessions.values() for c in s.checkpoints}
+    # History: checkpoints that exist at the first tick are never announced as created, nor
+    # as registered if they already were; one registered after the first tick is announced
+    # then (its registration is news).
+    pre_checkpoints = {c.id for s in world.sessions.values() for c in s.checkpoints if c.registered}
+    pre_created = {c.id for s in world.sessions.values() for c in s.checkpoints}
     pre_terminal = {s.id for s in world.sessions.values() if s.status in TERMINAL}
     h.tick()
     for action, n in actions:
-        live = [s for s in world.sessions.values() if s.status in ACTIVE]
+        live = [s for s in world.sessions.values() if s.status in ACTIVE | {"PAUSED"}]
         target = live[n % len(live)] if live else None
         if action == "new":
             world.new_session("CREATING" if n % 2 else "RUNNING")
+        elif action == "new_paused":
+            world.new_session("PAUSED")
         elif action == "new_failed":
             sid = world.new_session("CREATING")
             world.set_status(sid, "ERROR")
@@ -109,8 +120,12 @@ def run_history(actions, order, cap, page_size, backfill=False):
             ]
             if unregistered:
                 unregistered[n % len(unregistered)].registered = True
-        elif action in ("run", "stopping", "stopped", "error", "expired", "weird") and target:
+        elif (
+            action in ("run", "stopping", "stopped", "error", "expired", "weird", "pause")
+            and target
+        ):
             status = {
+                "pause": "PAUSED",
                 "run": "RUNNING",
                 "stopping": "STOPPING",
                 "stopped": "STOPPED",
@@ -130,19 +145,21 @@ def run_history(actions, order, cap, page_size, backfill=False):
         world.tick_clock(10)
     # Let unknown-status sessions finish so their terminal events are expected too.
     for s in world.sessions.values():
-        if s.status.startswith("WEIRD"):
+        if s.status.startswith("WEIRD") or s.status == "PAUSED":
             world.set_status(s.id, "STOPPED")
     h.settle()
-    return world, h, pre_checkpoints, pre_terminal
+    return world, h, (pre_checkpoints, pre_created), pre_terminal
 
 
-def expected_keys(world, pre_checkpoints, pre_terminal, backfill):
+def expected_keys(world, pre, pre_terminal, backfill):
+    pre_registered, pre_created = pre
     keys = set()
     for s in world.sessions.values():
         for c in s.checkpoints:
-            if c.id in pre_checkpoints and not backfill:
+            if c.id in pre_registered and not backfill:
                 continue
-            keys.add(f"checkpoint_created:{s.id}:{c.id}")
+            if c.id not in pre_created or backfill:
+                keys.add(f"checkpoint_created:{s.id}:{c.id}")
             if c.registered:
                 keys.add(f"checkpoint_registered:{s.id}:{c.id}")
         if s.status in TERMINAL and (backfill or s.id not in pre_terminal):

@@ -215,7 +215,7 @@ def test_unreadable_cursor_is_reset_without_flood(sim, ticker):
     t.cursor = '{"v": 0, "garbage": true}'
     data = t.tick()
     assert data.run_requests == []
-    assert json.loads(t.cursor)["v"] == 1
+    assert json.loads(t.cursor)["v"] == 2
 
 
 def test_slow_api_tick_stays_within_budget_and_progress_is_kept(sim, ticker):
