@@ -10,8 +10,8 @@ the tick, since without that list nothing can be concluded.
 """
 
 from collections.abc import Callable, Sequence
-from functools import partial
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Protocol, TypeVar
 
 from ..api.models import Checkpoint, TrainingSession

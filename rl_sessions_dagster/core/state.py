@@ -159,6 +159,8 @@ class TrackerState:
     discovery: ScanPosition | None = None
     #: when the last discovery pass completed.
     discovered_ms: int = 0
+    #: since when every tick failed to read the API (transient errors), if they do.
+    failing_since_ms: int | None = None
 
     def to_cursor(self) -> str:
         return _CursorV2.from_state(self).model_dump_json(by_alias=True, exclude_defaults=True)
@@ -254,6 +256,7 @@ class _CursorV2(_Doc):
     unfilterable: list[str] = Field(default_factory=list, alias="xu")
     discovery: _PositionDoc | None = Field(None, alias="d")
     discovered_ms: int = Field(0, alias="dt")
+    failing_since_ms: int | None = Field(None, alias="f")
 
     @classmethod
     def from_state(cls, s: TrackerState) -> "_CursorV2":
@@ -273,6 +276,7 @@ class _CursorV2(_Doc):
             unfilterable=s.unfilterable,
             discovery=_PositionDoc.of(s.discovery),
             discovered_ms=s.discovered_ms,
+            failing_since_ms=s.failing_since_ms,
         )
 
     def to_state(self) -> TrackerState:
@@ -292,4 +296,5 @@ class _CursorV2(_Doc):
             unfilterable=list(self.unfilterable),
             discovery=self.discovery.to_position() if self.discovery else None,
             discovered_ms=self.discovered_ms,
+            failing_since_ms=self.failing_since_ms,
         )

@@ -30,7 +30,6 @@ from ..assets.checkpoints import CHECKPOINT_ASSET_KEY, CHECKPOINT_PARTITIONS
 from ..core import (
     CHECKPOINT_EVENTS,
     TERMINAL_EVENTS,
-    CursorError,
     EventKind,
     TrackerConfig,
     TrackerState,
@@ -38,6 +37,7 @@ from ..core import (
 )
 from ..core.poll import collect
 from ..resource import ServerClock, TogetherRLResource
+from .cursor_history import previous_tick_failed_loudly, read_tracker_state
 from .run_requests import (
     RunRequestFn,
     checkpoint_materialization,
@@ -49,6 +49,39 @@ from .source import ClientSessionSource, SessionFilter
 TRANSIENT_ERRORS = (TransportError, ServerError, RateLimitError, DeadlineExceeded, DecodeError)
 
 DEFAULT_TICK_BUDGET_SECONDS = 40.0
+#: pages of the unfiltered session list a tick may read for discovery (after the first tick).
+DISCOVERY_PAGES_PER_TICK = 50
+_UNAVAILABLE = "Together RL API unavailable"
+
+
+class TogetherRLUnavailableError(Exception):
+    """Every tick has failed to read the API for longer than the sensor's alarm threshold."""
+
+
+def _unavailable(
+    context: dg.SensorEvaluationContext,
+    state: TrackerState,
+    exc: Exception,
+    now_ms: int,
+    alarm_after_s: float,
+) -> dg.SensorResult | dg.SkipReason:
+    """A transient failure skips the tick (cursor kept); one that persists fails one tick loudly
+    per ``alarm_after_s`` window, then the sensor goes on retrying quietly."""
+    since = state.failing_since_ms if state.failing_since_ms is not None else now_ms
+    if previous_tick_failed_loudly(context, _UNAVAILABLE + " for"):
+        since = now_ms  # the alarm was raised: a new window starts
+    elif now_ms - since >= alarm_after_s * 1000:
+        raise TogetherRLUnavailableError(
+            f"{_UNAVAILABLE} for {int((now_ms - since) / 60000)} min: every tick since "
+            f"{datetime.fromtimestamp(since / 1000, tz=UTC).isoformat(timespec='seconds')} "
+            f"failed to read it (last error: {exc}). The sensor keeps retrying each tick and "
+            "loses nothing; check the API status and the resource's base_url."
+        )
+    reason = f"{_UNAVAILABLE}, will retry next tick: {exc}"
+    if not state.initialized:
+        return dg.SkipReason(reason)  # nothing to keep before the first successful tick
+    state.failing_since_ms = since
+    return dg.SensorResult(skip_reason=dg.SkipReason(reason), cursor=state.to_cursor())
 
 
 def _tick_budget(requested: float) -> float:
@@ -90,6 +123,7 @@ def build_rl_event_sensor(
     minimum_interval_seconds: int = 30,
     default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
     description: str | None = None,
+    unavailable_alarm_seconds: float = 600,
 ) -> dg.SensorDefinition:
     """A sensor that requests one run per wanted session event.
 
@@ -112,6 +146,9 @@ def build_rl_event_sensor(
             reaches behind the newest session seen (covers clock and visibility lag).
         registration_wait_seconds: how long an unregistered checkpoint is re-checked.
         page_size: list page size (1-100).
+        unavailable_alarm_seconds: when every tick has failed to read the API (5xx, timeouts,
+            connection errors) for this long, one tick fails loudly (red in the UI); the
+            sensor keeps retrying. Configuration errors (key, DNS, TLS) fail every tick.
     """
     kinds = _kinds(event_kinds)
     if not max_runs_per_tick >= 1:
@@ -141,13 +178,8 @@ def build_rl_event_sensor(
     def _sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
         started = time.monotonic()
         deadline = started + budget
-        try:
-            state = TrackerState.from_cursor(context.cursor)
-        except CursorError as exc:
-            context.log.warning(
-                f"{exc}; starting over from the current state of the API (history is not announced)"
-            )
-            state = TrackerState()
+        now_ms = int(datetime.now(UTC).timestamp() * 1000)
+        state = read_tracker_state(context)
         resource: TogetherRLResource = getattr(context.resources, resource_key)
         clock = ServerClock()
         with resource.get_client(server_clock=clock) as client:
@@ -164,13 +196,17 @@ def build_rl_event_sensor(
                     state,
                     config,
                     source,
-                    now_ms=int(datetime.now(UTC).timestamp() * 1000),
+                    now_ms=now_ms,
                     out_of_time=lambda: time.monotonic() > deadline - reserve,
                     transient=TRANSIENT_ERRORS,
+                    discovery_pages_per_tick=DISCOVERY_PAGES_PER_TICK,
                 )
             except TRANSIENT_ERRORS as exc:
-                return dg.SkipReason(f"Together RL API unavailable, will retry next tick: {exc}")
+                return _unavailable(context, state, exc, now_ms, unavailable_alarm_seconds)
+        for item in source.skipped:
+            context.log.warning(f"skipped an unreadable item of the API's lists: {item}")
         outcome = advance(state, collected.observation, config)
+        outcome.state.failing_since_ms = None
         for note in outcome.notes:
             context.log.warning(note)
 
@@ -203,6 +239,10 @@ def build_rl_event_sensor(
             summary += f"; more events than max_runs_per_tick={max_runs_per_tick}, rest next tick"
         if collected.interrupted:
             summary += f"; read stopped early ({collected.interrupted}), rest next tick"
+        if source.skipped:
+            summary += (
+                f"; {len(source.skipped)} unreadable item(s) skipped (retried when listed again)"
+            )
         context.log.info(summary)
         partitions_requests = []
         if partitions_def is not None and partition_keys:

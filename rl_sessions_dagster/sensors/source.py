@@ -7,6 +7,7 @@ applied to every session read, so the core never tracks a session the user did n
 import fnmatch
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..api import BadRequestError, NotFoundError, RLSessionsClient
 from ..api.enums import ACTIVE_SESSION_STATUSES, TERMINAL_SESSION_STATUSES, CheckpointType
@@ -63,6 +64,8 @@ class ClientSessionSource:
         self.deadline = deadline
         self.page_size = page_size
         self.clock = server_clock
+        #: list items that could not be read this tick (the rest of their page is used).
+        self.skipped: list[Any] = []
 
     def _page(
         self, statuses: list[str] | None, after: str | None
@@ -75,6 +78,7 @@ class ClientSessionSource:
             created_by=self.filter.created_by,
             deadline=self.deadline,
         )
+        self.skipped.extend(getattr(page, "skipped", ()))
         return [s for s in page.data if self.filter.matches(s)], page.next_cursor
 
     def list_active_page(
@@ -102,6 +106,7 @@ class ClientSessionSource:
             type=CheckpointType.INFERENCE,
             deadline=self.deadline,
         )
+        self.skipped.extend(getattr(page, "skipped", ()))
         return list(page.data), page.next_cursor
 
     def get_session(self, session_id: str) -> TrainingSession | None:

@@ -6,7 +6,12 @@ import json
 import dagster as dg
 import pytest
 
-from rl_sessions_dagster import EventKind, SessionFilter, build_rl_event_sensor
+from rl_sessions_dagster import (
+    EventKind,
+    SessionFilter,
+    build_rl_event_sensor,
+    build_session_status_sensor,
+)
 from rl_sessions_dagster.api import AuthenticationError
 from rl_sessions_dagster.core import TrackerState
 
@@ -181,9 +186,33 @@ def test_transient_failure_skips_the_tick_and_keeps_the_cursor(sim, ticker):
     sim.world.stop_session(sid, immediate=True)
     sim.faults.add(status=503, method="GET", path="/v1/rl/training-sessions", times=10)
     data = t.tick()
-    assert data.run_requests == [] and data.cursor in (None, cursor)
+    assert data.run_requests == []
     assert "unavailable" in data.skip_message and API_KEY not in data.skip_message
-    assert t.cursor == cursor
+    # The tracker's state is kept; the cursor only remembers since when reads fail.
+    kept = TrackerState.from_cursor(t.cursor)
+    assert kept.failing_since_ms is not None
+    kept.failing_since_ms = None
+    assert kept == TrackerState.from_cursor(cursor)
+    sim.faults.clear()
+    assert keys(t.tick()) == [f"session_stopped:{sid}"]
+    assert TrackerState.from_cursor(t.cursor).failing_since_ms is None
+
+
+def test_an_outage_that_persists_fails_a_tick_loudly_and_loses_nothing(sim, ticker):
+    sid = sim.world.create_session()
+    sensor = build_session_status_sensor(job=report_job, unavailable_alarm_seconds=600)
+    t = ticker(make_defs(sim, sensor), sensor.name)
+    t.tick()
+    sim.world.stop_session(sid, immediate=True)
+    sim.faults.add(status=503, method="GET", path="/v1/rl/training-sessions", times=1000)
+    assert "unavailable" in t.tick().skip_message  # the first failing tick only skips
+    # Eleven minutes of failing ticks later (the cursor says since when):
+    state = TrackerState.from_cursor(t.cursor)
+    state.failing_since_ms = (state.failing_since_ms or 0) - 11 * 60 * 1000
+    t.cursor = state.to_cursor()
+    with pytest.raises(Exception, match="unavailable for 11 min") as info:
+        t.tick()
+    assert API_KEY not in str(info.value) and "base_url" in str(info.value)
     sim.faults.clear()
     assert keys(t.tick()) == [f"session_stopped:{sid}"]
 
