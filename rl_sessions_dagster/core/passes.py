@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..api.models import TrainingSession
-from .state import ScanPosition
+from .state import OrderEvidence, ScanPosition
 
 
 @dataclass
@@ -21,8 +21,8 @@ class ScannedPage:
     after: str | None
     sessions: Sequence[TrainingSession]
     next_after: str | None = None
-    #: oldest created_at met in the pass up to the end of this page.
-    oldest_ms: int | None = None
+    #: what the pass saw of the order up to the end of this page.
+    evidence: OrderEvidence | None = None
 
 
 def run_pass(
@@ -35,7 +35,7 @@ def run_pass(
     ``handle`` returns False when it could not take the session (a cap): the pass stops there
     and the returned position points at that session. Returns (new position, stopped early).
     """
-    position = ScanPosition(position.after, position.done_through, position.oldest_ms)
+    position = ScanPosition(position.after, position.done_through, position.evidence.copy())
     for page in pages:
         if page.after != position.after:
             continue  # a page from a different position (should not happen); ignore it
@@ -45,5 +45,6 @@ def run_pass(
             if not handle(session):
                 return position, True
             position.done_through = session.id
-        position = ScanPosition(page.next_after, None, page.oldest_ms)
+        evidence = page.evidence.copy() if page.evidence else position.evidence
+        position = ScanPosition(page.next_after, None, evidence)
     return position, False

@@ -16,7 +16,7 @@ from typing import Protocol, TypeVar
 
 from ..api.models import Checkpoint, TrainingSession
 from .passes import ScannedPage
-from .state import TrackerState
+from .state import ListOrder, TrackerState
 from .tracker import (
     Observation,
     TrackerConfig,
@@ -35,6 +35,10 @@ class StatusFilterRejected(Exception):
     """The API refused the extra statuses in the active-list filter (it validates them)."""
 
 
+class ListCursorRejected(Exception):
+    """The API refused a saved ``after`` (the item is gone, or the cursor expired)."""
+
+
 class SessionSource(Protocol):
     """What the tracker needs to read. Pages return ``(items, next_after or None)``."""
 
@@ -44,10 +48,13 @@ class SessionSource(Protocol):
         Raises :class:`StatusFilterRejected` if the API refuses those extra statuses."""
         ...
 
-    def list_terminal_page(self, after: str | None) -> Page: ...
+    def list_terminal_page(self, after: str | None) -> Page:
+        """Finished sessions; raises :class:`ListCursorRejected` for a refused ``after``."""
+        ...
 
     def list_all_page(self, after: str | None) -> Page:
-        """The session list without a status filter (for the discovery pass)."""
+        """The session list without a status filter (for the discovery pass); raises
+        :class:`ListCursorRejected` for a refused ``after``."""
         ...
 
     def list_inference_checkpoints_page(
@@ -203,10 +210,14 @@ def _discover_pages(
     after = start.after
     try:
         while max_pages is None or len(pages) < max_pages:
-            sessions, next_after = reader.read(
-                "discovering sessions in unknown statuses",
-                partial(source.list_all_page, after),
-            )
+            try:
+                sessions, next_after = reader.read(
+                    "discovering sessions in unknown statuses",
+                    partial(source.list_all_page, after),
+                )
+            except ListCursorRejected:
+                obs.discovery_rejected = True
+                break
             pages.append(ScannedPage(after, sessions, next_after))
             if next_after is None:
                 obs.discovery_complete = True
@@ -219,30 +230,43 @@ def _discover_pages(
 def _scan_pages(
     reader: _Reader, state: TrackerState, config: TrackerConfig, source: SessionSource
 ) -> None:
-    """Page the finished-session list as planned, checking the newest-first order on the way."""
+    """Page the finished-session list as planned, gathering evidence of its order."""
     plan = plan_scan(state, config)
     obs = reader.result.observation
     pages: list[ScannedPage] = []
-    after, oldest_seen = plan.start.after, plan.start.oldest_ms
+    after, evidence = plan.start.after, plan.start.evidence.copy()
     try:
         while plan.max_pages != 0:
-            sessions, next_after = reader.read(
-                "scanning finished sessions", partial(source.list_terminal_page, after)
-            )
+            try:
+                sessions, next_after = reader.read(
+                    "scanning finished sessions", partial(source.list_terminal_page, after)
+                )
+            except ListCursorRejected:
+                obs.scan_rejected = True
+                break
             page = ScannedPage(after, sessions, next_after)
             pages.append(page)
             stop_here = False
-            for s in sessions:
+            fresh = sessions
+            if len(pages) == 1 and plan.start.done_through is not None:
+                # A page read again (resumed pass, or an oldest-first tail): only what
+                # follows the last item done is new evidence.
+                ids = [s.id for s in sessions]
+                if plan.start.done_through in ids:
+                    fresh = sessions[ids.index(plan.start.done_through) + 1 :]
+            for s in fresh:
                 ms = to_ms(s.created_at)
                 if ms is None:
                     continue
-                if oldest_seen is not None and ms > oldest_seen:
+                evidence.see(ms)
+                if plan.expect is ListOrder.NEWEST_FIRST and evidence.not_newest_first:
                     obs.order_violation = True
-                oldest_seen = ms if oldest_seen is None else min(oldest_seen, ms)
+                if plan.expect is ListOrder.OLDEST_FIRST and evidence.not_oldest_first:
+                    obs.order_violation = True
                 early_stop_allowed = plan.stop_below_ms is not None and not obs.order_violation
                 if early_stop_allowed and ms < (plan.stop_below_ms or 0):
                     stop_here = True
-            page.oldest_ms = oldest_seen
+            page.evidence = evidence.copy()
             if next_after is None or stop_here:
                 obs.scan_complete = True
                 break

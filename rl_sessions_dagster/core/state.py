@@ -38,14 +38,46 @@ def decode_status(code: str) -> str:
 
 
 class ListOrder(str, Enum):
-    """What the tracker knows of the finished-session list's order.
+    """What the tracker knows of the finished-session list's order (it is undocumented).
 
-    Only ``NEWEST_FIRST`` (verified by a complete pass) lets a scan pass stop early.
+    Verified by a complete pass: ``NEWEST_FIRST`` lets a pass stop at the floor,
+    ``OLDEST_FIRST`` lets it follow the tail, ``UNORDERED`` bounds the pages read per tick.
     """
 
     UNVERIFIED = "unverified"
     NEWEST_FIRST = "newest_first"
+    OLDEST_FIRST = "oldest_first"
     UNORDERED = "unordered"
+
+
+@dataclass
+class OrderEvidence:
+    """What a pass has seen of the list's order so far (carried across ticks)."""
+
+    oldest_ms: int | None = None
+    newest_ms: int | None = None
+    not_newest_first: bool = False
+    not_oldest_first: bool = False
+
+    def see(self, ms: int) -> None:
+        if self.oldest_ms is not None and ms > self.oldest_ms:
+            self.not_newest_first = True
+        if self.newest_ms is not None and ms < self.newest_ms:
+            self.not_oldest_first = True
+        self.oldest_ms = ms if self.oldest_ms is None else min(self.oldest_ms, ms)
+        self.newest_ms = ms if self.newest_ms is None else max(self.newest_ms, ms)
+
+    def copy(self) -> "OrderEvidence":
+        return OrderEvidence(
+            self.oldest_ms, self.newest_ms, self.not_newest_first, self.not_oldest_first
+        )
+
+    def verdict(self) -> ListOrder:
+        if not self.not_newest_first:
+            return ListOrder.NEWEST_FIRST
+        if not self.not_oldest_first:
+            return ListOrder.OLDEST_FIRST
+        return ListOrder.UNORDERED
 
 
 class CursorError(ValueError):
@@ -117,12 +149,11 @@ class TrackedSession:
 class ScanPosition:
     """Where a paged pass over a session list stands: the page's ``after``, the id of the last
     item of that page already done (ids, not counts: sessions that end meanwhile are inserted
-    into the list and would shift a count), and the oldest ``created_at`` met so far (to check
-    the order across ticks)."""
+    into the list and would shift a count), and what the pass saw of the order so far."""
 
     after: str | None = None
     done_through: str | None = None
-    oldest_ms: int | None = None
+    evidence: OrderEvidence = field(default_factory=OrderEvidence)
 
 
 @dataclass
@@ -154,6 +185,8 @@ class TrackerState:
     extra_active: list[str] = field(default_factory=list)
     #: extra statuses the API refused as filter values (not sent again).
     unfilterable: list[str] = field(default_factory=list)
+    #: oldest-first lists: where the last complete pass ended (the next one resumes there).
+    tail: ScanPosition | None = None
     #: position of a pass over the *unfiltered* session list that adopts every non-terminal
     #: session whatever its status; None when no such pass is due.
     discovery: ScanPosition | None = None
@@ -200,15 +233,28 @@ class _PositionDoc(_Doc):
     after: str | None = Field(None, alias="a")
     done_through: str | None = Field(None, alias="d")
     oldest_ms: int | None = Field(None, alias="o")
+    newest_ms: int | None = Field(None, alias="n")
+    #: bit 1: not newest first; bit 2: not oldest first
+    broken: int = Field(0, alias="x")
 
     @classmethod
     def of(cls, p: ScanPosition | None) -> "_PositionDoc | None":
         if p is None:
             return None
-        return cls(after=p.after, done_through=p.done_through, oldest_ms=p.oldest_ms)
+        ev = p.evidence
+        return cls(
+            after=p.after,
+            done_through=p.done_through,
+            oldest_ms=ev.oldest_ms,
+            newest_ms=ev.newest_ms,
+            broken=int(ev.not_newest_first) | 2 * int(ev.not_oldest_first),
+        )
 
     def to_position(self) -> ScanPosition:
-        return ScanPosition(self.after, self.done_through, self.oldest_ms)
+        evidence = OrderEvidence(
+            self.oldest_ms, self.newest_ms, bool(self.broken & 1), bool(self.broken & 2)
+        )
+        return ScanPosition(self.after, self.done_through, evidence)
 
 
 class _TrackedDoc(_Doc):
@@ -255,6 +301,7 @@ class _CursorV2(_Doc):
     extra_active: list[str] = Field(default_factory=list, alias="xs")
     unfilterable: list[str] = Field(default_factory=list, alias="xu")
     discovery: _PositionDoc | None = Field(None, alias="d")
+    tail: _PositionDoc | None = Field(None, alias="tl")
     discovered_ms: int = Field(0, alias="dt")
     failing_since_ms: int | None = Field(None, alias="f")
 
@@ -275,6 +322,7 @@ class _CursorV2(_Doc):
             extra_active=s.extra_active,
             unfilterable=s.unfilterable,
             discovery=_PositionDoc.of(s.discovery),
+            tail=_PositionDoc.of(s.tail),
             discovered_ms=s.discovered_ms,
             failing_since_ms=s.failing_since_ms,
         )
@@ -295,6 +343,7 @@ class _CursorV2(_Doc):
             extra_active=list(self.extra_active),
             unfilterable=list(self.unfilterable),
             discovery=self.discovery.to_position() if self.discovery else None,
+            tail=self.tail.to_position() if self.tail else None,
             discovered_ms=self.discovered_ms,
             failing_since_ms=self.failing_since_ms,
         )

@@ -53,6 +53,10 @@ class TrackerConfig:
     backfill: bool = False
     #: how often a complete pass re-checks that the session list is still newest first.
     order_recheck_ms: int = 6 * 60 * 60 * 1000
+    #: an unordered finished-session list is scanned this many pages per tick at most, so a
+    #: quiet tick stays cheap at any history size; a session born and ended between two
+    #: ticks is then reported within two passes (see README, "List order").
+    unordered_pages_per_tick: int | None = 8
     #: how often the unfiltered list is read again for sessions in statuses never seen yet
     #: (a new status first worn by a session this tracker never met is otherwise invisible).
     rediscover_ms: int = 6 * 60 * 60 * 1000
@@ -71,8 +75,11 @@ class ScanPlan:
     #: newest-first mode: stop paging once an item was created before this (epoch ms).
     stop_below_ms: int | None
     #: 1 on a first tick without backfill: the newest finished sessions are remembered as
-    #: history (the server clock has one-second resolution), nothing is announced.
+    #: history (the server clock has one-second resolution), nothing is announced;
+    #: ``unordered_pages_per_tick`` on an unordered list.
     max_pages: int | None = None
+    #: the order the pass relies on (a violation of it sends the tracker back to verifying).
+    expect: ListOrder = ListOrder.UNVERIFIED
 
 
 @dataclass
@@ -95,6 +102,9 @@ class Observation:
     discovery_complete: bool = False
     #: extra statuses the API refused as filter values this tick.
     unfilterable: Sequence[str] = ()
+    #: the API refused the saved ``after`` of the scan / of the discovery pass.
+    scan_rejected: bool = False
+    discovery_rejected: bool = False
 
 
 @dataclass
@@ -128,9 +138,16 @@ def plan_scan(state: TrackerState, config: TrackerConfig) -> ScanPlan:
             return ScanPlan(ScanPosition(), None)
         return ScanPlan(ScanPosition(), None, max_pages=1)
     start = state.scan or ScanPosition()
-    if state.backfilling or state.order is not ListOrder.NEWEST_FIRST:
+    if state.backfilling:
         return ScanPlan(start, None)
-    return ScanPlan(start, floor_ms(state, config))
+    if state.order is ListOrder.NEWEST_FIRST:
+        return ScanPlan(start, floor_ms(state, config), expect=ListOrder.NEWEST_FIRST)
+    if state.order is ListOrder.OLDEST_FIRST:
+        # Follow the tail: new sessions are appended after where the last pass ended.
+        return ScanPlan(state.scan or state.tail or start, None, expect=ListOrder.OLDEST_FIRST)
+    if state.order is ListOrder.UNORDERED:
+        return ScanPlan(start, None, max_pages=config.unordered_pages_per_tick)
+    return ScanPlan(start, None)
 
 
 def discovery_start(state: TrackerState) -> ScanPosition | None:
@@ -366,12 +383,12 @@ def advance(state: TrackerState, obs: Observation, config: TrackerConfig) -> Tic
 
     # 3. The terminal-session scan: sessions born and ended between ticks (or history, when
     #    backfilling), positionally resumable.
-    pass_done = False
+    ended: ScanPosition | None = None
     if not budget.exhausted:
-        pass_done = _scan(state, obs, config, budget, floor_ms(state, config), now)
+        ended = _scan(state, obs, budget, floor_ms(state, config), now)
 
     # 4. Bookkeeping.
-    _move_watermark(state, obs, config, snapshot, pass_done, notes)
+    _move_watermark(state, obs, config, snapshot, ended, notes)
     _retire(state, config, snapshot, now, notes)
     return TickOutcome(budget.events, state, notes, deferred=budget.exhausted)
 
@@ -435,29 +452,47 @@ def _move_watermark(
     obs: Observation,
     config: TrackerConfig,
     snapshot: Mapping[str, TrainingSession],
-    pass_done: bool,
+    ended: ScanPosition | None,
     notes: list[str],
 ) -> None:
-    """The watermark (and the order check) move only when a scan pass completed."""
+    """The watermark (and the order check) move only when a scan pass completed (``ended``
+    is where it ended)."""
     for s in snapshot.values():
         ms = to_ms(s.created_at)
         if ms is not None and ms > state.seen_max_ms:
             state.seen_max_ms = ms
-    if obs.order_violation and state.order is not ListOrder.UNORDERED:
-        state.order = ListOrder.UNORDERED
-        notes.append("the session list is not newest first; every pass now scans it whole")
-    if not pass_done:
+    if obs.scan_rejected:
+        notes.append(
+            "the API refused the saved position in the finished-session list; a new pass starts"
+        )
+        state.scan = state.tail = None
+        if state.order is ListOrder.OLDEST_FIRST:
+            state.order = ListOrder.UNVERIFIED
+    if obs.order_violation:
+        notes.append(
+            f"the finished-session list is not {state.order.value.replace('_', ' ')} after all; "
+            "a complete pass checks its order again"
+        )
+        state.order, state.scan, state.tail = ListOrder.UNVERIFIED, None, None
+        return
+    if ended is None:
         return
     state.watermark_ms = max(state.watermark_ms, state.pass_start_ms)
     state.pass_start_ms = state.seen_max_ms
     state.backfilling = False
+    state.tail = ended
     if state.order is ListOrder.UNVERIFIED:
-        state.order, state.verified_ms = ListOrder.NEWEST_FIRST, obs.now_ms
+        state.order, state.verified_ms = ended.evidence.verdict(), obs.now_ms
+        if state.order is not ListOrder.NEWEST_FIRST:
+            notes.append(f"the finished-session list is {state.order.value.replace('_', ' ')}")
     elif (
-        state.order is ListOrder.NEWEST_FIRST
+        state.order in (ListOrder.NEWEST_FIRST, ListOrder.OLDEST_FIRST)
         and obs.now_ms - state.verified_ms > config.order_recheck_ms
     ):
-        state.order = ListOrder.UNVERIFIED  # the next pass is complete and checks the order
+        # The next pass is complete and checks the order.
+        state.order, state.tail = ListOrder.UNVERIFIED, None
+    if state.order is not ListOrder.OLDEST_FIRST:
+        state.tail = None
 
 
 def _retire(
@@ -492,27 +527,34 @@ def _retire(
 def _scan(
     state: TrackerState,
     obs: Observation,
-    config: TrackerConfig,
     budget: _Budget,
     floor: int,
     now: int,
-) -> bool:
-    """Process scanned pages in order; returns True when the pass is complete."""
+) -> ScanPosition | None:
+    """Process scanned pages in order; returns where the pass ended if it is complete (the
+    last page's ``after`` and its last item: an oldest-first list resumes there)."""
+    if obs.scan_rejected:
+        return None
+    start = state.scan
     if state.scan is None:
         state.pass_start_ms = state.seen_max_ms
+        start = state.tail if state.order is ListOrder.OLDEST_FIRST and state.tail else None
+    start = start or ScanPosition()
     position, stopped = run_pass(
-        state.scan or ScanPosition(),
-        obs.pages,
-        lambda s: _discover(state, s, config, budget, floor, now),
+        start, obs.pages, lambda s: _discover(state, s, budget.config, budget, floor, now)
     )
     if stopped:
         state.scan = position
-        return False
-    if obs.scan_complete:
+        return None
+    if obs.scan_complete and obs.pages:
         state.scan = None
-        return True
+        last = obs.pages[-1]
+        done = last.sessions[-1].id if last.sessions else None
+        if done is None and last.after == start.after:
+            done = start.done_through
+        return ScanPosition(last.after, done, position.evidence)
     state.scan = position if obs.pages else state.scan
-    return False
+    return None
 
 
 def _discover(

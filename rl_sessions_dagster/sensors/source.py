@@ -12,7 +12,7 @@ from typing import Any
 from ..api import BadRequestError, NotFoundError, RLSessionsClient
 from ..api.enums import ACTIVE_SESSION_STATUSES, TERMINAL_SESSION_STATUSES, CheckpointType
 from ..api.models import Checkpoint, TrainingSession
-from ..core.poll import StatusFilterRejected
+from ..core.poll import ListCursorRejected, StatusFilterRejected
 from ..resource import ServerClock
 
 _ORDER = ("CREATING", "RUNNING", "STOPPING", "STOPPED", "ERROR", "EXPIRED")
@@ -92,10 +92,22 @@ class ClientSessionSource:
             raise StatusFilterRejected(str(exc)) from None
 
     def list_terminal_page(self, after: str | None) -> tuple[list[TrainingSession], str | None]:
-        return self._page(TERMINAL, after)
+        return self._resumable_page(TERMINAL, after)
 
     def list_all_page(self, after: str | None) -> tuple[list[TrainingSession], str | None]:
-        return self._page(None, after)
+        return self._resumable_page(None, after)
+
+    def _resumable_page(
+        self, statuses: list[str] | None, after: str | None
+    ) -> tuple[list[TrainingSession], str | None]:
+        """A page of a pass that may resume from an ``after`` saved ticks ago: the API may
+        have forgotten it (the item is gone, or the cursor expired)."""
+        try:
+            return self._page(statuses, after)
+        except (BadRequestError, NotFoundError) as exc:
+            if after is None:
+                raise
+            raise ListCursorRejected(str(exc)) from None
 
     def list_inference_checkpoints_page(
         self, after: str | None

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from rl_sessions_dagster.api.models import Checkpoint, TrainingSession
+from rl_sessions_dagster.core.poll import ListCursorRejected
 
 ACTIVE = {"CREATING", "RUNNING", "STOPPING"}
 TERMINAL = {"STOPPED", "ERROR", "EXPIRED"}
@@ -116,12 +117,17 @@ class FakeWorld:
         items = [s for s in self.sessions.values() if s.status in statuses]
         if self.order == "newest_first":
             return sorted(items, key=lambda s: (s.created_ms, s.id), reverse=True)
+        if self.order == "oldest_first":
+            return sorted(items, key=lambda s: (s.created_ms, s.id))
         return sorted(items, key=lambda s: hashlib.md5(s.id.encode()).hexdigest())
 
     def _page(self, items: list[Sess], after: str | None):
         start = 0
         if after is not None:
-            start = [s.id for s in items].index(after) + 1
+            ids = [s.id for s in items]
+            if after not in ids:
+                raise ListCursorRejected(f"unknown cursor {after!r}")
+            start = ids.index(after) + 1
         chunk = items[start : start + self.page_size]
         more = start + self.page_size < len(items)
         return [s.to_model() for s in chunk], (chunk[-1].id if more and chunk else None)
