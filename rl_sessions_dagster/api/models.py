@@ -13,10 +13,9 @@ value there, keyed by its dotted path (``{"updated_at": "not-a-date"}``). This h
 the slow path (see ``pages.py``): a well-formed response is parsed natively in one pass.
 """
 
-from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from .enums import (
     CheckpointType,
@@ -28,27 +27,13 @@ from .enums import (
     SessionErrorCode,
     SessionStatus,
 )
+from .fields import EmptyIsNone, ListOrNull, RawEnum, Timestamp
 from .pages import Page, PageMeta, SkippedItem
 
 if TYPE_CHECKING:
     from .operation_results import OperationResult
 
 __all__ = ["Page", "PageMeta", "SkippedItem"]  # re-exported; the models below are public too
-
-
-def _blank_is_none(value: Any) -> Any:
-    return None if value == "" else value
-
-
-def _null_is_blank(value: Any) -> Any:
-    return "" if value is None else value
-
-
-#: A timestamp that may be missing, null or ``""`` (all mean "not set"); one odd timestamp must
-#: not make a whole list page unparseable.
-Timestamp = Annotated[datetime | None, BeforeValidator(_blank_is_none)]
-#: A raw enum string; ``null`` reads as ``""`` (which parses to ``UNKNOWN``).
-RawEnum = Annotated[str, BeforeValidator(_null_is_blank)]
 
 
 class APIModel(BaseModel):
@@ -141,13 +126,6 @@ class Registration(APIModel):
         return self.adapter_id or self.model_id or self.legacy_model_name
 
 
-def _registration_or_none(value: Any) -> Any:
-    """Empty dicts (proto-JSON of an unset message) mean 'not registered'."""
-    if value in (None, {}, ""):
-        return None
-    return value
-
-
 class InferenceCheckpoint(APIModel):
     """An inference checkpoint as embedded in a session (deployable weights)."""
 
@@ -167,12 +145,7 @@ class TrainingCheckpoint(APIModel):
     id: str
     created_at: Timestamp = None
     step: int | None = None
-    registration: RegistryArtifact | None = None
-
-    @field_validator("registration", mode="before")
-    @classmethod
-    def empty_registration_is_none(cls, v: Any) -> Any:
-        return _registration_or_none(v)
+    registration: EmptyIsNone[RegistryArtifact] = None
 
 
 class WandbMetadata(APIModel):
@@ -215,8 +188,14 @@ class PolicyState(APIModel):
     trainer_step: int | None = None
 
 
-def _list_or_empty(value: Any) -> Any:
-    return [] if value is None else value
+def _metadata_or_empty(value: SessionMetadata | None) -> SessionMetadata:
+    return SessionMetadata() if value is None else value
+
+
+if TYPE_CHECKING:
+    MetadataOrNull = SessionMetadata
+else:
+    MetadataOrNull = Annotated[SessionMetadata | None, AfterValidator(_metadata_or_empty)]
 
 
 class TrainingSession(TopLevelModel):
@@ -230,24 +209,14 @@ class TrainingSession(TopLevelModel):
     created_by: str | None = None
     model_resources_id: str | None = None
     display_name: str | None = None
-    metadata: SessionMetadata = Field(default_factory=SessionMetadata)
+    metadata: MetadataOrNull = Field(default_factory=SessionMetadata)
     error: SessionError | None = None
-    inference_checkpoints: list[InferenceCheckpoint] = Field(default_factory=list)
-    training_checkpoints: list[TrainingCheckpoint] = Field(default_factory=list)
+    inference_checkpoints: ListOrNull[InferenceCheckpoint] = Field(default_factory=list)
+    training_checkpoints: ListOrNull[TrainingCheckpoint] = Field(default_factory=list)
     step: int | None = None
     policy_state: PolicyState | None = None
     lora_config: LoraConfig | None = None
     resume_from_checkpoint_id: str | None = None
-
-    @field_validator("inference_checkpoints", "training_checkpoints", mode="before")
-    @classmethod
-    def null_list_is_empty(cls, v: Any) -> Any:
-        return _list_or_empty(v)
-
-    @field_validator("metadata", mode="before")
-    @classmethod
-    def null_block_is_empty(cls, v: Any) -> Any:
-        return {} if v is None else v
 
     @property
     def status(self) -> SessionStatus:
@@ -273,14 +242,9 @@ class Checkpoint(TopLevelModel):
     session_id: str | None = None
     step: int | None = None
     raw_type: RawEnum = Field(default="", alias="type")
-    inference_registration: Registration | None = None
-    training_registration: RegistryArtifact | None = None
+    inference_registration: EmptyIsNone[Registration] = None
+    training_registration: EmptyIsNone[RegistryArtifact] = None
     lora_rank: int | None = None
-
-    @field_validator("inference_registration", "training_registration", mode="before")
-    @classmethod
-    def empty_registration_is_none(cls, v: Any) -> Any:
-        return _registration_or_none(v)
 
     @property
     def type(self) -> CheckpointType:
@@ -301,12 +265,7 @@ class CheckpointFile(APIModel):
 class CheckpointDownload(APIModel):
     """Presigned URLs for a checkpoint's files. The URLs carry their own auth."""
 
-    data: list[CheckpointFile] = Field(default_factory=list)
-
-    @field_validator("data", mode="before")
-    @classmethod
-    def null_list_is_empty(cls, v: Any) -> Any:
-        return _list_or_empty(v)
+    data: ListOrNull[CheckpointFile] = Field(default_factory=list)
 
 
 class ComputeConfig(APIModel):

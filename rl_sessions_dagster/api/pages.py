@@ -13,12 +13,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Generic, TypeVar
 
 import pydantic
-from pydantic import BaseModel, Field, field_validator
+from pydantic import AfterValidator, BaseModel, Field
 
 from .errors import scrub
+from .fields import ListOrNull
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
@@ -55,6 +56,16 @@ class PageMeta(BaseModel):
     next_cursor: str | None = None
 
 
+def _meta_or_empty(value: PageMeta | None) -> PageMeta:
+    return PageMeta() if value is None else value
+
+
+if TYPE_CHECKING:
+    MetaOrNull = PageMeta
+else:
+    MetaOrNull = Annotated[PageMeta | None, AfterValidator(_meta_or_empty)]
+
+
 class Page(BaseModel, Generic[T]):
     """One page of a list endpoint. ``data``/``meta`` may be omitted when empty (proto-JSON).
 
@@ -64,19 +75,9 @@ class Page(BaseModel, Generic[T]):
 
     model_config = pydantic.ConfigDict(extra="allow", populate_by_name=True)
 
-    data: list[T] = Field(default_factory=list)
-    meta: PageMeta = Field(default_factory=PageMeta)
+    data: ListOrNull[T] = Field(default_factory=list)
+    meta: MetaOrNull = Field(default_factory=PageMeta)
     skipped: list[SkippedItem] = Field(default_factory=list, exclude=True)
-
-    @field_validator("data", mode="before")
-    @classmethod
-    def null_list_is_empty(cls, v: Any) -> Any:
-        return [] if v is None else v
-
-    @field_validator("meta", mode="before")
-    @classmethod
-    def null_block_is_empty(cls, v: Any) -> Any:
-        return {} if v is None else v
 
     @property
     def next_cursor(self) -> str | None:
