@@ -189,8 +189,9 @@ def parse_page(
 ) -> Page[Any] | None:
     """Read a page item by item (after the whole-page parse failed); None if not a page.
 
-    The envelope must be a JSON object whose ``data`` is a list (or absent/null); anything
-    else is not a page and the caller raises :class:`DecodeError` as before.
+    The envelope must be a JSON object whose ``data`` is a list and whose ``meta`` is an
+    object (either may be absent or null); anything else is not a page and the caller raises
+    :class:`DecodeError` as before. A meta field that does not parse reads as None.
     """
     item_model = page_item_model(model)
     if item_model is None:
@@ -201,10 +202,10 @@ def parse_page(
         return None
     if not isinstance(doc, dict):
         return None
-    items = doc.get("data")
-    if items is not None and not isinstance(items, list):
-        return None
-    meta, _ = salvage(PageMeta, doc.get("meta") or {})
+    items, raw_meta = doc.get("data"), doc.get("meta")
+    if not isinstance(items, list | None) or not isinstance(raw_meta, dict | None):
+        return None  # without a readable cursor, paging would stop silently
+    meta, _ = salvage(PageMeta, raw_meta or {})
     secrets = tuple(secrets)
     good: list[Any] = []
     skipped: list[SkippedItem] = []

@@ -250,4 +250,5 @@ def test_parse_page_keeps_meta_even_when_it_is_partly_bad() -> None:
     assert page is not None and [s.id for s in page.data] == ["a"]
     assert page.next_cursor == "a" and page.meta.limit is None and len(page.skipped) == 1
     assert parse_page(Page[TrainingSession], b"[1, 2]") is None
+    assert parse_page(Page[TrainingSession], b'{"data": [], "meta": "next"}') is None
     assert parse_page(TrainingSession, b"{}") is None  # type: ignore[arg-type]
