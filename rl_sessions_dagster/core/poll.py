@@ -35,6 +35,10 @@ class StatusFilterRejected(Exception):
     """The API refused the extra statuses in the active-list filter (it validates them)."""
 
 
+class ItemUnreadable(Exception):
+    """One item the API returned could not be read (drift): skipped, retried next tick."""
+
+
 class ListCursorRejected(Exception):
     """The API refused a saved ``after`` (the item is gone, or the cursor expired)."""
 
@@ -64,7 +68,8 @@ class SessionSource(Protocol):
         ...
 
     def get_session(self, session_id: str) -> TrainingSession | None:
-        """The session, or None when the API answers 404."""
+        """The session, or None when the API answers 404; raises :class:`ItemUnreadable`
+        when its body cannot be read."""
         ...
 
     def server_time_ms(self) -> int | None:
@@ -79,6 +84,8 @@ class Collected:
     interrupted: str = ""
     requests: int = 0
     fetched_ids: list[str] = field(default_factory=list)
+    #: sessions whose fetch returned something unreadable (kept tracked, retried next tick).
+    unreadable: list[str] = field(default_factory=list)
 
 
 class _Interrupted(Exception):
@@ -190,10 +197,14 @@ def _fetch(
             if max_fetches is not None and len(fetched) >= max_fetches:
                 reader.result.interrupted = f"fetched {len(fetched)} of {len(ids)} sessions"
                 raise _Interrupted
-            fetched[sid] = reader.read(
-                f"fetching sessions ({len(fetched)} of {len(ids)} done)",
-                partial(source.get_session, sid),
-            )
+            try:
+                fetched[sid] = reader.read(
+                    f"fetching sessions ({len(fetched)} of {len(ids)} done)",
+                    partial(source.get_session, sid),
+                )
+            except ItemUnreadable:
+                reader.result.requests += 1
+                reader.result.unreadable.append(sid)
     finally:
         reader.result.observation.fetched = fetched
 

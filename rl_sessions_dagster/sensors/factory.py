@@ -204,7 +204,13 @@ def build_rl_event_sensor(
             except TRANSIENT_ERRORS as exc:
                 return _unavailable(context, state, exc, now_ms, unavailable_alarm_seconds)
         for item in source.skipped:
-            context.log.warning(f"skipped an unreadable item of the API's lists: {item}")
+            context.log.warning(
+                f"skipped an unreadable item of the API's lists (id {item.id or 'unreadable'}, "
+                f"field {item.field or '(the item)'}: {item.reason}); it is read again when "
+                "it is listed again"
+            )
+        for sid in collected.unreadable:
+            context.log.warning(f"session {sid} could not be read; it is fetched again next tick")
         outcome = advance(state, collected.observation, config)
         outcome.state.failing_since_ms = None
         for note in outcome.notes:
@@ -239,10 +245,9 @@ def build_rl_event_sensor(
             summary += f"; more events than max_runs_per_tick={max_runs_per_tick}, rest next tick"
         if collected.interrupted:
             summary += f"; read stopped early ({collected.interrupted}), rest next tick"
-        if source.skipped:
-            summary += (
-                f"; {len(source.skipped)} unreadable item(s) skipped (retried when listed again)"
-            )
+        unreadable = len(source.skipped) + len(collected.unreadable)
+        if unreadable:
+            summary += f"; {unreadable} unreadable item(s) skipped (retried when read again)"
         context.log.info(summary)
         partitions_requests = []
         if partitions_def is not None and partition_keys:

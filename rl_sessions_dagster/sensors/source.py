@@ -9,10 +9,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..api import BadRequestError, NotFoundError, RLSessionsClient
+from ..api import BadRequestError, DecodeError, NotFoundError, RLSessionsClient
 from ..api.enums import ACTIVE_SESSION_STATUSES, TERMINAL_SESSION_STATUSES, CheckpointType
 from ..api.models import Checkpoint, TrainingSession
-from ..core.poll import ListCursorRejected, StatusFilterRejected
+from ..core.poll import ItemUnreadable, ListCursorRejected, StatusFilterRejected
 from ..resource import ServerClock
 
 _ORDER = ("CREATING", "RUNNING", "STOPPING", "STOPPED", "ERROR", "EXPIRED")
@@ -126,6 +126,10 @@ class ClientSessionSource:
             return self.client.get_session(session_id, deadline=self.deadline)
         except NotFoundError:
             return None
+        except DecodeError as exc:
+            # Drifted beyond repair, or a truncated body: this session waits for the next
+            # tick, the others go on.
+            raise ItemUnreadable(f"session {session_id}: {exc}") from None
 
     def server_time_ms(self) -> int | None:
         return self.clock.last_ms if self.clock else None

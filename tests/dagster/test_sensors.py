@@ -326,3 +326,42 @@ def test_manual_clock_world_uses_the_simulators_date_header(ticker):
         assert keys(t.tick()) == [f"checkpoint_registered:{sid}:{cid}"]
         # Only right if "history" is judged by the simulator's clock, not this machine's.
         assert keys(status.tick()) == [f"session_error:{born}"]
+
+
+def test_malformed_items_are_skipped_named_and_block_nothing(sim, ticker):
+    world = sim.world
+    sessions = [world.create_session(display_name=f"drift-{i}") for i in range(3)]
+    t = ticker(make_defs(sim), CKPT)
+    t.tick()
+    bad = sessions[1]
+    world.mutate_session_json(bad, extra={"id": 987654})  # a wrong type in a required field
+    good = [world.add_inference_checkpoint(sid) for sid in (sessions[0], sessions[2])]
+    data = t.tick()
+    assert sorted(r.partition_key for r in data.run_requests) == sorted(good)
+    # Unreadable in the list and when fetched by id: skipped, counted, retried.
+    world.add_inference_checkpoint(bad)
+    data = t.tick()
+    assert data.run_requests == [] and "unreadable item(s) skipped" in (data.skip_message or "")
+    world.mutate_session_json(bad)  # the API is fixed: the session is read again
+    data = t.tick()
+    assert len(data.run_requests) == 1
+    assert data.run_requests[0].tags["together/session_id"] == bad
+
+
+def test_unknown_status_at_the_first_tick_then_terminal_is_one_run(sim, ticker):
+    world = sim.world
+    sid = world.create_session(display_name="paused-at-start")
+    history = world.add_inference_checkpoint(sid)
+    world.set_status(sid, "TRAINING_SESSION_STATUS_PAUSED")
+    status = ticker(make_defs(sim), STATUS)
+    ckpt = ticker(make_defs(sim), CKPT)
+    assert status.tick().run_requests == [] and ckpt.tick().run_requests == []
+    world.set_status(sid, "RUNNING")
+    new = world.add_inference_checkpoint(sid)
+    world.set_status(sid, "TRAINING_SESSION_STATUS_EXPIRED")
+    for _ in range(2):
+        status.tick()
+        ckpt.tick()
+    assert status.run_keys() == [f"session_expired:{sid}"]
+    assert ckpt.run_keys() == [f"checkpoint_registered:{sid}:{new}"]
+    assert history not in " ".join(ckpt.run_keys())
