@@ -10,12 +10,27 @@ the tick, since without that list nothing can be concluded.
 """
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from functools import partial
-from typing import Protocol, TypeVar
 
-from ..api.models import Checkpoint, TrainingSession
+from ..api.models import TrainingSession
+from .checkpoint_list import (
+    checkpoint_floor,
+    checkpoint_mode,
+    oldest_pending_ms,
+    read_checkpoints,
+    registration_fetches,
+    sessions_with_new_checkpoints,
+)
 from .passes import ScannedPage
+from .reading import (
+    Collected,
+    Interrupted,
+    ItemUnreadable,
+    ListCursorRejected,
+    Reader,
+    SessionSource,
+    StatusFilterRejected,
+)
 from .state import ListOrder, TrackerState
 from .tracker import (
     Observation,
@@ -26,70 +41,6 @@ from .tracker import (
     sessions_to_fetch,
     to_ms,
 )
-
-Page = tuple[list[TrainingSession], str | None]
-T = TypeVar("T")
-
-
-class StatusFilterRejected(Exception):
-    """The API refused the extra statuses in the active-list filter (it validates them)."""
-
-
-class ItemUnreadable(Exception):
-    """One item the API returned could not be read (drift): skipped, retried next tick."""
-
-
-class ListCursorRejected(Exception):
-    """The API refused a saved ``after`` (the item is gone, or the cursor expired)."""
-
-
-class SessionSource(Protocol):
-    """What the tracker needs to read. Pages return ``(items, next_after or None)``."""
-
-    def list_active_page(self, after: str | None, extra_statuses: Sequence[str] = ()) -> Page:
-        """Sessions in the known active statuses plus ``extra_statuses`` (raw constants).
-
-        Raises :class:`StatusFilterRejected` if the API refuses those extra statuses."""
-        ...
-
-    def list_terminal_page(self, after: str | None) -> Page:
-        """Finished sessions; raises :class:`ListCursorRejected` for a refused ``after``."""
-        ...
-
-    def list_all_page(self, after: str | None) -> Page:
-        """The session list without a status filter (for the discovery pass); raises
-        :class:`ListCursorRejected` for a refused ``after``."""
-        ...
-
-    def list_inference_checkpoints_page(
-        self, after: str | None
-    ) -> tuple[list[Checkpoint], str | None]:
-        """The inference-checkpoint list, newest first (documented order)."""
-        ...
-
-    def get_session(self, session_id: str) -> TrainingSession | None:
-        """The session, or None when the API answers 404; raises :class:`ItemUnreadable`
-        when its body cannot be read."""
-        ...
-
-    def server_time_ms(self) -> int | None:
-        """The API's clock (HTTP ``Date``) at the last response, if known."""
-        ...
-
-
-@dataclass
-class Collected:
-    observation: Observation
-    #: why collection stopped early ("" when it did not): budget, or the transient error.
-    interrupted: str = ""
-    requests: int = 0
-    fetched_ids: list[str] = field(default_factory=list)
-    #: sessions whose fetch returned something unreadable (kept tracked, retried next tick).
-    unreadable: list[str] = field(default_factory=list)
-
-
-class _Interrupted(Exception):
-    """Collection stops here; what was read is kept."""
 
 
 def collect(
@@ -136,58 +87,79 @@ def collect(
             return result
     obs.active = active
     obs.server_now_ms = source.server_time_ms()
-    reader = _Reader(result, out_of_time, transient)
+    reader = Reader(result, out_of_time, transient)
     try:
         # Departures first: they are sessions we know have events due. A slow scan must not
         # starve them (the scan's finds are only delayed when it is cut short: the watermark
         # waits for a complete pass).
-        rechecked = _registration_rechecks_due(state, config)
-        departed = [sid for sid in sessions_to_fetch(state, active, ()) if sid not in rechecked]
+        waiting = _waiting_for_registrations(state, config)
+        departed = [sid for sid in sessions_to_fetch(state, active, ()) if sid not in waiting]
         _fetch(reader, source, departed, max_fetches)
         if not state.initialized:
             # First tick: the newest finished sessions are history; read them before the
             # (possibly long) discovery pass.
             _scan_pages(reader, state, config, source)
             _discover_pages(reader, state, source, None)
+        elif checkpoint_mode(state, config):
+            _discover_pages(reader, state, source, discovery_pages_per_tick)
+            _read_checkpoint_list(reader, state, config, source, waiting)
         else:
             _discover_pages(reader, state, source, discovery_pages_per_tick)
             _scan_pages(reader, state, config, source)
-        shown = {s.id for s in active} | {s.id for p in obs.pages for s in p.sessions}
-        due = [sid for sid in rechecked if sid not in shown]
-        _fetch(reader, source, _recheck(reader, state, source, due, recheck_pages), None)
-    except _Interrupted:
+            shown = {s.id for s in active} | {s.id for p in obs.pages for s in p.sessions}
+            due = [sid for sid in waiting if sid not in shown]
+            if due:
+                below = oldest_pending_ms(state, due)
+                read = None
+                if below is not None and not state.checkpoint_list_untrusted:
+                    read = read_checkpoints(
+                        reader, source, need_below_ms=below, max_pages=recheck_pages
+                    )
+                    obs.checkpoint_list_untrusted = not read.trusted
+                _fetch(reader, source, registration_fetches(state, due, read), None)
+    except Interrupted:
         pass
     result.fetched_ids = list(obs.fetched)
     return result
 
 
-class _Reader:
-    """Counts requests, checks the budget before each read and turns transient errors into
-    an interruption."""
+def _waiting_for_registrations(state: TrackerState, config: TrackerConfig) -> list[str]:
+    """Finished sessions that only wait for registrations: they need no fetch unless one of
+    their checkpoints changed, which the checkpoint list tells for all of them at once."""
+    if not config.tracks_checkpoints or state.checkpoint_list_untrusted:
+        return []
+    return [sid for sid, entry in state.tracked.items() if entry.lingering]
 
-    def __init__(
-        self,
-        result: Collected,
-        out_of_time: Callable[[], bool],
-        transient: tuple[type[BaseException], ...],
-    ) -> None:
-        self.result, self.out_of_time, self.transient = result, out_of_time, transient
 
-    def read(self, what: str, call: Callable[[], T]) -> T:
-        if self.out_of_time():
-            self.result.interrupted = f"time budget used up while {what}"
-            raise _Interrupted
-        try:
-            value = call()
-        except self.transient as exc:
-            self.result.interrupted = f"{type(exc).__name__}: {exc}"
-            raise _Interrupted from None
-        self.result.requests += 1
-        return value
+def _read_checkpoint_list(
+    reader: Reader,
+    state: TrackerState,
+    config: TrackerConfig,
+    source: SessionSource,
+    waiting: Sequence[str],
+) -> None:
+    """Checkpoint mode: one read from the top of the checkpoint list down to the floor, or to
+    the oldest pending registration if that is older."""
+    obs = reader.result.observation
+    shown = {s.id for s in obs.active} | set(obs.fetched)
+    due = [sid for sid in waiting if sid not in shown]
+    floor = checkpoint_floor(state, config)
+    below = oldest_pending_ms(state, due)
+    need = floor if below is None else min(floor, below)
+    read = read_checkpoints(reader, source, need_below_ms=need, max_pages=None)
+    if not read.trusted:
+        obs.checkpoint_list_untrusted = True
+        _fetch(reader, source, due, None)
+        return
+    adopt = sessions_with_new_checkpoints(state, read, floor, shown)
+    obs.adopt = adopt
+    _fetch(reader, source, [*registration_fetches(state, due, read), *adopt], None)
+    if read.complete:
+        obs.checkpoints_read_newest_ms = read.newest_ms
 
 
 def _fetch(
-    reader: _Reader, source: SessionSource, ids: Sequence[str], max_fetches: int | None
+    reader: Reader, source: SessionSource, ids: Sequence[str], max_fetches: int | None
 ) -> None:
     fetched = dict(reader.result.observation.fetched)
     try:
@@ -196,7 +168,7 @@ def _fetch(
                 continue
             if max_fetches is not None and len(fetched) >= max_fetches:
                 reader.result.interrupted = f"fetched {len(fetched)} of {len(ids)} sessions"
-                raise _Interrupted
+                raise Interrupted
             try:
                 fetched[sid] = reader.read(
                     f"fetching sessions ({len(fetched)} of {len(ids)} done)",
@@ -210,7 +182,7 @@ def _fetch(
 
 
 def _discover_pages(
-    reader: _Reader, state: TrackerState, source: SessionSource, max_pages: int | None
+    reader: Reader, state: TrackerState, source: SessionSource, max_pages: int | None
 ) -> None:
     """Continue the discovery pass over the unfiltered list, if one is due."""
     start = discovery_start(state)
@@ -239,7 +211,7 @@ def _discover_pages(
 
 
 def _scan_pages(
-    reader: _Reader, state: TrackerState, config: TrackerConfig, source: SessionSource
+    reader: Reader, state: TrackerState, config: TrackerConfig, source: SessionSource
 ) -> None:
     """Page the finished-session list as planned, gathering evidence of its order."""
     plan = plan_scan(state, config)
@@ -286,59 +258,3 @@ def _scan_pages(
             after = next_after
     finally:
         obs.pages = pages
-
-
-def _registration_rechecks_due(state: TrackerState, config: TrackerConfig) -> list[str]:
-    """Finished sessions that only wait for registrations: they need no fetch unless one of
-    their checkpoints changed, which the checkpoint list tells for all of them at once."""
-    if not config.tracks_checkpoints:
-        return []
-    return [sid for sid, entry in state.tracked.items() if entry.lingering]
-
-
-def _recheck(
-    reader: _Reader,
-    state: TrackerState,
-    source: SessionSource,
-    sessions: Sequence[str],
-    max_pages: int,
-) -> list[str]:
-    """Page the newest-first inference-checkpoint list down to the oldest pending checkpoint;
-    return the sessions to fetch: those with a checkpoint now registered, and those whose
-    checkpoint the list cannot vouch for (not found where it should be, time unknown, the
-    list out of order or too long to read)."""
-    pending = {
-        p.checkpoint_id: (sid, p.created_ms) for sid in sessions for p in state.tracked[sid].pending
-    }
-    if not pending:
-        return []
-    known_times = [ms for _, ms in pending.values() if ms is not None]
-    need_below = min(known_times) if known_times else None
-    listed: dict[str, Checkpoint] = {}
-    oldest: int | None = None
-    trusted = True
-    after: str | None = None
-    for _ in range(max_pages if need_below is not None else 0):
-        items, after = reader.read(
-            "re-checking registrations",
-            partial(source.list_inference_checkpoints_page, after),
-        )
-        for c in items:
-            listed[c.id] = c
-            ms = to_ms(c.created_at)
-            if ms is not None:
-                if oldest is not None and ms > oldest:
-                    trusted = False  # not newest first after all
-                oldest = ms if oldest is None else min(oldest, ms)
-        if after is None:
-            break
-        if need_below is not None and oldest is not None and oldest < need_below:
-            break
-    due: list[str] = []
-    for cid, (sid, _) in pending.items():
-        listed_ckpt = listed.get(cid) if trusted else None
-        if listed_ckpt is None or listed_ckpt.is_registered:
-            # Registered now, or the list cannot vouch for it (not where it should be, time
-            # unknown, out of order, or further down than we read): ask the session itself.
-            due.append(sid)
-    return list(dict.fromkeys(due))

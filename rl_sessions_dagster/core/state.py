@@ -192,6 +192,14 @@ class TrackerState:
     discovery: ScanPosition | None = None
     #: when the last discovery pass completed.
     discovered_ms: int = 0
+    #: the last history sessions announced by a running backfill pass.
+    backfilled: list[str] = field(default_factory=list)
+    #: checkpoint sensors: newest checkpoint time of the last complete read of the checkpoint
+    #: list, sessions retired whose checkpoints that list may still show (newest time), and
+    #: whether the list was ever seen out of its documented newest-first order.
+    checkpoint_watermark_ms: int = 0
+    recent_checkpoints: dict[str, int] = field(default_factory=dict)
+    checkpoint_list_untrusted: bool = False
     #: since when every tick failed to read the API (transient errors), if they do.
     failing_since_ms: int | None = None
 
@@ -304,6 +312,10 @@ class _CursorV2(_Doc):
     tail: _PositionDoc | None = Field(None, alias="tl")
     discovered_ms: int = Field(0, alias="dt")
     failing_since_ms: int | None = Field(None, alias="f")
+    checkpoint_watermark_ms: int = Field(0, alias="cw")
+    backfilled: list[str] = Field(default_factory=list, alias="bf")
+    recent_checkpoints: dict[str, int] = Field(default_factory=dict, alias="rc")
+    checkpoint_list_untrusted: bool = Field(False, alias="cu")
 
     @classmethod
     def from_state(cls, s: TrackerState) -> "_CursorV2":
@@ -325,6 +337,10 @@ class _CursorV2(_Doc):
             tail=_PositionDoc.of(s.tail),
             discovered_ms=s.discovered_ms,
             failing_since_ms=s.failing_since_ms,
+            checkpoint_watermark_ms=s.checkpoint_watermark_ms,
+            backfilled=s.backfilled,
+            recent_checkpoints=s.recent_checkpoints,
+            checkpoint_list_untrusted=s.checkpoint_list_untrusted,
         )
 
     def to_state(self) -> TrackerState:
@@ -346,4 +362,8 @@ class _CursorV2(_Doc):
             tail=self.tail.to_position() if self.tail else None,
             discovered_ms=self.discovered_ms,
             failing_since_ms=self.failing_since_ms,
+            checkpoint_watermark_ms=self.checkpoint_watermark_ms,
+            backfilled=list(self.backfilled),
+            recent_checkpoints=dict(self.recent_checkpoints),
+            checkpoint_list_untrusted=self.checkpoint_list_untrusted,
         )

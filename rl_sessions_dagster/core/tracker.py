@@ -38,6 +38,8 @@ from .passes import ScannedPage, run_pass
 from .state import ListOrder, PendingCheckpoint, ScanPosition, TrackedSession, TrackerState
 
 ALL_EVENT_KINDS = frozenset(EventKind)
+#: history sessions a backfill pass remembers having announced (see ``_discover``).
+BACKFILL_MEMORY = 200
 #: the prefix a status needs to be sent back to the API as a filter value.
 STATUS_PREFIX = "TRAINING_SESSION_STATUS_"
 
@@ -65,6 +67,11 @@ class TrackerConfig:
     def tracks_checkpoints(self) -> bool:
         """A status-only sensor keeps no checkpoint state (and re-checks no registrations)."""
         return bool(self.kinds & CHECKPOINT_EVENTS)
+
+    @property
+    def checkpoints_only(self) -> bool:
+        """A checkpoint sensor finds sessions born between ticks through the checkpoint list."""
+        return self.kinds <= CHECKPOINT_EVENTS
 
 
 @dataclass(frozen=True)
@@ -105,6 +112,11 @@ class Observation:
     #: the API refused the saved ``after`` of the scan / of the discovery pass.
     scan_rejected: bool = False
     discovery_rejected: bool = False
+    #: checkpoint mode: sessions fetched because a checkpoint of theirs is new (to adopt),
+    #: the newest checkpoint time of a complete read of the list, and whether it was ordered.
+    adopt: Sequence[str] = ()
+    checkpoints_read_newest_ms: int | None = None
+    checkpoint_list_untrusted: bool = False
 
 
 @dataclass
@@ -388,6 +400,16 @@ def advance(state: TrackerState, obs: Observation, config: TrackerConfig) -> Tic
         ended = _scan(state, obs, budget, floor_ms(state, config), now)
 
     # 4. Bookkeeping.
+    if obs.checkpoint_list_untrusted and not state.checkpoint_list_untrusted:
+        state.checkpoint_list_untrusted = True
+        notes.append(
+            "the checkpoint list is not newest first as documented; registrations are now "
+            "re-checked by id and the finished-session list is scanned instead"
+        )
+    if obs.checkpoints_read_newest_ms is not None and not budget.exhausted:
+        state.checkpoint_watermark_ms = max(
+            state.checkpoint_watermark_ms, obs.checkpoints_read_newest_ms
+        )
     _move_watermark(state, obs, config, snapshot, ended, notes)
     _retire(state, config, snapshot, now, notes)
     return TickOutcome(budget.events, state, notes, deferred=budget.exhausted)
@@ -402,6 +424,9 @@ def _diff_tracked(
 ) -> None:
     candidates = [snapshot[sid] for sid in state.tracked if sid in snapshot]
     candidates += [s for s in obs.active if s.id not in state.tracked]
+    candidates += [
+        snapshot[sid] for sid in obs.adopt if sid in snapshot and sid not in state.tracked
+    ]
     candidates.sort(key=lambda s: (to_ms(s.created_at) or 0, s.id))
     for i, session in enumerate(candidates):
         if session.id not in state.tracked:
@@ -479,7 +504,7 @@ def _move_watermark(
         return
     state.watermark_ms = max(state.watermark_ms, state.pass_start_ms)
     state.pass_start_ms = state.seen_max_ms
-    state.backfilling = False
+    state.backfilling, state.backfilled = False, []
     state.tail = ended
     if state.order is ListOrder.UNVERIFIED:
         state.order, state.verified_ms = ended.evidence.verdict(), obs.now_ms
@@ -520,8 +545,22 @@ def _retire(
             # While a backfill pass runs, it may still meet this session: remember it.
             if created is None or created >= floor or state.backfilling:
                 state.recent_terminal[sid] = created if created is not None else state.seen_max_ms
+            # The checkpoint list may show its checkpoints again: remember it by them too.
+            newest = max(
+                (ms for c in snapshot[sid].inference_checkpoints if (ms := to_ms(c.created_at))),
+                default=None,
+            )
+            if config.checkpoints_only and newest is not None:
+                state.recent_checkpoints[sid] = newest
     if not state.backfilling:
         state.recent_terminal = {k: v for k, v in state.recent_terminal.items() if v >= floor}
+    ckpt_floor = max(
+        (state.checkpoint_watermark_ms or state.watermark_ms) - config.lookback_ms,
+        state.baseline_ms,
+    )
+    state.recent_checkpoints = {
+        k: v for k, v in state.recent_checkpoints.items() if v >= ckpt_floor
+    }
 
 
 def _scan(
@@ -567,7 +606,7 @@ def _discover(
 ) -> bool:
     """One session from the terminal scan: announce it unless known. False if capped."""
     sid = session.id
-    if sid in state.tracked or sid in state.recent_terminal:
+    if sid in state.tracked or sid in state.recent_terminal or sid in state.backfilled:
         return True
     created = to_ms(session.created_at)
     is_history = created is not None and created < state.baseline_ms
@@ -585,4 +624,9 @@ def _discover(
         state.recent_terminal[sid] = created
     elif created is None:
         state.recent_terminal[sid] = state.seen_max_ms
+    else:
+        # History announced by a backfill pass. Sessions that end meanwhile are inserted
+        # into the list and can push a done item onto the page the pass resumes on: the
+        # newest few are remembered (about two pages' worth) so none is announced twice.
+        state.backfilled = [*state.backfilled, sid][-BACKFILL_MEMORY:]
     return True

@@ -5,6 +5,7 @@ and cursors from the previous release."""
 import json
 
 from rl_sessions_dagster.core import (
+    CHECKPOINT_EVENTS,
     TERMINAL_EVENTS,
     EventKind,
     ListOrder,
@@ -159,3 +160,31 @@ def test_v1_cursor_from_release_0_1_0_is_read_and_rewritten_as_v2():
     again = TrackerState.from_cursor(state.to_cursor())
     assert json.loads(state.to_cursor())["v"] == 2
     assert again == state
+
+
+def test_checkpoint_sensor_finds_a_session_born_and_ended_between_ticks_in_two_requests():
+    world = FakeWorld(page_size=100)
+    for _ in range(300):
+        world.set_status(world.new_session("RUNNING"), "STOPPED")
+        world.tick_clock(1)
+    world.new_session("RUNNING")
+    config = TrackerConfig(kinds=CHECKPOINT_EVENTS)
+    _, cursor, _ = tick(world, None, config)
+    for _ in range(3):
+        world.tick_clock(1000)
+        _, cursor, collected = tick(world, cursor, config)
+    assert collected.requests == 2  # active list + one page of the checkpoint list
+    flash = world.new_session("RUNNING")
+    c = world.add_checkpoint(flash, registered=True)
+    world.set_status(flash, "STOPPED")
+    world.tick_clock(1000)
+    outcome, cursor, collected = tick(world, cursor, config)
+    assert kinds(outcome) == [
+        (EventKind.CHECKPOINT_CREATED, flash, c),
+        (EventKind.CHECKPOINT_REGISTERED, flash, c),
+    ]
+    assert collected.fetched_ids == [flash]
+    for _ in range(3):  # never again
+        world.tick_clock(1000)
+        outcome, cursor, collected = tick(world, cursor, config)
+        assert outcome.events == [] and collected.requests == 2
