@@ -70,8 +70,8 @@ def observe_span(
     if status is ModelResourceStatus.READY:
         if span.ready_from_ms is None:
             source = "updated_at" if updated is not None else "observed"
-            span = replace(span, ready_from_ms=updated if updated is not None else now_ms,
-                           source=source)  # fmt: skip
+            start = updated if updated is not None else now_ms
+            span = replace(span, ready_from_ms=start, source=source)
         return replace(span, ready_until_ms=None)
     if status in _ENDED:
         if span.ready_from_ms is None and first_session_ms is not None:
