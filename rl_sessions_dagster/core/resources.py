@@ -308,8 +308,10 @@ def advance_resources(
     ordered = sorted(by_id.values(), key=lambda r: (created[r.id] or 0, r.id))
     for r in ordered:
         rid = r.id
-        entry = state.tracked.get(rid)
-        if entry is None:
+        known = state.tracked.get(rid)
+        if known is not None:
+            entry = known
+        else:
             if rid in state.recent_terminal:
                 continue
             ms = created[rid]

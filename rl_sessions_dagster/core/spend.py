@@ -173,13 +173,13 @@ def _split(
     ordered = sorted(p for p in points if lo <= p <= hi)
     shares: dict[str, float] = {}
     idle = 0.0
-    for a, b in pairwise(ordered):
-        active = [sid for sid, s, e in clipped if s <= a and e >= b]
+    for t0, t1 in pairwise(ordered):
+        active = [sid for sid, s, e in clipped if s <= t0 and e >= t1]
         if not active:
-            idle += b - a
+            idle += t1 - t0
             continue
         for sid in active:
-            shares[sid] = shares.get(sid, 0.0) + (b - a) / len(active)
+            shares[sid] = shares.get(sid, 0.0) + (t1 - t0) / len(active)
     return shares, idle
 
 

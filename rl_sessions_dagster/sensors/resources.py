@@ -180,9 +180,8 @@ def build_model_resource_sensor(
             context.log.warning(note)
         requests: list[dg.RunRequest] = []
         for event in outcome.events:
-            request: dg.RunRequest | None = default_resource_run_request(event)
-            if run_request_fn is not None:
-                request = run_request_fn(event, request)
+            default = default_resource_run_request(event)
+            request = default if run_request_fn is None else run_request_fn(event, default)
             if request is not None:
                 requests.append(request)
         summary = (
