@@ -121,6 +121,9 @@ class TrackedResource:
     expiring_ms: int = 0
     queued: bool = False
     first_seen_ms: int = 0
+    #: READY was announced (or known at the first tick): a status that leaves READY and comes
+    #: back (an unknown one, say) does not announce it again.
+    ready: bool = False
 
 
 @dataclass
@@ -143,7 +146,12 @@ class ResourceTrackerState:
             "b": self.baseline_ms,
             "m": self.seen_max_ms,
             "t": {
-                rid: [_CODES.get(t.status, t.status), t.expiring_ms, int(t.queued), t.first_seen_ms]
+                rid: [
+                    _CODES.get(t.status, t.status),
+                    t.expiring_ms,
+                    int(t.queued) | (2 if t.ready else 0),
+                    t.first_seen_ms,
+                ]
                 for rid, t in self.tracked.items()
             },
             "r": self.recent_terminal,
@@ -162,9 +170,13 @@ class ResourceTrackerState:
             if doc.get("v") != RESOURCE_CURSOR_VERSION:
                 raise CursorError(f"unsupported resource cursor version {doc.get('v')!r}")
             tracked = {}
-            for rid, (code, expiring, queued, first) in doc["t"].items():
+            for rid, (code, expiring, flags, first) in doc["t"].items():
                 tracked[str(rid)] = TrackedResource(
-                    _FROM_CODE.get(code, code), int(expiring), bool(queued), int(first)
+                    _FROM_CODE.get(code, code),
+                    int(expiring),
+                    bool(int(flags) & 1),
+                    int(first),
+                    bool(int(flags) & 2),
                 )
             return cls(
                 initialized=True,
@@ -232,7 +244,7 @@ def _due(
     status = r.status
     if r.raw_status != entry.status:
         kind = _STATUS_EVENTS.get(status)
-        if kind is None:
+        if kind is None or (kind is ResourceEventKind.RESOURCE_READY and entry.ready):
             entry.status = r.raw_status
         else:
             out.append((ResourceEvent(kind, r, previous_status=entry.status or None), "status"))
@@ -256,6 +268,7 @@ def _due(
 def _apply(entry: TrackedResource, event: ResourceEvent, part: str) -> None:
     if part == "status":
         entry.status = event.resource.raw_status
+        entry.ready = entry.ready or event.kind is ResourceEventKind.RESOURCE_READY
     elif part == "expiring":
         entry.expiring_ms = event.expires_at_ms or 0
     elif part == "queued":
@@ -268,6 +281,33 @@ def _quiet(
     """Take ``r`` in as already announced (first tick, history)."""
     for event, part in _due(entry, r, now, config):
         _apply(entry, event, part)
+
+
+def _entry_for(
+    state: ResourceTrackerState,
+    r: ModelResource,
+    created_ms: int | None,
+    floor: int,
+    now: int,
+    config: ResourceTrackerConfig,
+) -> TrackedResource | None:
+    """The entry to diff ``r`` against (new resources are registered), or None when ``r`` is
+    known history or already announced."""
+    known = state.tracked.get(r.id)
+    if known is not None:
+        return known
+    if r.id in state.recent_terminal:
+        return None
+    if created_ms is None and is_terminal(r):
+        return None  # no creation time: cannot be told from history; never re-announce
+    if created_ms is not None and created_ms < floor:
+        # History (or a resource the filter just let in): known, not news.
+        if not is_terminal(r):
+            entry = state.tracked[r.id] = TrackedResource(first_seen_ms=now)
+            _quiet(entry, r, now, config)
+        return None
+    entry = state.tracked[r.id] = TrackedResource(first_seen_ms=now)
+    return entry
 
 
 def advance_resources(
@@ -306,25 +346,10 @@ def advance_resources(
     events: list[ResourceEvent] = []
     deferred = False
     ordered = sorted(by_id.values(), key=lambda r: (created[r.id] or 0, r.id))
-    for r in ordered:
-        rid = r.id
-        known = state.tracked.get(rid)
-        if known is not None:
-            entry = known
-        else:
-            if rid in state.recent_terminal:
-                continue
-            ms = created[rid]
-            if ms is None and is_terminal(r):
-                continue  # no creation time: cannot be told from history; never re-announce
-            if ms is not None and ms < floor:
-                # History (or a resource the filter just let in): known, not news.
-                if not is_terminal(r):
-                    entry = state.tracked[rid] = TrackedResource(first_seen_ms=now)
-                    _quiet(entry, r, now, config)
-                continue
-            entry = TrackedResource(first_seen_ms=now)
-            state.tracked[rid] = entry
+    for i, r in enumerate(ordered):
+        entry = _entry_for(state, r, created.get(r.id), floor, now, config)
+        if entry is None:
+            continue
         for event, part in _due(entry, r, now, config):
             if event.kind in config.kinds:
                 if config.max_events is not None and len(events) >= config.max_events:
@@ -333,11 +358,15 @@ def advance_resources(
                 events.append(event)
             _apply(entry, event, part)
         if deferred:
+            # Track every new resource not reached yet, so the window moving past its
+            # creation time cannot turn it into history: its events follow next tick.
+            for rest in ordered[i + 1 :]:
+                _entry_for(state, rest, created.get(rest.id), floor, now, config)
             break
         if is_terminal(r) and entry.status == r.raw_status:
-            del state.tracked[rid]
-            ms = created[rid]
-            state.recent_terminal[rid] = ms if ms is not None else state.seen_max_ms
+            del state.tracked[r.id]
+            ms = created[r.id]
+            state.recent_terminal[r.id] = ms if ms is not None else state.seen_max_ms
 
     for ms in created.values():
         if ms is not None and ms > state.seen_max_ms:
