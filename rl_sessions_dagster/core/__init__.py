@@ -1,6 +1,27 @@
 """The pure event core: no HTTP, no Dagster. Previous state + API snapshot → events + state."""
 
 from .events import CHECKPOINT_EVENTS, TERMINAL_EVENTS, EventKind, SessionEvent
+from .idle import IdlePolicy, IdleResource, busy_resources, idle_candidates, idle_since
+from .resources import (
+    ALL_RESOURCE_EVENT_KINDS,
+    ResourceEvent,
+    ResourceEventKind,
+    ResourceObservation,
+    ResourceTickOutcome,
+    ResourceTrackerConfig,
+    ResourceTrackerState,
+    advance_resources,
+)
+from .spend import (
+    Attachment,
+    ResourceSpan,
+    Spend,
+    attachment,
+    compute_spend,
+    observe_span,
+    sweep_of_auto,
+    sweep_totals,
+)
 from .state import CursorError, TrackerState
 from .tracker import (
     ALL_EVENT_KINDS,
@@ -19,21 +40,42 @@ from .tracker import (
 
 __all__ = [
     "ALL_EVENT_KINDS",
+    "ALL_RESOURCE_EVENT_KINDS",
     "CHECKPOINT_EVENTS",
     "TERMINAL_EVENTS",
+    "Attachment",
     "CursorError",
     "EventKind",
+    "IdlePolicy",
+    "IdleResource",
     "Observation",
+    "ResourceEvent",
+    "ResourceEventKind",
+    "ResourceObservation",
+    "ResourceSpan",
+    "ResourceTickOutcome",
+    "ResourceTrackerConfig",
+    "ResourceTrackerState",
     "ScanPlan",
     "ScannedPage",
     "SessionEvent",
+    "Spend",
     "TickOutcome",
     "TrackerConfig",
     "TrackerState",
     "advance",
+    "advance_resources",
+    "attachment",
+    "busy_resources",
     "checkpoint_key",
+    "compute_spend",
     "floor_ms",
+    "idle_candidates",
+    "idle_since",
+    "observe_span",
     "plan_scan",
     "sessions_to_fetch",
+    "sweep_of_auto",
+    "sweep_totals",
     "to_ms",
 ]

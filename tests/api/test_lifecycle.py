@@ -83,7 +83,7 @@ def test_wait_for_resource_is_bounded_and_names_the_queue_position(sim, lc, simt
     world.create_model_resource(MODEL, status="PENDING")
     r = lc.create_model_resource(MODEL)
     with pytest.raises(
-        DeadlineExceeded, match="still MODEL_RESOURCES_STATUS_PENDING .queue position 2"
+        DeadlineExceeded, match=r"still MODEL_RESOURCES_STATUS_PENDING \(queue position 2\)"
     ):
         wait_for_resource_ready(lc, r.id, timeout=300, poll_interval=10)
     assert simtime.now <= 300
