@@ -332,8 +332,8 @@ def advance_resources(
         state.seen_max_ms = state.baseline_ms
         for rid, r in by_id.items():
             if not is_terminal(r):
-                entry = state.tracked[rid] = TrackedResource(first_seen_ms=now)
-                _quiet(entry, r, now, config)
+                first = state.tracked[rid] = TrackedResource(first_seen_ms=now)
+                _quiet(first, r, now, config)
             elif (ms := created[rid]) is not None and ms >= state.baseline_ms:
                 state.recent_terminal[rid] = ms
         return ResourceTickOutcome([], state, notes)
