@@ -1,6 +1,7 @@
 """Where the spend asset keeps what the API does not: each resource's observed billed span.
 
-Two tables, in a SQLite file of their own (default ``<DAGSTER_HOME>/together_rl_spend.sqlite``):
+Two tables, by default in the sync's SQLite file (``<DAGSTER_HOME>/together_rl_sync.sqlite``,
+so they join ``rl_sessions``):
 ``rl_resource_spend`` (one row per model resource: status, billed span, its source, price,
 billed seconds and estimated cost) and ``rl_session_spend`` (one row per session: resource,
 display name, sweep, billed seconds and cost). Spans are read back at the next run, so the

@@ -38,6 +38,7 @@ from ..core.spend import (
 )
 from ..resource import TogetherRLResource
 from ..spend_store import ResourceSpendRow, SessionSpendRow, SQLiteSpendStore
+from .sync import DEFAULT_DB_FILENAME
 
 __all__ = [
     "DEFAULT_SPEND_DB_FILENAME",
@@ -50,7 +51,8 @@ __all__ = [
 ]
 
 SPEND_ASSET_KEY = dg.AssetKey(["together", "rl_spend"])
-DEFAULT_SPEND_DB_FILENAME = "together_rl_spend.sqlite"
+#: The sync's database by default, so spend rows join the rl_sessions table.
+DEFAULT_SPEND_DB_FILENAME = DEFAULT_DB_FILENAME
 
 
 class SpendConfig(dg.Config):
@@ -61,7 +63,8 @@ class SpendConfig(dg.Config):
         description=f"SQLite file (default <DAGSTER_HOME>/{DEFAULT_SPEND_DB_FILENAME}).",
     )
     created_by: str | None = Field(
-        default=None, description='Only these resources and sessions ("me" or a user id).'
+        default=None,
+        description='Only these resources ("me" or a user id); every session on them counts.',
     )
     group_by: str = Field(
         default="auto",
@@ -129,8 +132,12 @@ def run_spend(
     """One spend pass: observe, price, compute, store. Dagster-free."""
     now = now_ms if now_ms is not None else int(datetime.now(UTC).timestamp() * 1000)
     resources = list(client.list_model_resources(created_by=created_by))
+    ids = {r.id for r in resources}
+    # Every session on these resources counts, whoever created it: a share of the GPUs.
     attachments = [
-        a for s in client.list_sessions(created_by=created_by) if (a := attachment(s)) is not None
+        a
+        for s in client.list_sessions()
+        if (a := attachment(s)) is not None and a.resource_id in ids
     ]
     first_session: dict[str, int] = {}
     for a in attachments:
