@@ -24,7 +24,7 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
-from .api import RLSessionsClient, TogetherRLError
+from .api import RateLimitError, RLSessionsClient, TogetherRLError
 from .api.lifecycle import (
     ResourceSpec,
     StopOutcome,
@@ -118,6 +118,21 @@ def launched_session(
             resource = find_ready_resource(client, spec)
             if resource is not None:
                 logger.info(f"reusing READY model resource {resource.id}")
+        session_kwargs: dict[str, Any] = {
+            "display_name": display_name,
+            "metadata": metadata,
+            "lora_config": lora_config,
+            "resume_from_checkpoint_id": resume_from_checkpoint_id,
+            "load_optimizer": load_optimizer,
+        }
+        session = None
+        if resource is not None:
+            try:
+                session = client.create_session(resource.id, **session_kwargs)
+            except RateLimitError:
+                # The API shows no free slots; a full resource answers 429. Provision instead.
+                logger.info(f"model resource {resource.id} is full; provisioning a new one")
+                resource = None
         if resource is None:
             resource = client.create_model_resource(spec.base_model, **spec.request_kwargs())
             created = True
@@ -125,14 +140,8 @@ def launched_session(
             resource = wait_for_resource_ready(
                 client, resource.id, timeout=ready_timeout, poll_interval=poll_interval
             )
-        session = client.create_session(
-            resource.id,
-            display_name=display_name,
-            metadata=metadata,
-            lora_config=lora_config,
-            resume_from_checkpoint_id=resume_from_checkpoint_id,
-            load_optimizer=load_optimizer,
-        )
+        if session is None:
+            session = client.create_session(resource.id, **session_kwargs)
         session_id = session.id
         logger.info(f"created session {session_id} on model resource {resource.id}")
         session = wait_for_session_running(

@@ -194,3 +194,13 @@ def test_session_that_fails_to_start_releases_the_resource(sim):
             raise AssertionError("never reached")
     assert info.value.error_code == "TRAINING_SESSION_ERROR_CODE_RESOURCE_AT_CAPACITY"
     assert active_sessions(world) == [] and world.billing_resources() == []
+
+
+def test_a_full_reusable_resource_leads_to_a_new_one(sim):
+    world = sim.world
+    full = world.create_model_resource(MODEL, lora=False)  # full-weight: one session at most
+    world.create_session(full)
+    spec = ResourceSpec(MODEL, lora_enabled=False)
+    with launched_session(resource(sim), spec, poll_interval=0.05) as launched:
+        assert launched.resource.id != full and launched.created_resource
+    assert world.billing_resources() == [full]
