@@ -156,3 +156,39 @@ def test_filter_and_cap(sim, ticker):
     second = keys(t.tick())
     assert len(first) == 2 and len(second) == 1
     assert sorted(first + second) == sorted(f"resource_ready:{r}" for r in mine)
+
+
+def test_everything_loads_together_and_the_key_stays_out(sim, ticker):
+    """The new pieces in one Definitions (as a user wires them), and no API key in the cursor,
+    tags or run config of the resource sensor."""
+    from rl_sessions_dagster import (
+        build_idle_guard,
+        build_spend_asset,
+        build_training_op,
+    )
+
+    from .conftest import API_KEY
+
+    guard_job, guard_sensor = build_idle_guard()
+    train = build_training_op(lambda context, launched: None)
+
+    @dg.job
+    def training_job():
+        train()
+
+    sensor = build_model_resource_sensor(job=resource_job)
+    defs = dg.Definitions(
+        assets=[build_spend_asset()],
+        jobs=[resource_job, guard_job, training_job],
+        sensors=[sensor, guard_sensor],
+        resources={"together": make_resource(sim)},
+    )
+    dg.Definitions.validate_loadable(defs)
+    t = ticker(defs, NAME)
+    t.tick()
+    sim.world.fail_model_resource(sim.world.create_model_resource(), message="boom")
+    data = t.tick()
+    assert len(data.run_requests) == 1
+    blob = json.dumps([t.cursor, [dict(r.tags) for r in data.run_requests],
+                       [r.run_config for r in data.run_requests]])  # fmt: skip
+    assert API_KEY not in blob
