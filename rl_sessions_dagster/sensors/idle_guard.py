@@ -134,7 +134,12 @@ def build_idle_guard(
     op_name = f"{name}_stop"
     budget = _tick_budget(tick_budget_seconds)
 
-    @dg.op(name=op_name, required_resource_keys={resource_key})
+    # The run key is spent once requested: a transient failure is retried inside the run.
+    @dg.op(
+        name=op_name,
+        required_resource_keys={resource_key},
+        retry_policy=dg.RetryPolicy(max_retries=2, delay=15),
+    )
     def _stop_idle(context: dg.OpExecutionContext, config: IdleStopConfig) -> dg.Output:
         resource: TogetherRLResource = getattr(context.resources, resource_key)
         rid = config.model_resources_id
