@@ -40,6 +40,17 @@ def test_capacity_queue_positions_and_admission(world: SimulatedWorld) -> None:
     world.fail_model_resource(b)
     world.advance_clock(10)
     assert rstatus(world, c) == "READY" and world.queued_resources() == []
+    # Stopping a resource still in the queue frees nothing it never held.
+    world.resource_stop_delay = 30
+    d = world.create_model_resource(status="PENDING", gpu_type="H100-80GB")
+    e = world.create_model_resource(status="PENDING", gpu_type="H100-80GB")
+    world.stop_model_resource(d)
+    assert world.queued_resources() == [e]
+    world.stop_model_resource(c)
+    world.advance_clock(30)
+    assert rstatus(world, d) == "STOPPED" and world.queued_resources() == []
+    world.advance_clock(10)
+    assert rstatus(world, e) == "READY"
 
 
 def test_expires_at_is_refreshed_about_once_a_minute_and_never_earlier(

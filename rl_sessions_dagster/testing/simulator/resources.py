@@ -57,7 +57,8 @@ class ResourceAdminMixin(LifecycleMixin):
             1
             for r in self._resources.values()
             if r.gpu_type == gpu_type
-            and (r.status in _HOLDING or (r.status == RESOURCE_PENDING and not r.queued))
+            and not r.queued
+            and (r.status in _HOLDING or r.status == RESOURCE_PENDING)
         )
 
     def _has_room(self, gpu_type: str) -> bool:
@@ -85,7 +86,7 @@ class ResourceAdminMixin(LifecycleMixin):
     @locked
     def queued_resources(self) -> list[str]:
         """Ids of resources waiting for capacity, oldest first."""
-        waiting = [r for r in self._resources.values() if r.queued]
+        waiting = [r for r in self._resources.values() if r.queued and r.status == RESOURCE_PENDING]
         return [r.id for r in sorted(waiting, key=lambda r: (r.created_at, r.id))]
 
     # --- prices --------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from .constants import (
     RESOURCE_PENDING,
     RESOURCE_READY,
     RESOURCE_STOPPED,
+    RESOURCE_STOPPING,
     SESSION_TERMINAL,
 )
 from .errors import not_found
@@ -318,8 +319,8 @@ class WorldBase:
                 r.ready_at = at
             elif old == RESOURCE_READY and r.unready_at is None:
                 r.unready_at = at
-            if status != RESOURCE_PENDING:
-                r.queued = False
+            if status not in (RESOURCE_PENDING, RESOURCE_STOPPING):
+                r.queued = False  # a queued resource being stopped never held GPUs
             if status in (RESOURCE_STOPPED, RESOURCE_ERROR) and old not in (
                 RESOURCE_STOPPED,
                 RESOURCE_ERROR,
