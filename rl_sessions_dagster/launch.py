@@ -24,7 +24,14 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
-from .api import RateLimitError, RLSessionsClient, TogetherRLError
+from .api import (
+    ACTIVE_SESSION_STATUSES,
+    DeadlineExceeded,
+    RateLimitError,
+    RLSessionsClient,
+    TogetherRLError,
+    TransportError,
+)
 from .api.lifecycle import (
     ResourceSpec,
     StopOutcome,
@@ -112,6 +119,8 @@ def launched_session(
     created = False
     session_id: str | None = None
     handle: LaunchedSession | None = None
+    #: resources a create-session request may have reached without an answer
+    unsure: list[str] = []
     ok = False
     try:
         if reuse_ready_resource:
@@ -128,7 +137,7 @@ def launched_session(
         session = None
         if resource is not None:
             try:
-                session = client.create_session(resource.id, **session_kwargs)
+                session = _create_session(client, resource.id, session_kwargs, unsure)
             except RateLimitError:
                 # The API shows no free slots; a full resource answers 429. Provision instead.
                 logger.info(f"model resource {resource.id} is full; provisioning a new one")
@@ -141,7 +150,7 @@ def launched_session(
                 client, resource.id, timeout=ready_timeout, poll_interval=poll_interval
             )
         if session is None:
-            session = client.create_session(resource.id, **session_kwargs)
+            session = _create_session(client, resource.id, session_kwargs, unsure)
         session_id = session.id
         logger.info(f"created session {session_id} on model resource {resource.id}")
         session = wait_for_session_running(
@@ -151,6 +160,10 @@ def launched_session(
         yield handle
         ok = True
     finally:
+        if session_id is None and unsure:
+            session_id = _find_unanswered_session(
+                client, unsure[-1], display_name, any_of_mine=created, logger=logger
+            )
         outcomes = _cleanup(
             client,
             session_id=None if (ok and keep_session) else session_id,
@@ -163,6 +176,61 @@ def launched_session(
             handle.cleanup = outcomes
         if owned:
             client.close()
+
+
+def _create_session(
+    client: RLSessionsClient, resource_id: str, kwargs: dict[str, Any], unsure: list[str]
+) -> TrainingSession:
+    """Create a session, noting the resource when the request may have created one whose
+    answer was lost (creates are not retried: a retry could start a second session)."""
+    try:
+        return client.create_session(resource_id, **kwargs)
+    except TransportError as exc:
+        if exc.may_have_reached_server:
+            unsure.append(resource_id)
+        raise
+    except DeadlineExceeded:
+        unsure.append(resource_id)
+        raise
+
+
+def _find_unanswered_session(
+    client: RLSessionsClient,
+    resource_id: str,
+    display_name: str | None,
+    *,
+    any_of_mine: bool,
+    logger: Any,
+) -> str | None:
+    """The session an unanswered create may have started: the caller's own active session on
+    the resource with this display name (or any of the caller's, on a resource created for
+    this launch). None when there is none or it cannot be told apart."""
+    if display_name is None and not any_of_mine:
+        logger.warning(
+            f"a session create on model resource {resource_id} got no answer; without a "
+            "display name its session cannot be told apart: check the resource's sessions"
+        )
+        return None
+    try:
+        found = [
+            s
+            for s in client.list_sessions(
+                model_resources_id=resource_id,
+                status=ACTIVE_SESSION_STATUSES,
+                created_by="me",
+                deadline=monotonic_deadline(CLEANUP_SECONDS / 4),
+            )
+            if display_name is None or s.display_name == display_name
+        ]
+    except TogetherRLError as exc:
+        logger.error(f"could not look for the unanswered session on {resource_id}: {exc}")
+        return None
+    if len(found) != 1:
+        if found:
+            logger.warning(f"{len(found)} candidate sessions on {resource_id}; none stopped")
+        return None
+    logger.info(f"found session {found[0].id}, created by a request whose answer was lost")
+    return found[0].id
 
 
 def _cleanup(

@@ -204,3 +204,21 @@ def test_a_full_reusable_resource_leads_to_a_new_one(sim):
     with launched_session(resource(sim), spec, poll_interval=0.05) as launched:
         assert launched.resource.id != full and launched.created_resource
     assert world.billing_resources() == [full]
+
+
+def test_a_session_created_without_an_answer_is_found_and_stopped(sim):
+    """The create reaches the service but the answer is lost (not retried: a retry could start
+    a second session). The launch fails, yet the session it started is found and stopped."""
+    world = sim.world
+    sim.faults.add("POST /v1/rl/training-sessions", drop=True, process=True, times=1)
+    from rl_sessions_dagster.api import TransportError
+
+    with pytest.raises(TransportError):  # noqa: SIM117
+        with launched_session(
+            resource(sim), ResourceSpec(MODEL), display_name="lost-answer", poll_interval=0.05
+        ):
+            raise AssertionError("never reached")
+    (s,) = world.sessions()
+    assert s["display_name"] == "lost-answer"
+    assert s["status"].endswith(("STOPPING", "STOPPED"))
+    assert active_sessions(world) == [] and world.billing_resources() == []
