@@ -32,6 +32,7 @@ from .api import (
     TogetherRLError,
     TransportError,
 )
+from .api.enums import ModelResourceStatus
 from .api.lifecycle import (
     ResourceSpec,
     StopOutcome,
@@ -143,7 +144,7 @@ def launched_session(
                 logger.info(f"model resource {resource.id} is full; provisioning a new one")
                 resource = None
         if resource is None:
-            resource = client.create_model_resource(spec.base_model, **spec.request_kwargs())
+            resource = _create_resource(client, spec, logger)
             created = True
             logger.info(f"created model resource {resource.id} ({resource.raw_status})")
             resource = wait_for_resource_ready(
@@ -176,6 +177,44 @@ def launched_session(
             handle.cleanup = outcomes
         if owned:
             client.close()
+
+
+_PROVISIONING = (
+    ModelResourceStatus.PENDING,
+    ModelResourceStatus.CREATING,
+    ModelResourceStatus.READY,
+)
+
+
+def _create_resource(client: RLSessionsClient, spec: ResourceSpec, logger: Any) -> ModelResource:
+    """Create a resource. Creates are not retried (a retry could provision twice), so when the
+    answer is lost the caller's new resource matching ``spec`` is looked up and stopped before
+    the error propagates: an unanswered create must not leave GPUs billing."""
+    before = {r.id for r in client.list_model_resources(status=_PROVISIONING, created_by="me")}
+    try:
+        return client.create_model_resource(spec.base_model, **spec.request_kwargs())
+    except (TransportError, DeadlineExceeded) as exc:
+        if isinstance(exc, TransportError) and not exc.may_have_reached_server:
+            raise
+        try:
+            new = [
+                r.id
+                for r in client.list_model_resources(
+                    status=_PROVISIONING,
+                    created_by="me",
+                    deadline=monotonic_deadline(CLEANUP_SECONDS / 4),
+                )
+                if r.id not in before and spec.matches(r)
+            ]
+        except TogetherRLError as lookup:
+            logger.error(f"could not look for the unanswered model resource: {lookup}")
+            raise exc from None
+        if len(new) == 1:
+            logger.warning(f"model resource {new[0]} was created but its answer was lost")
+            _cleanup(client, session_id=None, resource_id=new[0], logger=logger)
+        elif new:
+            logger.warning(f"{len(new)} new model resources match; none stopped: {new}")
+        raise
 
 
 def _create_session(

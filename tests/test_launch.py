@@ -222,3 +222,17 @@ def test_a_session_created_without_an_answer_is_found_and_stopped(sim):
     assert s["display_name"] == "lost-answer"
     assert s["status"].endswith(("STOPPING", "STOPPED"))
     assert active_sessions(world) == [] and world.billing_resources() == []
+
+
+def test_a_resource_created_without_an_answer_is_found_and_stopped(sim):
+    world = sim.world
+    mine_before = world.create_model_resource(MODEL, lora=False)  # not matching, not touched
+    sim.faults.add("POST /v1/rl/model-resources", drop=True, process=True, times=1)
+    from rl_sessions_dagster.api import TransportError
+
+    with pytest.raises(TransportError):  # noqa: SIM117
+        with launched_session(resource(sim), ResourceSpec(MODEL), poll_interval=0.05):
+            raise AssertionError("never reached")
+    (lost,) = [r for r in world.billing() if r != mine_before]
+    assert world.model_resource(lost)["status"].endswith(("STOPPING", "STOPPED"))
+    assert world.billing_resources() == [mine_before]
