@@ -37,13 +37,14 @@ from .api.lifecycle import (
     ResourceSpec,
     StopOutcome,
     find_ready_resource,
+    monotonic_deadline,
     stop_resource,
     stop_session,
     wait_for_resource_ready,
     wait_for_session_running,
 )
 from .api.models import ModelResource, TrainingSession
-from .resource import TogetherRLResource, monotonic_deadline
+from .resource import TogetherRLResource
 
 __all__ = [
     "LaunchedSession",

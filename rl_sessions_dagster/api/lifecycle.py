@@ -10,6 +10,7 @@ own code and message.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
@@ -139,7 +140,9 @@ class ResourceSpec:
             compute is None or compute.num_generator_replicas != self.num_generator_replicas
         ):
             return False
-        if self.optimizer_config is not None and resource.optimizer_config != self.optimizer_config:
+        if self.optimizer_config is not None and (
+            _optimizer_dict(resource) != self.optimizer_config
+        ):
             return False
         return resource.base_weights_ref == self.base_weights_ref
 
@@ -160,10 +163,21 @@ class ResourceSpec:
             lora_enabled=True if resource.lora_enabled is None else resource.lora_enabled,
             gpu_type=compute.gpu_type if compute else None,
             num_generator_replicas=compute.num_generator_replicas if compute else None,
-            optimizer_config=resource.optimizer_config,
+            optimizer_config=_optimizer_dict(resource),
             inactive_timeout=resource.inactive_timeout,
             base_weights_ref=resource.base_weights_ref,
         )
+
+
+def _optimizer_dict(resource: ModelResource) -> dict[str, Any] | None:
+    """The resource's optimizer configuration as sent on create (wire names, no nulls)."""
+    config = resource.optimizer_config
+    return None if config is None else config.model_dump(by_alias=True, exclude_none=True)
+
+
+def monotonic_deadline(seconds: float) -> float:
+    """An absolute deadline on the clock the client's retry policy uses."""
+    return time.monotonic() + seconds
 
 
 def _until(client: RLSessionsClient, timeout: float | None, deadline: float | None) -> float:
