@@ -68,7 +68,7 @@ class ResourceFailed(TogetherRLError):
         err = resource.error
         super().__init__(
             message,
-            error_code=err.code if err else None,
+            error_code=err.code_raw if err else None,
             api_message=err.message if err else None,
         )
         self.resource = resource
@@ -94,7 +94,7 @@ class CheckpointFailed(TogetherRLError):
         err = operation.error
         super().__init__(
             message,
-            error_code=err.code if err else None,
+            error_code=err.code_raw if err else None,
             api_message=err.message if err else None,
         )
         self.operation = operation
@@ -258,7 +258,7 @@ def wait_for_resource_ready(
         if r.status in _RESOURCE_GONE:
             msg = f"model resource {resource_id} is {r.raw_status}"
             if r.error is not None:
-                msg += f": {r.error.code or 'no code'}: {r.error.message or ''}".rstrip(": ")
+                msg += f": {r.error.code_raw or 'no code'}: {r.error.message or ''}".rstrip(": ")
             raise ResourceFailed(msg, r)
         return r
 
@@ -399,7 +399,7 @@ def _checkpoint_op(
     data = (op.output or {}).get("checkpoint")
     if op.status is not OperationStatus.COMPLETED or not isinstance(data, dict):
         err = op.error
-        why = f"{err.code or 'no code'}: {err.message or ''}" if err else "no checkpoint in output"
+        why = f"{err.code_raw or 'no code'}: {err.message or ''}" if err else "no checkpoint in output"
         raise CheckpointFailed(f"{kind} operation {op.id} of session {session_id}: {why}", op)
     return op, data
 

@@ -92,7 +92,7 @@ class ResourceEvent:
     @property
     def error_code(self) -> str | None:
         """The raw error code (a code newer than this library is passed through as sent)."""
-        return self.resource.error.code if self.resource.error is not None else None
+        return self.resource.error.code_raw if self.resource.error is not None else None
 
     @property
     def error_message(self) -> str | None:
