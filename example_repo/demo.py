@@ -67,7 +67,7 @@ def _run_sync(home: Path, env: dict[str, str]) -> int:
            "-m", "example_repo.definitions", "--select", SYNC_KEY]
     full_env = {**os.environ, **env, "DAGSTER_HOME": str(home)}
     done = subprocess.run(cmd, cwd=ROOT, env=full_env, capture_output=True, text=True,
-                          timeout=120, start_new_session=True)
+                          timeout=300, start_new_session=True)
     if done.returncode != 0:
         _say("sync run failed:\n" + done.stdout[-2000:] + done.stderr[-2000:])
     return done.returncode
@@ -162,10 +162,12 @@ def main(argv: list[str] | None = None) -> int:
                             env=env) as daemon:
             _say(f"dagster-daemon started (pid {daemon.pid}); waiting for the sensors' first tick")
             instance = dg.DagsterInstance.from_config(str(home))
+            first_tick = max(90.0, args.timeout / 2)  # a loaded machine starts the daemon slowly
             ready = wait_until(lambda: sensor_ticks(instance, "evaluate_new_checkpoints")
-                               and sensor_ticks(instance, "report_finished_sessions"), 90)
+                               and sensor_ticks(instance, "report_finished_sessions"), first_tick)
             if not ready:
-                _say("the sensors did not tick within 90 s; see " + str(home / "daemon.log"))
+                _say(f"the sensors did not tick within {first_tick:g} s; see "
+                     + str(home / "daemon.log"))
                 return 1
             sweep = DemoSweep(sim.world, pace=args.pace, log=lambda m: _say("sweep: " + m))
             sweep.start()
