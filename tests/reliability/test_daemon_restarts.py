@@ -53,10 +53,23 @@ pytestmark = [pytest.mark.daemon, pytest.mark.slow]
 class Saver:
     """Saves an inference checkpoint every ``pace`` seconds on one of ``sessions``; one in
     three is registered only at the next move (registration lag). ``paused()`` holds the
-    world still while a kill is being aimed."""
+    world still while a kill is being aimed.
 
-    def __init__(self, world, sessions: list[str], pace: float) -> None:
+    It waits while ``max_backlog`` of its checkpoints are not evaluated yet: on a loaded
+    machine a daemon takes long to start and runs long to finish, and a world saving at a
+    fixed pace would pile up more runs than the machine can drain.
+    """
+
+    def __init__(
+        self,
+        world,
+        sessions: list[str],
+        pace: float,
+        instance: dg.DagsterInstance,
+        max_backlog: int = 4,
+    ) -> None:
         self.world, self.sessions, self.pace = world, sessions, pace
+        self.instance, self.max_backlog = instance, max_backlog
         self.checkpoints: dict[str, str] = {}
         self._lagging: list[str] = []
         self._stop = threading.Event()
@@ -67,8 +80,15 @@ class Saver:
 
     def _run(self) -> None:
         while not self._stop.wait(self.pace):
-            if not self._paused.is_set():
+            if not self._paused.is_set() and self.backlog() < self.max_backlog:
                 self.save()
+
+    def backlog(self) -> int:
+        """How many of the saved checkpoints have no successful evaluation run yet."""
+        done = dg.RunsFilter(statuses=[dg.DagsterRunStatus.SUCCESS])
+        evaluated = {r.tags.get("dagster/partition") for r in self.instance.get_runs(done)}
+        with self._lock:
+            return sum(cid not in evaluated for cid in self.checkpoints)
 
     def save(self) -> None:
         with self._lock:
@@ -161,7 +181,7 @@ def kill_mid_tick(
     missed = 0
     with saver.paused():
         while True:
-            wait_for(quiet, PROGRESS, "this daemon's runs to finish before aiming a kill")
+            wait_for(quiet, 2 * PROGRESS, "this daemon's runs to finish before aiming a kill")
             seen = {t.tick_id for t in sensor_ticks(instance, SENSOR)}
             saver.save()  # a fresh event for the tick about to be killed
             tick = wait_for(
@@ -190,7 +210,7 @@ def kill_mid_tick(
     return tick.tick_id
 
 
-@pytest.mark.timeout(1500)
+@pytest.mark.timeout(1800)
 def test_sigkilled_daemon_evaluates_every_checkpoint_exactly_once(sim, tmp_path):
     world = sim.world
     sessions = [world.create_session(display_name=f"restart-{i}") for i in range(2)]
@@ -200,13 +220,14 @@ def test_sigkilled_daemon_evaluates_every_checkpoint_exactly_once(sim, tmp_path)
     sim.faults.add(delay_s=1.0, method="GET", path=LIST)
     home = prepare_dagster_home(tmp_path / "home")
     env = {"TOGETHER_API_KEY": API_KEY, "TOGETHER_BASE_URL": sim.base_url}
-    saver = Saver(world, sessions, pace=3.5)
     rng = random.Random(3)
     killed: list[int] = []
     pgids: list[int] = []
     # Create the SQLite storages before any daemon starts: two processes initialising a fresh
     # DAGSTER_HOME at once can stamp alembic_version twice ("more than one head present").
     instance = dg.DagsterInstance.from_config(str(home))
+    # The saver thread reads the instance through its own object.
+    saver = Saver(world, sessions, pace=3.5, instance=dg.DagsterInstance.from_config(str(home)))
 
     def daemon(life: int):
         return dagster_daemon(
@@ -257,7 +278,7 @@ def test_sigkilled_daemon_evaluates_every_checkpoint_exactly_once(sim, tmp_path)
             try:
                 wait_for(
                     lambda: not missing() and not in_flight(instance),
-                    DAEMON_START + PROGRESS,
+                    DAEMON_START + 2 * PROGRESS,
                     "evaluations",
                 )
             except AssertionError:
