@@ -148,7 +148,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="DAGSTER_HOME to create (wiped first, so reruns start clean)")
     parser.add_argument("--pace", type=float, default=4.0,
                         help="seconds between two moves of the sweep")
-    parser.add_argument("--timeout", type=float, default=170.0, help="give up after this")
+    parser.add_argument("--timeout", type=float, default=600.0,
+                        help="give up after this (it stops as soon as everything happened)")
     parser.add_argument("--port", type=int, default=0, help="simulator port (0: any free)")
     parser.add_argument("--json", type=Path, help="also write the summary here")
     args = parser.parse_args(argv)
