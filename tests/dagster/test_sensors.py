@@ -288,6 +288,7 @@ def test_secret_never_in_cursor_tags_or_messages(sim, ticker):
     assert API_KEY not in repr(make_defs(sim).resources["together"])
 
 
+@pytest.mark.slow  # populates 10,000 sessions
 def test_steady_state_tick_at_ten_thousand_sessions_makes_a_handful_of_requests(sim, ticker):
     stats = sim.world.populate(n_sessions=10_000, checkpoints_per_session=10, active=50, seed=3)
     assert stats["sessions"] == 10_000

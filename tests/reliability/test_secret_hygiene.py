@@ -31,6 +31,10 @@ CKPT_SENSOR = "evaluate_new_checkpoints"
 STATUS_SENSOR = "report_finished_sessions"
 EVAL_KEY = dg.AssetKey(["together", "checkpoint_evaluation"])
 pytestmark = [pytest.mark.e2e, pytest.mark.daemon]
+# Ceilings, not expectations: every wait returns as soon as its event happens. Sized for a
+# machine several times slower than an idle 2-core one (a loaded daemon takes ~20 s to start).
+DAEMON_START = 240
+PROGRESS = 300
 
 
 def forms(secret: str) -> list[bytes]:
@@ -73,10 +77,12 @@ def cli(args: list[str], home: Path, env: dict[str, str]) -> subprocess.Complete
     exe = str(Path(sys.executable).with_name("dagster"))
     return subprocess.run(
         [exe, *args], cwd=ROOT, env={**os.environ, **env, "DAGSTER_HOME": str(home)},
-        capture_output=True, text=True, timeout=120, start_new_session=True,
+        capture_output=True, text=True, timeout=PROGRESS, start_new_session=True,
     )  # fmt: skip
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
 def test_api_key_appears_nowhere_dagster_or_the_library_writes(tmp_path):
     finder = Finder(API_KEY)
     home = prepare_dagster_home(tmp_path / "home")
@@ -95,7 +101,7 @@ def test_api_key_appears_nowhere_dagster_or_the_library_writes(tmp_path):
                 lambda: any(
                     p in Path(f"/proc/{d.pid}/environ").read_bytes() for p in finder.patterns
                 ),
-                10,
+                60,
                 "the daemon's environment to hold the key (positive control)",
             )
             wait_for(
@@ -103,7 +109,7 @@ def test_api_key_appears_nowhere_dagster_or_the_library_writes(tmp_path):
                     sensor_ticks(instance, CKPT_SENSOR, [TickStatus.SKIPPED])
                     and sensor_ticks(instance, STATUS_SENSOR, [TickStatus.SKIPPED])
                 ),
-                90,
+                DAEMON_START,
                 "both sensors' first tick",
             )
             # Transient failures: their messages land in skip reasons.
@@ -136,7 +142,7 @@ def test_api_key_appears_nowhere_dagster_or_the_library_writes(tmp_path):
                     len(finished("evaluate_checkpoint")) >= len(checkpoints)
                     and len(finished("finished_session_report")) >= 2
                 ),
-                120,
+                PROGRESS,
                 "the evaluation and report runs",
             )
             sync = cli(
@@ -151,7 +157,7 @@ def test_api_key_appears_nowhere_dagster_or_the_library_writes(tmp_path):
             n_failed = len(sensor_ticks(instance, CKPT_SENSOR, [TickStatus.FAILURE]))
             wait_for(
                 lambda: len(sensor_ticks(instance, CKPT_SENSOR, [TickStatus.FAILURE])) > n_failed,
-                60,
+                PROGRESS,
                 "a failing tick after the key was revoked",
             )
             failing = cli(

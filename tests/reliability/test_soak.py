@@ -23,7 +23,8 @@ from rl_sessions_dagster.testing import RLSimulator, SimulatedWorld, SimulatorEr
 
 from .conftest import API_KEY, Ticker, evaluation_job, make_defs, report_job
 
-pytestmark = pytest.mark.soak
+# Hundreds of ticks: minutes on a loaded machine, so a larger per-test ceiling than the global one.
+pytestmark = [pytest.mark.soak, pytest.mark.slow, pytest.mark.timeout(900)]
 
 CKPT = "together_rl_checkpoint_sensor"
 STATUS = "together_rl_session_status_sensor"
