@@ -51,7 +51,7 @@ def test_quick_benchmark_completes_with_every_row(tmp_path):
         "ours: `RLSessionsClient.list_sessions`",
         "raw `httpx`",
         "`together` SDK",
-        "proposed fix",
+        "GC paused while decoding",
         "imported dagster",
     ):
         assert reader in text
