@@ -5,13 +5,13 @@ floor (watermark minus look-back), oldest first lets it follow the tail, and no 
 bounds the pages read per tick. The watermark moves only when a pass completes.
 """
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from ..api.models import TrainingSession
 from .diff import Budget, diff_session, remember_checkpoints
 from .model import Observation, ScanPlan, TrackerConfig, to_ms
-from .passes import run_pass
-from .state import ListOrder, ScanPosition, TrackedSession, TrackerState
+from .passes import ScannedPage, run_pass
+from .state import ListOrder, OrderEvidence, ScanPosition, TrackedSession, TrackerState
 
 #: history sessions a backfill pass remembers having announced (see ``_discover``).
 BACKFILL_MEMORY = 200
@@ -47,8 +47,8 @@ def scan_finished(
     floor: int,
     now: int,
 ) -> ScanPosition | None:
-    """Process scanned pages in order; returns where the pass ended if it is complete (the
-    last page's ``after`` and its last item: an oldest-first list resumes there)."""
+    """Process scanned pages in order; returns where the pass ended if it is complete (its
+    order evidence decides an unverified order); an oldest-first list's tail is kept."""
     if obs.scan_rejected:
         return None
     start = state.scan
@@ -64,13 +64,25 @@ def scan_finished(
         return None
     if obs.scan_complete and obs.pages:
         state.scan = None
-        last = obs.pages[-1]
-        done = last.sessions[-1].id if last.sessions else None
-        if done is None and last.after == start.after:
-            done = start.done_through
-        return ScanPosition(last.after, done, position.evidence)
+        threshold = max(state.watermark_ms, state.pass_start_ms) - budget.config.lookback_ms
+        state.tail = _tail_anchor(obs.pages, threshold) or state.tail or ScanPosition()
+        return position
     state.scan = position if obs.pages else state.scan
     return None
+
+
+def _tail_anchor(pages: Sequence[ScannedPage], threshold_ms: int) -> ScanPosition | None:
+    """Where the next pass over an oldest-first list resumes: after the last item created
+    before ``threshold_ms`` (the floor the watermark moves to). Sessions inserted later at
+    their creation time — created before a tick, ended after it — are then still met, as the
+    look-back covers them in a newest-first list."""
+    anchor: ScanPosition | None = None
+    for page in pages:
+        for s in page.sessions:
+            ms = to_ms(s.created_at)
+            if ms is not None and ms < threshold_ms:
+                anchor = ScanPosition(page.after, s.id, OrderEvidence(newest_ms=ms))
+    return anchor
 
 
 def _discover(
@@ -144,7 +156,6 @@ def move_watermark(
     state.watermark_ms = max(state.watermark_ms, state.pass_start_ms)
     state.pass_start_ms = state.seen_max_ms
     state.backfilling, state.backfilled = False, []
-    state.tail = ended
     if state.order is ListOrder.UNVERIFIED:
         state.order, state.verified_ms = ended.evidence.verdict(), obs.now_ms
         if state.order is not ListOrder.NEWEST_FIRST:

@@ -35,7 +35,8 @@ def _settle(world, config, ticks=40):
 )
 def test_quiet_tick_cost_and_a_session_born_and_ended_between_ticks(order, quiet_requests):
     world = _world(order, 3000)
-    config = TrackerConfig(lookback_ms=100)
+    # Sessions are a millisecond apart here: the look-back window holds 50 of them.
+    config = TrackerConfig(lookback_ms=50)
     cursor = _settle(world, config)
     assert TrackerState.from_cursor(cursor).order == order
     world.tick_clock(1000)

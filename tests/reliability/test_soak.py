@@ -326,6 +326,13 @@ def test_soak_newest_first_list(instance, shared_ssl_context, small_jitter):
     print(stats)
 
 
+def test_soak_oldest_first_list(instance, shared_ssl_context, small_jitter):
+    stats = run_soak(instance, order="oldest_first", rounds=200, seed=2024)
+    assert stats["ticks"] >= 150
+    assert 0.12 < stats["faulted"] / stats["requests"] < 0.3, stats
+    print(stats)
+
+
 def test_soak_unordered_list(instance, shared_ssl_context, small_jitter):
     stats = run_soak(instance, order="unordered", rounds=70, seed=7)
     assert stats["ticks"] >= 150
