@@ -158,7 +158,7 @@ def move_watermark(
     state.backfilling, state.backfilled = False, []
     if state.order is ListOrder.UNVERIFIED:
         state.order, state.verified_ms = ended.evidence.verdict(), obs.now_ms
-        if state.order is not ListOrder.NEWEST_FIRST:
+        if state.order in (ListOrder.OLDEST_FIRST, ListOrder.UNORDERED):
             notes.append(f"the finished-session list is {state.order.value.replace('_', ' ')}")
     elif (
         state.order in (ListOrder.NEWEST_FIRST, ListOrder.OLDEST_FIRST)

@@ -58,26 +58,51 @@ class OrderEvidence:
     newest_ms: int | None = None
     not_newest_first: bool = False
     not_oldest_first: bool = False
+    #: an item older / newer than every one before it was seen: ties prove nothing.
+    went_older: bool = False
+    went_newer: bool = False
 
     def see(self, ms: int) -> None:
         if self.oldest_ms is not None and ms > self.oldest_ms:
             self.not_newest_first = True
         if self.newest_ms is not None and ms < self.newest_ms:
             self.not_oldest_first = True
+        if self.oldest_ms is not None and ms < self.oldest_ms:
+            self.went_older = True
+        if self.newest_ms is not None and ms > self.newest_ms:
+            self.went_newer = True
         self.oldest_ms = ms if self.oldest_ms is None else min(self.oldest_ms, ms)
         self.newest_ms = ms if self.newest_ms is None else max(self.newest_ms, ms)
 
     def copy(self) -> "OrderEvidence":
         return OrderEvidence(
-            self.oldest_ms, self.newest_ms, self.not_newest_first, self.not_oldest_first
+            self.oldest_ms,
+            self.newest_ms,
+            self.not_newest_first,
+            self.not_oldest_first,
+            self.went_older,
+            self.went_newer,
         )
 
     def verdict(self) -> ListOrder:
-        if not self.not_newest_first:
+        """The order a complete pass showed. A pass of tied (or too few) timestamps shows
+        none, so the order stays unverified and the next pass checks again."""
+        if not self.not_newest_first and self.went_older:
             return ListOrder.NEWEST_FIRST
-        if not self.not_oldest_first:
+        if not self.not_oldest_first and self.went_newer:
             return ListOrder.OLDEST_FIRST
-        return ListOrder.UNORDERED
+        if self.not_newest_first and self.not_oldest_first:
+            return ListOrder.UNORDERED
+        return ListOrder.UNVERIFIED
+
+    @property
+    def bits(self) -> int:
+        flags = (self.not_newest_first, self.not_oldest_first, self.went_older, self.went_newer)
+        return sum(1 << i for i, flag in enumerate(flags) if flag)
+
+    @classmethod
+    def of(cls, oldest_ms: int | None, newest_ms: int | None, bits: int) -> "OrderEvidence":
+        return cls(oldest_ms, newest_ms, *(bool(bits & (1 << i)) for i in range(4)))
 
 
 class CursorError(ValueError):
@@ -242,7 +267,7 @@ class _PositionDoc(_Doc):
     done_through: str | None = Field(None, alias="d")
     oldest_ms: int | None = Field(None, alias="o")
     newest_ms: int | None = Field(None, alias="n")
-    #: bit 1: not newest first; bit 2: not oldest first
+    #: bits: not newest first, not oldest first, went older, went newer
     broken: int = Field(0, alias="x")
 
     @classmethod
@@ -255,13 +280,11 @@ class _PositionDoc(_Doc):
             done_through=p.done_through,
             oldest_ms=ev.oldest_ms,
             newest_ms=ev.newest_ms,
-            broken=int(ev.not_newest_first) | 2 * int(ev.not_oldest_first),
+            broken=ev.bits,
         )
 
     def to_position(self) -> ScanPosition:
-        evidence = OrderEvidence(
-            self.oldest_ms, self.newest_ms, bool(self.broken & 1), bool(self.broken & 2)
-        )
+        evidence = OrderEvidence.of(self.oldest_ms, self.newest_ms, self.broken)
         return ScanPosition(self.after, self.done_through, evidence)
 
 
