@@ -111,13 +111,13 @@ def kill_mid_tick(instance, proc, rng: random.Random, *, after_progress: bool) -
     return tick.tick_id
 
 
-def test_sigkilled_daemon_evaluates_every_checkpoint_exactly_once(sim, tmp_path):
+def test_sigkilled_daemon_evaluates_every_checkpoint_exactly_once(sim, tmp_path, dagster_storage):
     world = sim.world
     sessions = [world.create_session(display_name=f"restart-{i}") for i in range(2)]
     world.add_inference_checkpoint(sessions[0])  # history: never evaluated
     # Every tick reads two lists; a 1 s delay on each makes a tick long enough to kill inside.
     sim.faults.add(delay_s=1.0, method="GET", path="/v1/rl/training-sessions")
-    home = prepare_dagster_home(tmp_path / "home")
+    home = prepare_dagster_home(tmp_path / "home", storage=dagster_storage)
     env = {"TOGETHER_API_KEY": API_KEY, "TOGETHER_BASE_URL": sim.base_url}
     saver = Saver(world, sessions, pace=3.5)  # a launch takes ~3 s; keep the queue short
     rng = random.Random(3)
