@@ -140,9 +140,9 @@ class SQLAlchemySessionStore:
         if parsed.get_backend_name() == "postgresql":
             options["connect_args"] = {"connect_timeout": max(1, int(connect_timeout))}
         options.update(engine_options or {})
-        self._engine = self._guard("open", lambda: sa.create_engine(parsed, **options))
+        self._engine = self._guard("opening it", lambda: sa.create_engine(parsed, **options))
         self._meta, self._sessions, self._checkpoints = _tables(schema)
-        self._guard("create the tables in", self._create_tables)
+        self._guard("creating its tables", self._create_tables)
 
     def __repr__(self) -> str:
         return f"SQLAlchemySessionStore({redact_url(self.url)!r})"
@@ -177,8 +177,8 @@ class SQLAlchemySessionStore:
             what = "cannot reach" if unreachable else "error from"
             raise SessionStoreError(
                 self._scrub(
-                    f"{what} the sync database {redact_url(self.url)} (could not {action} it; "
-                    f"nothing of this call was written): {type(orig).__name__}: {detail}"
+                    f"{what} the sync database {redact_url(self.url)} while {action} (nothing "
+                    f"of this call was written): {type(orig).__name__}: {detail}"
                 )
             ) from None
 
@@ -206,12 +206,12 @@ class SQLAlchemySessionStore:
 
     def upsert_sessions(self, rows: Sequence[SessionRow]) -> UpsertResult:
         return self._guard(
-            "write rl_sessions to", lambda: self._upsert(self._sessions, _SESSION_COLUMNS, rows)
+            "writing rl_sessions", lambda: self._upsert(self._sessions, _SESSION_COLUMNS, rows)
         )
 
     def upsert_checkpoints(self, rows: Sequence[CheckpointRow]) -> UpsertResult:
         return self._guard(
-            "write rl_checkpoints to",
+            "writing rl_checkpoints",
             lambda: self._upsert(self._checkpoints, _CHECKPOINT_COLUMNS, rows),
         )
 
@@ -250,7 +250,7 @@ class SQLAlchemySessionStore:
 
     def mark_missing(self, seen_ids: Collection[str], at: datetime) -> int:
         """Flag live rows whose id the last complete sync did not list (one transaction)."""
-        return self._guard("mark missing sessions in", lambda: self._mark_missing(seen_ids, at))
+        return self._guard("marking missing sessions", lambda: self._mark_missing(seen_ids, at))
 
     def _mark_missing(self, seen_ids: Collection[str], at: datetime) -> int:
         seen = set(seen_ids)
@@ -267,7 +267,7 @@ class SQLAlchemySessionStore:
     # --- reads ----------------------------------------------------------------------------------
 
     def counts(self) -> StoreCounts:
-        return self._guard("count the rows of", self._counts)
+        return self._guard("counting rows", self._counts)
 
     def _counts(self) -> StoreCounts:
         s, c = self._sessions, self._checkpoints
