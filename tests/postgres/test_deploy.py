@@ -122,8 +122,9 @@ def test_helm_values_agree_with_the_instance_file_and_the_code() -> None:
     # Dagster's database password comes from the secret the chart reads.
     assert values["generatePostgresqlPasswordSecret"] is False
     assert "postgresql-password" in secrets[values["global"]["postgresqlSecretName"]]
-    assert values["postgresql"]["postgresqlScheme"] == (
-        instance["storage"]["postgres"]["postgres_db"]["scheme"]
+    assert (
+        values["postgresql"]["postgresqlScheme"]
+        == (instance["storage"]["postgres"]["postgres_db"]["scheme"])
     )
     # Same queue, retries and sensor settings as deploy/dagster.yaml.
     queue = daemon["runCoordinator"]["config"]["queuedRunCoordinator"]

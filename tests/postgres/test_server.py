@@ -42,7 +42,10 @@ def test_dagster_instance_on_the_server(pg_server, pg_database, tmp_path):
     # The run is in PostgreSQL, not in a SQLite file under DAGSTER_HOME.
     tables = pg_server.psql("SELECT tablename FROM pg_tables", pg_database).split()
     assert {"runs", "event_logs", "instigators"} <= set(tables)
-    assert pg_server.psql(f"SELECT count(*) FROM runs WHERE run_id = '{run_id}'", pg_database).strip() == "1"
+    assert (
+        pg_server.psql(f"SELECT count(*) FROM runs WHERE run_id = '{run_id}'", pg_database).strip()
+        == "1"
+    )
     assert not list(home.rglob("*.db"))
 
 
@@ -65,3 +68,14 @@ def test_missing_binaries_say_what_to_install(tmp_path, monkeypatch):
     with pytest.raises(PostgresUnavailable, match="apt-get install -y postgresql"):
         start_postgres(tmp_path / "cluster")
     assert not (Path(tmp_path) / "cluster").exists()
+
+
+def test_the_server_helper_needs_neither_dagster_nor_a_driver() -> None:
+    """Users and benchmarks import it anywhere: stdlib only."""
+    import subprocess
+    import sys
+
+    code = "import sys, rl_sessions_dagster.testing.postgres; print('\\n'.join(sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = set(out.stdout.split())
+    assert not loaded & {"dagster", "sqlalchemy", "psycopg2", "httpx"}, loaded

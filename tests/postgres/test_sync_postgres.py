@@ -89,13 +89,13 @@ def test_sync_to_postgres_is_idempotent_and_marks_vanished_sessions(
     # The same database synced from an account where those 120 sessions no longer exist.
     with RLSimulator(api_key=API_KEY, seed=99) as other:
         other.world.populate(7, 0, active=1)
-        result = dg.materialize(
-            [asset], instance=instance, resources={"together": resource(other)}
-        )
+        result = dg.materialize([asset], instance=instance, resources={"together": resource(other)})
     moved = metadata(result, asset)
     assert (moved["sessions_marked_missing"], moved["sessions_missing"]) == (120, 120)
     assert moved["dagster/row_count"] == 127
-    live = pg_server.psql("SELECT count(*) FROM rl_sessions WHERE missing_since IS NULL", pg_database)
+    live = pg_server.psql(
+        "SELECT count(*) FROM rl_sessions WHERE missing_since IS NULL", pg_database
+    )
     assert int(live) == 7
     for run in (first, again, result):
         assert pg_server.password not in everything_dagster_kept(instance, run.run_id)
