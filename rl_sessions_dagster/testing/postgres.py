@@ -205,12 +205,17 @@ class PostgresServer:
         return result.returncode == 0
 
     def stop(self, timeout: float = 30.0, *, remove: bool = True) -> None:
-        """Fast shutdown by PID (SIGINT), SIGKILL of the group after ``timeout``; idempotent."""
+        """Stop by PID, SIGKILL of the group after ``timeout``; idempotent.
+
+        A cluster about to be deleted gets an immediate shutdown (SIGQUIT: no final checkpoint
+        to write, the data is thrown away); one that is kept, a fast shutdown (SIGINT).
+        """
+        discard = remove and self._own_base_dir
         proc = self.process
         if proc is not None:
             if proc.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
-                    os.kill(proc.pid, signal.SIGINT)
+                    os.kill(proc.pid, signal.SIGQUIT if discard else signal.SIGINT)
                 try:
                     proc.wait(timeout=timeout)
                 except subprocess.TimeoutExpired:
@@ -221,7 +226,7 @@ class PostgresServer:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)
             self.process = None
-        if remove and self._own_base_dir:
+        if discard:
             shutil.rmtree(self.base_dir, ignore_errors=True)
 
 
