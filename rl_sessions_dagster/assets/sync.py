@@ -352,7 +352,9 @@ def build_session_sync_asset(
     flt = _build_filter(session_filter, created_by, model_resources_id)
     factory: StoreFactory = store_factory or open_session_store
     if kinds is None:
-        kinds = {"together", "postgres" if db_path and "postgres" in db_path else "sqlite"}
+        target = db_path or ""
+        postgres = target.startswith("postgres") and is_database_url(target)
+        kinds = {"together", "postgres" if postgres else "sqlite"}
     scope = []
     if flt is not None and flt.created_by:
         scope.append(f"created_by={flt.created_by}")

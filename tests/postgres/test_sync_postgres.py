@@ -132,3 +132,15 @@ def test_unreachable_database_fails_the_run_clearly_without_the_password(
     assert "Connection refused" in message
     assert not result.asset_materializations_for_node(asset.op.name)
     assert pg_server.password not in everything_dagster_kept(instance, result.run_id)
+
+
+def test_asset_kind_follows_the_target() -> None:
+    kinds = {
+        target: next(iter(build_session_sync_asset(db_path=target).specs)).kinds
+        for target in ("postgresql://u@db/analytics", "/data/postgres-export/sync.sqlite", None)
+    }
+    assert kinds == {
+        "postgresql://u@db/analytics": {"together", "postgres"},
+        "/data/postgres-export/sync.sqlite": {"together", "sqlite"},
+        None: {"together", "sqlite"},
+    }
