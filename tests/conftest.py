@@ -40,9 +40,11 @@ def pg_server() -> Iterator[PostgresServer]:
 
 
 @pytest.fixture
-def pg_database(pg_server: PostgresServer) -> str:
-    """A new, empty database on the session's server (its name)."""
-    return pg_server.create_database(f"t{os.getpid()}_{next(_database_numbers)}")
+def pg_database(pg_server: PostgresServer) -> Iterator[str]:
+    """A new, empty database on the session's server (its name); dropped afterwards."""
+    name = pg_server.create_database(f"t{os.getpid()}_{next(_database_numbers)}")
+    yield name
+    pg_server.drop_database(name)
 
 
 @pytest.fixture(
