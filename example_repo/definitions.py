@@ -42,6 +42,10 @@ SCORE_CHECK = "score_not_dropping"
         )
     ],
     description="Arithmetic accuracy of each registered checkpoint, via chat completions.",
+    # Each chat call is retried by the resource's retry policy (below); this retries the whole
+    # step for what is left (e.g. the API down for a minute). A run that still fails is retried
+    # as a new run when the instance has run_retries on (deploy/dagster.yaml).
+    retry_policy=dg.RetryPolicy(max_retries=2, delay=10, backoff=dg.Backoff.EXPONENTIAL),
 )
 def checkpoint_evaluation(
     context: dg.AssetExecutionContext, together: TogetherRLResource
@@ -52,10 +56,13 @@ def checkpoint_evaluation(
         base_url = client.base_url
     registration = checkpoint.inference_registration
     if registration is None or not registration.deployable_model:
-        raise dg.Failure(f"checkpoint {checkpoint_id} has no registered model to evaluate")
+        raise dg.Failure(
+            f"checkpoint {checkpoint_id} has no registered model to evaluate", allow_retries=False
+        )
     result = evaluate_model(
         base_url, together.api_key or os.environ.get("TOGETHER_API_KEY", ""),
         registration.deployable_model, seed=checkpoint.session_id or "rl-eval",
+        retry=together.retry_policy(),
     )
     previous = _previous_score(context, checkpoint.session_id, checkpoint.step)
     dropped = previous is not None and result.score < previous[1]

@@ -30,12 +30,15 @@ from ..api.pages import SkippedItem
 from ..resource import TogetherRLResource
 from ..storage import (
     CheckpointRow,
+    MarksMissing,
     SessionRow,
     SessionStore,
-    SQLiteSessionStore,
     StoreCounts,
     UpsertResult,
     checkpoint_rows,
+    is_database_url,
+    open_session_store,
+    redact_url,
     session_row,
 )
 
@@ -73,7 +76,9 @@ class SyncConfig(dg.Config):
     db_path: str | None = Field(
         default=None,
         description=(
-            "Database file. Environment variables and ~ are expanded. Default: the path given "
+            "Database file, or a SQLAlchemy URL (e.g. postgresql+psycopg2://...; keep its "
+            "password out of run config: write $SYNC_DB_URL). Environment variables and ~ are "
+            "expanded. Default: the path given "
             f"to the asset factory, else <DAGSTER_HOME>/{DEFAULT_DB_FILENAME}."
         ),
     )
@@ -103,6 +108,7 @@ class SyncStats:
         self.sessions_seen = 0
         self.checkpoints_seen = 0
         self.duplicates_skipped = 0
+        self.sessions_marked_missing = 0
         self.sessions_written = UpsertResult()
         self.checkpoints_written = UpsertResult()
         self.seen_by_status: Counter[str] = Counter()
@@ -160,12 +166,15 @@ def run_sync(
     keep: Callable[[TrainingSession], bool] | None = None,
     newest_limit: int = 10,
     synced_at: datetime | None = None,
+    mark_missing: bool = False,
 ) -> SyncStats:
     """Upsert every session of ``sessions`` (and its embedded checkpoints) into ``store``.
 
     The Dagster-free core of the asset: consumes the iterator lazily, so memory is one API page
     plus one batch. A session repeated by the listing (pages shifting under a concurrent
     create) is written once. ``keep`` drops sessions client-side (name / W&B filters).
+    ``mark_missing``: once the walk is complete, stored sessions it did not list get
+    ``missing_since`` (only meaningful for an unfiltered walk; stores without it are skipped).
     """
     now = synced_at or datetime.now(UTC)
     stats = SyncStats(newest_limit)
@@ -188,6 +197,8 @@ def run_sync(
         if len(session_buf) >= batch_size or len(checkpoint_buf) >= batch_size:
             _flush(store, session_buf, checkpoint_buf, stats)
     _flush(store, session_buf, checkpoint_buf, stats)
+    if mark_missing and isinstance(store, MarksMissing):
+        stats.sessions_marked_missing = store.mark_missing(seen, now)
     stats.seconds = time.perf_counter() - started
     return stats
 
@@ -245,6 +256,8 @@ def sync_metadata(
                 "rl_checkpoints": stats.checkpoints_written.as_dict(),
             }
         ),
+        "sessions_missing": dg.MetadataValue.int(counts.sessions_missing),
+        "sessions_marked_missing": dg.MetadataValue.int(stats.sessions_marked_missing),
         "api_requests": dg.MetadataValue.int(stats.api_requests),
         "sync_seconds": dg.MetadataValue.float(round(stats.seconds, 3)),
         # Sessions the API listed but this library could not read: not in the table.
@@ -255,7 +268,9 @@ def sync_metadata(
     # One number per status too: numeric metadata is plotted across materializations.
     for status, n in sorted(counts.sessions_by_status.items()):
         meta[f"sessions_{status.lower()}"] = dg.MetadataValue.int(n)
-    if db_path != ":memory:":
+    if is_database_url(db_path):  # the URL may hold a password: never record it
+        meta["db_path"] = dg.MetadataValue.text(redact_url(db_path))
+    elif db_path != ":memory:":
         meta["db_path"] = dg.MetadataValue.path(db_path)
     return meta
 
@@ -347,14 +362,20 @@ def build_session_sync_asset(
         db_path: database file unless the run config sets ``db_path``; default
             ``<DAGSTER_HOME>/together_rl_sync.sqlite`` (the instance's root directory).
         store_factory: build another :class:`~rl_sessions_dagster.storage.SessionStore` from the
-            resolved path (default :class:`~rl_sessions_dagster.storage.SQLiteSessionStore`).
+            resolved path (default :func:`~rl_sessions_dagster.storage.open_session_store`: a
+            SQLAlchemy URL such as ``$SYNC_DB_URL`` opens
+            :class:`~rl_sessions_dagster.storage.SQLAlchemySessionStore`, a path SQLite).
         session_filter: a :class:`~rl_sessions_dagster.sensors.SessionFilter`; its
             ``created_by``/``model_resources_id`` go to the API, the rest is checked per session.
         created_by, model_resources_id: shortcuts merged into ``session_filter``.
         group_name, owners, kinds, description, retry_policy, pool: passed to ``@dg.asset``.
     """
     flt = _build_filter(session_filter, created_by, model_resources_id)
-    factory: StoreFactory = store_factory or SQLiteSessionStore
+    factory: StoreFactory = store_factory or open_session_store
+    if kinds is None:
+        target = db_path or ""
+        postgres = target.startswith("postgres") and is_database_url(target)
+        kinds = {"together", "postgres" if postgres else "sqlite"}
     scope = []
     if flt is not None and flt.created_by:
         scope.append(f"created_by={flt.created_by}")
@@ -372,7 +393,7 @@ def build_session_sync_asset(
         ),
         group_name=group_name,
         owners=list(owners) if owners else None,
-        kinds=kinds if kinds is not None else {"together", "sqlite"},
+        kinds=kinds,
         required_resource_keys={resource_key},
         metadata={
             "dagster/table_name": "rl_sessions",
@@ -407,6 +428,7 @@ def build_session_sync_asset(
                     include_training_checkpoints=config.include_training_checkpoints,
                     keep=flt.matches if flt is not None else None,
                     newest_limit=config.newest_sessions,
+                    mark_missing=flt is None,
                 )
                 counts = store.counts()
             finally:

@@ -4,6 +4,7 @@ Stdlib + Dagster only. The daemon runs in its own process group, so stopping it 
 code server it spawned; nothing is left behind even if the caller fails.
 """
 
+import json
 import os
 import shutil
 import signal
@@ -24,12 +25,22 @@ run_coordinator:
 """
 
 
-def prepare_dagster_home(home: Path, *, clean: bool = True) -> Path:
-    """A DAGSTER_HOME with SQLite storage, telemetry off and runs launched immediately."""
+def prepare_dagster_home(
+    home: Path, *, clean: bool = True, storage: Mapping[str, Any] | None = None
+) -> Path:
+    """A DAGSTER_HOME with telemetry off and runs launched immediately.
+
+    ``storage`` is the ``storage:`` section of ``dagster.yaml`` (e.g.
+    ``PostgresServer.dagster_storage(db)``); None keeps Dagster's default, SQLite in ``home``.
+    """
     if clean and home.exists():
         shutil.rmtree(home)
     home.mkdir(parents=True, exist_ok=True)
-    (home / "dagster.yaml").write_text(DAGSTER_YAML)
+    text = DAGSTER_YAML
+    if storage is not None:
+        # JSON is YAML (flow style): no YAML writer needed.
+        text += f"storage: {json.dumps(dict(storage))}\n"
+    (home / "dagster.yaml").write_text(text)
     # Create the storage now: a daemon and a reader opening a fresh home at the same moment
     # can both stamp the schema version, and code loading then fails ("more than one head").
     from dagster import DagsterInstance

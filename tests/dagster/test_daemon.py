@@ -24,11 +24,11 @@ PROGRESS = 300
 
 
 @pytest.mark.timeout(900)
-def test_daemon_launches_one_run_per_event(sim, tmp_path):
+def test_daemon_launches_one_run_per_event(sim, tmp_path, dagster_storage):
     world = sim.world
     sid = world.create_session(display_name="daemon-run")
     other = world.create_session(display_name="to-stop")
-    home = prepare_dagster_home(tmp_path / "home")
+    home = prepare_dagster_home(tmp_path / "home", storage=dagster_storage)
     env = {"TOGETHER_API_KEY": API_KEY, "TOGETHER_BASE_URL": sim.base_url}
     with dagster_daemon(home, "tests.dagster.daemon_defs", working_directory=ROOT, env=env) as proc:
         instance = dg.DagsterInstance.from_config(str(home))

@@ -211,14 +211,14 @@ def kill_mid_tick(
 
 
 @pytest.mark.timeout(1800)
-def test_sigkilled_daemon_evaluates_every_checkpoint_exactly_once(sim, tmp_path):
+def test_sigkilled_daemon_evaluates_every_checkpoint_exactly_once(sim, tmp_path, dagster_storage):
     world = sim.world
     sessions = [world.create_session(display_name=f"restart-{i}") for i in range(2)]
     world.add_inference_checkpoint(sessions[0])  # history: never evaluated
     # Every tick reads two lists; a 1 s delay on each keeps the sensor function inside an API
     # read long enough to aim a kill there.
     sim.faults.add(delay_s=1.0, method="GET", path=LIST)
-    home = prepare_dagster_home(tmp_path / "home")
+    home = prepare_dagster_home(tmp_path / "home", storage=dagster_storage)
     env = {"TOGETHER_API_KEY": API_KEY, "TOGETHER_BASE_URL": sim.base_url}
     rng = random.Random(3)
     killed: list[int] = []

@@ -1,0 +1,243 @@
+"""The rows of the sync tables, how API objects map to them, and what a store must do.
+
+Two flat tables that analysts query with plain SQL: ``rl_sessions`` (one row per training
+session) and ``rl_checkpoints`` (one row per inference or training checkpoint). Every store
+(SQLite file, any SQLAlchemy database, a user's own) writes these same rows.
+
+Pure: no database, no Dagster.
+"""
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Protocol, runtime_checkable
+
+from ..api.models import InferenceCheckpoint, TrainingCheckpoint, TrainingSession
+
+__all__ = [
+    "CheckpointRow",
+    "MarksMissing",
+    "SessionRow",
+    "SessionStore",
+    "StoreCounts",
+    "UpsertResult",
+    "checkpoint_rows",
+    "iso_utc",
+    "session_row",
+]
+
+#: Schema of the tables. 2 added ``rl_sessions.missing_since``; stores add it to older tables.
+SCHEMA_VERSION = 2
+
+
+def iso_utc(value: datetime | None) -> str | None:
+    """Timestamps are stored as ISO 8601 UTC text: sortable, and readable in any SQL client."""
+    if value is None:
+        return None
+    if value.tzinfo is not None:
+        value = value.astimezone(UTC)
+    return value.isoformat()
+
+
+@dataclass(frozen=True)
+class SessionRow:
+    """One row of ``rl_sessions``. ``status`` is the short name (``RUNNING``); ``raw_status``
+    keeps the wire constant, so a status newer than this library is not lost."""
+
+    id: str
+    display_name: str | None
+    status: str
+    raw_status: str
+    base_model: str | None
+    model_resources_id: str | None
+    created_by: str | None
+    created_at: str | None
+    updated_at: str | None
+    step: int | None
+    error_code: str | None
+    error_message: str | None
+    wandb_url: str | None
+    wandb_project: str | None
+    n_inference_checkpoints: int
+    synced_at: str
+    #: When a complete, unfiltered sync first no longer found the session in the API (deleted,
+    #: or out of the key's reach); None while it is listed. Cleared if it comes back.
+    missing_since: str | None = None
+
+
+@dataclass(frozen=True)
+class CheckpointRow:
+    """One row of ``rl_checkpoints``.
+
+    For ``INFERENCE`` rows the registry columns say what to deploy (see
+    ``assets/registration.py``). For ``TRAINING`` rows ``model_id``/``model_revision_id`` hold
+    the registry artifact of the training state: it is for resuming, not deployable.
+    """
+
+    id: str
+    session_id: str
+    type: str
+    step: int | None
+    created_at: str | None
+    base_model: str | None
+    model_id: str | None
+    model_revision_id: str | None
+    adapter_id: str | None
+    adapter_revision_id: str | None
+    legacy_model_name: str | None
+    registered: int
+    synced_at: str
+
+
+def _error_code(session: TrainingSession) -> str | None:
+    """Short code (``TIMED_OUT``) when known, else the raw string the API sent."""
+    error = session.error
+    if error is None or error.code is None:
+        return None
+    return error.code_raw if error.code.name == "UNKNOWN" else error.code.short
+
+
+def session_row(session: TrainingSession, synced_at: datetime) -> SessionRow:
+    """The ``rl_sessions`` row of a session as the API returned it."""
+    wandb = session.metadata.wandb
+    error = session.error
+    return SessionRow(
+        id=session.id,
+        display_name=session.display_name,
+        status=session.status.short,
+        raw_status=session.raw_status,
+        base_model=session.base_model,
+        model_resources_id=session.model_resources_id,
+        created_by=session.created_by,
+        created_at=iso_utc(session.created_at),
+        updated_at=iso_utc(session.updated_at),
+        step=session.step,
+        error_code=_error_code(session),
+        error_message=error.message if error is not None else None,
+        wandb_url=wandb.url if wandb is not None else None,
+        wandb_project=wandb.project if wandb is not None else None,
+        n_inference_checkpoints=len(session.inference_checkpoints),
+        synced_at=iso_utc(synced_at) or "",
+    )
+
+
+def _inference_row(
+    session: TrainingSession, ck: InferenceCheckpoint, synced_at: str
+) -> CheckpointRow:
+    reg = ck.registration
+    return CheckpointRow(
+        id=ck.id,
+        session_id=session.id,
+        type="INFERENCE",
+        step=ck.step,
+        created_at=iso_utc(ck.created_at),
+        base_model=session.base_model,
+        model_id=reg.model_id if reg else None,
+        model_revision_id=reg.model_revision_id if reg else None,
+        adapter_id=reg.adapter_id if reg else None,
+        adapter_revision_id=reg.adapter_revision_id if reg else None,
+        legacy_model_name=reg.legacy_model_name if reg else None,
+        registered=int(ck.is_registered),
+        synced_at=synced_at,
+    )
+
+
+def _training_row(
+    session: TrainingSession, ck: TrainingCheckpoint, synced_at: str
+) -> CheckpointRow:
+    reg = ck.registration
+    return CheckpointRow(
+        id=ck.id,
+        session_id=session.id,
+        type="TRAINING",
+        step=ck.step,
+        created_at=iso_utc(ck.created_at),
+        base_model=session.base_model,
+        model_id=reg.id if reg else None,
+        model_revision_id=reg.revision_id if reg else None,
+        adapter_id=None,
+        adapter_revision_id=None,
+        legacy_model_name=None,
+        registered=int(bool(reg and reg.id)),
+        synced_at=synced_at,
+    )
+
+
+def checkpoint_rows(
+    session: TrainingSession, synced_at: datetime, *, include_training: bool = True
+) -> list[CheckpointRow]:
+    """The ``rl_checkpoints`` rows of the checkpoints a session embeds (no extra request)."""
+    at = iso_utc(synced_at) or ""
+    rows = [_inference_row(session, ck, at) for ck in session.inference_checkpoints]
+    if include_training:
+        rows.extend(_training_row(session, ck, at) for ck in session.training_checkpoints)
+    return rows
+
+
+@dataclass
+class UpsertResult:
+    """Rows written by one or more upserts. ``unchanged`` rows were already identical."""
+
+    inserted: int = 0
+    updated: int = 0
+    unchanged: int = 0
+
+    @property
+    def written(self) -> int:
+        return self.inserted + self.updated
+
+    @property
+    def total(self) -> int:
+        return self.inserted + self.updated + self.unchanged
+
+    def __add__(self, other: "UpsertResult") -> "UpsertResult":
+        return UpsertResult(
+            self.inserted + other.inserted,
+            self.updated + other.updated,
+            self.unchanged + other.unchanged,
+        )
+
+    def as_dict(self) -> dict[str, int]:
+        return {"inserted": self.inserted, "updated": self.updated, "unchanged": self.unchanged}
+
+
+@dataclass(frozen=True)
+class StoreCounts:
+    """Row counts of the whole store (not just the last sync). ``sessions_missing`` counts
+    the rows marked missing (they stay in ``sessions`` and ``sessions_by_status``)."""
+
+    sessions: int
+    checkpoints: int
+    sessions_by_status: dict[str, int] = field(default_factory=dict)
+    sessions_missing: int = 0
+
+
+@runtime_checkable
+class SessionStore(Protocol):
+    """What the sync asset needs from storage. Implement it to sync somewhere else.
+
+    ``upsert_*`` must be idempotent by ``id`` and may receive the same id twice across calls;
+    rows within one call have distinct ids.
+    """
+
+    def upsert_sessions(self, rows: Sequence[SessionRow]) -> UpsertResult: ...
+
+    def upsert_checkpoints(self, rows: Sequence[CheckpointRow]) -> UpsertResult: ...
+
+    def counts(self) -> StoreCounts: ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class MarksMissing(Protocol):
+    """Optional for a store: flag sessions a complete sync did not see.
+
+    Separate from :class:`SessionStore` so stores written against 0.1.0 keep working; the sync
+    calls it only when the store has it.
+    """
+
+    def mark_missing(self, seen_ids: Collection[str], at: datetime) -> int:
+        """Set ``missing_since = at`` on session rows not in ``seen_ids`` and not yet marked;
+        returns how many rows were newly marked (one transaction)."""
+        ...
