@@ -1,8 +1,10 @@
 """Orchestrate Together AI RL (post-training) sessions from Dagster.
 
 Layers, each importing only from the ones before it in this list:
-``api`` (HTTP client, no Dagster) → ``core`` (pure event tracker) → ``resource``, ``assets``,
-``sensors`` (thin Dagster glue). ``testing`` holds the local simulator of the service.
+``api`` (HTTP client, no Dagster) → ``core`` (pure event tracker) → ``resource`` and
+``partitions`` (Dagster glue both others share) → ``assets``, ``sensors`` (thin Dagster glue;
+never import each other) → ``components`` (the YAML ``TogetherRLComponent``). ``testing``
+holds the local simulator of the service.
 
 The names below are loaded on first use, so ``import rl_sessions_dagster.api`` or the
 simulator's command line do not pay for importing Dagster.
@@ -16,14 +18,19 @@ from .version import __version__
 _EXPORTS = {
     "RLSessionsClient": ".api",
     "TogetherRLError": ".api",
-    "CHECKPOINT_ASSET_KEY": ".assets",
+    "CHECKPOINT_ASSET_KEY": ".partitions",
     "CHECKPOINT_ASSET_SPEC": ".assets",
-    "CHECKPOINT_PARTITIONS": ".assets",
+    "CHECKPOINT_PARTITIONS": ".partitions",
     "build_checkpoint_asset_spec": ".assets",
+    "checkpoint_id_from_partition_key": ".partitions",
     "EventKind": ".core",
     "SessionEvent": ".core",
     "TogetherRLResource": ".resource",
+    "EventRoute": ".sensors",
+    "PollingOptions": ".sensors",
     "SessionFilter": ".sensors",
+    "TogetherRLComponent": ".components",
+    "build_routed_sensor": ".sensors",
     "build_checkpoint_sensor": ".sensors",
     "build_rl_event_sensor": ".sensors",
     "build_session_status_sensor": ".sensors",
@@ -34,32 +41,41 @@ __all__ = [
     "CHECKPOINT_ASSET_SPEC",
     "CHECKPOINT_PARTITIONS",
     "EventKind",
+    "EventRoute",
+    "PollingOptions",
     "RLSessionsClient",
     "SessionEvent",
     "SessionFilter",
+    "TogetherRLComponent",
     "TogetherRLError",
     "TogetherRLResource",
     "__version__",
     "build_checkpoint_asset_spec",
     "build_checkpoint_sensor",
     "build_rl_event_sensor",
+    "build_routed_sensor",
     "build_session_status_sensor",
+    "checkpoint_id_from_partition_key",
 ]
 
 if TYPE_CHECKING:
     from .api import RLSessionsClient, TogetherRLError
-    from .assets import (
-        CHECKPOINT_ASSET_KEY,
-        CHECKPOINT_ASSET_SPEC,
-        CHECKPOINT_PARTITIONS,
-        build_checkpoint_asset_spec,
-    )
+    from .assets import CHECKPOINT_ASSET_SPEC, build_checkpoint_asset_spec
+    from .components import TogetherRLComponent
     from .core import EventKind, SessionEvent
+    from .partitions import (
+        CHECKPOINT_ASSET_KEY,
+        CHECKPOINT_PARTITIONS,
+        checkpoint_id_from_partition_key,
+    )
     from .resource import TogetherRLResource
     from .sensors import (
+        EventRoute,
+        PollingOptions,
         SessionFilter,
         build_checkpoint_sensor,
         build_rl_event_sensor,
+        build_routed_sensor,
         build_session_status_sensor,
     )
 

@@ -6,7 +6,13 @@ import json
 import dagster as dg
 import pytest
 
-from rl_sessions_dagster import EventKind, SessionFilter, build_rl_event_sensor
+from rl_sessions_dagster import (
+    EventKind,
+    PollingOptions,
+    SessionFilter,
+    build_rl_event_sensor,
+    checkpoint_id_from_partition_key,
+)
 from rl_sessions_dagster.api import AuthenticationError
 from rl_sessions_dagster.core import TrackerState
 
@@ -41,7 +47,8 @@ def test_checkpoint_sensor_announces_each_registered_checkpoint_once(sim, ticker
     data = t.tick()
     assert keys(data) == [f"checkpoint_registered:{sid}:{c1}", f"checkpoint_registered:{sid}:{c2}"]
     r1 = data.run_requests[0]
-    assert r1.partition_key == c1
+    assert r1.partition_key == f"gsm8k-a/000010/{c1}"
+    assert checkpoint_id_from_partition_key(r1.partition_key) == c1
     assert r1.tags["together/event"] == "checkpoint_registered"
     assert r1.tags["together/session_id"] == sid
     assert r1.tags["together/checkpoint_id"] == c1
@@ -49,9 +56,10 @@ def test_checkpoint_sensor_announces_each_registered_checkpoint_once(sim, ticker
     assert r1.tags["together/display_name"] == "gsm8k-a"
     assert "together/base_model" in r1.tags
     (add,) = data.dynamic_partitions_requests
-    assert list(add.partition_keys) == [c1, c2]
+    assert list(add.partition_keys) == [f"gsm8k-a/000010/{c1}", f"gsm8k-a/000020/{c2}"]
     mats = [e for e in data.asset_events if isinstance(e, dg.AssetMaterialization)]
-    assert [m.partition for m in mats] == [c1, c2]
+    assert [m.partition for m in mats] == list(add.partition_keys)
+    assert mats[0].metadata["checkpoint_id"] == dg.MetadataValue.text(c1)
     assert mats[0].metadata["wandb_url"] == dg.MetadataValue.url("https://wandb.ai/x/y/runs/1")
     assert mats[0].metadata["step"] == dg.MetadataValue.int(10)
 
@@ -125,8 +133,7 @@ def test_first_tick_backfill_and_cap_follow_in_order(sim, ticker):
         event_kinds=[EventKind.CHECKPOINT_CREATED],
         job=evaluation_job,
         partitions_def=None,
-        backfill=True,
-        max_runs_per_tick=2,
+        options=PollingOptions(backfill=True, max_runs_per_tick=2),
     )
     t = ticker(make_defs(sim, sensor), "backfill")
     seen = []
@@ -224,8 +231,7 @@ def test_slow_api_tick_stays_within_budget_and_progress_is_kept(sim, ticker):
         name="slow",
         event_kinds=[EventKind.SESSION_STOPPED],
         job=report_job,
-        tick_budget_seconds=1.5,
-        page_size=1,
+        options=PollingOptions(tick_budget_seconds=1.5, page_size=1),
     )
     t = ticker(make_defs(sim, sensor), "slow")
     t.tick()
