@@ -50,7 +50,7 @@ attributes:
 """
 
 
-class ResourceConfig(dg.Model):
+class ResourceConfig(dg.Model, dg.Resolvable):
     """The ``TogetherRLResource``; the API key comes from ``api_key_env`` at use time."""
 
     api_key_env: str = Field(
@@ -65,7 +65,7 @@ class ResourceConfig(dg.Model):
     resource_key: str = Field(default="together", description="Key in Definitions.resources.")
 
 
-class CheckpointAssetConfig(dg.Model):
+class CheckpointAssetConfig(dg.Model, dg.Resolvable):
     """The external checkpoint asset (one partition per checkpoint)."""
 
     key: str = Field(default=CHECKPOINT_ASSET_KEY.to_user_string())
@@ -77,7 +77,7 @@ class CheckpointAssetConfig(dg.Model):
     )
 
 
-class RouteConfig(dg.Model):
+class RouteConfig(dg.Model, dg.Resolvable):
     """Which event kinds run which assets (a Dagster asset selection string)."""
 
     event_kinds: list[str]
@@ -90,7 +90,7 @@ class RouteConfig(dg.Model):
     )
 
 
-class SessionFilterConfig(dg.Model):
+class SessionFilterConfig(dg.Model, dg.Resolvable):
     """Which sessions the sensor watches; every given field must match."""
 
     model_resources_id: str | None = None
@@ -99,7 +99,7 @@ class SessionFilterConfig(dg.Model):
     wandb_project: str | None = None
 
 
-class PollingConfig(dg.Model):
+class PollingConfig(dg.Model, dg.Resolvable):
     """:class:`~rl_sessions_dagster.PollingOptions` in YAML."""
 
     backfill: bool = False
@@ -110,7 +110,7 @@ class PollingConfig(dg.Model):
     page_size: int = 100
 
 
-class SensorConfig(dg.Model):
+class SensorConfig(dg.Model, dg.Resolvable):
     name: str = "together_rl_events"
     minimum_interval_seconds: int = 30
     running: bool = Field(default=False, description="Default status RUNNING (else STOPPED).")
@@ -118,7 +118,7 @@ class SensorConfig(dg.Model):
     polling: PollingConfig = PollingConfig()
 
 
-class SyncConfig(dg.Model):
+class SyncConfig(dg.Model, dg.Resolvable):
     """The scheduled sync of sessions and checkpoints into a SQLite table."""
 
     enabled: bool = True

@@ -306,15 +306,18 @@ def _is_job(target: object) -> bool:
     return isinstance(target, dg.JobDefinition | dg.GraphDefinition | UnresolvedAssetJobDefinition)
 
 
-def merge_polling(options: PollingOptions | None, polling: PollingKwargs) -> PollingOptions:
-    """``options`` with the 0.1.0 loose knobs applied (with a DeprecationWarning)."""
+def merge_polling(
+    options: PollingOptions | None, polling: PollingKwargs, *, stacklevel: int = 3
+) -> PollingOptions:
+    """``options`` with the 0.1.0 loose knobs applied (with a DeprecationWarning that points at
+    the caller ``stacklevel`` frames up)."""
     if not polling:
         return options or PollingOptions()
     warnings.warn(
         f"passing {sorted(polling)} as keyword arguments is deprecated; pass "
         "options=PollingOptions(...) instead",
         DeprecationWarning,
-        stacklevel=3,
+        stacklevel=stacklevel,
     )
     base = options or PollingOptions()
     return PollingOptions(**{**base.__dict__, **polling})

@@ -9,7 +9,7 @@ from typing_extensions import Unpack
 
 from ..core import CHECKPOINT_EVENTS, TERMINAL_EVENTS, EventKind
 from ..partitions import CHECKPOINT_ASSET_KEY, CHECKPOINT_PARTITIONS
-from .factory import build_rl_event_sensor
+from .factory import build_rl_event_sensor, merge_polling
 from .options import PollingKwargs, PollingOptions
 from .options import event_kinds as _event_kinds
 from .run_requests import RunRequestFn
@@ -56,11 +56,10 @@ def build_checkpoint_sensor(
         partitions_def=partitions_def,
         checkpoint_asset_key=checkpoint_asset_key,
         run_request_fn=run_request_fn,
-        options=options,
+        options=merge_polling(options, polling),
         minimum_interval_seconds=minimum_interval_seconds,
         default_status=default_status,
         description=description,
-        **polling,
     )
 
 
@@ -88,9 +87,8 @@ def build_session_status_sensor(
         resource_key=resource_key,
         session_filter=session_filter,
         run_request_fn=run_request_fn,
-        options=options,
+        options=merge_polling(options, polling),
         minimum_interval_seconds=minimum_interval_seconds,
         default_status=default_status,
         description=description,
-        **polling,
     )

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent
 TYPE = "rl_sessions_dagster.TogetherRLComponent"
 
-EVALUATION_PY = '''
+EVALUATION_PY = """
 import dagster as dg
 from rl_sessions_dagster import CHECKPOINT_PARTITIONS
 
@@ -25,7 +25,7 @@ def checkpoint_evaluation() -> None: ...
 
 @dg.asset
 def session_report() -> None: ...
-'''
+"""
 
 ROUTES = """
   routes:
@@ -99,8 +99,9 @@ def test_dg_lists_scaffolds_and_checks_the_component(project):
 
     # A checkpoint route to an unpartitioned asset fails at load, naming the fix.
     defs_yaml.write_text(
-        scaffold_text.replace("  routes: []\n", ROUTES.format(checkpoint_target="session_report"))
-        .replace("job_name: finished_session_report", "job_name: report")
+        scaffold_text.replace(
+            "  routes: []\n", ROUTES.format(checkpoint_target="session_report")
+        ).replace("job_name: finished_session_report", "job_name: report")
     )
     done = dg(project, "check", "defs")
     assert done.returncode != 0

@@ -96,8 +96,8 @@ def test_component_sensor_routes_both_families_from_one_poll(monkeypatch):
 
 def test_checkpoint_route_to_unpartitioned_assets_fails_at_load():
     bad = YAML.replace('key:"checkpoint_evaluation"', 'key:"session_report"').replace(
-        'assets: \'key:"session_report"\'\n        job_name: finished_session_report',
-        'assets: \'key:"checkpoint_evaluation"\'\n        job_name: finished_session_report',
+        "assets: 'key:\"session_report\"'\n        job_name: finished_session_report",
+        "assets: 'key:\"checkpoint_evaluation\"'\n        job_name: finished_session_report",
     )
     with pytest.raises(dg.DagsterInvalidDefinitionError) as info:
         dg.Definitions.validate_loadable(component_defs(bad))
@@ -107,9 +107,15 @@ def test_checkpoint_route_to_unpartitioned_assets_fails_at_load():
 @pytest.mark.parametrize(
     ("yaml", "match"),
     [
-        ("routes: [{event_kinds: [checkpoint_registred], assets: '*', job_name: j}]", "valid kinds"),
-        ("sensor: {polling: {page_size: 500}}\nroutes: [{event_kinds: [session_error], "
-         "assets: 'key:\"session_report\"', job_name: j}]", "page_size"),
+        (
+            "routes: [{event_kinds: [checkpoint_registred], assets: '*', job_name: j}]",
+            "valid kinds",
+        ),
+        (
+            "sensor: {polling: {page_size: 500}}\nroutes: [{event_kinds: [session_error], "
+            "assets: 'key:\"session_report\"', job_name: j}]",
+            "page_size",
+        ),
         ("sensor: {nme: x}", "nme"),
     ],
 )
