@@ -19,7 +19,7 @@ from rl_sessions_dagster import (
     TogetherRLResource,
     build_checkpoint_sensor,
     build_session_status_sensor,
-    checkpoint_id_from_partition_key,
+    checkpoint_id_for_partition,
 )
 from rl_sessions_dagster.assets import build_session_sync_asset, build_sync_job_and_schedule
 
@@ -49,7 +49,7 @@ SCORE_CHECK = "score_not_dropping"
 def checkpoint_evaluation(
     context: dg.AssetExecutionContext, together: TogetherRLResource
 ) -> dg.MaterializeResult:
-    checkpoint_id = checkpoint_id_from_partition_key(context.partition_key)
+    checkpoint_id = checkpoint_id_for_partition(context)
     with together.get_client() as client:
         checkpoint = client.get_checkpoint(checkpoint_id)
         base_url = client.base_url
@@ -78,6 +78,7 @@ def checkpoint_evaluation(
             "questions": dg.MetadataValue.int(result.total),
             "step": dg.MetadataValue.int(checkpoint.step or 0),
             "session_id": dg.MetadataValue.text(checkpoint.session_id or ""),
+            "checkpoint_id": dg.MetadataValue.text(checkpoint_id),
             "model": dg.MetadataValue.text(result.model),
             # One plot per session under the asset's Overview: "score <session name>".
             **({f"score {context.partition_key.split('/')[0]}": dg.MetadataValue.float(

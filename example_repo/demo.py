@@ -21,7 +21,6 @@ from pathlib import Path
 
 import dagster as dg
 
-from rl_sessions_dagster import checkpoint_id_from_partition_key
 from rl_sessions_dagster.testing import RLSimulator
 from rl_sessions_dagster.testing.daemon import (
     dagster_daemon,
@@ -86,7 +85,7 @@ def summarize(instance: dg.DagsterInstance, sim: RLSimulator, sweep: DemoSweep,
     for record in instance.fetch_materializations(EVAL_KEY, limit=1000).records:
         mat = record.asset_materialization
         if mat is not None and mat.partition:
-            ckpt = checkpoint_id_from_partition_key(mat.partition)
+            ckpt = str(mat.metadata["checkpoint_id"].value)
             partitions[ckpt] = mat.partition
             scores.setdefault(ckpt, []).append(float(mat.metadata["score"].value))
     runs = _runs(instance)
@@ -120,11 +119,11 @@ def summarize(instance: dg.DagsterInstance, sim: RLSimulator, sweep: DemoSweep,
 
 def print_summary(summary: dict) -> None:
     print("\nCheckpoints (one evaluation run each; partition key = <session>/<step>/<checkpoint>)")
-    print(f"  {'partition':<36} {'session':<10} {'step':>5} {'score':>6}  runs")
+    print(f"  {'partition':<30} {'session':<10} {'step':>5} {'score':>6}  runs")
     for c in sorted(summary["checkpoints"], key=lambda c: (c["session"], c["step"])):
         score = f"{c['scores'][0]:.2f}" if c["scores"] else "-"
-        label = (c["partition"] or c["checkpoint"])[:33] + "..."
-        print(f"  {label:<36} {c['session'][:8]:<10} {c['step']:>5} {score:>6}  "
+        label = c["partition"] or c["checkpoint"]
+        print(f"  {label:<30} {c['session'][:8]:<10} {c['step']:>5} {score:>6}  "
               f"{len(c['scores'])}")
     print("\nSessions (one report run each)")
     print(f"  {'session':<10} {'name':<15} {'final status':<13} {'error':<44} report run")

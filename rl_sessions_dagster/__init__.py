@@ -22,7 +22,7 @@ _EXPORTS = {
     "CHECKPOINT_ASSET_SPEC": ".assets",
     "CHECKPOINT_PARTITIONS": ".partitions",
     "build_checkpoint_asset_spec": ".assets",
-    "checkpoint_id_from_partition_key": ".partitions",
+    "checkpoint_id_for_partition": ".partitions",
     "EventKind": ".core",
     "SessionEvent": ".core",
     "TogetherRLResource": ".resource",
@@ -55,7 +55,7 @@ __all__ = [
     "build_rl_event_sensor",
     "build_routed_sensor",
     "build_session_status_sensor",
-    "checkpoint_id_from_partition_key",
+    "checkpoint_id_for_partition",
 ]
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ if TYPE_CHECKING:
     from .partitions import (
         CHECKPOINT_ASSET_KEY,
         CHECKPOINT_PARTITIONS,
-        checkpoint_id_from_partition_key,
+        checkpoint_id_for_partition,
     )
     from .resource import TogetherRLResource
     from .sensors import (

@@ -14,7 +14,7 @@ from ..partitions import (
     CHECKPOINT_ASSET_KEY,
     CHECKPOINT_PARTITIONS,
     CHECKPOINT_PARTITIONS_NAME,
-    checkpoint_id_from_partition_key,
+    checkpoint_id_for_partition,
     checkpoint_metadata,
     checkpoint_partition_key,
 )
@@ -25,7 +25,7 @@ __all__ = [
     "CHECKPOINT_PARTITIONS",
     "CHECKPOINT_PARTITIONS_NAME",
     "build_checkpoint_asset_spec",
-    "checkpoint_id_from_partition_key",
+    "checkpoint_id_for_partition",
     "checkpoint_metadata",
     "checkpoint_partition_key",
 ]

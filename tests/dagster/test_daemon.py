@@ -5,7 +5,6 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from rl_sessions_dagster import checkpoint_id_from_partition_key as ckpt_id
 from rl_sessions_dagster.testing.daemon import (
     dagster_daemon,
     group_alive,
@@ -53,7 +52,7 @@ def test_daemon_launches_one_run_per_event(sim, tmp_path):
         by_job: dict[str, list] = {}
         for run in runs:
             by_job.setdefault(run.job_name, []).append(run)
-        assert sorted(ckpt_id(r.tags["dagster/partition"]) for r in by_job["evaluation_job"]) == sorted(
+        assert sorted(r.tags["together/checkpoint_id"] for r in by_job["evaluation_job"]) == sorted(
             [c1, c2]
         )
         assert {r.tags["together/event"] for r in by_job["evaluation_job"]} == {
@@ -62,14 +61,13 @@ def test_daemon_launches_one_run_per_event(sim, tmp_path):
         (report_run,) = by_job["report_job"]
         assert report_run.tags["together/session_id"] == other
         assert report_run.tags["dagster/run_key"] == f"session_stopped:{other}"
-        assert {ckpt_id(k) for k in instance.get_dynamic_partitions("together_rl_checkpoints")} == {
-            c1,
-            c2,
-        }
+        partitions = {r.tags["dagster/partition"] for r in by_job["evaluation_job"]}
+        assert set(instance.get_dynamic_partitions("together_rl_checkpoints")) == partitions
         mats = instance.fetch_materializations(
             dg.AssetKey(["together", "rl_inference_checkpoint"]), limit=10
         ).records
-        assert {ckpt_id(m.asset_materialization.partition) for m in mats} == {c1, c2}
+        assert {m.asset_materialization.metadata["checkpoint_id"].value for m in mats} == {c1, c2}
+        assert {m.asset_materialization.partition for m in mats} == partitions
         # A few more ticks: nothing is launched twice.
         n_ticks = len(sensor_ticks(instance, "together_rl_checkpoint_sensor"))
         wait_for(

@@ -15,7 +15,7 @@ from rl_sessions_dagster import (
     build_checkpoint_sensor,
     build_routed_sensor,
     build_session_status_sensor,
-    checkpoint_id_from_partition_key,
+    checkpoint_id_for_partition,
 )
 from rl_sessions_dagster.api.models import InferenceCheckpoint, TrainingSession
 from rl_sessions_dagster.partitions import checkpoint_partition_key
@@ -65,7 +65,7 @@ def test_one_routed_sensor_serves_both_families_with_one_poll(sim, ticker):
     assert set(by_job) == {"evaluation_job", "report_job"}
     ckpt, stop = by_job["evaluation_job"], by_job["report_job"]
     assert ckpt.run_key == f"checkpoint_registered:{a}:{cid}"
-    assert ckpt.partition_key == f"sweep-a/000010/{cid}"
+    assert ckpt.partition_key == f"sweep-a/000010/{cid[:8]}"
     assert stop.run_key == f"session_stopped:{b}" and stop.partition_key is None
     (add,) = data.dynamic_partitions_requests
     assert list(add.partition_keys) == [ckpt.partition_key]
@@ -254,28 +254,48 @@ def test_definitions_load_prints_no_warning():
 
 
 @pytest.mark.parametrize(
-    ("name", "step", "label"),
+    ("name", "step", "key"),
     [
-        ("sweep-lr-1e-5", 20, "sweep-lr-1e-5/000020/"),
-        (None, 7, "session-abcdef12/000007/"),
-        ("a/b ... c,d", None, "a-b-.-c-d/nostep/"),
-        ("", 1_234_567, "session-abcdef12/1234567/"),
+        ("sweep-lr-1e-5", 20, "sweep-lr-1e-5/000020/c0ffee00"),
+        (None, 7, "session-abcdef12/000007/c0ffee00"),
+        ("a/b ... c,d", None, "a-b-.-c-d/nostep/c0ffee00"),
+        ("", 1_234_567, "session-abcdef12/1234567/c0ffee00"),
     ],
 )
-def test_partition_keys_are_readable_sortable_and_give_back_the_id(name, step, label):
+def test_partition_keys_are_short_readable_and_safe(name, step, key):
     session = TrainingSession(id="abcdef12-0000-0000-0000-000000000000", display_name=name)
     ckpt = InferenceCheckpoint(id="c0ffee00-1111-2222-3333-444455556666", step=step)
-    key = checkpoint_partition_key(session, ckpt)
-    assert key == label + ckpt.id
-    assert "..." not in key and "," not in key
-    assert checkpoint_id_from_partition_key(key) == ckpt.id
-    # Keys written by 0.1.0 were the bare checkpoint id.
-    assert checkpoint_id_from_partition_key(ckpt.id) == ckpt.id
+    assert checkpoint_partition_key(session, ckpt) == key
+    assert checkpoint_partition_key(session, ckpt) == key  # stable
 
 
 def test_keys_sort_by_session_then_step():
     s = TrainingSession(id="s1", display_name="run")
-    keys = [
-        checkpoint_partition_key(s, InferenceCheckpoint(id=f"c{n}", step=n)) for n in (100, 20, 3)
-    ]
+    keys = [checkpoint_partition_key(s, InferenceCheckpoint(id=f"c{n}", step=n)) for n in (100, 20, 3)]
     assert sorted(keys) == [keys[2], keys[1], keys[0]]
+
+
+def test_checkpoint_id_is_found_for_new_and_0_1_0_partitions(instance):
+    """Sensor runs carry the id as a tag; a UI re-run has no tag and reads the event the sensor
+    recorded; a 0.1.0 partition key is the id."""
+    full = "c0ffee00-1111-2222-3333-444455556666"
+    key = "sweep-a/000010/c0ffee00"
+    seen: list[str] = []
+
+    @dg.asset(partitions_def=CHECKPOINT_PARTITIONS)
+    def evaluate(context: dg.AssetExecutionContext) -> None:
+        seen.append(checkpoint_id_for_partition(context))
+
+    instance.add_dynamic_partitions(CHECKPOINT_PARTITIONS.name, [key, full, "other/000001/abc"])
+    tags = {"together/checkpoint_id": full}
+    assert dg.materialize([evaluate], partition_key=key, instance=instance, tags=tags).success
+    with pytest.raises(Exception, match="no checkpoint id recorded"):
+        dg.materialize([evaluate], partition_key=key, instance=instance)
+    instance.report_runless_asset_event(
+        dg.AssetMaterialization(
+            CHECKPOINT_ASSET_SPEC.key, partition=key, metadata={"checkpoint_id": full}
+        )
+    )
+    assert dg.materialize([evaluate], partition_key=key, instance=instance).success
+    assert dg.materialize([evaluate], partition_key=full, instance=instance).success
+    assert seen == [full, full, full]

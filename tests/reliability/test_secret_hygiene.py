@@ -19,7 +19,7 @@ import pytest
 from dagster._core.scheduler.instigation import TickStatus
 from dagster._serdes import serialize_value
 
-from rl_sessions_dagster import TogetherRLResource, checkpoint_id_from_partition_key
+from rl_sessions_dagster import TogetherRLResource
 from rl_sessions_dagster.api import AuthenticationError
 from rl_sessions_dagster.testing import RLSimulator
 from rl_sessions_dagster.testing.daemon import dagster_daemon, group_alive, prepare_dagster_home
@@ -170,10 +170,7 @@ def test_api_key_appears_nowhere_dagster_or_the_library_writes(tmp_path):
     by_job: dict[str, list] = {}
     for run in runs:
         by_job.setdefault(run.job_name, []).append(run)
-    assert {
-        checkpoint_id_from_partition_key(r.tags["dagster/partition"])
-        for r in by_job["evaluate_checkpoint"]
-    } == checkpoints
+    assert {r.tags["together/checkpoint_id"] for r in by_job["evaluate_checkpoint"]} == checkpoints
     assert {r.tags["together/session_id"] for r in by_job["finished_session_report"]} == {
         trains,
         born_failed,
