@@ -8,14 +8,18 @@ Starts the simulator, a fresh ``DAGSTER_HOME`` under ``.demo/screenshot_home``, 
 then captures the evaluation asset's partitions page and its Overview (where Dagster 1.13 draws
 the metadata plots). Needs a Chromium binary (``apt-get install -y chromium`` on Debian).
 Dagster's "Join the community" dialog is dismissed the way its Skip button does, with the
-``setNuxSeen`` GraphQL mutation. Every process started here is stopped by its process group.
+``setNuxSeen`` GraphQL mutation; Chromium is driven over the DevTools protocol (``websockets``,
+installed with Dagster's webserver) to click the metadata "Plots" toggle. Every process started here is stopped by its process group.
 """
 
 import argparse
+import base64
+import json
 import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
@@ -34,10 +38,11 @@ from rl_sessions_dagster.testing.scenarios import DemoSweep, wait_until  # noqa:
 API_KEY = "sim-demo-key"
 MODULE = "example_repo.component_defs"
 ASSET = "together/checkpoint_evaluation"
+#: page name → (path, text of a button to click first, or None)
 PAGES = {
-    "partitions": f"/assets/{ASSET}?view=partitions",
-    "overview_plots": f"/assets/{ASSET}?view=overview",
-    "sensor": "/locations/example_repo.component_defs/sensors/together_rl_events",
+    "partitions": (f"/assets/{ASSET}?view=partitions", None),
+    "overview_metadata": (f"/assets/{ASSET}?view=overview", None),
+    "overview_plots": (f"/assets/{ASSET}?view=overview", "Plots"),
 }
 
 
@@ -57,13 +62,53 @@ def evaluations(home: Path) -> int:
         return len(instance.fetch_materializations(key, limit=100).records)
 
 
-def shoot(browser: str, url: str, path: Path) -> None:
-    subprocess.run(
-        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-         "--window-size=1600,1800", "--virtual-time-budget=20000",
-         f"--screenshot={path}", url],
-        check=True, capture_output=True, timeout=120,
-    )  # fmt: skip
+class Browser:
+    """Headless Chromium driven over the DevTools protocol (navigate, click, screenshot)."""
+
+    def __init__(self, binary: str, port: int = 9333) -> None:
+        self.proc = subprocess.Popen(
+            [binary, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+             f"--remote-debugging-port={port}", "--window-size=1600,1400", "about:blank"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+        target = f"http://127.0.0.1:{port}/json"
+        assert wait_until(lambda: _ok(target), 60), "chromium did not start"
+        page = next(t for t in httpx.get(target).json() if t["type"] == "page")
+        from websockets.sync.client import connect
+
+        self._connection = connect(page["webSocketDebuggerUrl"], max_size=None)
+        self.ws = self._connection.__enter__()
+        self.next_id = 0
+
+    def call(self, method: str, **params: object) -> dict:
+        self.next_id += 1
+        self.ws.send(json.dumps({"id": self.next_id, "method": method, "params": params}))
+        while True:
+            message = json.loads(self.ws.recv(timeout=60))
+            if message.get("id") == self.next_id:
+                return message.get("result", {})
+
+    def js(self, expression: str) -> object:
+        result = self.call("Runtime.evaluate", expression=expression, returnByValue=True)
+        return result.get("result", {}).get("value")
+
+    def shoot(self, url: str, path: Path, click: str | None) -> None:
+        self.call("Page.navigate", url=url)
+        # The UI renders from GraphQL after load: wait for the page to show data.
+        wait_until(lambda: self.js("document.body.innerText.includes('sweep-lr')"), 60, 1)
+        if click is not None:
+            clicked = self.js(
+                "(() => { const b = [...document.querySelectorAll('button')]"
+                f".find(b => b.innerText.trim() === {click!r}); if (b) b.click(); return !!b; }})()"
+            )
+            assert clicked, f"no {click!r} button on {url}"
+        time.sleep(4)  # let charts draw
+        data = self.call("Page.captureScreenshot", format="png")["data"]
+        path.write_bytes(base64.b64decode(data))
+
+    def close(self) -> None:
+        self._connection.__exit__(None, None, None)
+        stop_process_group(self.proc)  # type: ignore[arg-type]
 
 
 def main() -> int:
@@ -95,18 +140,26 @@ def main() -> int:
                 if not up:
                     print(f"the webserver did not start; see {home / 'webserver.log'}")
                     return 1
-                sweep = DemoSweep(sim.world, pace=args.pace, log=print).start()
+                sweep = DemoSweep(
+                    sim.world, pace=args.pace, log=lambda m: print(m, flush=True)
+                ).start()
                 done = wait_until(
-                    lambda: sweep.outcome.finished
-                    and evaluations(home) >= len(sweep.outcome.checkpoints),
+                    lambda: (
+                        sweep.outcome.finished
+                        and evaluations(home) >= len(sweep.outcome.checkpoints)
+                    ),
                     400,
                     interval=2,
                 )
-                print(f"sweep finished: {done}; {evaluations(home)} evaluations")
+                print(f"sweep finished: {done}; {evaluations(home)} evaluations", flush=True)
                 httpx.post(f"{base}/graphql", json={"query": "mutation { setNuxSeen }"})
-                for name, page in PAGES.items():
-                    shoot(browser, base + page, args.out / f"{name}.png")
-                    print(f"saved {args.out / f'{name}.png'}")
+                chrome = Browser(browser)
+                try:
+                    for name, (page, click) in PAGES.items():
+                        chrome.shoot(base + page, args.out / f"{name}.png", click)
+                        print(f"saved {args.out / f'{name}.png'}", flush=True)
+                finally:
+                    chrome.close()
             finally:
                 stop_process_group(web)
                 web_log.close()
