@@ -5,9 +5,11 @@ Readers of the same simulator (own process): this project's ``RLSessionsClient.l
 official ``together`` SDK 3.1.1 (its own models, in its own venv, see ``sdk_python``). Every
 pass runs in a fresh interpreter after an untimed warm-up pass, readers interleaved, so none
 inherits another's heap: the garbage collector's cost grows with the live heap, and a process
-that imported Dagster pays much more per page (measured as extra rows, with the proposed fix
-of pausing collection while a page is decoded). A parse-only measurement (same page bytes, no
-HTTP) splits HTTP from decoding.
+that imported Dagster pays more per page (measured as extra rows). The ``*_gc`` rows pause the
+collector while a page decodes, in the benchmark child only, to show what collection costs:
+the library itself never touches the process-wide collector (a guest in a code server that
+runs other threads). A parse-only measurement (same page bytes, no HTTP) splits HTTP from
+decoding.
 """
 
 from __future__ import annotations
@@ -90,8 +92,8 @@ def _raw(http: httpx.Client) -> int:
 
 
 def _pause_gc_while_decoding() -> None:
-    """The proposed fix, applied to this child process only: no garbage collection while a
-    response is decoded (the models built are acyclic; collection resumes right after)."""
+    """A measurement, in this child process only: no garbage collection while a response is
+    decoded, to show the collector's share of the cost. Not something a library may do."""
     import gc
 
     from rl_sessions_dagster.api._http import BaseClient
@@ -134,9 +136,9 @@ READERS = {
     "ours": "ours: `RLSessionsClient.list_sessions` (typed models)",
     "raw": "raw `httpx` + `json.loads` (dicts)",
     "sdk": "official `together` SDK",
-    "ours_gc": "ours + proposed fix: GC paused while a page is decoded",
+    "ours_gc": "(measurement only) ours with GC paused while a page is decoded",
     "ours_dagster": "ours, in a process that imported dagster (as in a code server)",
-    "ours_dagster_gc": "ours, imported dagster + proposed fix",
+    "ours_dagster_gc": "(measurement only) ours, imported dagster, GC paused while decoding",
 }
 
 

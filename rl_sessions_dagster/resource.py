@@ -7,7 +7,6 @@ calls the API at definition load.
 
 import contextlib
 import email.utils
-import time
 from typing import Any
 
 import dagster as dg
@@ -117,8 +116,3 @@ class TogetherRLResource(dg.ConfigurableResource):
             retry=self.retry_policy(),
             on_response=server_clock,
         )
-
-
-def monotonic_deadline(seconds: float) -> float:
-    """An absolute deadline on the clock the client's retry policy uses."""
-    return time.monotonic() + seconds

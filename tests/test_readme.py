@@ -21,7 +21,7 @@ def test_readme_top_has_the_two_commands():
 
 def test_quick_start_definitions_load_without_calling_the_api(monkeypatch):
     (quick_start,) = [b for b in BLOCKS if "defs = dg.Definitions(" in b]
-    with RLSimulator(api_key="k") as sim:
+    with RLSimulator(api_key="sim-test-key-0123456789abcdef") as sim:
         monkeypatch.setenv("TOGETHER_BASE_URL", sim.base_url)
         namespace: dict = {}
         exec(compile(quick_start, "README-quick-start", "exec"), namespace)

@@ -7,10 +7,9 @@ path-and-body. No Dagster here: the client must be usable (and testable) on its 
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import gc
 import ipaddress
+import json
 import os
 import platform
 import ssl
@@ -26,12 +25,14 @@ from ..version import __version__
 from .errors import (
     ConfigurationError,
     DecodeError,
+    TogetherRLError,
+    configuration_failure,
     error_from_response,
     path_and_query,
     scrub,
     transport_error,
 )
-from .models import Page
+from .pages import Page, SkippedItem, parse_page, salvage
 from .retries import RetryPolicy, parse_retry_after
 
 M = TypeVar("M", bound=pydantic.BaseModel)
@@ -45,10 +46,14 @@ MAX_PAGE_SIZE = 100
 
 @dataclass
 class ClientStats:
-    """Counters for benchmarks and tests: ``requests`` counts HTTP attempts, retries included."""
+    """Counters for benchmarks and tests: ``requests`` counts HTTP attempts, retries included;
+    ``skipped_items`` counts list items that could not be read (see ``Page.skipped``);
+    ``repaired_items`` counts objects read with some fields left None (``invalid_fields``)."""
 
     calls: int = 0
     requests: int = 0
+    skipped_items: int = 0
+    repaired_items: int = 0
 
     @property
     def retries(self) -> int:
@@ -139,23 +144,6 @@ def _ssl_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a page decodes.
-
-    A 100-session page creates ~10,000 tracked objects, which triggers collections that scan
-    the whole heap — in a Dagster code server a large one. Decoding allocates no cycles, so
-    skipping them is safe; measured: paging 1.8x faster (2.4x with Dagster loaded).
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 class BaseClient:
     """Configuration, one HTTP exchange with retries, and pagination."""
 
@@ -242,9 +230,7 @@ class BaseClient:
             try:
                 response = self._http.send(request)
             except httpx.RequestError as exc:
-                failure = transport_error(
-                    exc, method=method, url=request.url, secrets=self._secrets
-                )
+                failure = self._failure(exc, method, request.url)
             else:
                 return self._decode(response, model)
             # Raised outside the except block: the httpx error (and its request, which holds
@@ -257,6 +243,14 @@ class BaseClient:
             idempotent=method == "GET" if idempotent is None else idempotent,
             deadline=deadline,
         )
+
+    def _failure(self, exc: httpx.RequestError, method: str, url: httpx.URL) -> TogetherRLError:
+        """A wrong host or certificate is a configuration error (raised at once); any other
+        transport failure is a retryable :class:`TransportError`."""
+        secrets = self._secrets
+        return configuration_failure(
+            exc, method=method, url=url, base_url=self.base_url, secrets=secrets
+        ) or transport_error(exc, method=method, url=url, secrets=secrets)
 
     @property
     def _secrets(self) -> tuple[str]:
@@ -281,10 +275,13 @@ class BaseClient:
                 response, secrets=self._secrets, retry_after=parse_retry_after(response.headers)
             )
         try:
-            with _gc_paused():
-                return model.model_validate_json(response.content)
+            return model.model_validate_json(response.content)
         except pydantic.ValidationError as exc:
             problem = _describe(exc)
+        # The slow path, only for a response that did not parse as a whole.
+        recovered = self._recover(response.content, model)
+        if recovered is not None:
+            return recovered
         request = response.request
         raise DecodeError(
             scrub(
@@ -297,6 +294,27 @@ class BaseClient:
             url=scrub(path_and_query(request.url), self._secrets),
             retryable=True,
         )
+
+    def _recover(self, content: bytes, model: type[M]) -> M | None:
+        """Read a response that failed the one-pass parse: a page item by item, an object
+        with its unparseable optional fields as None (only models with ``invalid_fields``)."""
+        page = parse_page(model, content, self._secrets)  # type: ignore[arg-type]
+        if page is not None:
+            self.stats.skipped_items += len(page.skipped)
+            self.stats.repaired_items += sum(
+                1 for item in page.data if getattr(item, "invalid_fields", None)
+            )
+            return page  # type: ignore[return-value]
+        if "invalid_fields" not in model.model_fields:
+            return None
+        try:
+            raw = json.loads(content)
+        except ValueError:
+            return None
+        instance, _ = salvage(model, raw)
+        if instance is not None:
+            self.stats.repaired_items += 1
+        return instance
 
     # -- pagination -----------------------------------------------------------------------------
 
@@ -321,10 +339,13 @@ class BaseClient:
         *,
         page_size: int,
         deadline: float | None,
+        on_skipped: Callable[[SkippedItem], None] | None = None,
     ) -> Iterator[T]:
         """Every item of a list endpoint. Arguments are checked now; pages are fetched lazily,
         the next only when the current one is used up, so one page is held at a time.
 
+        Items that cannot be read are not yielded: each is passed to ``on_skipped`` (before the
+        page's good items are yielded) and counted in ``stats.skipped_items``.
         A server that repeats a cursor would loop forever; that is a :class:`DecodeError`.
         """
         check_page_size(page_size)
@@ -336,6 +357,9 @@ class BaseClient:
                     path, model, filters, after=after, limit=page_size, deadline=deadline
                 )
                 cursor = page.next_cursor
+                if on_skipped is not None:
+                    for skipped in page.skipped:
+                        on_skipped(skipped)
                 if cursor is None and page.meta.has_more and page.data:
                     # has_more without a cursor: the documented cursor is the last item's id.
                     cursor = getattr(page.data[-1], "id", None)

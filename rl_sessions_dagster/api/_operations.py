@@ -10,6 +10,7 @@ import uuid
 from typing import Any, Literal, get_args
 
 from ._http import BaseClient, compact, segment
+from .enums import WeightSyncType
 from .errors import DeadlineExceeded
 from .models import Operation
 
@@ -115,11 +116,15 @@ class OperationsAPI(BaseClient):
         self,
         session_id: str,
         *,
-        weight_sync_type: str,
+        weight_sync_type: WeightSyncType | str,
         idempotency_key: str | None = None,
         deadline: float | None = None,
     ) -> Operation:
-        body = {"weight_sync_type": weight_sync_type}
+        """Publish the trainer's weights to the generator. ``weight_sync_type`` takes a member
+        or a short/full name; a string this library does not know is sent as given."""
+        member = WeightSyncType.parse(weight_sync_type)
+        wire = member.value if member is not WeightSyncType.UNKNOWN else str(weight_sync_type)
+        body = {"weight_sync_type": wire}
         return self.submit_operation(
             session_id, "weights-sync", body, idempotency_key=idempotency_key, deadline=deadline
         )
@@ -149,7 +154,8 @@ class OperationsAPI(BaseClient):
     def create_inference_checkpoint(
         self, session_id: str, *, idempotency_key: str | None = None, deadline: float | None = None
     ) -> Operation:
-        """Save deployable weights; the finished operation's ``.checkpoint`` is the result."""
+        """Save deployable weights; the finished operation's ``.checkpoint`` is the
+        :class:`InferenceCheckpoint` saved."""
         return self.submit_operation(
             session_id, "inference-checkpoint", idempotency_key=idempotency_key, deadline=deadline
         )
@@ -157,7 +163,9 @@ class OperationsAPI(BaseClient):
     def create_training_checkpoint(
         self, session_id: str, *, idempotency_key: str | None = None, deadline: float | None = None
     ) -> Operation:
-        """Save the full training state (for ``resume_from_checkpoint_id``; not deployable)."""
+        """Save the full training state (for ``resume_from_checkpoint_id``; not deployable).
+
+        The finished operation's ``.checkpoint`` is the :class:`TrainingCheckpoint` saved."""
         return self.submit_operation(
             session_id, "training-checkpoint", idempotency_key=idempotency_key, deadline=deadline
         )

@@ -9,7 +9,7 @@ tick. For list iterators the deadline bounds every page request, i.e. the whole 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ._http import compact, segment
@@ -29,6 +29,7 @@ from .models import (
     ModelResource,
     Page,
     SessionMetadata,
+    SkippedItem,
     SupportedModel,
     TrainingSession,
 )
@@ -184,6 +185,7 @@ class RLSessionsClient(OperationsAPI):
         created_by: str | None = None,
         page_size: int = 100,
         deadline: float | None = None,
+        on_skipped: Callable[[SkippedItem], None] | None = None,
     ) -> Iterator[TrainingSession]:
         """Every matching session, fetching pages lazily as the iterator is consumed.
 
@@ -192,7 +194,12 @@ class RLSessionsClient(OperationsAPI):
         """
         filters = self._session_filters(status, model_resources_id, created_by)
         return self._iterate(
-            _SESSIONS, Page[TrainingSession], filters, page_size=page_size, deadline=deadline
+            _SESSIONS,
+            Page[TrainingSession],
+            filters,
+            page_size=page_size,
+            deadline=deadline,
+            on_skipped=on_skipped,
         )
 
     # -- checkpoints (endpoints 20-22) ---------------------------------------------------------
@@ -231,11 +238,17 @@ class RLSessionsClient(OperationsAPI):
         base_model: str | None = None,
         page_size: int = 100,
         deadline: float | None = None,
+        on_skipped: Callable[[SkippedItem], None] | None = None,
     ) -> Iterator[Checkpoint]:
         """Every matching checkpoint, newest first, fetched lazily page by page."""
         filters = self._checkpoint_filters(session_id, type, base_model)
         return self._iterate(
-            _CHECKPOINTS, Page[Checkpoint], filters, page_size=page_size, deadline=deadline
+            _CHECKPOINTS,
+            Page[Checkpoint],
+            filters,
+            page_size=page_size,
+            deadline=deadline,
+            on_skipped=on_skipped,
         )
 
     def get_checkpoint(self, checkpoint_id: str, *, deadline: float | None = None) -> Checkpoint:
@@ -328,11 +341,17 @@ class RLSessionsClient(OperationsAPI):
         created_by: str | None = None,
         page_size: int = 100,
         deadline: float | None = None,
+        on_skipped: Callable[[SkippedItem], None] | None = None,
     ) -> Iterator[ModelResource]:
         """Every matching model resource, fetched lazily page by page."""
         filters = compact(status=_status_query(status, ModelResourceStatus), created_by=created_by)
         return self._iterate(
-            _RESOURCES, Page[ModelResource], filters, page_size=page_size, deadline=deadline
+            _RESOURCES,
+            Page[ModelResource],
+            filters,
+            page_size=page_size,
+            deadline=deadline,
+            on_skipped=on_skipped,
         )
 
     def extend_model_resource_expiry(

@@ -134,3 +134,70 @@ class OperationStatus(LenientEnum):
     @property
     def is_done(self) -> bool:
         return self in (OperationStatus.COMPLETED, OperationStatus.FAILED)
+
+
+class ModelResourceErrorCode(LenientEnum):
+    """Why a model resource is in ERROR (SDK ``ModelResourcesErrorCode``)."""
+
+    UNSPECIFIED = "MODEL_RESOURCES_ERROR_CODE_UNSPECIFIED"
+    CAPACITY_WAIT_TIMEOUT = "MODEL_RESOURCES_ERROR_CODE_CAPACITY_WAIT_TIMEOUT"
+    PROVISIONING_FAILED = "MODEL_RESOURCES_ERROR_CODE_PROVISIONING_FAILED"
+    RESOURCE_UNAVAILABLE = "MODEL_RESOURCES_ERROR_CODE_RESOURCE_UNAVAILABLE"
+    UNKNOWN = "UNKNOWN"
+
+    @classmethod
+    def _prefix(cls) -> str:
+        return "MODEL_RESOURCES_ERROR_CODE_"
+
+
+class OperationErrorCode(LenientEnum):
+    """Why an operation FAILED (SDK ``OperationErrorCode``)."""
+
+    UNSPECIFIED = "TRAINING_OPERATION_ERROR_CODE_UNSPECIFIED"
+    RESOURCE_EXHAUSTED = "TRAINING_OPERATION_ERROR_CODE_RESOURCE_EXHAUSTED"
+    TIMEOUT = "TRAINING_OPERATION_ERROR_CODE_TIMEOUT"
+    INTERNAL_ERROR = "TRAINING_OPERATION_ERROR_CODE_INTERNAL_ERROR"
+    SESSION_NOT_ACTIVE = "TRAINING_OPERATION_ERROR_CODE_SESSION_NOT_ACTIVE"
+    INVALID_INPUT = "TRAINING_OPERATION_ERROR_CODE_INVALID_INPUT"
+    NON_FINITE_LOSS = "TRAINING_OPERATION_ERROR_CODE_NON_FINITE_LOSS"
+    UNKNOWN = "UNKNOWN"
+
+    @classmethod
+    def _prefix(cls) -> str:
+        return "TRAINING_OPERATION_ERROR_CODE_"
+
+
+class WeightSyncType(LenientEnum):
+    """How a weights-sync publishes the trainer's weights to the generator."""
+
+    SYNCHRONOUS = "WEIGHT_SYNC_TYPE_SYNCHRONOUS"
+    BACKGROUND_PUBLISH = "WEIGHT_SYNC_TYPE_BACKGROUND_PUBLISH"
+    PIPELINE = "WEIGHT_SYNC_TYPE_PIPELINE"
+    UNKNOWN = "UNKNOWN"
+
+    @classmethod
+    def _prefix(cls) -> str:
+        return "WEIGHT_SYNC_TYPE_"
+
+
+class StopReason(LenientEnum):
+    """Why a sampled sequence ended."""
+
+    LENGTH = "STOP_REASON_LENGTH"
+    STOP = "STOP_REASON_STOP"
+    UNKNOWN = "UNKNOWN"
+
+    @classmethod
+    def _prefix(cls) -> str:
+        return "STOP_REASON_"
+
+
+class MuonScalingStrategy(LenientEnum):
+    UNSPECIFIED = "MUON_SCALING_STRATEGY_UNSPECIFIED"
+    MATCH_ADAM = "MUON_SCALING_STRATEGY_MATCH_ADAM"
+    ORIGINAL = "MUON_SCALING_STRATEGY_ORIGINAL"
+    UNKNOWN = "UNKNOWN"
+
+    @classmethod
+    def _prefix(cls) -> str:
+        return "MUON_SCALING_STRATEGY_"

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import json
 import re
+import socket
+import ssl
 from collections.abc import Iterable
 from typing import Any
 
@@ -34,11 +36,20 @@ _GRPC_CODES = (
 )  # fmt: skip
 
 
+#: Shorter "secrets" are not masked: a real key is longer, and masking a one-letter test key
+#: would garble every message ("Name or service not known" → "Name or service not ***nown").
+MIN_SECRET_CHARS = 8
+
+
 def scrub(text: str, secrets: Iterable[str | None] = ()) -> str:
-    """Remove every secret (and any ``Bearer <token>``) from ``text``."""
+    """Mask every secret (and any ``Bearer <token>``) in ``text``.
+
+    A secret is masked where it stands as a whole token: not preceded or followed by a letter
+    or digit (``key=SECRET&``, ``t-SECRET`` are masked; ``xSECRETx`` is another token).
+    """
     for secret in secrets:
-        if secret:
-            text = text.replace(secret, _REDACTED)
+        if secret and len(secret) >= MIN_SECRET_CHARS and secret in text:
+            text = re.sub(rf"(?<![A-Za-z0-9]){re.escape(secret)}(?![A-Za-z0-9])", _REDACTED, text)
     return _BEARER.sub(r"\1 " + _REDACTED, text)
 
 
@@ -99,6 +110,31 @@ def _rebuild(cls: type[TogetherRLError], message: str, state: dict[str, Any]) ->
 
 class ConfigurationError(TogetherRLError):
     """The client cannot be built: missing API key, bad or insecure base URL."""
+
+
+class UnreachableHostError(ConfigurationError):
+    """The base URL's host name does not exist (DNS says so): a typo, not an outage.
+
+    Not retried. ``host`` and ``base_url`` name what was tried. A resolver that is
+    temporarily down (``EAI_AGAIN``) is a :class:`TransportError` instead, and retried.
+    """
+
+    def __init__(self, message: str, *, host: str, base_url: str, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.host = host
+        self.base_url = base_url
+
+
+class TLSCertificateError(ConfigurationError):
+    """The server's TLS certificate does not verify (wrong host, self-signed, intercepted).
+
+    Not retried: the same certificate will fail the same way.
+    """
+
+    def __init__(self, message: str, *, host: str, base_url: str, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.host = host
+        self.base_url = base_url
 
 
 class BadRequestError(TogetherRLError):
@@ -313,4 +349,71 @@ def transport_error(
         may_have_reached_server=not isinstance(exc, _NOT_SENT),
         method=method,
         url=scrub(path_and_query(url), secrets),
+    )
+
+
+#: getaddrinfo answers meaning "this name has no address": a typo or a wrong base URL.
+#: ``EAI_AGAIN`` (resolver temporarily unreachable) and ``EAI_FAIL`` are not here: transient.
+_NO_SUCH_HOST = frozenset(
+    code
+    for code in (getattr(socket, "EAI_NONAME", None), getattr(socket, "EAI_NODATA", None))
+    if code is not None
+)
+_NO_SUCH_HOST_TEXT = (
+    "name or service not known",
+    "nodename nor servname provided",
+    "no address associated with hostname",
+)
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    chain, seen = [], set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
+
+
+def configuration_failure(
+    exc: httpx.RequestError,
+    *,
+    method: str,
+    url: httpx.URL,
+    base_url: str,
+    secrets: Iterable[str | None],
+) -> ConfigurationError | None:
+    """A :class:`UnreachableHostError` or :class:`TLSCertificateError` when ``exc`` is one of
+    those (retrying cannot help); None for a transient failure.
+
+    Like :func:`transport_error`, the result holds no httpx object: raise it outside the
+    ``except`` block.
+    """
+    if not isinstance(exc, httpx.ConnectError):
+        return None
+    secrets = tuple(secrets)
+    host = url.host
+    where = (
+        f"host {host!r} (base_url {base_url!r}; set by the base_url argument or the "
+        "TOGETHER_BASE_URL environment variable)"
+    )
+    common = {"host": host, "base_url": base_url, "method": method,
+              "url": scrub(path_and_query(url), secrets)}  # fmt: skip
+    for cause in _causes(exc):
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            detail = scrub(cause.verify_message or str(cause), secrets)
+            return TLSCertificateError(
+                f"TLS certificate verification failed for {where}: {detail}. Check the base URL; "
+                "not retried",
+                **common,
+            )
+        if isinstance(cause, socket.gaierror) and cause.errno in _NO_SUCH_HOST:
+            break
+    else:
+        if not any(t in str(exc).lower() for t in _NO_SUCH_HOST_TEXT):
+            return None
+    return UnreachableHostError(
+        f"cannot resolve {where}: no such host. Check the base URL for a typo; not retried",
+        **common,
     )

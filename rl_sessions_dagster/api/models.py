@@ -5,43 +5,49 @@ treats every block but ``id`` as optional: the API has added required fields sev
 (see ``shared/seeds`` changelogs), and a monitoring library must not crash on the next one.
 Statuses are kept as the raw wire string; the typed enum is derived and maps new values to
 ``UNKNOWN``.
+
+Objects the API returns at top level (sessions, checkpoints, model resources, operations) have
+``invalid_fields``: when a value of an optional field does not parse (``"updated_at":
+"not-a-date"``), the client reads the object anyway with that field ``None`` and keeps the raw
+value there, keyed by its dotted path (``{"updated_at": "not-a-date"}``). This happens only on
+the slow path (see ``pages.py``): a well-formed response is parsed natively in one pass.
 """
 
-from datetime import datetime
-from typing import Annotated, Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from .enums import (
     CheckpointType,
+    ModelResourceErrorCode,
     ModelResourceStatus,
+    MuonScalingStrategy,
+    OperationErrorCode,
     OperationStatus,
     SessionErrorCode,
     SessionStatus,
 )
+from .fields import EmptyIsNone, ListOrNull, RawEnum, Timestamp
+from .pages import Page, PageMeta, SkippedItem
 
-T = TypeVar("T")
+if TYPE_CHECKING:
+    from .operation_results import OperationResult
 
-
-def _blank_is_none(value: Any) -> Any:
-    return None if value == "" else value
-
-
-def _null_is_blank(value: Any) -> Any:
-    return "" if value is None else value
-
-
-#: A timestamp that may be missing, null or ``""`` (all mean "not set"); one odd timestamp must
-#: not make a whole list page unparseable.
-Timestamp = Annotated[datetime | None, BeforeValidator(_blank_is_none)]
-#: A raw enum string; ``null`` reads as ``""`` (which parses to ``UNKNOWN``).
-RawEnum = Annotated[str, BeforeValidator(_null_is_blank)]
+__all__ = ["Page", "PageMeta", "SkippedItem"]  # re-exported; the models below are public too
 
 
 class APIModel(BaseModel):
     """Base: keep unknown fields, allow field names and aliases, coerce numeric strings."""
 
     model_config = ConfigDict(extra="allow", populate_by_name=True, frozen=False)
+
+
+class TopLevelModel(APIModel):
+    """An object the API returns on its own or as a list item."""
+
+    #: Raw values of optional fields that did not parse (now None), by dotted path; None if
+    #: every field parsed. See the module docstring.
+    invalid_fields: dict[str, Any] | None = None
 
 
 class RegistryArtifact(APIModel):
@@ -120,13 +126,6 @@ class Registration(APIModel):
         return self.adapter_id or self.model_id or self.legacy_model_name
 
 
-def _registration_or_none(value: Any) -> Any:
-    """Empty dicts (proto-JSON of an unset message) mean 'not registered'."""
-    if value in (None, {}, ""):
-        return None
-    return value
-
-
 class InferenceCheckpoint(APIModel):
     """An inference checkpoint as embedded in a session (deployable weights)."""
 
@@ -146,12 +145,7 @@ class TrainingCheckpoint(APIModel):
     id: str
     created_at: Timestamp = None
     step: int | None = None
-    registration: RegistryArtifact | None = None
-
-    @field_validator("registration", mode="before")
-    @classmethod
-    def empty_registration_is_none(cls, v: Any) -> Any:
-        return _registration_or_none(v)
+    registration: EmptyIsNone[RegistryArtifact] = None
 
 
 class WandbMetadata(APIModel):
@@ -181,7 +175,7 @@ class SessionError(APIModel):
 
 class LoraConfig(APIModel):
     rank: int | None = None
-    alpha: float | None = None
+    alpha: int | None = None
     dropout: float | None = None
     seed: int | None = None
     train_unembed: bool | None = None
@@ -194,11 +188,17 @@ class PolicyState(APIModel):
     trainer_step: int | None = None
 
 
-def _list_or_empty(value: Any) -> Any:
-    return [] if value is None else value
+def _metadata_or_empty(value: SessionMetadata | None) -> SessionMetadata:
+    return SessionMetadata() if value is None else value
 
 
-class TrainingSession(APIModel):
+if TYPE_CHECKING:
+    MetadataOrNull = SessionMetadata
+else:
+    MetadataOrNull = Annotated[SessionMetadata | None, AfterValidator(_metadata_or_empty)]
+
+
+class TrainingSession(TopLevelModel):
     """A training session: status, step, and the checkpoints it has saved."""
 
     id: str
@@ -209,24 +209,14 @@ class TrainingSession(APIModel):
     created_by: str | None = None
     model_resources_id: str | None = None
     display_name: str | None = None
-    metadata: SessionMetadata = Field(default_factory=SessionMetadata)
+    metadata: MetadataOrNull = Field(default_factory=SessionMetadata)
     error: SessionError | None = None
-    inference_checkpoints: list[InferenceCheckpoint] = Field(default_factory=list)
-    training_checkpoints: list[TrainingCheckpoint] = Field(default_factory=list)
+    inference_checkpoints: ListOrNull[InferenceCheckpoint] = Field(default_factory=list)
+    training_checkpoints: ListOrNull[TrainingCheckpoint] = Field(default_factory=list)
     step: int | None = None
     policy_state: PolicyState | None = None
     lora_config: LoraConfig | None = None
     resume_from_checkpoint_id: str | None = None
-
-    @field_validator("inference_checkpoints", "training_checkpoints", mode="before")
-    @classmethod
-    def null_list_is_empty(cls, v: Any) -> Any:
-        return _list_or_empty(v)
-
-    @field_validator("metadata", mode="before")
-    @classmethod
-    def null_block_is_empty(cls, v: Any) -> Any:
-        return {} if v is None else v
 
     @property
     def status(self) -> SessionStatus:
@@ -243,7 +233,7 @@ class TrainingSession(APIModel):
         return self.metadata.wandb.url if self.metadata.wandb else None
 
 
-class Checkpoint(APIModel):
+class Checkpoint(TopLevelModel):
     """A checkpoint as returned by ``/v1/rl/checkpoints`` (either type)."""
 
     id: str
@@ -252,14 +242,9 @@ class Checkpoint(APIModel):
     session_id: str | None = None
     step: int | None = None
     raw_type: RawEnum = Field(default="", alias="type")
-    inference_registration: Registration | None = None
-    training_registration: RegistryArtifact | None = None
+    inference_registration: EmptyIsNone[Registration] = None
+    training_registration: EmptyIsNone[RegistryArtifact] = None
     lora_rank: int | None = None
-
-    @field_validator("inference_registration", "training_registration", mode="before")
-    @classmethod
-    def empty_registration_is_none(cls, v: Any) -> Any:
-        return _registration_or_none(v)
 
     @property
     def type(self) -> CheckpointType:
@@ -280,12 +265,7 @@ class CheckpointFile(APIModel):
 class CheckpointDownload(APIModel):
     """Presigned URLs for a checkpoint's files. The URLs carry their own auth."""
 
-    data: list[CheckpointFile] = Field(default_factory=list)
-
-    @field_validator("data", mode="before")
-    @classmethod
-    def null_list_is_empty(cls, v: Any) -> Any:
-        return _list_or_empty(v)
+    data: ListOrNull[CheckpointFile] = Field(default_factory=list)
 
 
 class ComputeConfig(APIModel):
@@ -298,12 +278,38 @@ class StatusDetails(APIModel):
 
 
 class ModelResourceError(APIModel):
-    code: str | None = None
+    """Why a model resource is in ERROR; the raw code is kept beside the typed one."""
+
+    code_raw: str | None = Field(default=None, alias="code")
     message: str | None = None
     occurred_at: Timestamp = None
 
+    @property
+    def code(self) -> ModelResourceErrorCode | None:
+        return ModelResourceErrorCode.parse(self.code_raw) if self.code_raw else None
 
-class ModelResource(APIModel):
+
+class AdamConfig(APIModel):
+    """Adam optimizer (the SDK declares no settings)."""
+
+
+class MuonConfig(APIModel):
+    raw_scaling_strategy: str | None = Field(default=None, alias="scaling_strategy")
+
+    @property
+    def scaling_strategy(self) -> MuonScalingStrategy | None:
+        raw = self.raw_scaling_strategy
+        return MuonScalingStrategy.parse(raw) if raw else None
+
+
+class OptimizerConfig(APIModel):
+    """The resource's optimizer: ``adam`` or ``muon`` is set."""
+
+    adam: AdamConfig | None = None
+    muon: MuonConfig | None = None
+
+
+class ModelResource(TopLevelModel):
     """Provisioned GPUs that sessions attach to. Billed only while READY."""
 
     id: str
@@ -315,7 +321,7 @@ class ModelResource(APIModel):
     created_by: str | None = None
     inactive_timeout: int | None = None
     lora_enabled: bool | None = None
-    optimizer_config: dict[str, Any] | None = None
+    optimizer_config: OptimizerConfig | None = None
     status_details: StatusDetails | None = None
     base_weights_ref: str | None = None
     error: ModelResourceError | None = None
@@ -331,18 +337,64 @@ class CostEstimate(APIModel):
     price_per_hour: float | None = None
 
 
+class SamplingDefaults(APIModel):
+    logprobs: int | None = None
+    max_tokens: int | None = None
+    n: int | None = None
+    temperature: float | None = None
+
+
+class GeneratorConfig(APIModel):
+    """Inference limits of a GPU type (set when generator replicas can run on it)."""
+
+    context_length: int | None = None
+    sampling_defaults: SamplingDefaults | None = None
+
+
+class FullTrainerConfig(APIModel):
+    max_batch_size: int | None = None
+    max_seq_length: int | None = None
+
+
+class LoraTrainerConfig(APIModel):
+    max_batch_size: int | None = None
+    max_rank: int | None = None
+    max_seq_length: int | None = None
+
+
+class TrainerConfig(APIModel):
+    """Training limits of a GPU type, per mode (a mode is absent when unsupported)."""
+
+    full: FullTrainerConfig | None = None
+    lora: LoraTrainerConfig | None = None
+
+
+class SupportedComputeConfig(APIModel):
+    """A validated hardware configuration for a supported base model."""
+
+    gpu_type: str | None = None
+    generator_config: GeneratorConfig | None = None
+    trainer_config: TrainerConfig | None = None
+
+
 class SupportedModel(APIModel):
     base_model: str
     default_gpu_type: str | None = None
-    compute_configs: list[dict[str, Any]] | None = None
+    compute_configs: list[SupportedComputeConfig] | None = None
 
 
 class OperationError(APIModel):
-    code: str | None = None
+    """Why an operation FAILED; the raw code is kept beside the typed one."""
+
+    code_raw: str | None = Field(default=None, alias="code")
     message: str | None = None
 
+    @property
+    def code(self) -> OperationErrorCode | None:
+        return OperationErrorCode.parse(self.code_raw) if self.code_raw else None
 
-class Operation(APIModel):
+
+class Operation(TopLevelModel):
     """An asynchronous training operation (forward-backward, optim-step, checkpoint, ...)."""
 
     id: str
@@ -360,37 +412,23 @@ class Operation(APIModel):
         return self.status.is_done
 
     @property
-    def checkpoint(self) -> InferenceCheckpoint | None:
-        """For checkpoint operations: the checkpoint the operation saved."""
-        data = (self.output or {}).get("checkpoint")
-        return InferenceCheckpoint.model_validate(data) if isinstance(data, dict) else None
+    def result(self) -> "OperationResult | None":
+        """``output`` as the typed result of this operation's ``kind`` (None before it is
+        done, or for an unknown kind); a field that does not parse reads as None."""
+        from .operation_results import parse_result  # imports this module
 
-
-class PageMeta(APIModel):
-    limit: int | None = None
-    has_more: bool | None = None
-    next_cursor: str | None = None
-
-
-class Page(APIModel, Generic[T]):
-    """One page of a list endpoint. ``data``/``meta`` may be omitted when empty (proto-JSON)."""
-
-    data: list[T] = Field(default_factory=list)
-    meta: PageMeta = Field(default_factory=PageMeta)
-
-    @field_validator("data", mode="before")
-    @classmethod
-    def null_list_is_empty(cls, v: Any) -> Any:
-        return _list_or_empty(v)
-
-    @field_validator("meta", mode="before")
-    @classmethod
-    def null_block_is_empty(cls, v: Any) -> Any:
-        return {} if v is None else v
+        return parse_result(self.kind, self.output)
 
     @property
-    def next_cursor(self) -> str | None:
-        """The ``after`` value for the next page, or None when this is the last page."""
-        if self.meta.has_more is False or not self.meta.next_cursor:
+    def checkpoint(self) -> InferenceCheckpoint | TrainingCheckpoint | None:
+        """For checkpoint operations: the checkpoint saved, typed by the operation's kind.
+
+        A ``training-checkpoint`` operation saves a :class:`TrainingCheckpoint` (its
+        registration is a bare registry artifact); any other kind reads as inference.
+        """
+        data = (self.output or {}).get("checkpoint")
+        if not isinstance(data, dict):
             return None
-        return self.meta.next_cursor
+        if self.kind == "training-checkpoint":
+            return TrainingCheckpoint.model_validate(data)
+        return InferenceCheckpoint.model_validate(data)

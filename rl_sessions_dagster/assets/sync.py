@@ -26,6 +26,7 @@ import dagster as dg
 from pydantic import Field
 
 from ..api.models import TrainingSession
+from ..api.pages import SkippedItem
 from ..resource import TogetherRLResource
 from ..storage import (
     CheckpointRow,
@@ -108,6 +109,8 @@ class SyncStats:
         self.api_requests = 0
         self.api_calls = 0
         self.seconds = 0.0
+        #: List items the API sent that could not be read (not in the table; see metadata).
+        self.skipped: list[SkippedItem] = []
         self._newest_limit = newest_limit
         self._newest: list[tuple[str, str, SessionRow]] = []  # min-heap on (created_at, id)
 
@@ -194,6 +197,20 @@ def _md_cell(value: object) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+#: Skipped items listed in the metadata table (the count covers all of them).
+SKIPPED_SHOWN = 20
+
+
+def _skipped_table(items: Sequence[SkippedItem]) -> str:
+    lines = ["| session id | field | reason |", "|---|---|---|"]
+    for item in items[:SKIPPED_SHOWN]:
+        cells = (f"`{item.id}`" if item.id else "(no id)", item.field or "(item)", item.reason)
+        lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
+    if len(items) > SKIPPED_SHOWN:
+        lines.append(f"| … {len(items) - SKIPPED_SHOWN} more | | |")
+    return "\n".join(lines)
+
+
 def _newest_table(rows: Sequence[SessionRow]) -> str:
     lines = [
         "| created (UTC) | display_name | status | step | checkpoints | W&B | session id |",
@@ -230,7 +247,11 @@ def sync_metadata(
         ),
         "api_requests": dg.MetadataValue.int(stats.api_requests),
         "sync_seconds": dg.MetadataValue.float(round(stats.seconds, 3)),
+        # Sessions the API listed but this library could not read: not in the table.
+        "skipped_items": dg.MetadataValue.int(len(stats.skipped)),
     }
+    if stats.skipped:
+        meta["skipped_sessions"] = dg.MetadataValue.md(_skipped_table(stats.skipped))
     # One number per status too: numeric metadata is plotted across materializations.
     for status, n in sorted(counts.sessions_by_status.items()):
         meta[f"sessions_{status.lower()}"] = dg.MetadataValue.int(n)
@@ -369,6 +390,7 @@ def build_session_sync_asset(
             )
         path = _resolve_db_path(config.db_path, db_path, context.instance.root_directory)
         client = resource.get_client()
+        skipped: list[SkippedItem] = []
         try:
             store = factory(path)
             try:
@@ -376,6 +398,7 @@ def build_session_sync_asset(
                     created_by=flt.created_by if flt else None,
                     model_resources_id=flt.model_resources_id if flt else None,
                     page_size=config.page_size,
+                    on_skipped=skipped.append,
                 )
                 stats = run_sync(
                     listing,
@@ -390,8 +413,16 @@ def build_session_sync_asset(
                 store.close()
             stats.api_requests = client.stats.requests
             stats.api_calls = client.stats.calls
+            stats.skipped = skipped
         finally:
             client.close()
+        for item in skipped:
+            context.log.warning(
+                "skipped a session the API listed but this library cannot read: id=%s field=%s: %s",
+                item.id,
+                item.field or "(item)",
+                item.reason,
+            )
         context.log.info(
             "synced %d sessions and %d checkpoints in %.1f s with %d API requests; "
             "sessions %s, checkpoints %s",

@@ -108,6 +108,7 @@ class PollingConfig(dg.Model, dg.Resolvable):
     lookback_seconds: float = 600.0
     registration_wait_seconds: float = 3600.0
     page_size: int = 100
+    unavailable_alarm_seconds: float = 600.0
 
 
 class SensorConfig(dg.Model, dg.Resolvable):

@@ -1,11 +1,11 @@
 """The pure event core: no HTTP, no Dagster. Previous state + API snapshot → events + state."""
 
 from .events import CHECKPOINT_EVENTS, TERMINAL_EVENTS, EventKind, SessionEvent
-from .state import CursorError, TrackerState
+from .passes import ScannedPage
+from .state import CursorError, ListOrder, TrackerState
 from .tracker import (
     ALL_EVENT_KINDS,
     Observation,
-    ScannedPage,
     ScanPlan,
     TickOutcome,
     TrackerConfig,
@@ -23,6 +23,7 @@ __all__ = [
     "TERMINAL_EVENTS",
     "CursorError",
     "EventKind",
+    "ListOrder",
     "Observation",
     "ScanPlan",
     "ScannedPage",

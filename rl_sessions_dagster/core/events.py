@@ -22,10 +22,6 @@ class EventKind(str, Enum):
     SESSION_EXPIRED = "session_expired"
     SESSION_STATUS_CHANGED = "session_status_changed"
 
-    @property
-    def is_checkpoint_event(self) -> bool:
-        return self in (EventKind.CHECKPOINT_CREATED, EventKind.CHECKPOINT_REGISTERED)
-
 
 CHECKPOINT_EVENTS = frozenset({EventKind.CHECKPOINT_CREATED, EventKind.CHECKPOINT_REGISTERED})
 TERMINAL_EVENTS = frozenset(

@@ -1,6 +1,7 @@
 """One tick's reads, in order, against any session source (the HTTP client or an in-memory
-fake): list the active sessions, fetch by id the tracked ones that left that list, then page
-the finished-session list as planned.
+fake): list the active sessions, fetch by id the tracked ones that left that list, continue a
+discovery pass over the unfiltered list if one is due, page the finished-session list as
+planned, and re-check pending registrations of finished sessions.
 
 It holds no I/O of its own; the source does. A read that fails transiently, or a budget that
 runs out, ends collection early with what was read so far marked incomplete, so progress is
@@ -8,38 +9,38 @@ kept and the rest follows on the next tick. Only a failure to list the active se
 the tick, since without that list nothing can be concluded.
 """
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Protocol
+from collections.abc import Callable, Sequence
+from functools import partial
 
 from ..api.models import TrainingSession
-from .state import TrackerState
-from .tracker import Observation, ScannedPage, TrackerConfig, plan_scan, sessions_to_fetch, to_ms
-
-
-class SessionSource(Protocol):
-    """What the tracker needs to read. Pages return ``(sessions, next_after or None)``."""
-
-    def list_active_page(self, after: str | None) -> tuple[list[TrainingSession], str | None]: ...
-
-    def list_terminal_page(self, after: str | None) -> tuple[list[TrainingSession], str | None]: ...
-
-    def get_session(self, session_id: str) -> TrainingSession | None:
-        """The session, or None when the API answers 404."""
-        ...
-
-    def server_time_ms(self) -> int | None:
-        """The API's clock (HTTP ``Date``) at the last response, if known."""
-        ...
-
-
-@dataclass
-class Collected:
-    observation: Observation
-    #: why collection stopped early ("" when it did not): budget, or the transient error.
-    interrupted: str = ""
-    requests: int = 0
-    fetched_ids: list[str] = field(default_factory=list)
+from .checkpoint_list import (
+    checkpoint_floor,
+    checkpoint_mode,
+    oldest_pending_ms,
+    read_checkpoints,
+    registration_fetches,
+    sessions_with_new_checkpoints,
+)
+from .passes import ScannedPage
+from .reading import (
+    Collected,
+    Interrupted,
+    ItemUnreadable,
+    ListCursorRejected,
+    Reader,
+    SessionSource,
+    StatusFilterRejected,
+)
+from .state import ListOrder, TrackerState
+from .tracker import (
+    Observation,
+    TrackerConfig,
+    active_filter,
+    discovery_start,
+    plan_scan,
+    sessions_to_fetch,
+    to_ms,
+)
 
 
 def collect(
@@ -51,15 +52,29 @@ def collect(
     out_of_time: Callable[[], bool] = lambda: False,
     transient: tuple[type[BaseException], ...] = (),
     max_fetches: int | None = None,
+    discovery_pages_per_tick: int | None = None,
+    recheck_pages: int = 5,
 ) -> Collected:
-    """Read what this tick needs. Raises only if the active list cannot be read in full."""
+    """Read what this tick needs. Raises only if the active list cannot be read in full.
+
+    ``discovery_pages_per_tick`` bounds the unfiltered pass after the first tick (the first
+    tick reads as much of it as the budget allows); ``recheck_pages`` bounds the pages of the
+    checkpoint list read to re-check registrations before falling back to fetches by id.
+    """
     result = Collected(Observation(now_ms=now_ms))
     obs = result.observation
 
     active: list[TrainingSession] = []
     after: str | None = None
+    extra = active_filter(state)
     while True:
-        page, after = source.list_active_page(after)
+        try:
+            page, after = source.list_active_page(after, extra)
+        except StatusFilterRejected:
+            # Sessions in those statuses stay tracked and are fetched by id instead.
+            result.requests += 1
+            obs.unfilterable, extra = list(extra), []
+            page, after = source.list_active_page(after, extra)
         result.requests += 1
         active.extend(page)
         if after is None:
@@ -72,76 +87,174 @@ def collect(
             return result
     obs.active = active
     obs.server_now_ms = source.server_time_ms()
-
-    # Departures first: they are sessions we know have events due. A slow scan must not
-    # starve them (the scan's finds are only delayed when it is cut short: the watermark
-    # waits for a complete pass).
-    fetched: dict[str, TrainingSession | None] = {}
-    missing = sessions_to_fetch(state, active, ())
+    reader = Reader(result, out_of_time, transient)
     try:
-        for sid in missing:
-            if out_of_time() or (max_fetches is not None and len(fetched) >= max_fetches):
-                result.interrupted = (
-                    f"time budget used up after fetching {len(fetched)} of {len(missing)} sessions"
-                )
-                break
-            fetched[sid] = source.get_session(sid)
-            result.requests += 1
-    except transient as exc:
-        result.interrupted = f"{type(exc).__name__}: {exc}"
-    obs.fetched = fetched
-    result.fetched_ids = list(fetched)
-    if result.interrupted:
-        return result
-    obs.pages, obs.scan_complete, obs.order_violation, result.interrupted, n = _scan_pages(
-        state, config, source, out_of_time, transient
-    )
-    result.requests += n
+        # Departures first: they are sessions we know have events due. A slow scan must not
+        # starve them (the scan's finds are only delayed when it is cut short: the watermark
+        # waits for a complete pass).
+        waiting = _waiting_for_registrations(state, config)
+        departed = [sid for sid in sessions_to_fetch(state, active, ()) if sid not in waiting]
+        _fetch(reader, source, departed, max_fetches)
+        if not state.initialized:
+            # First tick: the newest finished sessions are history; read them before the
+            # (possibly long) discovery pass.
+            _scan_pages(reader, state, config, source)
+            _discover_pages(reader, state, source, None)
+        elif checkpoint_mode(state, config):
+            _discover_pages(reader, state, source, discovery_pages_per_tick)
+            _read_checkpoint_list(reader, state, config, source, waiting)
+        else:
+            _discover_pages(reader, state, source, discovery_pages_per_tick)
+            _scan_pages(reader, state, config, source)
+            shown = {s.id for s in active} | {s.id for p in obs.pages for s in p.sessions}
+            due = [sid for sid in waiting if sid not in shown]
+            if due:
+                below = oldest_pending_ms(state, due)
+                read = None
+                if below is not None and not state.checkpoint_list_untrusted:
+                    read = read_checkpoints(
+                        reader, source, need_below_ms=below, max_pages=recheck_pages
+                    )
+                    obs.checkpoint_list_untrusted = not read.trusted
+                _fetch(reader, source, registration_fetches(state, due, read), None)
+    except Interrupted:
+        pass
+    result.fetched_ids = list(obs.fetched)
     return result
 
 
-def _scan_pages(
+def _waiting_for_registrations(state: TrackerState, config: TrackerConfig) -> list[str]:
+    """Finished sessions that only wait for registrations: they need no fetch unless one of
+    their checkpoints changed, which the checkpoint list tells for all of them at once."""
+    if not config.tracks_checkpoints or state.checkpoint_list_untrusted:
+        return []
+    return [sid for sid, entry in state.tracked.items() if entry.lingering]
+
+
+def _read_checkpoint_list(
+    reader: Reader,
     state: TrackerState,
     config: TrackerConfig,
     source: SessionSource,
-    out_of_time: Callable[[], bool],
-    transient: tuple[type[BaseException], ...],
-) -> tuple[list[ScannedPage], bool, bool, str, int]:
-    """Page the finished-session list as planned, checking the newest-first order on the way.
+    waiting: Sequence[str],
+) -> None:
+    """Checkpoint mode: one read from the top of the checkpoint list down to the floor, or to
+    the oldest pending registration if that is older."""
+    obs = reader.result.observation
+    shown = {s.id for s in obs.active} | set(obs.fetched)
+    due = [sid for sid in waiting if sid not in shown]
+    floor = checkpoint_floor(state, config)
+    below = oldest_pending_ms(state, due)
+    need = floor if below is None else min(floor, below)
+    read = read_checkpoints(reader, source, need_below_ms=need, max_pages=None)
+    if not read.trusted:
+        obs.checkpoint_list_untrusted = True
+        _fetch(reader, source, due, None)
+        return
+    adopt = sessions_with_new_checkpoints(state, read, floor, shown)
+    obs.adopt = adopt
+    _fetch(reader, source, [*registration_fetches(state, due, read), *adopt], None)
+    if read.complete:
+        obs.checkpoints_read_newest_ms = read.newest_ms
 
-    Returns (pages, pass complete, order violated, why it stopped early or "", requests).
-    """
-    plan = plan_scan(state, config)
+
+def _fetch(
+    reader: Reader, source: SessionSource, ids: Sequence[str], max_fetches: int | None
+) -> None:
+    fetched = dict(reader.result.observation.fetched)
+    try:
+        for sid in ids:
+            if sid in fetched:
+                continue
+            if max_fetches is not None and len(fetched) >= max_fetches:
+                reader.result.interrupted = f"fetched {len(fetched)} of {len(ids)} sessions"
+                raise Interrupted
+            try:
+                fetched[sid] = reader.read(
+                    f"fetching sessions ({len(fetched)} of {len(ids)} done)",
+                    partial(source.get_session, sid),
+                )
+            except ItemUnreadable:
+                reader.result.requests += 1
+                reader.result.unreadable.append(sid)
+    finally:
+        reader.result.observation.fetched = fetched
+
+
+def _discover_pages(
+    reader: Reader, state: TrackerState, source: SessionSource, max_pages: int | None
+) -> None:
+    """Continue the discovery pass over the unfiltered list, if one is due."""
+    start = discovery_start(state)
+    if start is None:
+        return
+    obs = reader.result.observation
     pages: list[ScannedPage] = []
-    complete = violated = False
-    interrupted = ""
-    after, newest_seen = plan.start.after, plan.start.low_ms
+    after = start.after
+    try:
+        while max_pages is None or len(pages) < max_pages:
+            try:
+                sessions, next_after = reader.read(
+                    "discovering sessions in unknown statuses",
+                    partial(source.list_all_page, after),
+                )
+            except ListCursorRejected:
+                obs.discovery_rejected = True
+                break
+            pages.append(ScannedPage(after, sessions, next_after))
+            if next_after is None:
+                obs.discovery_complete = True
+                break
+            after = next_after
+    finally:
+        obs.discovery_pages = pages
+
+
+def _scan_pages(
+    reader: Reader, state: TrackerState, config: TrackerConfig, source: SessionSource
+) -> None:
+    """Page the finished-session list as planned, gathering evidence of its order."""
+    plan = plan_scan(state, config)
+    obs = reader.result.observation
+    pages: list[ScannedPage] = []
+    after, evidence = plan.start.after, plan.start.evidence.copy()
     try:
         while plan.max_pages != 0:
-            if out_of_time():
-                interrupted = "time budget used up while scanning finished sessions"
+            try:
+                sessions, next_after = reader.read(
+                    "scanning finished sessions", partial(source.list_terminal_page, after)
+                )
+            except ListCursorRejected:
+                obs.scan_rejected = True
                 break
-            sessions, next_after = source.list_terminal_page(after)
             page = ScannedPage(after, sessions, next_after)
             pages.append(page)
             stop_here = False
-            for s in sessions:
+            fresh = sessions
+            if len(pages) == 1 and plan.start.done_through is not None:
+                # A page read again (resumed pass, or an oldest-first tail): only what
+                # follows the last item done is new evidence.
+                ids = [s.id for s in sessions]
+                if plan.start.done_through in ids:
+                    fresh = sessions[ids.index(plan.start.done_through) + 1 :]
+            for s in fresh:
                 ms = to_ms(s.created_at)
                 if ms is None:
                     continue
-                if newest_seen is not None and ms > newest_seen:
-                    violated = True
-                newest_seen = ms if newest_seen is None else min(newest_seen, ms)
-                early_stop_allowed = plan.stop_below_ms is not None and not violated
+                evidence.see(ms)
+                if plan.expect is ListOrder.NEWEST_FIRST and evidence.not_newest_first:
+                    obs.order_violation = True
+                if plan.expect is ListOrder.OLDEST_FIRST and evidence.not_oldest_first:
+                    obs.order_violation = True
+                early_stop_allowed = plan.stop_below_ms is not None and not obs.order_violation
                 if early_stop_allowed and ms < (plan.stop_below_ms or 0):
                     stop_here = True
-            page.low_ms = newest_seen
+            page.evidence = evidence.copy()
             if next_after is None or stop_here:
-                complete = True
+                obs.scan_complete = True
                 break
             if plan.max_pages is not None and len(pages) >= plan.max_pages:
                 break
             after = next_after
-    except transient as exc:
-        interrupted = f"{type(exc).__name__}: {exc}"
-    return pages, complete, violated, interrupted, len(pages)
+    finally:
+        obs.pages = pages

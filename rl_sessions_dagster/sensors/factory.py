@@ -35,10 +35,11 @@ from ..api import (
     ServerError,
     TransportError,
 )
-from ..core import CursorError, EventKind, SessionEvent, TrackerConfig, TrackerState, advance
+from ..core import EventKind, SessionEvent, TrackerConfig, TrackerState, advance
 from ..core.poll import collect
 from ..partitions import CHECKPOINT_ASSET_KEY, CHECKPOINT_PARTITIONS
 from ..resource import ServerClock, TogetherRLResource
+from .cursor_history import previous_tick_failed_loudly, read_tracker_state
 from .options import EventRoute, PollingKwargs, PollingOptions
 from .options import event_kinds as parse_event_kinds
 from .run_requests import RunRequestFn, checkpoint_materialization, default_run_request
@@ -51,6 +52,40 @@ if TYPE_CHECKING:
 
 #: Failures that end a tick quietly (SkipReason, cursor kept): the next tick retries.
 TRANSIENT_ERRORS = (TransportError, ServerError, RateLimitError, DeadlineExceeded, DecodeError)
+
+#: pages of the unfiltered session list a tick may read for discovery (after the first tick).
+DISCOVERY_PAGES_PER_TICK = 50
+_UNAVAILABLE = "Together RL API unavailable"
+
+
+class TogetherRLUnavailableError(Exception):
+    """Every tick has failed to read the API for longer than the sensor's alarm threshold."""
+
+
+def _unavailable(
+    context: dg.SensorEvaluationContext,
+    state: TrackerState,
+    exc: Exception,
+    now_ms: int,
+    alarm_after_s: float,
+) -> dg.SensorResult | dg.SkipReason:
+    """A transient failure skips the tick (cursor kept); one that persists fails one tick loudly
+    per ``alarm_after_s`` window, then the sensor goes on retrying quietly."""
+    since = state.failing_since_ms if state.failing_since_ms is not None else now_ms
+    if previous_tick_failed_loudly(context, _UNAVAILABLE + " for"):
+        since = now_ms  # the alarm was raised: a new window starts
+    elif now_ms - since >= alarm_after_s * 1000:
+        raise TogetherRLUnavailableError(
+            f"{_UNAVAILABLE} for {int((now_ms - since) / 60000)} min: every tick since "
+            f"{datetime.fromtimestamp(since / 1000, tz=UTC).isoformat(timespec='seconds')} "
+            f"failed to read it (last error: {exc}). The sensor keeps retrying each tick and "
+            "loses nothing; check the API status and the resource's base_url."
+        )
+    reason = f"{_UNAVAILABLE}, will retry next tick: {exc}"
+    if not state.initialized:
+        return dg.SkipReason(reason)  # nothing to keep before the first successful tick
+    state.failing_since_ms = since
+    return dg.SensorResult(skip_reason=dg.SkipReason(reason), cursor=state.to_cursor())
 
 
 def _tick_budget(requested: float) -> float:
@@ -93,13 +128,8 @@ def _evaluate_tick(
     started = time.monotonic()
     deadline = started + plan.budget
     check_at_tick(context, plan.name, list(plan.targets))
-    try:
-        state = TrackerState.from_cursor(context.cursor)
-    except CursorError as exc:
-        context.log.warning(
-            f"{exc}; starting over from the current state of the API (history is not announced)"
-        )
-        state = TrackerState()
+    now_ms = int(datetime.now(UTC).timestamp() * 1000)
+    state = read_tracker_state(context)
     resource: TogetherRLResource = getattr(context.resources, plan.resource_key)
     clock = ServerClock()
     with resource.get_client(server_clock=clock) as client:
@@ -116,13 +146,23 @@ def _evaluate_tick(
                 state,
                 plan.config,
                 source,
-                now_ms=int(datetime.now(UTC).timestamp() * 1000),
+                now_ms=now_ms,
                 out_of_time=lambda: time.monotonic() > deadline - reserve,
                 transient=TRANSIENT_ERRORS,
+                discovery_pages_per_tick=DISCOVERY_PAGES_PER_TICK,
             )
         except TRANSIENT_ERRORS as exc:
-            return dg.SkipReason(f"Together RL API unavailable, will retry next tick: {exc}")
+            return _unavailable(context, state, exc, now_ms, plan.options.unavailable_alarm_seconds)
+    for item in source.skipped:
+        context.log.warning(
+            f"skipped an unreadable item of the API's lists (id {item.id or 'unreadable'}, "
+            f"field {item.field or '(the item)'}: {item.reason}); it is read again when "
+            "it is listed again"
+        )
+    for sid in collected.unreadable:
+        context.log.warning(f"session {sid} could not be read; it is fetched again next tick")
     outcome = advance(state, collected.observation, plan.config)
+    outcome.state.failing_since_ms = None
     for note in outcome.notes:
         context.log.warning(note)
 
@@ -139,6 +179,9 @@ def _evaluate_tick(
         )
     if collected.interrupted:
         summary += f"; read stopped early ({collected.interrupted}), rest next tick"
+    unreadable = len(source.skipped) + len(collected.unreadable)
+    if unreadable:
+        summary += f"; {unreadable} unreadable item(s) skipped (retried when read again)"
     context.log.info(summary)
     return dg.SensorResult(
         run_requests=built.run_requests,

@@ -36,6 +36,9 @@ class PollingOptions:
             reaches (covers clock and visibility lag).
         registration_wait_seconds: how long an unregistered checkpoint is re-checked.
         page_size: list page size (1-100).
+        unavailable_alarm_seconds: when every tick has failed to read the API (5xx, timeouts,
+            connection errors) for this long, one tick fails loudly (red in the UI); the
+            sensor keeps retrying. Configuration errors (key, DNS, TLS) fail every tick.
     """
 
     backfill: bool = False
@@ -44,13 +47,19 @@ class PollingOptions:
     lookback_seconds: float = 600.0
     registration_wait_seconds: float = 3600.0
     page_size: int = 100
+    unavailable_alarm_seconds: float = 600.0
 
     def __post_init__(self) -> None:
         if isinstance(self.max_runs_per_tick, bool) or not self.max_runs_per_tick >= 1:
             raise _invalid(f"max_runs_per_tick must be at least 1, got {self.max_runs_per_tick!r}")
         if isinstance(self.page_size, bool) or not 1 <= self.page_size <= 100:
             raise _invalid(f"page_size must be between 1 and 100, got {self.page_size!r}")
-        for name in ("tick_budget_seconds", "lookback_seconds", "registration_wait_seconds"):
+        for name in (
+            "tick_budget_seconds",
+            "lookback_seconds",
+            "registration_wait_seconds",
+            "unavailable_alarm_seconds",
+        ):
             if not getattr(self, name) > 0:
                 raise _invalid(f"{name} must be positive, got {getattr(self, name)!r}")
 
@@ -74,6 +83,7 @@ class PollingKwargs(TypedDict, total=False):
     lookback_seconds: float
     registration_wait_seconds: float
     page_size: int
+    unavailable_alarm_seconds: float
 
 
 def event_kinds(kinds: Iterable[EventKind | str]) -> frozenset[EventKind]:

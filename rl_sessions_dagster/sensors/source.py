@@ -5,12 +5,14 @@ applied to every session read, so the core never tracks a session the user did n
 """
 
 import fnmatch
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from ..api import NotFoundError, RLSessionsClient
-from ..api.enums import ACTIVE_SESSION_STATUSES, TERMINAL_SESSION_STATUSES
-from ..api.models import TrainingSession
+from ..api import BadRequestError, DecodeError, NotFoundError, RLSessionsClient
+from ..api.enums import ACTIVE_SESSION_STATUSES, TERMINAL_SESSION_STATUSES, CheckpointType
+from ..api.models import Checkpoint, TrainingSession
+from ..core.poll import ItemUnreadable, ListCursorRejected, StatusFilterRejected
 from ..resource import ServerClock
 
 _ORDER = ("CREATING", "RUNNING", "STOPPING", "STOPPED", "ERROR", "EXPIRED")
@@ -62,9 +64,11 @@ class ClientSessionSource:
         self.deadline = deadline
         self.page_size = page_size
         self.clock = server_clock
+        #: list items that could not be read this tick (the rest of their page is used).
+        self.skipped: list[Any] = []
 
     def _page(
-        self, statuses: list[str], after: str | None
+        self, statuses: list[str] | None, after: str | None
     ) -> tuple[list[TrainingSession], str | None]:
         page = self.client.list_sessions_page(
             after=after,
@@ -74,19 +78,58 @@ class ClientSessionSource:
             created_by=self.filter.created_by,
             deadline=self.deadline,
         )
+        self.skipped.extend(getattr(page, "skipped", ()))
         return [s for s in page.data if self.filter.matches(s)], page.next_cursor
 
-    def list_active_page(self, after: str | None) -> tuple[list[TrainingSession], str | None]:
-        return self._page(ACTIVE, after)
+    def list_active_page(
+        self, after: str | None, extra_statuses: Sequence[str] = ()
+    ) -> tuple[list[TrainingSession], str | None]:
+        if not extra_statuses:
+            return self._page(ACTIVE, after)
+        try:
+            return self._page([*ACTIVE, *extra_statuses], after)
+        except BadRequestError as exc:
+            raise StatusFilterRejected(str(exc)) from None
 
     def list_terminal_page(self, after: str | None) -> tuple[list[TrainingSession], str | None]:
-        return self._page(TERMINAL, after)
+        return self._resumable_page(TERMINAL, after)
+
+    def list_all_page(self, after: str | None) -> tuple[list[TrainingSession], str | None]:
+        return self._resumable_page(None, after)
+
+    def _resumable_page(
+        self, statuses: list[str] | None, after: str | None
+    ) -> tuple[list[TrainingSession], str | None]:
+        """A page of a pass that may resume from an ``after`` saved ticks ago: the API may
+        have forgotten it (the item is gone, or the cursor expired)."""
+        try:
+            return self._page(statuses, after)
+        except (BadRequestError, NotFoundError) as exc:
+            if after is None:
+                raise
+            raise ListCursorRejected(str(exc)) from None
+
+    def list_inference_checkpoints_page(
+        self, after: str | None
+    ) -> tuple[list[Checkpoint], str | None]:
+        page = self.client.list_checkpoints_page(
+            after=after,
+            limit=self.page_size,
+            type=CheckpointType.INFERENCE,
+            deadline=self.deadline,
+        )
+        self.skipped.extend(getattr(page, "skipped", ()))
+        return list(page.data), page.next_cursor
 
     def get_session(self, session_id: str) -> TrainingSession | None:
         try:
             return self.client.get_session(session_id, deadline=self.deadline)
         except NotFoundError:
             return None
+        except DecodeError as exc:
+            # Drifted beyond repair, or a truncated body: this session waits for the next
+            # tick, the others go on.
+            raise ItemUnreadable(f"session {session_id}: {exc}") from None
 
     def server_time_ms(self) -> int | None:
         return self.clock.last_ms if self.clock else None

@@ -69,7 +69,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--checkpoints-per-session", type=int, default=10)
     serve.add_argument("--active", type=int, default=5, help="RUNNING sessions among --populate")
     serve.add_argument(
-        "--list-order", choices=("newest_first", "unordered"), default="newest_first"
+        "--list-order",
+        choices=("newest_first", "oldest_first", "unordered"),
+        default="newest_first",
     )
     serve.add_argument("--start-delay", type=float, default=0.0, help="seconds CREATING lasts")
     serve.add_argument("--stop-delay", type=float, default=0.0, help="seconds STOPPING lasts")

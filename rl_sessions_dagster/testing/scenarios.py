@@ -80,17 +80,25 @@ class DemoSweep:
         wandb = {"entity": "demo", "project": "gsm8k-sweep", "group": "lr-sweep"}
         shared = w.create_model_resource("Qwen/Qwen3-8B", lora=True, inactive_timeout=3600)
         trains = w.create_session(
-            shared, display_name="sweep-lr-1e-5",
-            wandb={**wandb, "run_name": "lr-1e-5",
-                   "url": "https://wandb.ai/demo/gsm8k-sweep/runs/lr-1e-5"},
+            shared,
+            display_name="sweep-lr-1e-5",
+            wandb={
+                **wandb,
+                "run_name": "lr-1e-5",
+                "url": "https://wandb.ai/demo/gsm8k-sweep/runs/lr-1e-5",
+            },
         )
         self.outcome.sessions[trains] = "trains"
         self.log(f"session {trains[:8]} sweep-lr-1e-5 started (RUNNING)")
         idle_resource = w.create_model_resource("Qwen/Qwen3-8B", lora=True, inactive_timeout=600)
         idle = w.create_session(
-            idle_resource, display_name="sweep-lr-1e-4",
-            wandb={**wandb, "run_name": "lr-1e-4",
-                   "url": "https://wandb.ai/demo/gsm8k-sweep/runs/lr-1e-4"},
+            idle_resource,
+            display_name="sweep-lr-1e-4",
+            wandb={
+                **wandb,
+                "run_name": "lr-1e-4",
+                "url": "https://wandb.ai/demo/gsm8k-sweep/runs/lr-1e-4",
+            },
         )
         self.outcome.sessions[idle] = "goes-idle"
         self.log(f"session {idle[:8]} sweep-lr-1e-4 started (RUNNING)")

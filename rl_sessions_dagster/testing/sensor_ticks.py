@@ -4,7 +4,7 @@
 result) and ``definitions`` (to resolve partitioned run requests); resources must be passed
 explicitly. This wraps those details so users can unit-test their own wiring::
 
-    with RLSimulator(api_key="k") as sim, dg.instance_for_test() as instance:
+    with RLSimulator(api_key="sim-test-key-0123456789abcdef") as sim, dg.instance_for_test() as instance:
         ticker = SensorTicker(defs, "together_rl_checkpoint_sensor", instance)
         ticker.tick()                       # first tick: history is not announced
         sim.world.add_inference_checkpoint(session_id)

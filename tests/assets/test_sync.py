@@ -169,6 +169,41 @@ def test_metadata_is_present_and_typed(
     assert len(md.splitlines()) == 2 + 10
 
 
+def test_unreadable_sessions_are_skipped_counted_and_named_and_the_rest_synced(
+    sim: RLSimulator,
+    instance: dg.DagsterInstance,
+    resource: TogetherRLResource,
+    db: str,
+) -> None:
+    world = sim.world
+    world.populate(250, 1, active=5)  # three pages of 100
+    ids = world.session_ids()
+    no_id, int_id, bad_date = ids[20], ids[140], ids[230]
+    world.mutate_session_json(no_id, drop=("id",))  # no id: unreadable
+    world.mutate_session_json(int_id, extra={"id": 987654})  # id of the wrong type
+    world.mutate_session_json(bad_date, extra={"updated_at": "not-a-date"})  # readable
+    meta = values(sync(build_session_sync_asset(), instance, resource, db_path=db))
+    assert meta["skipped_items"] == 2
+    assert meta["sessions_seen"] == meta["dagster/row_count"] == 248
+    stored = {row[0] for row in table(db, "SELECT id FROM rl_sessions")}
+    assert stored == set(ids) - {no_id, int_id}  # every page was read past the bad items
+    assert table(db, f"SELECT updated_at FROM rl_sessions WHERE id = '{bad_date}'") == [(None,)]
+    md = meta["skipped_sessions"]
+    assert "`987654`" in md and "(no id)" in md and "| id |" in md
+    assert "Input should be a valid string" in md and "Field required" in md
+    (run,) = instance.get_runs(limit=1)
+    logged = [e.user_message for e in instance.all_logs(run.run_id)]
+    assert len([m for m in logged if "skipped a session" in m]) == 2
+
+
+def test_no_skipped_table_when_every_session_reads(
+    sim: RLSimulator, instance: dg.DagsterInstance, resource: TogetherRLResource, db: str
+) -> None:
+    sim.world.populate(5, 1, active=1)
+    meta = values(sync(build_session_sync_asset(), instance, resource, db_path=db))
+    assert meta["skipped_items"] == 0 and "skipped_sessions" not in meta
+
+
 def test_asset_definition_follows_conventions() -> None:
     asset = build_session_sync_asset()
     assert asset.key == SESSION_SYNC_ASSET_KEY

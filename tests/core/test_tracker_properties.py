@@ -16,6 +16,7 @@ ACTIONS = st.sampled_from(
         "new",
         "new",
         "new_failed",
+        "flash",
         "checkpoint",
         "checkpoint",
         "checkpoint_unregistered",
@@ -26,6 +27,8 @@ ACTIONS = st.sampled_from(
         "error",
         "expired",
         "weird",
+        "pause",
+        "new_paused",
         "clock",
         "tick",
         "tick",
@@ -68,36 +71,71 @@ class Harness:
         self.baseline_done = True
 
     def settle(self) -> None:
-        for _ in range(200):
+        """Tick until nothing more can come: the cursor stops changing, or (an unordered list
+        is scanned a few pages per tick, so its position never rests) no event for two whole
+        passes."""
+        pages = -(-len(self.world.sessions) // self.world.page_size)
+        per_tick = self.config.unordered_pages_per_tick or pages
+        quiet_needed = 2 * (-(-pages // per_tick)) + 2
+        quiet = 0
+        for _ in range(200 + quiet_needed):
             before = self.cursor
             n = len(self.emitted)
             self.tick()
-            if self.cursor == before and len(self.emitted) == n:
+            quiet = quiet + 1 if len(self.emitted) == n else 0
+            if (self.cursor == before and quiet) or quiet >= quiet_needed:
                 return
-        raise AssertionError("the tracker did not settle in 200 quiet ticks")
+        raise AssertionError("the tracker did not settle")
 
 
-def run_history(actions, order, cap, page_size, backfill=False):
+KIND_SETS = {
+    "all": frozenset(EventKind),
+    "checkpoints": frozenset({EventKind.CHECKPOINT_CREATED, EventKind.CHECKPOINT_REGISTERED}),
+    "terminal": frozenset(
+        {EventKind.SESSION_STOPPED, EventKind.SESSION_ERROR, EventKind.SESSION_EXPIRED}
+    ),
+}
+
+
+def run_history(actions, order, cap, page_size, backfill=False, kinds="all"):
     world = FakeWorld(order=order, page_size=page_size)
     config = TrackerConfig(
-        max_events=cap, lookback_ms=5_000, registration_wait_ms=10**12, backfill=backfill
+        max_events=cap,
+        lookback_ms=5_000,
+        registration_wait_ms=10**12,
+        backfill=backfill,
+        kinds=KIND_SETS[kinds],
     )
     h = Harness(world, config)
     # Some history before the sensor's first tick.
-    for i in range(4):
+    for i in range(6):
         sid = world.new_session("RUNNING")
-        world.add_checkpoint(sid, registered=True)
+        world.add_checkpoint(sid, registered=i != 5)
         if i % 2:
             world.set_status(sid, "STOPPED")
+        if i >= 4:
+            # In a status this library does not know when the sensor starts (issue #8).
+            world.set_status(sid, "PAUSED")
         world.tick_clock(100)
-    pre_checkpoints = {c.id for s in world.sessions.values() for c in s.checkpoints}
+    # History: checkpoints that exist at the first tick are never announced as created, nor
+    # as registered if they already were; one registered after the first tick is announced
+    # then (its registration is news).
+    pre_checkpoints = {c.id for s in world.sessions.values() for c in s.checkpoints if c.registered}
+    pre_created = {c.id for s in world.sessions.values() for c in s.checkpoints}
     pre_terminal = {s.id for s in world.sessions.values() if s.status in TERMINAL}
     h.tick()
     for action, n in actions:
-        live = [s for s in world.sessions.values() if s.status in ACTIVE]
+        live = [s for s in world.sessions.values() if s.status in ACTIVE | {"PAUSED"}]
         target = live[n % len(live)] if live else None
         if action == "new":
             world.new_session("CREATING" if n % 2 else "RUNNING")
+        elif action == "flash":
+            # Born, checkpointed (maybe registered later) and ended between two ticks.
+            sid = world.new_session("RUNNING")
+            world.add_checkpoint(sid, registered=n % 3 != 0)
+            world.set_status(sid, "STOPPED" if n % 2 else "EXPIRED")
+        elif action == "new_paused":
+            world.new_session("PAUSED")
         elif action == "new_failed":
             sid = world.new_session("CREATING")
             world.set_status(sid, "ERROR")
@@ -109,8 +147,12 @@ def run_history(actions, order, cap, page_size, backfill=False):
             ]
             if unregistered:
                 unregistered[n % len(unregistered)].registered = True
-        elif action in ("run", "stopping", "stopped", "error", "expired", "weird") and target:
+        elif (
+            action in ("run", "stopping", "stopped", "error", "expired", "weird", "pause")
+            and target
+        ):
             status = {
+                "pause": "PAUSED",
                 "run": "RUNNING",
                 "stopping": "STOPPING",
                 "stopped": "STOPPED",
@@ -130,19 +172,21 @@ def run_history(actions, order, cap, page_size, backfill=False):
         world.tick_clock(10)
     # Let unknown-status sessions finish so their terminal events are expected too.
     for s in world.sessions.values():
-        if s.status.startswith("WEIRD"):
+        if s.status.startswith("WEIRD") or s.status == "PAUSED":
             world.set_status(s.id, "STOPPED")
     h.settle()
-    return world, h, pre_checkpoints, pre_terminal
+    return world, h, (pre_checkpoints, pre_created), pre_terminal
 
 
-def expected_keys(world, pre_checkpoints, pre_terminal, backfill):
+def expected_keys(world, pre, pre_terminal, backfill):
+    pre_registered, pre_created = pre
     keys = set()
     for s in world.sessions.values():
         for c in s.checkpoints:
-            if c.id in pre_checkpoints and not backfill:
+            if c.id in pre_registered and not backfill:
                 continue
-            keys.add(f"checkpoint_created:{s.id}:{c.id}")
+            if c.id not in pre_created or backfill:
+                keys.add(f"checkpoint_created:{s.id}:{c.id}")
             if c.registered:
                 keys.add(f"checkpoint_registered:{s.id}:{c.id}")
         if s.status in TERMINAL and (backfill or s.id not in pre_terminal):
@@ -153,18 +197,28 @@ def expected_keys(world, pre_checkpoints, pre_terminal, backfill):
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     actions=st.lists(st.tuples(ACTIONS, st.integers(0, 50)), max_size=60),
-    order=st.sampled_from(["newest_first", "unordered"]),
+    order=st.sampled_from(["newest_first", "oldest_first", "unordered"]),
     cap=st.sampled_from([None, 1, 2, 5]),
     page_size=st.integers(1, 4),
     backfill=st.booleans(),
+    kinds=st.sampled_from(sorted(KIND_SETS)),
 )
-def test_every_event_exactly_once_and_none_invented(actions, order, cap, page_size, backfill):
-    world, h, pre_ckpts, pre_terminal = run_history(actions, order, cap, page_size, backfill)
+def test_every_event_exactly_once_and_none_invented(
+    actions, order, cap, page_size, backfill, kinds
+):
+    world, h, pre_ckpts, pre_terminal = run_history(
+        actions, order, cap, page_size, backfill, kinds
+    )
     counts = Counter(e.key for e in h.emitted)
     duplicates = {k: n for k, n in counts.items() if n > 1}
     assert not duplicates, f"emitted more than once: {duplicates}"
     got = {e.key for e in h.emitted if e.kind is not EventKind.SESSION_STATUS_CHANGED}
-    want = expected_keys(world, pre_ckpts, pre_terminal, backfill)
+    wanted = {k.value for k in KIND_SETS[kinds]}
+    want = {
+        k
+        for k in expected_keys(world, pre_ckpts, pre_terminal, backfill)
+        if k.split(":")[0] in wanted
+    }
     assert got - want == set(), "invented events"
     assert want - got == set(), "lost events"
     # Generic status changes name a status the session really had.
@@ -177,7 +231,7 @@ def test_every_event_exactly_once_and_none_invented(actions, order, cap, page_si
 @settings(max_examples=100, deadline=None)
 @given(
     actions=st.lists(st.tuples(ACTIONS, st.integers(0, 50)), max_size=60),
-    order=st.sampled_from(["newest_first", "unordered"]),
+    order=st.sampled_from(["newest_first", "oldest_first", "unordered"]),
 )
 def test_cursor_stays_bounded_by_active_sessions(actions, order):
     world, h, *_ = run_history(actions, order, None, 3)

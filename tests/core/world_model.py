@@ -6,7 +6,8 @@ import hashlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from rl_sessions_dagster.api.models import TrainingSession
+from rl_sessions_dagster.api.models import Checkpoint, TrainingSession
+from rl_sessions_dagster.core.poll import ListCursorRejected
 
 ACTIVE = {"CREATING", "RUNNING", "STOPPING"}
 TERMINAL = {"STOPPED", "ERROR", "EXPIRED"}
@@ -23,6 +24,20 @@ class Ckpt:
     created_ms: int
     step: int
     registered: bool
+
+    def to_checkpoint(self, session_id: str) -> Checkpoint:
+        item: dict = {
+            "id": self.id,
+            "created_at": _iso(self.created_ms),
+            "step": self.step,
+            "session_id": session_id,
+            "type": "CHECKPOINT_TYPE_INFERENCE",
+        }
+        if self.registered:
+            item["inference_registration"] = {
+                "model": {"id": f"ml_{self.id}", "revision_id": "rv_1"}
+            }
+        return Checkpoint.model_validate(item)
 
 
 @dataclass
@@ -102,20 +117,44 @@ class FakeWorld:
         items = [s for s in self.sessions.values() if s.status in statuses]
         if self.order == "newest_first":
             return sorted(items, key=lambda s: (s.created_ms, s.id), reverse=True)
+        if self.order == "oldest_first":
+            return sorted(items, key=lambda s: (s.created_ms, s.id))
         return sorted(items, key=lambda s: hashlib.md5(s.id.encode()).hexdigest())
 
     def _page(self, items: list[Sess], after: str | None):
         start = 0
         if after is not None:
-            start = [s.id for s in items].index(after) + 1
+            ids = [s.id for s in items]
+            if after not in ids:
+                raise ListCursorRejected(f"unknown cursor {after!r}")
+            start = ids.index(after) + 1
         chunk = items[start : start + self.page_size]
         more = start + self.page_size < len(items)
         return [s.to_model() for s in chunk], (chunk[-1].id if more and chunk else None)
 
-    def list_active_page(self, after):
+    def list_active_page(self, after, extra_statuses=()):
         self._read()
-        # Sessions in an unknown status are not in either filtered list (as on the real API).
-        return self._page(self._ordered(ACTIVE), after)
+        # Sessions in an unknown status are not in either filtered list (as on the real API)
+        # unless the tracker asks for that status by name.
+        wanted = ACTIVE | {s.removeprefix(PREFIX) for s in extra_statuses}
+        return self._page(self._ordered(wanted), after)
+
+    def list_all_page(self, after):
+        self._read()
+        return self._page(self._ordered({s.status for s in self.sessions.values()}), after)
+
+    def list_inference_checkpoints_page(self, after):
+        self._read()
+        ckpts = [(c, s) for s in self.sessions.values() for c in s.checkpoints]
+        ckpts.sort(key=lambda cs: (cs[0].created_ms, cs[0].id), reverse=True)
+        start = 0
+        if after is not None:
+            start = [c.id for c, _ in ckpts].index(after) + 1
+        chunk = ckpts[start : start + self.page_size]
+        more = start + self.page_size < len(ckpts)
+        return [c.to_checkpoint(s.id) for c, s in chunk], (
+            chunk[-1][0].id if more and chunk else None
+        )
 
     def list_terminal_page(self, after):
         self._read()

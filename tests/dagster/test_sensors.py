@@ -11,6 +11,7 @@ from rl_sessions_dagster import (
     PollingOptions,
     SessionFilter,
     build_rl_event_sensor,
+    build_session_status_sensor,
 )
 from rl_sessions_dagster.api import AuthenticationError
 from rl_sessions_dagster.core import TrackerState
@@ -186,9 +187,35 @@ def test_transient_failure_skips_the_tick_and_keeps_the_cursor(sim, ticker):
     sim.world.stop_session(sid, immediate=True)
     sim.faults.add(status=503, method="GET", path="/v1/rl/training-sessions", times=10)
     data = t.tick()
-    assert data.run_requests == [] and data.cursor in (None, cursor)
+    assert data.run_requests == []
     assert "unavailable" in data.skip_message and API_KEY not in data.skip_message
-    assert t.cursor == cursor
+    # The tracker's state is kept; the cursor only remembers since when reads fail.
+    kept = TrackerState.from_cursor(t.cursor)
+    assert kept.failing_since_ms is not None
+    kept.failing_since_ms = None
+    assert kept == TrackerState.from_cursor(cursor)
+    sim.faults.clear()
+    assert keys(t.tick()) == [f"session_stopped:{sid}"]
+    assert TrackerState.from_cursor(t.cursor).failing_since_ms is None
+
+
+def test_an_outage_that_persists_fails_a_tick_loudly_and_loses_nothing(sim, ticker):
+    sid = sim.world.create_session()
+    sensor = build_session_status_sensor(
+        job=report_job, options=PollingOptions(unavailable_alarm_seconds=600)
+    )
+    t = ticker(make_defs(sim, sensor), sensor.name)
+    t.tick()
+    sim.world.stop_session(sid, immediate=True)
+    sim.faults.add(status=503, method="GET", path="/v1/rl/training-sessions", times=1000)
+    assert "unavailable" in t.tick().skip_message  # the first failing tick only skips
+    # Eleven minutes of failing ticks later (the cursor says since when):
+    state = TrackerState.from_cursor(t.cursor)
+    state.failing_since_ms = (state.failing_since_ms or 0) - 11 * 60 * 1000
+    t.cursor = state.to_cursor()
+    with pytest.raises(Exception, match="unavailable for 11 min") as info:
+        t.tick()
+    assert API_KEY not in str(info.value) and "base_url" in str(info.value)
     sim.faults.clear()
     assert keys(t.tick()) == [f"session_stopped:{sid}"]
 
@@ -220,7 +247,7 @@ def test_unreadable_cursor_is_reset_without_flood(sim, ticker):
     t.cursor = '{"v": 0, "garbage": true}'
     data = t.tick()
     assert data.run_requests == []
-    assert json.loads(t.cursor)["v"] == 1
+    assert json.loads(t.cursor)["v"] == 2
 
 
 def test_slow_api_tick_stays_within_budget_and_progress_is_kept(sim, ticker):
@@ -301,3 +328,42 @@ def test_manual_clock_world_uses_the_simulators_date_header(ticker):
         assert keys(t.tick()) == [f"checkpoint_registered:{sid}:{cid}"]
         # Only right if "history" is judged by the simulator's clock, not this machine's.
         assert keys(status.tick()) == [f"session_error:{born}"]
+
+
+def test_malformed_items_are_skipped_named_and_block_nothing(sim, ticker):
+    world = sim.world
+    sessions = [world.create_session(display_name=f"drift-{i}") for i in range(3)]
+    t = ticker(make_defs(sim), CKPT)
+    t.tick()
+    bad = sessions[1]
+    world.mutate_session_json(bad, extra={"id": 987654})  # a wrong type in a required field
+    good = [world.add_inference_checkpoint(sid) for sid in (sessions[0], sessions[2])]
+    data = t.tick()
+    assert sorted(r.tags["together/checkpoint_id"] for r in data.run_requests) == sorted(good)
+    # Unreadable in the list and when fetched by id: skipped, counted, retried.
+    world.add_inference_checkpoint(bad)
+    data = t.tick()
+    assert data.run_requests == [] and "unreadable item(s) skipped" in (data.skip_message or "")
+    world.mutate_session_json(bad)  # the API is fixed: the session is read again
+    data = t.tick()
+    assert len(data.run_requests) == 1
+    assert data.run_requests[0].tags["together/session_id"] == bad
+
+
+def test_unknown_status_at_the_first_tick_then_terminal_is_one_run(sim, ticker):
+    world = sim.world
+    sid = world.create_session(display_name="paused-at-start")
+    history = world.add_inference_checkpoint(sid)
+    world.set_status(sid, "TRAINING_SESSION_STATUS_PAUSED")
+    status = ticker(make_defs(sim), STATUS)
+    ckpt = ticker(make_defs(sim), CKPT)
+    assert status.tick().run_requests == [] and ckpt.tick().run_requests == []
+    world.set_status(sid, "RUNNING")
+    new = world.add_inference_checkpoint(sid)
+    world.set_status(sid, "TRAINING_SESSION_STATUS_EXPIRED")
+    for _ in range(2):
+        status.tick()
+        ckpt.tick()
+    assert status.run_keys() == [f"session_expired:{sid}"]
+    assert ckpt.run_keys() == [f"checkpoint_registered:{sid}:{new}"]
+    assert history not in " ".join(ckpt.run_keys())

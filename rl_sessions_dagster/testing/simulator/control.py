@@ -7,7 +7,7 @@ only. Every endpoint maps onto one :class:`SimulatedWorld` / fault / log method:
 GET      /_sim/health                           ``{"status": "ok", "now": ts}``
 GET      /_sim/stats                            request counters, fault counters, world counts
 POST     /_sim/clock/advance                    ``{seconds}``
-POST     /_sim/list-order                       ``{order: "newest_first" | "unordered"}``
+POST     /_sim/list-order                       ``{order: "newest_first" | "oldest_first" | "unordered"}``
 POST     /_sim/populate                         ``{n_sessions, checkpoints_per_session, active,
                                                 seed, days}``
 POST     /_sim/resources                        ``{base_model, lora, inactive_timeout, status}``

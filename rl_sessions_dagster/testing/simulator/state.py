@@ -32,7 +32,8 @@ from .index import Key, OrderedIndex
 
 #: ``(code or None, message, occurred_at µs)`` — ``code`` None omits it from the wire (old shape).
 ErrorInfo = tuple[str | None, str, int]
-ListOrder = Literal["newest_first", "unordered"]
+ListOrder = Literal["newest_first", "oldest_first", "unordered"]
+LIST_ORDERS: tuple[ListOrder, ...] = ("newest_first", "oldest_first", "unordered")
 ResponseHook = Callable[[str, Any], Any]
 US = 1_000_000
 
@@ -251,13 +252,18 @@ class WorldBase:
 
     # --- keys and indices ------------------------------------------------------------------
     def _session_key(self, s: Session) -> Key:
+        # Pages are read in descending key order: oldest first negates the time.
         if self._list_order == "newest_first":
             return (s.created_at, s.id)
+        if self._list_order == "oldest_first":
+            return (-s.created_at, s.id)
         return (_unordered_value(s.id), s.id)
 
     def _resource_key(self, r: Resource) -> Key:
         if self._list_order == "newest_first":
             return (r.created_at, r.id)
+        if self._list_order == "oldest_first":
+            return (-r.created_at, r.id)
         return (_unordered_value(r.id), r.id)
 
     @staticmethod

@@ -22,7 +22,7 @@ from typing import Any
 from .clock import ClockMode, SimClock
 from .operations import OperationsMixin
 from .queries import QueriesMixin
-from .state import ListOrder, locked
+from .state import LIST_ORDERS, ListOrder, locked
 
 
 class SimulatedWorld(QueriesMixin, OperationsMixin):
@@ -69,9 +69,9 @@ class SimulatedWorld(QueriesMixin, OperationsMixin):
         default_registration_shape: str | None = "current",
         default_int64_as_string: bool = False,
     ) -> None:
-        if list_order not in ("newest_first", "unordered"):
+        if list_order not in LIST_ORDERS:
             raise ValueError(
-                f"list_order must be 'newest_first' or 'unordered', not {list_order!r}"
+                f"list_order must be one of {', '.join(LIST_ORDERS)}, not {list_order!r}"
             )
         super().__init__(
             seed=seed, clock=SimClock(clock, start), user_id=user_id, list_order=list_order
@@ -108,9 +108,10 @@ class SimulatedWorld(QueriesMixin, OperationsMixin):
 
     @locked
     def set_list_order(self, order: ListOrder) -> None:
-        """Switch between ``"newest_first"`` and ``"unordered"`` (rebuilds the indices)."""
-        if order not in ("newest_first", "unordered"):
-            raise ValueError(f"order must be 'newest_first' or 'unordered', not {order!r}")
+        """Switch between ``"newest_first"``, ``"oldest_first"`` and ``"unordered"`` (an order
+        unrelated to time); rebuilds the indices."""
+        if order not in LIST_ORDERS:
+            raise ValueError(f"order must be one of {', '.join(LIST_ORDERS)}, not {order!r}")
         if order != self._list_order:
             self._list_order = order
             self._rebuild_indices()
