@@ -40,7 +40,12 @@ from ..core.poll import collect
 from ..partitions import CHECKPOINT_ASSET_KEY, CHECKPOINT_PARTITIONS
 from ..resource import ServerClock, TogetherRLResource
 from .cursor_history import previous_tick_failed_loudly, read_tracker_state
-from .options import EventRoute, PollingKwargs, PollingOptions
+from .options import (
+    DEFAULT_TICK_BUDGET_SECONDS,  # noqa: F401 - imported from here by sensors/resources.py
+    EventRoute,
+    PollingKwargs,
+    PollingOptions,
+)
 from .options import event_kinds as parse_event_kinds
 from .run_requests import RunRequestFn, checkpoint_materialization, default_run_request
 from .source import ClientSessionSource, SessionFilter
