@@ -34,6 +34,17 @@ _EXPORTS = {
     "build_checkpoint_sensor": ".sensors",
     "build_rl_event_sensor": ".sensors",
     "build_session_status_sensor": ".sensors",
+    "ResourceSpec": ".api",
+    "ResourceEventKind": ".core",
+    "ResourceEvent": ".core",
+    "build_spend_asset": ".assets",
+    "ResourceFilter": ".sensors",
+    "build_model_resource_sensor": ".sensors",
+    "build_idle_guard": ".sensors",
+    "LaunchedSession": ".launch",
+    "TrainingLaunchConfig": ".launch",
+    "build_training_op": ".launch",
+    "launched_session": ".launch",
 }
 
 __all__ = [
@@ -42,27 +53,39 @@ __all__ = [
     "CHECKPOINT_PARTITIONS",
     "EventKind",
     "EventRoute",
+    "LaunchedSession",
     "PollingOptions",
     "RLSessionsClient",
+    "ResourceEvent",
+    "ResourceEventKind",
+    "ResourceFilter",
+    "ResourceSpec",
     "SessionEvent",
     "SessionFilter",
     "TogetherRLComponent",
     "TogetherRLError",
     "TogetherRLResource",
+    "TrainingLaunchConfig",
     "__version__",
     "build_checkpoint_asset_spec",
     "build_checkpoint_sensor",
+    "build_idle_guard",
+    "build_model_resource_sensor",
     "build_rl_event_sensor",
     "build_routed_sensor",
     "build_session_status_sensor",
+    "build_spend_asset",
+    "build_training_op",
     "checkpoint_id_for_partition",
+    "launched_session",
 ]
 
 if TYPE_CHECKING:
-    from .api import RLSessionsClient, TogetherRLError
-    from .assets import CHECKPOINT_ASSET_SPEC, build_checkpoint_asset_spec
+    from .api import ResourceSpec, RLSessionsClient, TogetherRLError
+    from .assets import CHECKPOINT_ASSET_SPEC, build_checkpoint_asset_spec, build_spend_asset
     from .components import TogetherRLComponent
-    from .core import EventKind, SessionEvent
+    from .core import EventKind, ResourceEvent, ResourceEventKind, SessionEvent
+    from .launch import LaunchedSession, TrainingLaunchConfig, build_training_op, launched_session
     from .partitions import (
         CHECKPOINT_ASSET_KEY,
         CHECKPOINT_PARTITIONS,
@@ -72,8 +95,11 @@ if TYPE_CHECKING:
     from .sensors import (
         EventRoute,
         PollingOptions,
+        ResourceFilter,
         SessionFilter,
         build_checkpoint_sensor,
+        build_idle_guard,
+        build_model_resource_sensor,
         build_rl_event_sensor,
         build_routed_sensor,
         build_session_status_sensor,

@@ -145,7 +145,20 @@ class TrainingCheckpoint(APIModel):
     id: str
     created_at: Timestamp = None
     step: int | None = None
-    registration: EmptyIsNone[RegistryArtifact] = None
+    #: As sent: ``{}`` (proto-JSON of an unset message) is kept here; read :attr:`registration`.
+    registration_artifact: RegistryArtifact | None = Field(default=None, alias="registration")
+
+    @property
+    def registration(self) -> RegistryArtifact | None:
+        """The registry artifact holding this training state; None when not registered.
+
+        A property rather than a validator: sessions embed many training checkpoints, and a
+        Python validator per checkpoint was a measurable share of reading a page.
+        """
+        reg = self.registration_artifact
+        if reg is None or (not reg.model_fields_set and not reg.model_extra):
+            return None
+        return reg
 
 
 class WandbMetadata(APIModel):

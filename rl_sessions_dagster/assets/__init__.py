@@ -18,6 +18,14 @@ from .registration import (
     deployment_target,
     download_urls,
 )
+from .spend import (
+    DEFAULT_SPEND_DB_FILENAME,
+    SPEND_ASSET_KEY,
+    SpendConfig,
+    SpendReport,
+    build_spend_asset,
+    run_spend,
+)
 from .sync import (
     DEFAULT_DB_FILENAME,
     SESSION_SYNC_ASSET_KEY,
@@ -37,16 +45,21 @@ __all__ = [
     "CHECKPOINT_PARTITIONS",
     "CHECKPOINT_PARTITIONS_NAME",
     "DEFAULT_DB_FILENAME",
+    "DEFAULT_SPEND_DB_FILENAME",
     "SESSION_SYNC_ASSET_KEY",
+    "SPEND_ASSET_KEY",
     "CheckpointNotDownloadableError",
     "CheckpointNotRegisteredError",
     "DeploymentKind",
     "DeploymentTarget",
+    "SpendConfig",
+    "SpendReport",
     "StoreFactory",
     "SyncConfig",
     "SyncStats",
     "build_checkpoint_asset_spec",
     "build_session_sync_asset",
+    "build_spend_asset",
     "build_sync_definitions",
     "build_sync_job_and_schedule",
     "build_sync_schedule",
@@ -55,5 +68,6 @@ __all__ = [
     "choose_variant",
     "deployment_target",
     "download_urls",
+    "run_spend",
     "run_sync",
 ]

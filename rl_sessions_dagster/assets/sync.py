@@ -418,7 +418,7 @@ def build_session_sync_asset(
             client.close()
         for item in skipped:
             context.log.warning(
-                "skipped a session the API listed but this library cannot read: id=%s field=%s: %s",
+                "skipped a session the API listed but this library cannot read: %s (%s: %s)",
                 item.id,
                 item.field or "(item)",
                 item.reason,

@@ -1,7 +1,28 @@
 """The pure event core: no HTTP, no Dagster. Previous state + API snapshot → events + state."""
 
 from .events import CHECKPOINT_EVENTS, TERMINAL_EVENTS, EventKind, SessionEvent
+from .idle import IdlePolicy, IdleResource, busy_resources, idle_candidates, idle_since
 from .passes import ScannedPage
+from .resources import (
+    ALL_RESOURCE_EVENT_KINDS,
+    ResourceEvent,
+    ResourceEventKind,
+    ResourceObservation,
+    ResourceTickOutcome,
+    ResourceTrackerConfig,
+    ResourceTrackerState,
+    advance_resources,
+)
+from .spend import (
+    Attachment,
+    ResourceSpan,
+    Spend,
+    attachment,
+    compute_spend,
+    observe_span,
+    sweep_of_auto,
+    sweep_totals,
+)
 from .state import CursorError, ListOrder, TrackerState
 from .tracker import (
     ALL_EVENT_KINDS,
@@ -19,22 +40,43 @@ from .tracker import (
 
 __all__ = [
     "ALL_EVENT_KINDS",
+    "ALL_RESOURCE_EVENT_KINDS",
     "CHECKPOINT_EVENTS",
     "TERMINAL_EVENTS",
+    "Attachment",
     "CursorError",
     "EventKind",
+    "IdlePolicy",
+    "IdleResource",
     "ListOrder",
     "Observation",
+    "ResourceEvent",
+    "ResourceEventKind",
+    "ResourceObservation",
+    "ResourceSpan",
+    "ResourceTickOutcome",
+    "ResourceTrackerConfig",
+    "ResourceTrackerState",
     "ScanPlan",
     "ScannedPage",
     "SessionEvent",
+    "Spend",
     "TickOutcome",
     "TrackerConfig",
     "TrackerState",
     "advance",
+    "advance_resources",
+    "attachment",
+    "busy_resources",
     "checkpoint_key",
+    "compute_spend",
     "floor_ms",
+    "idle_candidates",
+    "idle_since",
+    "observe_span",
     "plan_scan",
     "sessions_to_fetch",
+    "sweep_of_auto",
+    "sweep_totals",
     "to_ms",
 ]

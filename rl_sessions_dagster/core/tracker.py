@@ -147,8 +147,9 @@ def advance(state: TrackerState, obs: Observation, config: TrackerConfig) -> Tic
         return TickOutcome([], state, notes)
 
     # 2. Tracked sessions and new sessions in the active list, oldest first.
-    if not budget.exhausted:
-        _diff_tracked(state, obs, config, budget, snapshot)
+    #    Even with the cap already reached: untracked sessions of the active list are then
+    #    adopted without events, so they are not lost if they leave that list.
+    _diff_tracked(state, obs, config, budget, snapshot)
 
     # 3. The terminal-session scan: sessions born and ended between ticks (or history, when
     #    backfilling), positionally resumable.

@@ -1,20 +1,33 @@
 """Dagster sensors that turn Together RL session events into runs."""
 
 from .factory import TRANSIENT_ERRORS, build_rl_event_sensor, build_routed_sensor
+from .idle_guard import IdleStopConfig, build_idle_guard
 from .options import EventRoute, PollingOptions
 from .presets import build_checkpoint_sensor, build_session_status_sensor
+from .resources import (
+    ResourceFilter,
+    ResourceRunRequestFn,
+    build_model_resource_sensor,
+    resource_event_tags,
+)
 from .run_requests import RunRequestFn, event_tags
 from .source import SessionFilter
 
 __all__ = [
     "TRANSIENT_ERRORS",
     "EventRoute",
+    "IdleStopConfig",
     "PollingOptions",
+    "ResourceFilter",
+    "ResourceRunRequestFn",
     "RunRequestFn",
     "SessionFilter",
     "build_checkpoint_sensor",
+    "build_idle_guard",
+    "build_model_resource_sensor",
     "build_rl_event_sensor",
     "build_routed_sensor",
     "build_session_status_sensor",
     "event_tags",
+    "resource_event_tags",
 ]

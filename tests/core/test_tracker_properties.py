@@ -194,7 +194,7 @@ def expected_keys(world, pre, pre_terminal, backfill):
     return keys
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     actions=st.lists(st.tuples(ACTIONS, st.integers(0, 50)), max_size=60),
     order=st.sampled_from(["newest_first", "oldest_first", "unordered"]),

@@ -24,6 +24,7 @@ POST     /_sim/checkpoints/{id}/register        register a lagging checkpoint
 POST     /_sim/faults                           FaultRule fields (``pattern`` + action)
 DELETE   /_sim/faults                           clear all rules
 POST     /_sim/requests/reset                   clear the request log
+(more)   /_sim/resources/{id}/stop|fail|...     see ``control_resources.py``
 =======  =====================================  ===================================================
 
 Creating calls answer with the wire JSON of what they created; calls on one object answer
@@ -37,6 +38,7 @@ import json
 from typing import Any
 
 from .checkpoints import DEFAULT
+from .control_resources import register_resource_controls
 from .errors import bad_request
 from .faults import FaultPlan
 from .requestlog import RequestLog
@@ -119,6 +121,7 @@ class ControlEndpoints:
         add("POST", "/_sim/faults", self.add_fault)
         add("DELETE", "/_sim/faults", self._call(lambda b: self.faults.clear()))
         add("POST", "/_sim/requests/reset", self._call(lambda b: self.requests.reset()))
+        register_resource_controls(router, w)
 
     # --- generic adapters ------------------------------------------------------------------
     @staticmethod
@@ -177,7 +180,9 @@ class ControlEndpoints:
 
     def create_resource(self, req: Request) -> Response:
         body = req.json()
-        kwargs = _pick(body, "base_model", "lora", "inactive_timeout", "status", "created_by")
+        kwargs = _pick(
+            body, "base_model", "lora", "inactive_timeout", "status", "created_by", "gpu_type"
+        )
         w = self.world
         with w.transaction():
             try:

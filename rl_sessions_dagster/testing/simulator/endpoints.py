@@ -12,7 +12,6 @@ from typing import Any
 from .constants import (
     CHECKPOINT_TYPES,
     OPERATION_KINDS,
-    PRICE_PER_GPU_HOUR,
     RESOURCE_STATUSES,
     SESSION_STATUSES,
     SUPPORTED_MODEL_NAMES,
@@ -235,6 +234,7 @@ class RLEndpoints:
             "inactive_timeout": 3600 if timeout is None else timeout,
             "optimizer": optimizer or {"adam": {}},
             "base_weights_ref": _opt_str(body, "base_weights_ref"),
+            "gpu_type": compute.get("gpu_type", GPU_TYPES[0]),
         }
 
     def create_resource(self, req: Request) -> Response:
@@ -260,8 +260,9 @@ class RLEndpoints:
 
     def estimate_cost(self, req: Request) -> Response:
         p = self._resource_body(req)
-        gpus = (1 + p["num_generator_replicas"]) * (1 if p["lora"] else 2)
-        price = round(PRICE_PER_GPU_HOUR[p["base_model"]] * gpus, 2)
+        price = self.world.price_per_hour(
+            p["base_model"], lora=p["lora"], replicas=p["num_generator_replicas"]
+        )
         return json_response({"currency": "USD", "price_per_hour": price})
 
     def extend_expiry(self, req: Request) -> Response:

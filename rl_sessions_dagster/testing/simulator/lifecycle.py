@@ -71,8 +71,10 @@ class LifecycleMixin(CheckpointsMixin):
         num_generator_replicas: int = 1,
         base_weights_ref: str | None = None,
         optimizer: dict[str, Any] | None = None,
+        gpu_type: str = "B200-SXM",
     ) -> str:
-        """Add a model resource; ``status="PENDING"`` provisions it (``resource_provision_delay``).
+        """Add a model resource; ``status="PENDING"`` provisions it (``resource_provision_delay``)
+        once GPU capacity allows (see ``set_gpu_capacity``; unlimited by default).
 
         Any other status (short or full name, or a raw string) is set as-is, READY by default so
         sessions can attach right away.
@@ -91,26 +93,39 @@ class LifecycleMixin(CheckpointsMixin):
             num_generator_replicas=num_generator_replicas,
             base_weights_ref=base_weights_ref,
             optimizer=optimizer or {"adam": {}},
+            gpu_type=gpu_type,
         )
         self._add_resource_record(r)
         if status == RESOURCE_PENDING:
-            delay = round(self.resource_provision_delay * US)
-            self._schedule(now + delay // 2, "resource_creating", r.id)
-            self._schedule(now + delay, "resource_ready", r.id)
+            self._enqueue(r, now)
         elif status == RESOURCE_READY:
             self._become_ready(r, now)
         return r.id
 
+    def _provision(self, r: Resource, at: int) -> None:
+        """Start provisioning a PENDING resource: CREATING halfway, READY at the end."""
+        r.queued = False
+        delay = round(self.resource_provision_delay * US)
+        self._schedule(at + delay // 2, "resource_creating", r.id)
+        self._schedule(at + delay, "resource_ready", r.id)
+
+    def _enqueue(self, r: Resource, at: int) -> None:
+        self._provision(r, at)  # capacity-aware override in resources.py
+
     def _become_ready(self, r: Resource, at: int) -> None:
         self._set_resource_status(r, RESOURCE_READY, at)
         self._record_activity(r, at)
-        self._schedule(r.expires_at() or at, "resource_expiry", r.id)
+        self._schedule(r.stop_due() or at, "resource_expiry", r.id)
 
     @locked
     def stop_model_resource(self, resource_id: str, *, force: bool = False) -> None:
         """Stop a resource as ``POST …/stop`` does: 400 if already stopped or, without ``force``,
         while sessions are active; a forced stop also stops every attached session."""
         r = self._resource(resource_id)
+        if r.protected:
+            raise SimulatorError(
+                403, f"not allowed to stop model resource {r.id}", code="permission_denied"
+            )
         if r.status in (RESOURCE_STOPPING, RESOURCE_STOPPED, RESOURCE_ERROR):
             raise bad_request(f"model resource {r.id} is already {r.status}", code="not_active")
         active = self._active_sessions(r)
@@ -440,7 +455,7 @@ class LifecycleMixin(CheckpointsMixin):
             elif kind == "resource_stop" and r.status == RESOURCE_STOPPING:
                 self._set_resource_status(r, RESOURCE_STOPPED, due)
             elif kind == "resource_expiry" and r.status == RESOURCE_READY:
-                expires = r.expires_at() or due
+                expires = r.stop_due() or due
                 if expires > now:
                     self._schedule(expires, "resource_expiry", r.id)
                 else:

@@ -154,14 +154,17 @@ class QueriesMixin(WorldBase):
     def _resource_bytes(self, r: Resource) -> bytes:
         if r.status != RESOURCE_PENDING:
             return resource_bytes(r)
+        # Older resources of the same GPU type still waiting, plus one (provisioning ones
+        # that left the capacity queue wait only for their pods: position 1).
         older = sum(
             1
             for o in self._resources.values()
             if o.status == RESOURCE_PENDING
+            and o.queued
             and o.gpu_type == r.gpu_type
-            and o.created_at < r.created_at
+            and (o.created_at, o.id) < (r.created_at, r.id)
         )
-        return dumps(resource_dict(r, older + 1))
+        return dumps(resource_dict(r, older + 1 if r.queued else 1))
 
     @locked
     def page_sessions(

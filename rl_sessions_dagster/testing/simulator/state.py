@@ -24,7 +24,11 @@ from .constants import (
     CHECKPOINT_INFERENCE,
     FULL_WEIGHT_SESSION_CAP,
     LORA_SESSION_CAP,
+    RESOURCE_ERROR,
+    RESOURCE_PENDING,
     RESOURCE_READY,
+    RESOURCE_STOPPED,
+    RESOURCE_STOPPING,
     SESSION_TERMINAL,
 )
 from .errors import not_found
@@ -106,17 +110,33 @@ class Resource:
     optimizer: dict[str, Any] = field(default_factory=lambda: {"adam": {}})
     base_weights_ref: str | None = None
     last_activity: int = 0
+    #: the activity time ``expires_at`` shows: refreshed at most once per ``expiry_refresh``.
+    published_activity: int = 0
     expiry_floor: int = 0
     error: ErrorInfo | None = None
     session_ids: list[str] = field(default_factory=list)
     json: bytes | None = None
+    #: billing: when it first became READY and when it left READY (µs), for spend oracles.
+    ready_at: int | None = None
+    unready_at: int | None = None
+    #: waiting for GPU capacity (PENDING, not yet provisioning).
+    queued: bool = False
+    #: stop is refused with 403 (a resource the caller may not stop).
+    protected: bool = False
 
     @property
     def cap(self) -> int:
         return LORA_SESSION_CAP if self.lora_enabled else FULL_WEIGHT_SESSION_CAP
 
     def expires_at(self) -> int | None:
-        """Last activity + ``inactive_timeout`` (or a later extend-expiry floor), while READY."""
+        """What the API shows while READY: the last *published* activity + ``inactive_timeout``
+        (or a later extend-expiry floor). Never later than :meth:`stop_due`, never moves earlier."""
+        if self.status != RESOURCE_READY:
+            return None
+        return max(self.published_activity + self.inactive_timeout * US, self.expiry_floor)
+
+    def stop_due(self) -> int | None:
+        """When inactivity really stops it: the true last activity + ``inactive_timeout``."""
         if self.status != RESOURCE_READY:
             return None
         return max(self.last_activity + self.inactive_timeout * US, self.expiry_floor)
@@ -190,6 +210,7 @@ class WorldBase:
         self._timer_seq = itertools.count()
         self._chat_names: dict[str, str] | None = None
         self.response_hook: ResponseHook | None = None
+        self.expiry_refresh_us = 60 * US
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -299,8 +320,22 @@ class WorldBase:
     def _set_resource_status(self, r: Resource, status: str, at: int) -> None:
         if status != r.status:
             self._resource_index.move(self._resource_key(r), r.status, status)
-            r.status = status
+            old, r.status = r.status, status
+            if status == RESOURCE_READY and r.ready_at is None:
+                r.ready_at = at
+            elif old == RESOURCE_READY and r.unready_at is None:
+                r.unready_at = at
+            if status not in (RESOURCE_PENDING, RESOURCE_STOPPING):
+                r.queued = False  # a queued resource being stopped never held GPUs
+            if status in (RESOURCE_STOPPED, RESOURCE_ERROR) and old not in (
+                RESOURCE_STOPPED,
+                RESOURCE_ERROR,
+            ):
+                self._resource_released(r, at)
         self._touch_resource(r, at)
+
+    def _resource_released(self, r: Resource, at: int) -> None:
+        """A resource gave its GPUs back (the capacity queue may admit the next one)."""
 
     def _add_session_record(self, s: Session) -> None:
         self._sessions[s.id] = s
@@ -317,7 +352,10 @@ class WorldBase:
         return [s for sid in r.session_ids if (s := sessions[sid]).status not in SESSION_TERMINAL]
 
     def _record_activity(self, r: Resource, at: int) -> None:
-        """Activity restarts the inactivity countdown (``expires_at`` only moves later)."""
+        """Activity restarts the inactivity countdown (``expires_at`` only moves later, and the
+        shown value is refreshed at most once per ``expiry_refresh_us``, like the API's)."""
         if at > r.last_activity:
             r.last_activity = at
+            if at - r.published_activity >= self.expiry_refresh_us or not r.published_activity:
+                r.published_activity = at
             r.json = None

@@ -7,6 +7,7 @@ methods are spread over small mixins, one concept each:
   registration lag, forced raw statuses, drift mutations;
 * ``operations.py`` — the seven operation kinds, idempotency, injected operation failures;
 * ``queries.py`` — wire JSON getters and keyset pages;
+* ``resources.py`` — the GPU capacity queue, prices, stop permissions, billing records;
 * this module — construction, settings, clock, list order, bulk population.
 
 Every public method takes the world's single re-entrant lock and first applies due timers, so
@@ -22,10 +23,11 @@ from typing import Any
 from .clock import ClockMode, SimClock
 from .operations import OperationsMixin
 from .queries import QueriesMixin
-from .state import LIST_ORDERS, ListOrder, locked
+from .resources import ResourceAdminMixin
+from .state import LIST_ORDERS, US, ListOrder, locked
 
 
-class SimulatedWorld(QueriesMixin, OperationsMixin):
+class SimulatedWorld(QueriesMixin, ResourceAdminMixin, OperationsMixin):
     """Thread-safe in-memory state of a simulated Together RL account.
 
     Args:
@@ -44,6 +46,8 @@ class SimulatedWorld(QueriesMixin, OperationsMixin):
             ``operation_polls_by_kind`` overrides it per kind.
         registration_delay: seconds between an operation-created checkpoint and its registration.
         default_registration_shape / default_int64_as_string: wire quirks of new sessions.
+        expiry_refresh: seconds between refreshes of a READY resource's shown ``expires_at``
+            (the API refreshes it about once a minute; the real stop uses the true activity).
 
     Attributes:
         response_hook: ``callable(path, payload) -> payload`` applied by the server to every
@@ -68,6 +72,7 @@ class SimulatedWorld(QueriesMixin, OperationsMixin):
         registration_delay: float = 0.0,
         default_registration_shape: str | None = "current",
         default_int64_as_string: bool = False,
+        expiry_refresh: float = 60.0,
     ) -> None:
         if list_order not in LIST_ORDERS:
             raise ValueError(
@@ -85,6 +90,7 @@ class SimulatedWorld(QueriesMixin, OperationsMixin):
         self.registration_delay = registration_delay
         self.default_registration_shape = default_registration_shape
         self.default_int64_as_string = default_int64_as_string
+        self.expiry_refresh_us = round(expiry_refresh * US)
         self._fail_next_creates = []
         self._fail_next_ops = []
 

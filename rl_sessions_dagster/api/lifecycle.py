@@ -1,0 +1,439 @@
+"""Provision, wait, stop: lifecycle helpers over :class:`RLSessionsClient` (no Dagster here).
+
+Functions taking the client rather than client methods, so the client module stays a thin
+mapping of endpoints. Every wait is bounded: ``timeout`` seconds and/or an absolute
+``deadline`` on the client's retry clock (the earlier wins); none loops forever. A wait that
+sees its object fail raises a typed error carrying the object, so callers can report the API's
+own code and message.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar
+
+from ._http import compact
+from .client import RLSessionsClient
+from .enums import ModelResourceStatus, OperationStatus, SessionStatus
+from .errors import (
+    BadRequestError,
+    ConflictError,
+    DeadlineExceeded,
+    NotFoundError,
+    PermissionDeniedError,
+    TogetherRLError,
+)
+from .models import (
+    InferenceCheckpoint,
+    ModelResource,
+    Operation,
+    TrainingCheckpoint,
+    TrainingSession,
+)
+
+__all__ = [
+    "CheckpointFailed",
+    "ResourceFailed",
+    "ResourceSpec",
+    "SessionFailed",
+    "StopOutcome",
+    "create_inference_checkpoint_and_wait",
+    "create_training_checkpoint_and_wait",
+    "find_ready_resource",
+    "stop_resource",
+    "stop_session",
+    "wait_for_resource_ready",
+    "wait_for_session_running",
+]
+
+T = TypeVar("T")
+
+_RESOURCE_DONE = (ModelResourceStatus.STOPPED, ModelResourceStatus.ERROR)
+_RESOURCE_GONE = (*_RESOURCE_DONE, ModelResourceStatus.STOPPING)
+_SESSION_NOT_USABLE = (
+    SessionStatus.STOPPING,
+    SessionStatus.STOPPED,
+    SessionStatus.ERROR,
+    SessionStatus.EXPIRED,
+)
+
+
+class ResourceFailed(TogetherRLError):
+    """The model resource reached ERROR / STOPPING / STOPPED while it was awaited."""
+
+    def __init__(self, message: str, resource: ModelResource) -> None:
+        err = resource.error
+        super().__init__(
+            message,
+            error_code=err.code_raw if err else None,
+            api_message=err.message if err else None,
+        )
+        self.resource = resource
+
+
+class SessionFailed(TogetherRLError):
+    """The session ended (ERROR, STOPPED, EXPIRED...) before it became RUNNING."""
+
+    def __init__(self, message: str, session: TrainingSession) -> None:
+        err = session.error
+        super().__init__(
+            message,
+            error_code=err.code_raw if err else None,
+            api_message=err.message if err else None,
+        )
+        self.session = session
+
+
+class CheckpointFailed(TogetherRLError):
+    """A checkpoint operation FAILED (or COMPLETED without a checkpoint in its output)."""
+
+    def __init__(self, message: str, operation: Operation) -> None:
+        err = operation.error
+        super().__init__(
+            message,
+            error_code=err.code_raw if err else None,
+            api_message=err.message if err else None,
+        )
+        self.operation = operation
+
+
+@dataclass(frozen=True)
+class ResourceSpec:
+    """A model-resource configuration: what to create, what a reusable resource must match,
+    and what ``estimate-cost`` prices. ``None`` fields take the API's defaults and match
+    anything (except ``base_weights_ref``, which must be equal)."""
+
+    base_model: str
+    lora_enabled: bool = True
+    gpu_type: str | None = None
+    num_generator_replicas: int | None = None
+    optimizer_config: dict[str, Any] | None = field(default=None, hash=False, compare=False)
+    inactive_timeout: int | None = None
+    base_weights_ref: str | None = None
+
+    def request_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of ``create_model_resource`` / ``estimate_model_resource_cost``
+        (without ``base_model``)."""
+        compute = compact(
+            gpu_type=self.gpu_type, num_generator_replicas=self.num_generator_replicas
+        )
+        return {
+            "lora_enabled": self.lora_enabled,
+            "compute_config": compute or None,
+            "optimizer_config": self.optimizer_config,
+            "inactive_timeout": self.inactive_timeout,
+            "base_weights_ref": self.base_weights_ref,
+        }
+
+    def matches(self, resource: ModelResource) -> bool:
+        if resource.base_model != self.base_model:
+            return False
+        if resource.lora_enabled is not None and resource.lora_enabled != self.lora_enabled:
+            return False
+        compute = resource.compute_config
+        if self.gpu_type is not None and (compute is None or compute.gpu_type != self.gpu_type):
+            return False
+        if self.num_generator_replicas is not None and (
+            compute is None or compute.num_generator_replicas != self.num_generator_replicas
+        ):
+            return False
+        if self.optimizer_config is not None and (
+            _optimizer_dict(resource) != self.optimizer_config
+        ):
+            return False
+        return resource.base_weights_ref == self.base_weights_ref
+
+    def price_key(self) -> str:
+        """Identifies the configuration for price caching (everything ``estimate-cost`` sees)."""
+        return json.dumps(
+            {"base_model": self.base_model, **self.request_kwargs()},
+            sort_keys=True,
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def of(cls, resource: ModelResource) -> ResourceSpec:
+        """The configuration of an existing resource (to price it)."""
+        compute = resource.compute_config
+        return cls(
+            base_model=resource.base_model or "",
+            lora_enabled=True if resource.lora_enabled is None else resource.lora_enabled,
+            gpu_type=compute.gpu_type if compute else None,
+            num_generator_replicas=compute.num_generator_replicas if compute else None,
+            optimizer_config=_optimizer_dict(resource),
+            inactive_timeout=resource.inactive_timeout,
+            base_weights_ref=resource.base_weights_ref,
+        )
+
+
+def _optimizer_dict(resource: ModelResource) -> dict[str, Any] | None:
+    """The resource's optimizer configuration as sent on create (wire names, no nulls)."""
+    config = resource.optimizer_config
+    return None if config is None else config.model_dump(by_alias=True, exclude_none=True)
+
+
+def monotonic_deadline(seconds: float) -> float:
+    """An absolute deadline on the clock the client's retry policy uses."""
+    return time.monotonic() + seconds
+
+
+def _until(client: RLSessionsClient, timeout: float | None, deadline: float | None) -> float:
+    clock = client.retry.clock
+    ends = [d for d in (deadline, None if timeout is None else clock() + timeout) if d is not None]
+    if not ends:
+        raise ValueError("give a timeout or a deadline: waits are always bounded")
+    return min(ends)
+
+
+def _poll(
+    client: RLSessionsClient,
+    fetch: Callable[[float], T],
+    done: Callable[[T], bool],
+    describe: Callable[[T], str],
+    *,
+    poll_interval: float,
+    until: float,
+) -> T:
+    clock, sleep = client.retry.clock, client.retry.sleep
+    last: T | None = None
+    while True:
+        try:
+            item = fetch(until)
+        except DeadlineExceeded as exc:
+            if last is None:
+                raise
+            raise DeadlineExceeded(
+                f"{describe(last)} when the wait ran out of time", last_error=exc
+            ) from None
+        if done(item):
+            return item
+        last = item
+        if clock() + poll_interval >= until:
+            raise DeadlineExceeded(f"{describe(item)} when the wait ran out of time")
+        sleep(poll_interval)
+
+
+def find_ready_resource(
+    client: RLSessionsClient,
+    spec: ResourceSpec,
+    *,
+    created_by: str | None = "me",
+    deadline: float | None = None,
+) -> ModelResource | None:
+    """A READY resource matching ``spec`` (the caller's own by default), oldest first, or None.
+
+    Whether it has a free session slot is not visible in the API: creating the session tells
+    (HTTP 429 when full).
+    """
+    ready = [
+        r
+        for r in client.list_model_resources(
+            status=[ModelResourceStatus.READY], created_by=created_by, deadline=deadline
+        )
+        if r.status is ModelResourceStatus.READY and spec.matches(r)
+    ]
+    ready.sort(key=lambda r: (r.created_at is None, r.created_at, r.id))
+    return ready[0] if ready else None
+
+
+def wait_for_resource_ready(
+    client: RLSessionsClient,
+    resource_id: str,
+    *,
+    timeout: float | None = 3600.0,
+    deadline: float | None = None,
+    poll_interval: float = 10.0,
+    on_poll: Callable[[ModelResource], None] | None = None,
+) -> ModelResource:
+    """Poll until READY. Raises :class:`ResourceFailed` on ERROR/STOPPING/STOPPED and
+    :class:`DeadlineExceeded` when the time is up (a PENDING resource may queue for long)."""
+
+    def fetch(until: float) -> ModelResource:
+        r = client.get_model_resource(resource_id, deadline=until)
+        if on_poll is not None:
+            on_poll(r)
+        if r.status in _RESOURCE_GONE:
+            msg = f"model resource {resource_id} is {r.raw_status}"
+            if r.error is not None:
+                msg += f": {r.error.code_raw or 'no code'}: {r.error.message or ''}".rstrip(": ")
+            raise ResourceFailed(msg, r)
+        return r
+
+    def describe(r: ModelResource) -> str:
+        pos = r.status_details.queue_position if r.status_details else None
+        where = f" (queue position {pos})" if pos is not None else ""
+        return f"model resource {resource_id} still {r.raw_status or 'without status'}{where}"
+
+    return _poll(
+        client, fetch, lambda r: r.status is ModelResourceStatus.READY, describe,
+        poll_interval=poll_interval, until=_until(client, timeout, deadline),
+    )  # fmt: skip
+
+
+def wait_for_session_running(
+    client: RLSessionsClient,
+    session_id: str,
+    *,
+    timeout: float | None = 3600.0,
+    deadline: float | None = None,
+    poll_interval: float = 5.0,
+) -> TrainingSession:
+    """Poll until RUNNING. Raises :class:`SessionFailed` if the session ends first (the SDK
+    treats STOPPING as "never became usable" too) and :class:`DeadlineExceeded` on time-out."""
+
+    def fetch(until: float) -> TrainingSession:
+        s = client.get_session(session_id, deadline=until)
+        if s.status in _SESSION_NOT_USABLE:
+            msg = f"session {session_id} is {s.raw_status}"
+            if s.error is not None:
+                msg += f": {s.error.code_raw or 'no code'}: {s.error.message or ''}".rstrip(": ")
+            raise SessionFailed(msg, s)
+        return s
+
+    return _poll(
+        client, fetch, lambda s: s.status is SessionStatus.RUNNING,
+        lambda s: f"session {session_id} still {s.raw_status or 'without status'}",
+        poll_interval=poll_interval, until=_until(client, timeout, deadline),
+    )  # fmt: skip
+
+
+StopResult = Literal[
+    "stopped", "already_stopped", "refused_active_sessions", "not_permitted", "not_found"
+]
+
+
+@dataclass(frozen=True)
+class StopOutcome:
+    """What a stop call achieved. ``result`` is ``"stopped"`` (the request was accepted),
+    ``"already_stopped"``, ``"refused_active_sessions"`` (stop without force while sessions
+    are active: reported, never retried blindly), ``"not_permitted"`` (403) or ``"not_found"``.
+    """
+
+    target_id: str
+    result: StopResult
+    detail: str = ""
+    resource: ModelResource | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.result in ("stopped", "already_stopped", "not_found")
+
+
+def stop_session(
+    client: RLSessionsClient, session_id: str, *, deadline: float | None = None
+) -> StopOutcome:
+    """Stop a session unless it already ended; never raises for "already gone"."""
+    try:
+        s = client.get_session(session_id, deadline=deadline)
+    except NotFoundError:
+        return StopOutcome(session_id, "not_found")
+    if s.status.is_terminal or s.status is SessionStatus.STOPPING:
+        return StopOutcome(session_id, "already_stopped", s.raw_status)
+    try:
+        client.stop_session(session_id, deadline=deadline)
+    except NotFoundError:
+        return StopOutcome(session_id, "not_found")
+    except PermissionDeniedError as exc:
+        return StopOutcome(session_id, "not_permitted", str(exc))
+    except (BadRequestError, ConflictError) as exc:
+        # Raced with an end of the session (e.g. it expired): check rather than guess.
+        again = client.get_session(session_id, deadline=deadline)
+        if again.status.is_terminal or again.status is SessionStatus.STOPPING:
+            return StopOutcome(session_id, "already_stopped", again.raw_status)
+        raise exc
+    return StopOutcome(session_id, "stopped")
+
+
+def stop_resource(
+    client: RLSessionsClient,
+    resource_id: str,
+    *,
+    force: bool = False,
+    deadline: float | None = None,
+) -> StopOutcome:
+    """Stop a model resource and say what happened, without raising for the expected refusals
+    (active sessions without ``force``, no permission, already stopped, gone)."""
+    try:
+        r = client.get_model_resource(resource_id, deadline=deadline)
+    except NotFoundError:
+        return StopOutcome(resource_id, "not_found")
+    if r.status in _RESOURCE_GONE:
+        return StopOutcome(resource_id, "already_stopped", r.raw_status, r)
+    try:
+        stopped = client.stop_model_resource(resource_id, force=force, deadline=deadline)
+    except NotFoundError:
+        return StopOutcome(resource_id, "not_found")
+    except PermissionDeniedError as exc:
+        return StopOutcome(resource_id, "not_permitted", str(exc), r)
+    except (BadRequestError, ConflictError) as exc:
+        again = client.get_model_resource(resource_id, deadline=deadline)
+        if again.status in _RESOURCE_GONE:
+            return StopOutcome(resource_id, "already_stopped", again.raw_status, again)
+        if not force:
+            return StopOutcome(resource_id, "refused_active_sessions", str(exc), again)
+        raise
+    return StopOutcome(resource_id, "stopped", stopped.raw_status, stopped)
+
+
+def _checkpoint_op(
+    client: RLSessionsClient,
+    session_id: str,
+    kind: Literal["inference-checkpoint", "training-checkpoint"],
+    *,
+    timeout: float,
+    deadline: float | None,
+    poll_interval: float,
+    idempotency_key: str | None,
+) -> tuple[Operation, dict[str, Any]]:
+    until = _until(client, timeout, deadline)
+    op = client.submit_operation(session_id, kind, idempotency_key=idempotency_key, deadline=until)
+    if not op.is_done:
+        remaining = max(0.0, until - client.retry.clock())
+        op = client.wait_for_operation(
+            session_id, kind, op.id, poll_interval=poll_interval, timeout=remaining,
+            deadline=until,
+        )  # fmt: skip
+    data = (op.output or {}).get("checkpoint")
+    if op.status is not OperationStatus.COMPLETED or not isinstance(data, dict):
+        err = op.error
+        why = f"{err.code_raw or 'no code'}: {err.message or ''}" if err else "no checkpoint in output"
+        raise CheckpointFailed(f"{kind} operation {op.id} of session {session_id}: {why}", op)
+    return op, data
+
+
+def create_inference_checkpoint_and_wait(
+    client: RLSessionsClient,
+    session_id: str,
+    *,
+    timeout: float = 7200.0,
+    deadline: float | None = None,
+    poll_interval: float = 2.0,
+    idempotency_key: str | None = None,
+) -> InferenceCheckpoint:
+    """Save deployable weights and return the typed checkpoint (checkpoints of large models
+    take well over five minutes, hence the two-hour default, as in the SDK)."""
+    _, data = _checkpoint_op(
+        client, session_id, "inference-checkpoint", timeout=timeout, deadline=deadline,
+        poll_interval=poll_interval, idempotency_key=idempotency_key,
+    )  # fmt: skip
+    return InferenceCheckpoint.model_validate(data)
+
+
+def create_training_checkpoint_and_wait(
+    client: RLSessionsClient,
+    session_id: str,
+    *,
+    timeout: float = 7200.0,
+    deadline: float | None = None,
+    poll_interval: float = 2.0,
+    idempotency_key: str | None = None,
+) -> TrainingCheckpoint:
+    """Save the full training state (for ``resume_from_checkpoint_id``) and return it."""
+    _, data = _checkpoint_op(
+        client, session_id, "training-checkpoint", timeout=timeout, deadline=deadline,
+        poll_interval=poll_interval, idempotency_key=idempotency_key,
+    )  # fmt: skip
+    return TrainingCheckpoint.model_validate(data)

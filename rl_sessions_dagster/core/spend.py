@@ -1,0 +1,212 @@
+"""What the GPUs cost: billed READY time x ``price_per_hour``, per resource, session and sweep.
+
+Pure (no I/O). The API bills a model resource only while READY; it does not say when a
+resource became READY or stopped being READY, so the glue observes it and keeps a
+:class:`ResourceSpan` per resource between runs (:func:`observe_span`):
+
+* first seen READY: ``ready_from`` = its ``updated_at`` (the API's time of the last change,
+  i.e. the READY transition unless something else changed it since; ``source="updated_at"``);
+* first seen STOPPING / STOPPED / ERROR after that: ``ready_until`` = its ``updated_at``
+  (seen only once STOPPED, this includes the short, unbilled STOPPING time: a slight over-estimate);
+* never seen READY but sessions ran on it: ``ready_from`` = the first session's ``created_at``
+  (``source="first_session"``: a lower bound of the billed time);
+* never seen READY and no session: not billed.
+
+A resource's billed time is split between the sessions attached at each instant (equal shares
+while several share it); time with no session attached is *idle* and belongs to no session, so
+session costs plus idle cost add up to the resource's cost.
+"""
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from itertools import pairwise
+
+from ..api.enums import ModelResourceStatus
+from ..api.models import ModelResource, TrainingSession
+from .tracker import to_ms
+
+HOUR_MS = 3_600_000
+_ENDED = (ModelResourceStatus.STOPPING, ModelResourceStatus.STOPPED, ModelResourceStatus.ERROR)
+
+
+@dataclass(frozen=True)
+class ResourceSpan:
+    """The billed interval of one resource as far as it is known (epoch ms; ``ready_until``
+    None while it is still READY)."""
+
+    resource_id: str
+    raw_status: str = ""
+    base_model: str | None = None
+    ready_from_ms: int | None = None
+    ready_until_ms: int | None = None
+    source: str = "unknown"
+    price_per_hour: float | None = None
+    currency: str | None = None
+
+    def billed_ms(self, now_ms: int) -> int:
+        if self.ready_from_ms is None:
+            return 0
+        end = self.ready_until_ms if self.ready_until_ms is not None else now_ms
+        return max(0, end - self.ready_from_ms)
+
+    def cost(self, now_ms: int) -> float | None:
+        if self.price_per_hour is None:
+            return None
+        return self.billed_ms(now_ms) / HOUR_MS * self.price_per_hour
+
+
+def observe_span(
+    previous: ResourceSpan | None,
+    resource: ModelResource,
+    *,
+    now_ms: int,
+    first_session_ms: int | None = None,
+) -> ResourceSpan:
+    """Fold one observation of ``resource`` into its span (``previous`` may be None)."""
+    span = previous or ResourceSpan(resource.id)
+    span = replace(span, raw_status=resource.raw_status, base_model=resource.base_model)
+    updated = to_ms(resource.updated_at)
+    status = resource.status
+    if status is ModelResourceStatus.READY:
+        if span.ready_from_ms is None:
+            source = "updated_at" if updated is not None else "observed"
+            start = updated if updated is not None else now_ms
+            span = replace(span, ready_from_ms=start, source=source)
+        return replace(span, ready_until_ms=None)
+    if status in _ENDED:
+        if span.ready_from_ms is None and first_session_ms is not None:
+            span = replace(span, ready_from_ms=first_session_ms, source="first_session")
+        if span.ready_from_ms is not None and span.ready_until_ms is None:
+            end = updated if updated is not None else now_ms
+            span = replace(span, ready_until_ms=max(end, span.ready_from_ms))
+    return span
+
+
+@dataclass(frozen=True)
+class Attachment:
+    """A session's time on a resource (``end_ms`` None while it is not terminal)."""
+
+    session_id: str
+    resource_id: str
+    start_ms: int
+    end_ms: int | None = None
+    display_name: str | None = None
+    wandb_group: str | None = None
+
+
+def attachment(session: TrainingSession) -> Attachment | None:
+    """From a session snapshot: created_at to its last update once terminal (None if the
+    session has no resource or no creation time)."""
+    start = to_ms(session.created_at)
+    if session.model_resources_id is None or start is None:
+        return None
+    end = to_ms(session.updated_at) if session.is_terminal else None
+    group = session.metadata.wandb.group if session.metadata.wandb else None
+    return Attachment(
+        session.id, session.model_resources_id, start, end, session.display_name, group
+    )
+
+
+@dataclass
+class Spend:
+    """Billed milliseconds and cost per session, idle per resource, and the totals."""
+
+    session_ms: dict[str, float] = field(default_factory=dict)
+    session_cost: dict[str, float] = field(default_factory=dict)
+    idle_ms: dict[str, float] = field(default_factory=dict)
+    idle_cost: dict[str, float] = field(default_factory=dict)
+    resource_ms: dict[str, int] = field(default_factory=dict)
+    resource_cost: dict[str, float] = field(default_factory=dict)
+    #: resources billed without a known price (their cost is left out of every total)
+    unpriced: list[str] = field(default_factory=list)
+
+    @property
+    def total_cost(self) -> float:
+        return sum(self.resource_cost.values())
+
+
+def compute_spend(
+    spans: Iterable[ResourceSpan], attachments: Iterable[Attachment], *, now_ms: int
+) -> Spend:
+    """Split each resource's billed interval between the sessions attached at each instant."""
+    by_resource: dict[str, list[Attachment]] = {}
+    for a in attachments:
+        by_resource.setdefault(a.resource_id, []).append(a)
+    out = Spend()
+    for span in spans:
+        billed = span.billed_ms(now_ms)
+        out.resource_ms[span.resource_id] = billed
+        price = span.price_per_hour
+        if price is None:
+            if billed:
+                out.unpriced.append(span.resource_id)
+        else:
+            out.resource_cost[span.resource_id] = billed / HOUR_MS * price
+        if span.ready_from_ms is None:
+            continue
+        lo = span.ready_from_ms
+        hi = span.ready_until_ms if span.ready_until_ms is not None else now_ms
+        shares, idle = _split(lo, hi, by_resource.get(span.resource_id, []), now_ms)
+        out.idle_ms[span.resource_id] = idle
+        if price is not None:
+            out.idle_cost[span.resource_id] = idle / HOUR_MS * price
+        for sid, ms in shares.items():
+            out.session_ms[sid] = out.session_ms.get(sid, 0.0) + ms
+            if price is not None:
+                cost = ms / HOUR_MS * price
+                out.session_cost[sid] = out.session_cost.get(sid, 0.0) + cost
+    return out
+
+
+def _split(
+    lo: int, hi: int, attached: Sequence[Attachment], now_ms: int
+) -> tuple[dict[str, float], float]:
+    """Sweep [lo, hi): each instant's time goes in equal shares to the sessions attached then."""
+    points = {lo, hi}
+    clipped = []
+    for a in attached:
+        start = max(a.start_ms, lo)
+        end = min(a.end_ms if a.end_ms is not None else now_ms, hi)
+        if end > start:
+            clipped.append((a.session_id, start, end))
+            points.update((start, end))
+    ordered = sorted(p for p in points if lo <= p <= hi)
+    shares: dict[str, float] = {}
+    idle = 0.0
+    for t0, t1 in pairwise(ordered):
+        active = [sid for sid, s, e in clipped if s <= t0 and e >= t1]
+        if not active:
+            idle += t1 - t0
+            continue
+        for sid in active:
+            shares[sid] = shares.get(sid, 0.0) + (t1 - t0) / len(active)
+    return shares, idle
+
+
+def sweep_of_auto(a: Attachment, separator: str = "-") -> str:
+    """The sweep a session belongs to: its W&B group, else its display name up to the last
+    ``separator`` (``"gsm8k-lr3e-5-seed2"`` → ``"gsm8k-lr3e-5"``), else ``"(none)"``."""
+    if a.wandb_group:
+        return a.wandb_group
+    if a.display_name:
+        head, sep, _ = a.display_name.rpartition(separator)
+        return head if sep and head else a.display_name
+    return "(none)"
+
+
+def sweep_totals(
+    spend: Spend,
+    attachments: Iterable[Attachment],
+    sweep_of: Callable[[Attachment], str] = sweep_of_auto,
+) -> Mapping[str, tuple[int, float, float]]:
+    """Per sweep: (sessions, billed hours, cost), biggest cost first."""
+    totals: dict[str, list[float]] = {}
+    for a in attachments:
+        if a.session_id not in spend.session_ms:
+            continue
+        row = totals.setdefault(sweep_of(a), [0, 0.0, 0.0])
+        row[0] += 1
+        row[1] += spend.session_ms[a.session_id] / HOUR_MS
+        row[2] += spend.session_cost.get(a.session_id, 0.0)
+    ranked = sorted(totals.items(), key=lambda kv: (-kv[1][2], kv[0]))
+    return {k: (int(v[0]), v[1], v[2]) for k, v in ranked}

@@ -1,0 +1,411 @@
+"""Launch a training session from Dagster and make sure it is stopped when the run ends.
+
+:func:`launched_session` provisions (or reuses) a READY model resource matching a
+:class:`~rl_sessions_dagster.api.lifecycle.ResourceSpec`, creates a session, waits for RUNNING
+(bounded waits only) and yields a :class:`LaunchedSession`. Whatever ends the block (success,
+an exception from the training function, a run cancelled by Dagster, i.e.
+``DagsterExecutionInterruptedError``/``KeyboardInterrupt``), the session is stopped, and so is
+the resource when it was created for this launch and nothing else is attached, so a failed run
+never leaves a GPU billing. A stop the API refuses (other sessions attached) is reported, not
+retried with ``force``.
+
+:func:`build_training_op` wraps that around a user's training function as a Dagster op whose
+run config (``TrainingLaunchConfig``) describes the resource and the session.
+
+No ``from __future__ import annotations`` here: Dagster must see the real ``context`` type.
+"""
+
+import contextlib
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import dagster as dg
+from pydantic import Field
+
+from .api import (
+    ACTIVE_SESSION_STATUSES,
+    DeadlineExceeded,
+    RateLimitError,
+    RLSessionsClient,
+    TogetherRLError,
+    TransportError,
+)
+from .api.enums import ModelResourceStatus
+from .api.lifecycle import (
+    ResourceSpec,
+    StopOutcome,
+    find_ready_resource,
+    monotonic_deadline,
+    stop_resource,
+    stop_session,
+    wait_for_resource_ready,
+    wait_for_session_running,
+)
+from .api.models import ModelResource, TrainingSession
+from .resource import TogetherRLResource
+
+__all__ = [
+    "LaunchedSession",
+    "TrainingLaunchConfig",
+    "build_training_op",
+    "launched_session",
+]
+
+_log = logging.getLogger(__name__)
+
+#: Seconds the clean-up (stop session, stop resource) may take, retries included.
+CLEANUP_SECONDS = 120.0
+
+
+@dataclass
+class LaunchedSession:
+    """What the training function gets: the client, the RUNNING session and its resource.
+
+    ``created_resource`` says whether the resource was created for this launch (then it is
+    stopped at the end unless other sessions are attached). ``cleanup`` lists the stop
+    outcomes once the block has exited.
+    """
+
+    client: RLSessionsClient
+    session: TrainingSession
+    resource: ModelResource
+    created_resource: bool
+    cleanup: list[StopOutcome] = field(default_factory=list)
+
+    @property
+    def session_id(self) -> str:
+        return self.session.id
+
+
+def _client_of(source: TogetherRLResource | RLSessionsClient) -> tuple[RLSessionsClient, bool]:
+    if isinstance(source, RLSessionsClient):
+        return source, False
+    return source.get_client(), True
+
+
+@contextlib.contextmanager
+def launched_session(
+    source: TogetherRLResource | RLSessionsClient,
+    spec: ResourceSpec,
+    *,
+    display_name: str | None = None,
+    metadata: dict[str, Any] | None = None,
+    lora_config: dict[str, Any] | None = None,
+    resume_from_checkpoint_id: str | None = None,
+    load_optimizer: bool | None = None,
+    reuse_ready_resource: bool = True,
+    ready_timeout: float = 3600.0,
+    running_timeout: float = 1800.0,
+    poll_interval: float = 5.0,
+    keep_session: bool = False,
+    keep_resource: bool = False,
+    log: Any = None,
+) -> Iterator[LaunchedSession]:
+    """Provision or reuse, create, wait for RUNNING, yield; stop everything on the way out.
+
+    Args:
+        source: the Dagster resource (a client is opened and closed here) or an open client.
+        spec: the resource configuration to reuse (READY, the caller's own) or create.
+        display_name / metadata (``{"wandb": {...}}``) / lora_config / resume_from_checkpoint_id
+            / load_optimizer: the session to create.
+        ready_timeout / running_timeout: bounds of the two waits (seconds).
+        keep_session: leave the session running after a *successful* block (never on failure).
+        keep_resource: leave a resource created here running after a successful block.
+        log: a logger (e.g. ``context.log``); defaults to this module's.
+    """
+    logger = log or _log
+    client, owned = _client_of(source)
+    resource: ModelResource | None = None
+    created = False
+    session_id: str | None = None
+    handle: LaunchedSession | None = None
+    #: resources a create-session request may have reached without an answer
+    unsure: list[str] = []
+    ok = False
+    try:
+        if reuse_ready_resource:
+            resource = find_ready_resource(client, spec)
+            if resource is not None:
+                logger.info(f"reusing READY model resource {resource.id}")
+        session_kwargs: dict[str, Any] = {
+            "display_name": display_name,
+            "metadata": metadata,
+            "lora_config": lora_config,
+            "resume_from_checkpoint_id": resume_from_checkpoint_id,
+            "load_optimizer": load_optimizer,
+        }
+        session = None
+        if resource is not None:
+            try:
+                session = _create_session(client, resource.id, session_kwargs, unsure)
+            except RateLimitError:
+                # The API shows no free slots; a full resource answers 429. Provision instead.
+                logger.info(f"model resource {resource.id} is full; provisioning a new one")
+                resource = None
+        if resource is None:
+            resource = _create_resource(client, spec, logger)
+            created = True
+            logger.info(f"created model resource {resource.id} ({resource.raw_status})")
+            resource = wait_for_resource_ready(
+                client, resource.id, timeout=ready_timeout, poll_interval=poll_interval
+            )
+        if session is None:
+            session = _create_session(client, resource.id, session_kwargs, unsure)
+        session_id = session.id
+        logger.info(f"created session {session_id} on model resource {resource.id}")
+        session = wait_for_session_running(
+            client, session_id, timeout=running_timeout, poll_interval=poll_interval
+        )
+        handle = LaunchedSession(client, session, resource, created)
+        yield handle
+        ok = True
+    finally:
+        if session_id is None and unsure:
+            session_id = _find_unanswered_session(
+                client, unsure[-1], display_name, any_of_mine=created, logger=logger
+            )
+        outcomes = _cleanup(
+            client,
+            session_id=None if (ok and keep_session) else session_id,
+            resource_id=resource.id
+            if (created and resource and not (ok and keep_resource))
+            else None,
+            logger=logger,
+        )
+        if handle is not None:
+            handle.cleanup = outcomes
+        if owned:
+            client.close()
+
+
+_PROVISIONING = (
+    ModelResourceStatus.PENDING,
+    ModelResourceStatus.CREATING,
+    ModelResourceStatus.READY,
+)
+
+
+def _create_resource(client: RLSessionsClient, spec: ResourceSpec, logger: Any) -> ModelResource:
+    """Create a resource. Creates are not retried (a retry could provision twice), so when the
+    answer is lost the caller's new resource matching ``spec`` is looked up and stopped before
+    the error propagates: an unanswered create must not leave GPUs billing."""
+    before = {r.id for r in client.list_model_resources(status=_PROVISIONING, created_by="me")}
+    try:
+        return client.create_model_resource(spec.base_model, **spec.request_kwargs())
+    except (TransportError, DeadlineExceeded) as exc:
+        if isinstance(exc, TransportError) and not exc.may_have_reached_server:
+            raise
+        try:
+            new = [
+                r.id
+                for r in client.list_model_resources(
+                    status=_PROVISIONING,
+                    created_by="me",
+                    deadline=monotonic_deadline(CLEANUP_SECONDS / 4),
+                )
+                if r.id not in before and spec.matches(r)
+            ]
+        except TogetherRLError as lookup:
+            logger.error(f"could not look for the unanswered model resource: {lookup}")
+            raise exc from None
+        if len(new) == 1:
+            logger.warning(f"model resource {new[0]} was created but its answer was lost")
+            _cleanup(client, session_id=None, resource_id=new[0], logger=logger)
+        elif new:
+            logger.warning(f"{len(new)} new model resources match; none stopped: {new}")
+        raise
+
+
+def _create_session(
+    client: RLSessionsClient, resource_id: str, kwargs: dict[str, Any], unsure: list[str]
+) -> TrainingSession:
+    """Create a session, noting the resource when the request may have created one whose
+    answer was lost (creates are not retried: a retry could start a second session)."""
+    try:
+        return client.create_session(resource_id, **kwargs)
+    except TransportError as exc:
+        if exc.may_have_reached_server:
+            unsure.append(resource_id)
+        raise
+    except DeadlineExceeded:
+        unsure.append(resource_id)
+        raise
+
+
+def _find_unanswered_session(
+    client: RLSessionsClient,
+    resource_id: str,
+    display_name: str | None,
+    *,
+    any_of_mine: bool,
+    logger: Any,
+) -> str | None:
+    """The session an unanswered create may have started: the caller's own active session on
+    the resource with this display name (or any of the caller's, on a resource created for
+    this launch). None when there is none or it cannot be told apart."""
+    if display_name is None and not any_of_mine:
+        logger.warning(
+            f"a session create on model resource {resource_id} got no answer; without a "
+            "display name its session cannot be told apart: check the resource's sessions"
+        )
+        return None
+    try:
+        found = [
+            s
+            for s in client.list_sessions(
+                model_resources_id=resource_id,
+                status=ACTIVE_SESSION_STATUSES,
+                created_by="me",
+                deadline=monotonic_deadline(CLEANUP_SECONDS / 4),
+            )
+            if display_name is None or s.display_name == display_name
+        ]
+    except TogetherRLError as exc:
+        logger.error(f"could not look for the unanswered session on {resource_id}: {exc}")
+        return None
+    if len(found) != 1:
+        if found:
+            logger.warning(f"{len(found)} candidate sessions on {resource_id}; none stopped")
+        return None
+    logger.info(f"found session {found[0].id}, created by a request whose answer was lost")
+    return found[0].id
+
+
+def _cleanup(
+    client: RLSessionsClient, *, session_id: str | None, resource_id: str | None, logger: Any
+) -> list[StopOutcome]:
+    """Stop the session, then the resource created for it; report, never raise (the original
+    exception, if any, is what the run must show)."""
+    outcomes: list[StopOutcome] = []
+    deadline = monotonic_deadline(CLEANUP_SECONDS)
+    if session_id is not None:
+        try:
+            outcomes.append(stop_session(client, session_id, deadline=deadline))
+            logger.info(f"session {session_id}: {outcomes[-1].result}")
+        except TogetherRLError as exc:
+            logger.error(f"could not stop session {session_id}: {exc}")
+    if resource_id is not None:
+        try:
+            outcome = stop_resource(client, resource_id, force=False, deadline=deadline)
+            outcomes.append(outcome)
+            if outcome.result == "refused_active_sessions":
+                logger.warning(
+                    f"model resource {resource_id} was created for this run but other sessions "
+                    f"are attached; left running ({outcome.detail})"
+                )
+            elif outcome.result == "not_permitted":
+                logger.error(f"not permitted to stop model resource {resource_id}")
+            else:
+                logger.info(f"model resource {resource_id}: {outcome.result}")
+        except TogetherRLError as exc:
+            logger.error(f"could not stop model resource {resource_id}: {exc}")
+    return outcomes
+
+
+class TrainingLaunchConfig(dg.Config):
+    """Run config of a training op: the model resource, the session, and the waits."""
+
+    base_model: str = Field(description="Base model (from supported-models).")
+    lora_enabled: bool = True
+    gpu_type: str | None = None
+    num_generator_replicas: int | None = None
+    inactive_timeout: int | None = Field(default=None, description="Seconds (300-86400).")
+    base_weights_ref: str | None = None
+    reuse_ready_resource: bool = Field(
+        default=True, description="Attach to one of your READY resources with this configuration."
+    )
+    display_name: str | None = None
+    wandb_entity: str | None = None
+    wandb_project: str | None = None
+    wandb_group: str | None = None
+    wandb_run_name: str | None = None
+    lora_rank: int | None = None
+    lora_alpha: float | None = None
+    resume_from_checkpoint_id: str | None = None
+    load_optimizer: bool | None = None
+    ready_timeout_seconds: float = 3600.0
+    running_timeout_seconds: float = 1800.0
+    poll_interval_seconds: float = 5.0
+    keep_resource: bool = Field(
+        default=False, description="Leave a resource created by this run up after success."
+    )
+
+    def spec(self) -> ResourceSpec:
+        return ResourceSpec(
+            base_model=self.base_model,
+            lora_enabled=self.lora_enabled,
+            gpu_type=self.gpu_type,
+            num_generator_replicas=self.num_generator_replicas,
+            inactive_timeout=self.inactive_timeout,
+            base_weights_ref=self.base_weights_ref,
+        )
+
+    def session_kwargs(self) -> dict[str, Any]:
+        wandb = {
+            k: v
+            for k, v in {
+                "entity": self.wandb_entity,
+                "project": self.wandb_project,
+                "group": self.wandb_group,
+                "run_name": self.wandb_run_name,
+            }.items()
+            if v is not None
+        }
+        lora = {k: v for k, v in {"rank": self.lora_rank, "alpha": self.lora_alpha}.items() if v}
+        return {
+            "display_name": self.display_name,
+            "metadata": {"wandb": wandb} if wandb else None,
+            "lora_config": lora or None,
+            "resume_from_checkpoint_id": self.resume_from_checkpoint_id,
+            "load_optimizer": self.load_optimizer,
+        }
+
+
+#: ``train(context, launched) -> result``: runs while the session is RUNNING.
+TrainFn = Callable[[dg.OpExecutionContext, LaunchedSession], Any]
+
+
+def build_training_op(
+    train_fn: TrainFn,
+    *,
+    name: str = "together_rl_training",
+    resource_key: str = "together",
+    description: str | None = None,
+    tags: dict[str, str] | None = None,
+) -> dg.OpDefinition:
+    """An op that launches a session (per its ``TrainingLaunchConfig``), calls
+    ``train_fn(context, launched)`` and stops the session, and the resource if created for the
+    run, however the op ends (success, exception, cancelled run). The run gets
+    ``together/session_id`` and ``together/model_resources_id`` tags once they exist."""
+
+    @dg.op(
+        name=name,
+        required_resource_keys={resource_key},
+        description=description or (train_fn.__doc__ or "Train on a Together RL session."),
+        tags=tags,
+    )
+    def _training_op(context: dg.OpExecutionContext, config: TrainingLaunchConfig) -> Any:
+        resource: TogetherRLResource = getattr(context.resources, resource_key)
+        with launched_session(
+            resource,
+            config.spec(),
+            reuse_ready_resource=config.reuse_ready_resource,
+            ready_timeout=config.ready_timeout_seconds,
+            running_timeout=config.running_timeout_seconds,
+            poll_interval=config.poll_interval_seconds,
+            keep_resource=config.keep_resource,
+            log=context.log,
+            **config.session_kwargs(),
+        ) as launched:
+            context.instance.add_run_tags(
+                context.run_id,
+                {
+                    "together/session_id": launched.session_id,
+                    "together/model_resources_id": launched.resource.id,
+                },
+            )
+            return train_fn(context, launched)
+
+    return _training_op

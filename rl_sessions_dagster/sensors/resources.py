@@ -1,0 +1,200 @@
+"""The model-resource sensor: one run per resource event (READY, ERROR, STOPPED, expiring soon,
+queued too long), exactly once, with the session sensors' tick discipline.
+
+Each tick lists every model resource (few per account) within the tick budget, runs the pure
+tracker (``core/resources.py``) and returns a ``SensorResult``. A transient API failure ends
+the tick with a SkipReason and the cursor untouched, so the next tick retries.
+"""
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import dagster as dg
+
+from ..api.models import ModelResource
+from ..core.resources import (
+    ALL_RESOURCE_EVENT_KINDS,
+    ResourceEvent,
+    ResourceEventKind,
+    ResourceObservation,
+    ResourceTrackerConfig,
+    ResourceTrackerState,
+    advance_resources,
+)
+from ..core.state import CursorError
+from ..resource import ServerClock, TogetherRLResource
+from .factory import DEFAULT_TICK_BUDGET_SECONDS, TRANSIENT_ERRORS, _tick_budget
+from .run_requests import TAG_PREFIX
+
+#: Reshape the default RunRequest of a resource event, or drop it (return None).
+ResourceRunRequestFn = Callable[[ResourceEvent, dg.RunRequest], dg.RunRequest | None]
+
+_MAX_TAG = 200
+
+
+def _tag(value: object) -> str:
+    text = str(value)
+    return text if len(text) <= _MAX_TAG else text[: _MAX_TAG - 1] + "…"
+
+
+@dataclass(frozen=True)
+class ResourceFilter:
+    """Which model resources a sensor watches; every given field must match.
+
+    ``created_by`` ("me" or a user id) is sent to the API; ``base_model`` and ``predicate``
+    are checked on each resource read.
+    """
+
+    created_by: str | None = None
+    base_model: str | None = None
+    predicate: Callable[[ModelResource], bool] | None = None
+
+    def matches(self, resource: ModelResource) -> bool:
+        if self.base_model is not None and resource.base_model != self.base_model:
+            return False
+        return self.predicate is None or bool(self.predicate(resource))
+
+
+def resource_event_tags(event: ResourceEvent) -> dict[str, str]:
+    """``together/*`` tags: event, resource id and status, base model, and the event's detail
+    (error code/message, queue position, expiry deadline)."""
+    r = event.resource
+    status = r.status
+    tags = {
+        f"{TAG_PREFIX}event": event.kind.value,
+        f"{TAG_PREFIX}model_resources_id": r.id,
+        f"{TAG_PREFIX}resource_status": status.short
+        if status.name != "UNKNOWN"
+        else _tag(r.raw_status),
+    }
+    if r.base_model:
+        tags[f"{TAG_PREFIX}base_model"] = _tag(r.base_model)
+    if event.previous_status:
+        tags[f"{TAG_PREFIX}previous_status"] = _tag(event.previous_status)
+    if event.error_code:
+        tags[f"{TAG_PREFIX}error_code"] = _tag(event.error_code)
+    if event.error_message:
+        tags[f"{TAG_PREFIX}error_message"] = _tag(event.error_message)
+    if event.queue_position is not None:
+        tags[f"{TAG_PREFIX}queue_position"] = str(event.queue_position)
+    if event.queued_ms is not None:
+        tags[f"{TAG_PREFIX}queued_seconds"] = str(event.queued_ms // 1000)
+    if event.expires_at_ms is not None and r.expires_at is not None:
+        tags[f"{TAG_PREFIX}expires_at"] = r.expires_at.isoformat()
+    return tags
+
+
+def default_resource_run_request(event: ResourceEvent) -> dg.RunRequest:
+    """``run_key`` is the event key: Dagster dedupes a replayed tick."""
+    return dg.RunRequest(run_key=event.key, tags=resource_event_tags(event))
+
+
+def build_model_resource_sensor(
+    *,
+    name: str = "together_rl_model_resource_sensor",
+    job: Any = None,
+    target: Any = None,
+    event_kinds: Iterable[ResourceEventKind | str] = tuple(ALL_RESOURCE_EVENT_KINDS),
+    resource_key: str = "together",
+    resource_filter: ResourceFilter | None = None,
+    expiring_lead_seconds: float = 600,
+    queued_long_seconds: float = 1800,
+    run_request_fn: ResourceRunRequestFn | None = None,
+    max_runs_per_tick: int = 25,
+    tick_budget_seconds: float = DEFAULT_TICK_BUDGET_SECONDS,
+    lookback_seconds: float = 600,
+    minimum_interval_seconds: int = 30,
+    default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
+    description: str | None = None,
+) -> dg.SensorDefinition:
+    """A sensor that requests one run per wanted model-resource event.
+
+    Args:
+        event_kinds: which :class:`ResourceEventKind` become runs (default: all five).
+        expiring_lead_seconds: ``resource_expiring`` fires when a READY resource's
+            ``expires_at`` is this close (once per deadline; activity moves the deadline).
+        queued_long_seconds: ``resource_queued_long`` fires once a resource has been PENDING
+            this long (tagged with its ``queue_position``).
+        resource_filter: which resources (creator, base model, predicate).
+        run_request_fn: reshape each RunRequest (run config, tags) or drop it.
+        max_runs_per_tick / tick_budget_seconds / lookback_seconds: as for the session sensors.
+    """
+    kinds = frozenset(ResourceEventKind(k) for k in event_kinds)
+    if not kinds:
+        raise dg.DagsterInvalidDefinitionError("event_kinds must name at least one kind")
+    if not max_runs_per_tick >= 1:
+        raise dg.DagsterInvalidDefinitionError("max_runs_per_tick must be at least 1")
+    if expiring_lead_seconds < 0 or queued_long_seconds < 0:
+        raise dg.DagsterInvalidDefinitionError("lead and queue thresholds must be >= 0")
+    config = ResourceTrackerConfig(
+        kinds=kinds,
+        max_events=max_runs_per_tick,
+        expiring_lead_ms=int(expiring_lead_seconds * 1000),
+        queued_long_ms=int(queued_long_seconds * 1000),
+        lookback_ms=int(lookback_seconds * 1000),
+    )
+    flt = resource_filter or ResourceFilter()
+    budget = _tick_budget(tick_budget_seconds)
+
+    @dg.sensor(
+        name=name,
+        job=job,
+        target=target,
+        minimum_interval_seconds=minimum_interval_seconds,
+        default_status=default_status,
+        required_resource_keys={resource_key},
+        description=description
+        or f"Together RL model-resource events ({', '.join(sorted(k.value for k in kinds))}).",
+    )
+    def _sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
+        started = time.monotonic()
+        deadline = started + budget
+        try:
+            state = ResourceTrackerState.from_cursor(context.cursor)
+        except CursorError as exc:
+            context.log.warning(f"{exc}; starting over (existing resources are not announced)")
+            state = ResourceTrackerState()
+        resource: TogetherRLResource = getattr(context.resources, resource_key)
+        clock = ServerClock()
+        try:
+            with resource.get_client(server_clock=clock) as client:
+                listed = [
+                    r
+                    for r in client.list_model_resources(
+                        created_by=flt.created_by, deadline=deadline
+                    )
+                    if flt.matches(r)
+                ]
+        except TRANSIENT_ERRORS as exc:
+            return dg.SkipReason(f"Together RL API unavailable, will retry next tick: {exc}")
+        obs = ResourceObservation(
+            now_ms=int(datetime.now(UTC).timestamp() * 1000),
+            resources=listed,
+            server_now_ms=clock.last_ms,
+        )
+        outcome = advance_resources(state, obs, config)
+        for note in outcome.notes:
+            context.log.warning(note)
+        requests: list[dg.RunRequest] = []
+        for event in outcome.events:
+            default = default_resource_run_request(event)
+            request = default if run_request_fn is None else run_request_fn(event, default)
+            if request is not None:
+                requests.append(request)
+        summary = (
+            f"{len(requests)} run(s) from {len(outcome.events)} event(s); "
+            f"{len(listed)} resource(s) listed in {int((time.monotonic() - started) * 1000)} ms; "
+            f"tracking {len(outcome.state.tracked)}"
+        )
+        if outcome.deferred:
+            summary += f"; more events than max_runs_per_tick={max_runs_per_tick}, rest next tick"
+        context.log.info(summary)
+        cursor = outcome.state.to_cursor()
+        if not requests:
+            return dg.SensorResult(skip_reason=dg.SkipReason(summary), cursor=cursor)
+        return dg.SensorResult(run_requests=requests, cursor=cursor)
+
+    return _sensor

@@ -1,0 +1,108 @@
+"""The idle guard against the simulator with a real DagsterInstance: the sensor picks idle
+READY resources within the policy, each requested run executes for real; dry run reports and
+stops nothing, acting mode stops exactly once, refusals are reported and the guard goes on."""
+
+import dagster as dg
+import pytest
+
+from rl_sessions_dagster.sensors.idle_guard import build_idle_guard
+
+from .conftest import make_resource
+
+MODEL = "Qwen/Qwen3-8B"
+
+
+def setup(sim, instance, **kwargs):
+    job, sensor = build_idle_guard(idle_seconds=600, **kwargs)
+    defs = dg.Definitions(jobs=[job], sensors=[sensor], resources={"together": make_resource(sim)})
+    return job, defs
+
+
+def run(sim, instance, job, request):
+    result = job.execute_in_process(
+        run_config=request.run_config,
+        tags=request.tags,
+        instance=instance,
+        resources={"together": make_resource(sim)},
+    )
+    assert result.success
+    (mat,) = [e for e in result.all_events if e.event_type_value == "STEP_OUTPUT"]
+    return result.output_for_node(job.nodes[0].name), mat.event_specific_data.metadata
+
+
+@pytest.fixture
+def idle_world(sim):
+    """Idle mine (READY 20 min, no session), busy mine, idle someone else's, young mine."""
+    w = sim.world
+    ids = {
+        "idle": w.create_model_resource(MODEL, inactive_timeout=3600),
+        "other": w.create_model_resource(MODEL, created_by="someone_else"),
+        "busy": w.create_model_resource(MODEL),
+    }
+    done = w.create_session(ids["idle"])
+    w.create_session(ids["busy"])
+    w.stop_session(done, immediate=True)
+    w.advance_clock(1200)
+    ids["young"] = w.create_model_resource(MODEL)
+    return ids
+
+
+def test_dry_run_reports_and_stops_nothing(sim, instance, ticker, idle_world):
+    job, defs = setup(sim, instance)
+    t = ticker(defs, "together_rl_idle_guard_sensor")
+    data = t.tick()
+    (req,) = data.run_requests
+    assert req.run_key.startswith(f"idle_report:{idle_world['idle']}:")
+    assert req.tags["together/guard_mode"] == "dry_run"
+    # 20 min by the world's clock; the HTTP Date it is read from has 1 s resolution.
+    assert req.tags["together/idle_minutes"] in ("19", "20")
+    action, meta = run(sim, instance, job, req)
+    assert action == "would_stop"
+    price = sim.world.price_per_hour(MODEL)
+    # Idle since the session stopped at t0; expires 60 min after the last activity (t0).
+    assert meta["price_per_hour"].value == price
+    assert meta["saves_until_expiry"].value == pytest.approx(price * 40 / 60, rel=0.01)
+    assert sorted(sim.world.billing_resources()) == sorted(idle_world.values())
+    assert t.tick().run_requests[0].run_key == req.run_key  # same key: Dagster runs it once
+
+
+def test_acting_mode_stops_each_idle_resource_once(sim, instance, ticker, idle_world):
+    job, defs = setup(sim, instance, dry_run=False, created_by=None,
+                      deny_ids=[idle_world["young"]])  # fmt: skip
+    t = ticker(defs, "together_rl_idle_guard_sensor")
+    reqs = {r.tags["together/model_resources_id"]: r for r in t.tick().run_requests}
+    assert set(reqs) == {idle_world["idle"], idle_world["other"]}  # created_by=None: all
+    for req in reqs.values():
+        assert run(sim, instance, job, req)[0] == "stopped"
+    assert sorted(sim.world.billing_resources()) == sorted(
+        [idle_world["busy"], idle_world["young"]]
+    )
+    assert t.tick().run_requests == []
+
+
+def test_refusals_are_reported_and_the_guard_goes_on(sim, instance, ticker, idle_world):
+    world = sim.world
+    world.protect_resource(idle_world["idle"])
+    job, defs = setup(sim, instance, dry_run=False)
+    (req,) = ticker(defs, "together_rl_idle_guard_sensor").tick().run_requests
+    assert run(sim, instance, job, req)[0] == "not_permitted"
+    # A session attaches between the tick and the run: the run re-checks and leaves it.
+    world.protect_resource(idle_world["idle"], False)
+    world.create_session(idle_world["idle"])
+    assert run(sim, instance, job, req)[0] == "skipped_busy"
+    assert idle_world["idle"] in world.billing_resources()
+
+
+def test_policy_lists(sim, instance, ticker, idle_world):
+    _, defs = setup(sim, instance, allow_base_models=["Qwen/Qwen3-32B"])
+    assert ticker(defs, "together_rl_idle_guard_sensor").tick().run_requests == []
+    _, defs = setup(sim, instance, created_by=None, allow_ids=[idle_world["other"]])
+    (req,) = ticker(defs, "together_rl_idle_guard_sensor").tick().run_requests
+    assert req.tags["together/model_resources_id"] == idle_world["other"]
+
+
+def test_transient_failure_skips(sim, instance, ticker, idle_world):
+    _, defs = setup(sim, instance)
+    sim.faults.add("GET /v1/rl/model-resources", status=503, times=10)
+    data = ticker(defs, "together_rl_idle_guard_sensor").tick()
+    assert "will retry" in data.skip_message

@@ -1,0 +1,194 @@
+"""The model-resource sensor on the simulator over HTTP, with a real DagsterInstance: each event
+kind once, first tick quiet, skip on a transient failure, and nothing raised on drift."""
+
+import json
+
+import dagster as dg
+
+from rl_sessions_dagster.sensors.resources import ResourceFilter, build_model_resource_sensor
+
+from .conftest import make_resource
+
+NAME = "together_rl_model_resource_sensor"
+
+
+@dg.op
+def noop() -> None:
+    pass
+
+
+@dg.job
+def resource_job() -> None:
+    noop()
+
+
+def defs_for(sim, **kwargs):
+    sensor = build_model_resource_sensor(job=resource_job, **kwargs)
+    return dg.Definitions(
+        jobs=[resource_job], sensors=[sensor], resources={"together": make_resource(sim)}
+    )
+
+
+def keys(data):
+    return [r.run_key for r in data.run_requests or []]
+
+
+def test_each_resource_event_once_and_first_tick_quiet(sim, ticker):
+    world = sim.world
+    history_ready = world.create_model_resource(inactive_timeout=3600)
+    history_stopped = world.create_model_resource()
+    world.stop_model_resource(history_stopped)
+    world.advance_clock(1)
+    t = ticker(defs_for(sim, expiring_lead_seconds=300, queued_long_seconds=300), NAME)
+    first = t.tick()
+    assert keys(first) == [] and "0 run(s)" in first.skip_message
+
+    world.resource_provision_delay = 4000.0
+    queued = world.create_model_resource(status="PENDING")
+    ready = world.create_model_resource(inactive_timeout=600)
+    failing = world.create_model_resource(status="PENDING")
+    world.fail_model_resource(failing, code="MODEL_RESOURCES_ERROR_CODE_CAPACITY_WAIT_TIMEOUT",
+                              message="no capacity")  # fmt: skip
+    world.advance_clock(1)
+    data = t.tick()
+    assert set(keys(data)) == {f"resource_ready:{ready}", f"resource_error:{failing}"}
+    err = next(r for r in data.run_requests if r.run_key.startswith("resource_error"))
+    assert err.tags["together/error_code"] == "MODEL_RESOURCES_ERROR_CODE_CAPACITY_WAIT_TIMEOUT"
+    assert err.tags["together/error_message"] == "no capacity"
+    assert err.tags["together/model_resources_id"] == failing
+    assert keys(t.tick()) == []
+
+    # Idle 5+ minutes: the 600 s resource is within 300 s of its deadline; the queue is long.
+    world.advance_clock(310)
+    data = t.tick()
+    expires_ms = _ms(world, ready)
+    assert set(keys(data)) == {
+        f"resource_expiring:{ready}:{expires_ms}",
+        f"resource_queued_long:{queued}",
+    }
+    q = next(r for r in data.run_requests if r.run_key.startswith("resource_queued_long"))
+    assert q.tags["together/queue_position"] == "1"
+    assert keys(t.tick()) == []
+
+    world.stop_model_resource(ready)
+    world.stop_model_resource(history_ready)
+    world.advance_clock(1)
+    data = t.tick()
+    assert set(keys(data)) == {f"resource_stopped:{ready}", f"resource_stopped:{history_ready}"}
+    assert keys(t.tick()) == []
+    all_keys = t.run_keys()
+    assert len(all_keys) == len(set(all_keys)) == 6
+    doc = json.loads(t.cursor)
+    assert doc["kind"] == "model_resources" and list(doc["t"]) == [queued]
+    # Terminal resources are remembered only inside the look-back window, then forgotten.
+    world.advance_clock(700)
+    world.create_model_resource()
+    t.tick()
+    assert ready not in json.loads(t.cursor)["r"]
+    assert keys(t.tick()) == []
+
+
+def _ms(world, rid):
+    from datetime import datetime
+
+    raw = world.model_resource(rid)["expires_at"]
+    return int(datetime.fromisoformat(raw.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+def test_a_new_deadline_after_activity_is_a_new_expiring_event(sim, ticker):
+    world = sim.world
+    t = ticker(defs_for(sim, expiring_lead_seconds=120), NAME)
+    t.tick()
+    rid = world.create_model_resource(inactive_timeout=300)
+    world.advance_clock(1)
+    assert keys(t.tick()) == [f"resource_ready:{rid}"]
+    world.advance_clock(200)
+    first = keys(t.tick())
+    assert first == [f"resource_expiring:{rid}:{_ms(world, rid)}"]
+    world.create_session(rid)  # activity: the deadline moves later
+    world.advance_clock(200)
+    second = keys(t.tick())
+    assert len(second) == 1 and second[0].startswith(f"resource_expiring:{rid}:")
+    assert second != first
+    assert keys(t.tick()) == []
+
+
+def test_transient_failure_skips_and_keeps_the_cursor(sim, ticker):
+    world = sim.world
+    t = ticker(defs_for(sim), NAME)
+    t.tick()
+    cursor = t.cursor
+    rid = world.create_model_resource()
+    sim.faults.add("GET /v1/rl/model-resources", status=503, times=10)
+    data = t.tick()
+    assert data.skip_message and "will retry" in data.skip_message
+    assert t.cursor == cursor
+    sim.faults.clear()
+    assert keys(t.tick()) == [f"resource_ready:{rid}"]
+
+
+def test_unknown_status_and_error_code_are_kept_raw(sim, ticker):
+    world = sim.world
+    t = ticker(defs_for(sim), NAME)
+    t.tick()
+    rid = world.create_model_resource()
+    world.advance_clock(1)
+    assert keys(t.tick()) == [f"resource_ready:{rid}"]
+    world.set_status(rid, "MODEL_RESOURCES_STATUS_HIBERNATING")
+    assert keys(t.tick()) == []
+    world.fail_model_resource(rid, code="MODEL_RESOURCES_ERROR_CODE_NEW_THING", message="x")
+    (req,) = t.tick().run_requests
+    assert req.run_key == f"resource_error:{rid}"
+    assert req.tags["together/error_code"] == "MODEL_RESOURCES_ERROR_CODE_NEW_THING"
+    assert req.tags["together/previous_status"] == "MODEL_RESOURCES_STATUS_HIBERNATING"
+
+
+def test_filter_and_cap(sim, ticker):
+    world = sim.world
+    t = ticker(
+        defs_for(sim, max_runs_per_tick=2, resource_filter=ResourceFilter(created_by="me")), NAME
+    )
+    t.tick()
+    mine = [world.create_model_resource() for _ in range(3)]
+    world.create_model_resource(created_by="someone_else")
+    world.advance_clock(1)
+    first = keys(t.tick())
+    second = keys(t.tick())
+    assert len(first) == 2 and len(second) == 1
+    assert sorted(first + second) == sorted(f"resource_ready:{r}" for r in mine)
+
+
+def test_everything_loads_together_and_the_key_stays_out(sim, ticker):
+    """The new pieces in one Definitions (as a user wires them), and no API key in the cursor,
+    tags or run config of the resource sensor."""
+    from rl_sessions_dagster import (
+        build_idle_guard,
+        build_spend_asset,
+        build_training_op,
+    )
+
+    from .conftest import API_KEY
+
+    guard_job, guard_sensor = build_idle_guard()
+    train = build_training_op(lambda context, launched: None)
+
+    @dg.job
+    def training_job():
+        train()
+
+    sensor = build_model_resource_sensor(job=resource_job)
+    defs = dg.Definitions(
+        assets=[build_spend_asset()],
+        jobs=[resource_job, guard_job, training_job],
+        sensors=[sensor, guard_sensor],
+        resources={"together": make_resource(sim)},
+    )
+    dg.Definitions.validate_loadable(defs)
+    t = ticker(defs, NAME)
+    t.tick()
+    sim.world.fail_model_resource(sim.world.create_model_resource(), message="boom")
+    data = t.tick()
+    assert len(data.run_requests) == 1
+    blob = json.dumps([t.cursor, [dict(r.tags) for r in data.run_requests],
+                       [r.run_config for r in data.run_requests]])  # fmt: skip
+    assert API_KEY not in blob
