@@ -88,7 +88,11 @@ def test_component_sensor_routes_both_families_from_one_poll(monkeypatch):
         assert sim.requests.count() <= 3
         got = {(r.job_name, r.run_key, r.partition_key) for r in data.run_requests}
         assert got == {
-            ("evaluate_checkpoint", f"checkpoint_registered:{a}:{cid}", f"sweep-a/000004/{cid[:8]}"),
+            (
+                "evaluate_checkpoint",
+                f"checkpoint_registered:{a}:{cid}",
+                f"sweep-a/000004/{cid[:8]}",
+            ),
             ("finished_session_report", f"session_stopped:{b}", None),
         }
         assert API_KEY not in repr(ticker.defs.resources["together"])

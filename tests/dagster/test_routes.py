@@ -271,7 +271,9 @@ def test_partition_keys_are_short_readable_and_safe(name, step, key):
 
 def test_keys_sort_by_session_then_step():
     s = TrainingSession(id="s1", display_name="run")
-    keys = [checkpoint_partition_key(s, InferenceCheckpoint(id=f"c{n}", step=n)) for n in (100, 20, 3)]
+    keys = [
+        checkpoint_partition_key(s, InferenceCheckpoint(id=f"c{n}", step=n)) for n in (100, 20, 3)
+    ]
     assert sorted(keys) == [keys[2], keys[1], keys[0]]
 
 
