@@ -20,7 +20,7 @@ API_KEY = "sk-bench-daemon"
 
 def _record(instance: dg.DagsterInstance, checkpoint_id: str) -> Any:
     records = instance.get_run_records(
-        filters=dg.RunsFilter(tags={"dagster/partition": checkpoint_id}), limit=1
+        filters=dg.RunsFilter(tags={"together/checkpoint_id": checkpoint_id}), limit=1
     )
     return records[0] if records else None
 

@@ -1,5 +1,7 @@
-"""The example project: sensors, a per-checkpoint evaluation with a score check, a report job
-for finished sessions, and the scheduled sync table.
+"""The example project in Python: sensors, a per-checkpoint evaluation with a score check, a
+report job for finished sessions, and the scheduled sync table. The same project configured
+with the YAML Component is ``example_repo/component_defs.py`` (the demo runs that one); its
+evaluation and report assets are defined here.
 
 Environment: ``TOGETHER_API_KEY`` (required), ``TOGETHER_BASE_URL`` (optional; the demo points
 it at the local simulator), ``RL_SENSOR_INTERVAL_SECONDS`` (default 30). Loading these
@@ -17,6 +19,7 @@ from rl_sessions_dagster import (
     TogetherRLResource,
     build_checkpoint_sensor,
     build_session_status_sensor,
+    checkpoint_id_for_partition,
 )
 from rl_sessions_dagster.assets import build_session_sync_asset, build_sync_job_and_schedule
 
@@ -50,7 +53,7 @@ SCORE_CHECK = "score_not_dropping"
 def checkpoint_evaluation(
     context: dg.AssetExecutionContext, together: TogetherRLResource
 ) -> dg.MaterializeResult:
-    checkpoint_id = context.partition_key
+    checkpoint_id = checkpoint_id_for_partition(context)
     with together.get_client() as client:
         checkpoint = client.get_checkpoint(checkpoint_id)
         base_url = client.base_url
@@ -82,7 +85,11 @@ def checkpoint_evaluation(
             "questions": dg.MetadataValue.int(result.total),
             "step": dg.MetadataValue.int(checkpoint.step or 0),
             "session_id": dg.MetadataValue.text(checkpoint.session_id or ""),
+            "checkpoint_id": dg.MetadataValue.text(checkpoint_id),
             "model": dg.MetadataValue.text(result.model),
+            # One plot per session under the asset's Overview: "score <session name>".
+            **({f"score {context.partition_key.split('/')[0]}": dg.MetadataValue.float(
+                result.score)} if "/" in context.partition_key else {}),
         },
         check_results=[check],
     )
@@ -110,8 +117,11 @@ def _previous_score(
     return best
 
 
-@dg.op(tags={"kind": "together"})
-def session_report(context: dg.OpExecutionContext, together: TogetherRLResource) -> dict:
+REPORTS_KEY = dg.AssetKey(["together", "session_reports"])
+
+
+def _report(context: dg.OpExecutionContext | dg.AssetExecutionContext,
+            together: TogetherRLResource) -> tuple[dict, dict]:
     """Final step, checkpoints and (for ERROR) error code and message of a finished session."""
     session_id = context.run.tags["together/session_id"]
     with together.get_client() as client:
@@ -129,21 +139,36 @@ def session_report(context: dg.OpExecutionContext, together: TogetherRLResource)
         "wandb_url": session.wandb_url,
     }
     lines = [f"| {k} | {v} |" for k, v in report.items()]
-    context.log_event(
-        dg.AssetMaterialization(
-            asset_key=dg.AssetKey(["together", "session_reports"]),
-            description=f"Report for session {session.id}",
-            metadata={
-                "report": dg.MetadataValue.md("| field | value |\n|---|---|\n" + "\n".join(lines)),
-                "session_id": dg.MetadataValue.text(session.id),
-                "status": dg.MetadataValue.text(session.status.short),
-            },
-        )
-    )
+    metadata = {
+        "report": dg.MetadataValue.md("| field | value |\n|---|---|\n" + "\n".join(lines)),
+        "session_id": dg.MetadataValue.text(session.id),
+        "status": dg.MetadataValue.text(session.status.short),
+    }
     level = context.log.warning if error else context.log.info
     level(f"session {session.id} finished {session.status.short} at step {session.step}"
           + (f": {error.code_raw} {error.message}" if error else ""))
+    return report, metadata
+
+
+@dg.op(tags={"kind": "together"})
+def session_report(context: dg.OpExecutionContext, together: TogetherRLResource) -> dict:
+    """The report as an op (the Python example's status sensor runs this job)."""
+    report, metadata = _report(context, together)
+    context.log_event(dg.AssetMaterialization(
+        asset_key=REPORTS_KEY, description=f"Report for session {report['session_id']}",
+        metadata=metadata,
+    ))
     return report
+
+
+@dg.asset(key=REPORTS_KEY, kinds={"together", "python"}, group_name="together_rl",
+          description="The latest finished-session report (the Component routes STOPPED, "
+          "ERROR and EXPIRED sessions here; the run's together/session_id tag says which).")
+def session_reports(
+    context: dg.AssetExecutionContext, together: TogetherRLResource
+) -> dg.MaterializeResult:
+    _, metadata = _report(context, together)
+    return dg.MaterializeResult(metadata=metadata)
 
 
 @dg.job(tags={"together/job": "finished_session_report"})

@@ -2,7 +2,8 @@
 
 ``python -m example_repo.demo`` (or ``bash scripts/demo.sh``) starts the local simulator of the
 Together RL API, a fresh Dagster instance under ``.demo/dagster_home`` and ``dagster-daemon``
-loading ``example_repo.definitions``; then a scripted sweep trains. The sensors launch one
+loading ``example_repo.component_defs`` (the YAML Component); then a scripted sweep trains.
+Its one routed sensor launches one
 evaluation run per registered checkpoint and one report run per finished session; the sync job
 fills the sessions table. It prints live progress and a summary, stops every process it
 started, and exits 0 when everything expected happened (1 otherwise). No API key or network.
@@ -33,6 +34,9 @@ ROOT = Path(__file__).resolve().parents[1]
 API_KEY = "sim-demo-key"
 EVAL_KEY = dg.AssetKey(["together", "checkpoint_evaluation"])
 SYNC_KEY = "together/rl_sessions_table"
+#: The demo runs the Component-configured project (defs/together_rl/defs.yaml).
+DEFINITIONS = "example_repo.component_defs"
+SENSOR = "together_rl_events"  # one routed sensor: evaluations and reports from one poll
 
 
 def _say(message: str) -> None:
@@ -64,7 +68,7 @@ def _expected_done(instance: dg.DagsterInstance, sweep: DemoSweep) -> bool:
 def _run_sync(home: Path, env: dict[str, str]) -> int:
     """One run of the sync job through the CLI, recorded in the same instance."""
     cmd = [str(Path(sys.executable).with_name("dagster")), "asset", "materialize",
-           "-m", "example_repo.definitions", "--select", SYNC_KEY]
+           "-m", DEFINITIONS, "--select", SYNC_KEY]
     full_env = {**os.environ, **env, "DAGSTER_HOME": str(home)}
     done = subprocess.run(cmd, cwd=ROOT, env=full_env, capture_output=True, text=True,
                           timeout=300, start_new_session=True)
@@ -77,17 +81,20 @@ def summarize(instance: dg.DagsterInstance, sim: RLSimulator, sweep: DemoSweep,
               home: Path) -> dict:
     """Per checkpoint: step and score; per session: final status and its report run."""
     scores: dict[str, list[float]] = {}
+    partitions: dict[str, str] = {}
     for record in instance.fetch_materializations(EVAL_KEY, limit=1000).records:
         mat = record.asset_materialization
         if mat is not None and mat.partition:
-            scores.setdefault(mat.partition, []).append(float(mat.metadata["score"].value))
+            ckpt = str(mat.metadata["checkpoint_id"].value)
+            partitions[ckpt] = mat.partition
+            scores.setdefault(ckpt, []).append(float(mat.metadata["score"].value))
     runs = _runs(instance)
     reports = {r.tags.get("together/session_id"): r for r in runs
                if r.job_name == "finished_session_report"}
     checkpoints = []
     for ckpt, (sid, step) in sweep.outcome.checkpoints.items():
-        checkpoints.append({"checkpoint": ckpt, "session": sid, "step": step,
-                            "scores": scores.get(ckpt, [])})
+        checkpoints.append({"checkpoint": ckpt, "partition": partitions.get(ckpt),
+                            "session": sid, "step": step, "scores": scores.get(ckpt, [])})
     sessions = []
     for sid, role in sweep.outcome.sessions.items():
         wire = sim.world.session(sid)
@@ -111,11 +118,12 @@ def summarize(instance: dg.DagsterInstance, sim: RLSimulator, sweep: DemoSweep,
 
 
 def print_summary(summary: dict) -> None:
-    print("\nCheckpoints (one evaluation run each)")
-    print(f"  {'checkpoint':<10} {'session':<10} {'step':>5} {'score':>6}  runs")
+    print("\nCheckpoints (one evaluation run each; partition key = <session>/<step>/<checkpoint>)")
+    print(f"  {'partition':<30} {'session':<10} {'step':>5} {'score':>6}  runs")
     for c in sorted(summary["checkpoints"], key=lambda c: (c["session"], c["step"])):
         score = f"{c['scores'][0]:.2f}" if c["scores"] else "-"
-        print(f"  {c['checkpoint'][:8]:<10} {c['session'][:8]:<10} {c['step']:>5} {score:>6}  "
+        label = c["partition"] or c["checkpoint"]
+        print(f"  {label:<30} {c['session'][:8]:<10} {c['step']:>5} {score:>6}  "
               f"{len(c['scores'])}")
     print("\nSessions (one report run each)")
     print(f"  {'session':<10} {'name':<15} {'final status':<13} {'error':<44} report run")
@@ -159,15 +167,14 @@ def main(argv: list[str] | None = None) -> int:
         _say(f"simulator of the Together RL API on {sim.base_url}; DAGSTER_HOME={home}")
         env = {"TOGETHER_API_KEY": API_KEY, "TOGETHER_BASE_URL": sim.base_url,
                "RL_SENSOR_INTERVAL_SECONDS": "2"}
-        with dagster_daemon(home, "example_repo.definitions", working_directory=ROOT,
+        with dagster_daemon(home, DEFINITIONS, working_directory=ROOT,
                             env=env) as daemon:
             _say(f"dagster-daemon started (pid {daemon.pid}); waiting for the sensors' first tick")
             instance = dg.DagsterInstance.from_config(str(home))
             first_tick = max(90.0, args.timeout / 2)  # a loaded machine starts the daemon slowly
-            ready = wait_until(lambda: sensor_ticks(instance, "evaluate_new_checkpoints")
-                               and sensor_ticks(instance, "report_finished_sessions"), first_tick)
+            ready = wait_until(lambda: sensor_ticks(instance, SENSOR), first_tick)
             if not ready:
-                _say(f"the sensors did not tick within {first_tick:g} s; see "
+                _say(f"the sensor did not tick within {first_tick:g} s; see "
                      + str(home / "daemon.log"))
                 return 1
             sweep = DemoSweep(sim.world, pace=args.pace, log=lambda m: _say("sweep: " + m))

@@ -1,8 +1,10 @@
 """Orchestrate Together AI RL (post-training) sessions from Dagster.
 
 Layers, each importing only from the ones before it in this list:
-``api`` (HTTP client, no Dagster) → ``core`` (pure event tracker) → ``resource``, ``assets``,
-``sensors`` (thin Dagster glue). ``testing`` holds the local simulator of the service.
+``api`` (HTTP client, no Dagster) → ``core`` (pure event tracker) → ``resource`` and
+``partitions`` (Dagster glue both others share) → ``assets``, ``sensors`` (thin Dagster glue;
+never import each other) → ``components`` (the YAML ``TogetherRLComponent``). ``testing``
+holds the local simulator of the service.
 
 The names below are loaded on first use, so ``import rl_sessions_dagster.api`` or the
 simulator's command line do not pay for importing Dagster.
@@ -16,14 +18,19 @@ from .version import __version__
 _EXPORTS = {
     "RLSessionsClient": ".api",
     "TogetherRLError": ".api",
-    "CHECKPOINT_ASSET_KEY": ".assets",
+    "CHECKPOINT_ASSET_KEY": ".partitions",
     "CHECKPOINT_ASSET_SPEC": ".assets",
-    "CHECKPOINT_PARTITIONS": ".assets",
+    "CHECKPOINT_PARTITIONS": ".partitions",
     "build_checkpoint_asset_spec": ".assets",
+    "checkpoint_id_for_partition": ".partitions",
     "EventKind": ".core",
     "SessionEvent": ".core",
     "TogetherRLResource": ".resource",
+    "EventRoute": ".sensors",
+    "PollingOptions": ".sensors",
     "SessionFilter": ".sensors",
+    "TogetherRLComponent": ".components",
+    "build_routed_sensor": ".sensors",
     "build_checkpoint_sensor": ".sensors",
     "build_rl_event_sensor": ".sensors",
     "build_session_status_sensor": ".sensors",
@@ -45,7 +52,9 @@ __all__ = [
     "CHECKPOINT_ASSET_SPEC",
     "CHECKPOINT_PARTITIONS",
     "EventKind",
+    "EventRoute",
     "LaunchedSession",
+    "PollingOptions",
     "RLSessionsClient",
     "ResourceEvent",
     "ResourceEventKind",
@@ -53,6 +62,7 @@ __all__ = [
     "ResourceSpec",
     "SessionEvent",
     "SessionFilter",
+    "TogetherRLComponent",
     "TogetherRLError",
     "TogetherRLResource",
     "TrainingLaunchConfig",
@@ -62,31 +72,36 @@ __all__ = [
     "build_idle_guard",
     "build_model_resource_sensor",
     "build_rl_event_sensor",
+    "build_routed_sensor",
     "build_session_status_sensor",
     "build_spend_asset",
     "build_training_op",
+    "checkpoint_id_for_partition",
     "launched_session",
 ]
 
 if TYPE_CHECKING:
     from .api import ResourceSpec, RLSessionsClient, TogetherRLError
-    from .assets import (
-        CHECKPOINT_ASSET_KEY,
-        CHECKPOINT_ASSET_SPEC,
-        CHECKPOINT_PARTITIONS,
-        build_checkpoint_asset_spec,
-        build_spend_asset,
-    )
+    from .assets import CHECKPOINT_ASSET_SPEC, build_checkpoint_asset_spec, build_spend_asset
+    from .components import TogetherRLComponent
     from .core import EventKind, ResourceEvent, ResourceEventKind, SessionEvent
     from .launch import LaunchedSession, TrainingLaunchConfig, build_training_op, launched_session
+    from .partitions import (
+        CHECKPOINT_ASSET_KEY,
+        CHECKPOINT_PARTITIONS,
+        checkpoint_id_for_partition,
+    )
     from .resource import TogetherRLResource
     from .sensors import (
+        EventRoute,
+        PollingOptions,
         ResourceFilter,
         SessionFilter,
         build_checkpoint_sensor,
         build_idle_guard,
         build_model_resource_sensor,
         build_rl_event_sensor,
+        build_routed_sensor,
         build_session_status_sensor,
     )
 

@@ -23,4 +23,4 @@ done
 [ -n "${url:-}" ] || { echo "the simulator did not start; see $log" >&2; exit 1; }
 echo "simulator on $url (log: $log)"
 export TOGETHER_API_KEY=sim-demo-key TOGETHER_BASE_URL="$url" RL_SENSOR_INTERVAL_SECONDS=5
-uv run --frozen dagster dev -m example_repo.definitions -h 127.0.0.1 -p "${DAGSTER_PORT:-3000}"
+uv run --frozen dagster dev -m example_repo.component_defs -h 127.0.0.1 -p "${DAGSTER_PORT:-3000}"

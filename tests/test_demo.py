@@ -44,7 +44,9 @@ def test_demo_runs_the_whole_story(tmp_path):
         dg.AssetKey(["together", "checkpoint_evaluation"]), limit=100
     ).records
     per_partition = Counter(r.asset_materialization.partition for r in evals)
-    assert set(per_partition) == {c["checkpoint"] for c in summary["checkpoints"]}
+    assert set(per_partition) == {c["partition"] for c in summary["checkpoints"]}
+    for c in summary["checkpoints"]:  # readable keys: <session name>/<step>/<checkpoint id>
+        assert c["partition"].endswith(f"/{c['step']:06d}/{c['checkpoint'][:8]}")
     assert set(per_partition.values()) == {1}
     reports = [r for r in instance.get_runs() if r.job_name == "finished_session_report"]
     assert Counter(r.tags["together/session_id"] for r in reports) == Counter(

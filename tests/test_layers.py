@@ -22,6 +22,8 @@ def modules_after_import(module: str) -> set[str]:
         ("rl_sessions_dagster.core", {"dagster", "rl_sessions_dagster.resource"}),
         ("rl_sessions_dagster.testing", {"dagster", "rl_sessions_dagster.api"}),
         ("rl_sessions_dagster", {"dagster"}),
+        ("rl_sessions_dagster.sensors", {"rl_sessions_dagster.assets"}),
+        ("rl_sessions_dagster.partitions", {"rl_sessions_dagster.sensors", "rl_sessions_dagster.assets"}),
     ],
 )
 def test_layer_does_not_import_upwards(module, forbidden):
@@ -43,3 +45,103 @@ def test_lazy_top_level_exports_resolve():
     assert set(rl_sessions_dagster.__all__) - {"__version__"} == set(rl_sessions_dagster._EXPORTS)
     for name in rl_sessions_dagster._EXPORTS:
         assert getattr(rl_sessions_dagster, name) is not None
+
+
+# Static rules, read from the source (function-level imports count too).
+
+PACKAGE = Path(rl_sessions_dagster.__file__).parent
+
+
+def _imports(path: Path) -> list[tuple[str, list[str]]]:
+    """(absolute module, imported names) for every import in ``path``."""
+    import ast
+
+    here = ["rl_sessions_dagster", *path.relative_to(PACKAGE).with_suffix("").parts]
+    found: list[tuple[str, list[str]]] = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, []) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = here[: len(here) - node.level]
+                module = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                module = node.module or ""
+            found.append((module, [alias.name for alias in node.names]))
+    return found
+
+
+def _layer(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if parts[0] == "rl_sessions_dagster" and len(parts) > 1 else None
+
+
+def _modules(layer: str) -> list[Path]:
+    root = PACKAGE / layer
+    return sorted(root.rglob("*.py")) if root.is_dir() else [PACKAGE / f"{layer}.py"]
+
+
+@pytest.mark.parametrize(("layer", "other"), [("sensors", "assets"), ("partitions", "sensors"),
+                                              ("partitions", "assets")])
+def test_layer_never_imports_the_other(layer, other):
+    bad = [
+        f"{path.relative_to(PACKAGE)} imports {module}"
+        for path in _modules(layer)
+        for module, _ in _imports(path)
+        if _layer(module) == other
+    ]
+    assert bad == []
+
+
+@pytest.mark.xfail(strict=True, reason="SessionFilter still lives in sensors/source.py (moving)")
+def test_assets_never_import_sensors():
+    bad = [
+        f"{path.relative_to(PACKAGE)} imports {module}"
+        for path in _modules("assets")
+        for module, _ in _imports(path)
+        if _layer(module) == "sensors"
+    ]
+    assert bad == []
+
+
+def _private_imports_across_packages() -> list[str]:
+    bad = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        own = _layer(".".join(["rl_sessions_dagster", *path.relative_to(PACKAGE).parts]))
+        for module, names in _imports(path):
+            layer = _layer(module)
+            if layer is None or layer == own:
+                continue
+            private = [p for p in module.split(".")[1:] if p.startswith("_")]
+            private += [n for n in names if n.startswith("_")]
+            if private:
+                bad.append(f"{path.relative_to(PACKAGE)} imports {module}: {private}")
+    return bad
+
+
+@pytest.mark.xfail(strict=True, reason="resource.py imports api._http (api must export the names)")
+def test_nothing_imports_a_private_name_across_packages():
+    assert _private_imports_across_packages() == []
+
+
+def _dagster_free(path: Path) -> bool:
+    return not any(m == "dagster" or m.startswith("dagster.") for m, _ in _imports(path))
+
+
+def test_new_glue_modules_import_dagster():
+    """Modules of the Dagster layers are Dagster glue; Dagster-free code belongs in api/core."""
+    for layer in ("components", "partitions"):
+        for path in _modules(layer):
+            if path.name != "__init__.py":
+                assert not _dagster_free(path), f"{path.relative_to(PACKAGE)} is Dagster-free"
+
+
+@pytest.mark.xfail(strict=True, reason="assets/registration.py and sensors/source.py (moving)")
+def test_dagster_layers_hold_no_dagster_free_helpers():
+    free = [
+        str(path.relative_to(PACKAGE))
+        for layer in ("assets", "sensors")
+        for path in _modules(layer)
+        if path.name != "__init__.py" and _dagster_free(path)
+    ]
+    assert free == []

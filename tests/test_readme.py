@@ -51,3 +51,31 @@ def test_run_request_hook_example_runs():
     assert shaped.tags["team"] == "post-training" and shaped.run_config
     debug = SessionEvent(EventKind.SESSION_STOPPED, TrainingSession(id="s", display_name="debug-1"))
     assert namespace["shape"](debug, dg.RunRequest(run_key="k")) is None
+
+
+def test_routed_sensor_example_loads_with_the_quick_start(monkeypatch):
+    (quick_start,) = [b for b in BLOCKS if "defs = dg.Definitions(" in b]
+    (routed,) = [b for b in BLOCKS if "build_routed_sensor(" in b]
+    monkeypatch.setenv("TOGETHER_API_KEY", "k")
+    namespace: dict = {}
+    exec(compile(quick_start, "README-quick-start", "exec"), namespace)
+    exec(compile(routed, "README-routed", "exec"), namespace)
+    sensor = namespace["rl_events"]
+    defs = dg.Definitions.merge(namespace["defs"], dg.Definitions(sensors=[sensor]))
+    dg.Definitions.validate_loadable(defs)
+    assert {j.name for j in sensor.jobs} == {"evaluation_job", "report_job"}
+
+
+def test_component_yaml_example_resolves():
+    from rl_sessions_dagster import TogetherRLComponent
+
+    (block,) = re.findall(r"```yaml\n(type: rl_sessions_dagster.TogetherRLComponent.*?)```",
+                          README, re.S)
+    attributes = block.split("attributes:\n", 1)[1]
+    component = TogetherRLComponent.resolve_from_yaml(
+        "\n".join(line[2:] for line in attributes.splitlines())
+    )
+    assert [r.job_name for r in component.routes] == [
+        "evaluate_checkpoint", "finished_session_report"
+    ]
+    assert component.sync.db_path == "/data/together_rl_sync.sqlite"

@@ -1,4 +1,5 @@
-"""The inference-checkpoint asset: one dynamic partition per checkpoint.
+"""The inference-checkpoint asset spec: one dynamic partition per checkpoint (partitions and keys
+live in :mod:`rl_sessions_dagster.partitions`, shared with the sensors).
 
 The sensors add a partition for each checkpoint they announce and record a runless
 materialization of this external asset, so a user's evaluation asset can depend on it and be
@@ -9,16 +10,25 @@ from collections.abc import Sequence
 
 import dagster as dg
 
-from ..api.models import InferenceCheckpoint, TrainingSession
+from ..partitions import (
+    CHECKPOINT_ASSET_KEY,
+    CHECKPOINT_PARTITIONS,
+    CHECKPOINT_PARTITIONS_NAME,
+    checkpoint_id_for_partition,
+    checkpoint_metadata,
+    checkpoint_partition_key,
+)
 
-CHECKPOINT_PARTITIONS_NAME = "together_rl_checkpoints"
-CHECKPOINT_PARTITIONS = dg.DynamicPartitionsDefinition(name=CHECKPOINT_PARTITIONS_NAME)
-CHECKPOINT_ASSET_KEY = dg.AssetKey(["together", "rl_inference_checkpoint"])
-
-
-def checkpoint_partition_key(checkpoint: InferenceCheckpoint) -> str:
-    """The partition key of a checkpoint: its id (unique, stable, and free of '...')."""
-    return checkpoint.id
+__all__ = [
+    "CHECKPOINT_ASSET_KEY",
+    "CHECKPOINT_ASSET_SPEC",
+    "CHECKPOINT_PARTITIONS",
+    "CHECKPOINT_PARTITIONS_NAME",
+    "build_checkpoint_asset_spec",
+    "checkpoint_id_for_partition",
+    "checkpoint_metadata",
+    "checkpoint_partition_key",
+]
 
 
 def build_checkpoint_asset_spec(
@@ -45,39 +55,3 @@ def build_checkpoint_asset_spec(
 
 
 CHECKPOINT_ASSET_SPEC = build_checkpoint_asset_spec()
-
-
-def checkpoint_metadata(
-    session: TrainingSession, checkpoint: InferenceCheckpoint
-) -> dict[str, dg.MetadataValue]:
-    """What a person wants on the partition's page: step, ids, registration, W&B link."""
-    reg = checkpoint.registration
-    meta: dict[str, dg.MetadataValue] = {
-        "session_id": dg.MetadataValue.text(session.id),
-        "checkpoint_id": dg.MetadataValue.text(checkpoint.id),
-        "registered": dg.MetadataValue.bool(checkpoint.is_registered),
-    }
-    if checkpoint.step is not None:
-        meta["step"] = dg.MetadataValue.int(checkpoint.step)
-    if session.display_name:
-        meta["display_name"] = dg.MetadataValue.text(session.display_name)
-    if session.base_model:
-        meta["base_model"] = dg.MetadataValue.text(session.base_model)
-    if checkpoint.created_at is not None:
-        meta["created_at"] = dg.MetadataValue.timestamp(checkpoint.created_at)
-    if reg is not None:
-        for name in (
-            "model_id",
-            "model_revision_id",
-            "adapter_id",
-            "adapter_revision_id",
-            "legacy_model_name",
-        ):
-            value = getattr(reg, name)
-            if value:
-                meta[name] = dg.MetadataValue.text(value)
-        if reg.deployable_model:
-            meta["model_name"] = dg.MetadataValue.text(reg.deployable_model)
-    if session.wandb_url:
-        meta["wandb_url"] = dg.MetadataValue.url(session.wandb_url)
-    return meta

@@ -1,12 +1,9 @@
 """Dagster sensors that turn Together RL session events into runs."""
 
-from .factory import (
-    TRANSIENT_ERRORS,
-    build_checkpoint_sensor,
-    build_rl_event_sensor,
-    build_session_status_sensor,
-)
+from .factory import TRANSIENT_ERRORS, build_rl_event_sensor, build_routed_sensor
 from .idle_guard import IdleStopConfig, build_idle_guard
+from .options import EventRoute, PollingOptions
+from .presets import build_checkpoint_sensor, build_session_status_sensor
 from .resources import (
     ResourceFilter,
     ResourceRunRequestFn,
@@ -18,7 +15,9 @@ from .source import SessionFilter
 
 __all__ = [
     "TRANSIENT_ERRORS",
+    "EventRoute",
     "IdleStopConfig",
+    "PollingOptions",
     "ResourceFilter",
     "ResourceRunRequestFn",
     "RunRequestFn",
@@ -27,6 +26,7 @@ __all__ = [
     "build_idle_guard",
     "build_model_resource_sensor",
     "build_rl_event_sensor",
+    "build_routed_sensor",
     "build_session_status_sensor",
     "event_tags",
     "resource_event_tags",

@@ -1,23 +1,32 @@
 """Sensor factories: each tick reads the API within a time budget, runs the pure event core,
 and returns a ``SensorResult`` with one RunRequest per wanted event.
 
-One configurable factory, :func:`build_rl_event_sensor`, plus two presets for the usual
-wiring: :func:`build_checkpoint_sensor` (evaluate each registered checkpoint, one dynamic
-partition per checkpoint) and :func:`build_session_status_sensor` (report / alert / clean up
-when a session reaches STOPPED, ERROR or EXPIRED). Each sensor keeps its own cursor.
+:func:`build_routed_sensor` is the general form: one poll of the API per interval, each event
+kind routed to a job or an asset selection (:class:`EventRoute`), so checkpoint evaluation
+and session reports share one poll. :func:`build_rl_event_sensor` is the single-target form;
+the presets in :mod:`.presets` wrap it for the usual wiring. Each sensor keeps its own cursor.
 
 The resource is a sensor requirement resolved by Dagster at tick time, never a closed-over
 object: an unresolved ``EnvVar`` would otherwise be sent as the key itself (the bug of
 dagster-fivetran's polling sensor).
+
+The tick body is :func:`_evaluate_tick`: read the cursor → ``collect`` → ``advance`` → build
+run requests → ``SensorResult``. Everything above it only builds and checks definitions.
 """
 
 import os
 import time
-from collections.abc import Iterable
+import warnings
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
+from dagster._core.definitions.unresolved_asset_job_definition import (
+    UnresolvedAssetJobDefinition,
+)
+from typing_extensions import Unpack
 
 from ..api import (
     DeadlineExceeded,
@@ -26,29 +35,29 @@ from ..api import (
     ServerError,
     TransportError,
 )
-from ..assets.checkpoints import CHECKPOINT_ASSET_KEY, CHECKPOINT_PARTITIONS
-from ..core import (
-    CHECKPOINT_EVENTS,
-    TERMINAL_EVENTS,
-    EventKind,
-    TrackerConfig,
-    TrackerState,
-    advance,
-)
+from ..core import EventKind, SessionEvent, TrackerConfig, TrackerState, advance
 from ..core.poll import collect
+from ..partitions import CHECKPOINT_ASSET_KEY, CHECKPOINT_PARTITIONS
 from ..resource import ServerClock, TogetherRLResource
 from .cursor_history import previous_tick_failed_loudly, read_tracker_state
-from .run_requests import (
-    RunRequestFn,
-    checkpoint_materialization,
-    default_run_request,
+from .options import (
+    DEFAULT_TICK_BUDGET_SECONDS,  # noqa: F401 - imported from here by sensors/resources.py
+    EventRoute,
+    PollingKwargs,
+    PollingOptions,
 )
+from .options import event_kinds as parse_event_kinds
+from .run_requests import RunRequestFn, checkpoint_materialization, default_run_request
 from .source import ClientSessionSource, SessionFilter
+from .targets import RouteTarget, check_at_tick, resolve_route
+
+if TYPE_CHECKING:
+    from dagster._core.definitions.asset_selection import CoercibleToAssetSelection
+    from dagster._core.definitions.target import ExecutableDefinition
 
 #: Failures that end a tick quietly (SkipReason, cursor kept): the next tick retries.
 TRANSIENT_ERRORS = (TransportError, ServerError, RateLimitError, DeadlineExceeded, DecodeError)
 
-DEFAULT_TICK_BUDGET_SECONDS = 40.0
 #: pages of the unfiltered session list a tick may read for discovery (after the first tick).
 DISCOVERY_PAGES_PER_TICK = 50
 _UNAVAILABLE = "Together RL API unavailable"
@@ -96,220 +105,316 @@ def _tick_budget(requested: float) -> float:
     return max(1.0, min(requested, grpc_timeout - 15.0))
 
 
-def _kinds(event_kinds: Iterable[EventKind | str]) -> frozenset[EventKind]:
-    kinds = frozenset(EventKind(k) for k in event_kinds)
-    if not kinds:
-        raise dg.DagsterInvalidDefinitionError("event_kinds must name at least one EventKind")
-    return kinds
+@dataclass(frozen=True)
+class SensorPlan:
+    """Everything a tick needs, fixed when the sensor is defined."""
+
+    name: str
+    resource_key: str
+    session_filter: SessionFilter
+    options: PollingOptions
+    config: TrackerConfig
+    budget: float
+    targets: tuple[RouteTarget, ...]
+    checkpoint_asset_key: dg.AssetKey | None
+    name_jobs: bool  # several targets: each RunRequest names its job
+
+    def target_for(self, kind: EventKind) -> RouteTarget | None:
+        for target in self.targets:
+            if kind in target.route.kinds:
+                return target
+        return None
 
 
-def build_rl_event_sensor(
+def _evaluate_tick(
+    context: dg.SensorEvaluationContext, plan: SensorPlan
+) -> dg.SensorResult | dg.SkipReason:
+    """One tick: cursor → collect → advance → run requests → ``SensorResult``."""
+    started = time.monotonic()
+    deadline = started + plan.budget
+    check_at_tick(context, plan.name, list(plan.targets))
+    now_ms = int(datetime.now(UTC).timestamp() * 1000)
+    state = read_tracker_state(context)
+    resource: TogetherRLResource = getattr(context.resources, plan.resource_key)
+    clock = ServerClock()
+    with resource.get_client(server_clock=clock) as client:
+        source = ClientSessionSource(
+            client,
+            plan.session_filter,
+            deadline=deadline,
+            page_size=plan.options.page_size,
+            server_clock=clock,
+        )
+        reserve = min(5.0, plan.budget / 4)
+        try:
+            collected = collect(
+                state,
+                plan.config,
+                source,
+                now_ms=now_ms,
+                out_of_time=lambda: time.monotonic() > deadline - reserve,
+                transient=TRANSIENT_ERRORS,
+                discovery_pages_per_tick=DISCOVERY_PAGES_PER_TICK,
+            )
+        except TRANSIENT_ERRORS as exc:
+            return _unavailable(context, state, exc, now_ms, plan.options.unavailable_alarm_seconds)
+    for item in source.skipped:
+        context.log.warning(
+            f"skipped an unreadable item of the API's lists (id {item.id or 'unreadable'}, "
+            f"field {item.field or '(the item)'}: {item.reason}); it is read again when "
+            "it is listed again"
+        )
+    for sid in collected.unreadable:
+        context.log.warning(f"session {sid} could not be read; it is fetched again next tick")
+    outcome = advance(state, collected.observation, plan.config)
+    outcome.state.failing_since_ms = None
+    for note in outcome.notes:
+        context.log.warning(note)
+
+    built = _build_requests(outcome.events, plan)
+    elapsed_ms = int((time.monotonic() - started) * 1000)
+    summary = (
+        f"{len(built.run_requests)} run(s) from {len(outcome.events)} event(s); "
+        f"{collected.requests} API request(s) in {elapsed_ms} ms; "
+        f"tracking {len(outcome.state.tracked)} session(s)"
+    )
+    if outcome.deferred:
+        summary += (
+            f"; more events than max_runs_per_tick={plan.options.max_runs_per_tick}, rest next tick"
+        )
+    if collected.interrupted:
+        summary += f"; read stopped early ({collected.interrupted}), rest next tick"
+    unreadable = len(source.skipped) + len(collected.unreadable)
+    if unreadable:
+        summary += f"; {unreadable} unreadable item(s) skipped (retried when read again)"
+    context.log.info(summary)
+    return dg.SensorResult(
+        run_requests=built.run_requests,
+        skip_reason=None if built.run_requests else dg.SkipReason(summary),
+        cursor=outcome.state.to_cursor(),
+        dynamic_partitions_requests=built.partition_requests(),
+        asset_events=built.asset_events,
+    )
+
+
+@dataclass
+class _Built:
+    run_requests: list[dg.RunRequest]
+    asset_events: list[dg.AssetMaterialization]
+    partition_keys: dict[str, tuple[dg.DynamicPartitionsDefinition, list[str]]]
+
+    def add_partition(self, partitions_def: dg.DynamicPartitionsDefinition, key: str) -> None:
+        entry = self.partition_keys.setdefault(str(partitions_def.name), (partitions_def, []))
+        entry[1].append(key)
+
+    def partition_requests(self) -> list[dg.AddDynamicPartitionsRequest]:
+        return [
+            pdef.build_add_request(list(dict.fromkeys(keys)))
+            for pdef, keys in self.partition_keys.values()
+            if keys
+        ]
+
+
+def _build_requests(events: Sequence[SessionEvent], plan: SensorPlan) -> _Built:
+    built = _Built([], [], {})
+    for event in events:
+        target = plan.target_for(event.kind)
+        if target is None:
+            continue
+        route = target.route
+        request: dg.RunRequest | None = default_run_request(event, partitioned=route.partitioned)
+        if plan.name_jobs and request is not None:
+            request = request.with_replaced_attrs(job_name=target.job_name)
+        if route.run_request_fn is not None and request is not None:
+            request = route.run_request_fn(event, request)
+        if request is None:
+            continue
+        built.run_requests.append(request)
+        if event.checkpoint is None:
+            continue
+        if route.partitioned and route.partitions_def is not None and request.partition_key:
+            built.add_partition(route.partitions_def, request.partition_key)
+        if plan.checkpoint_asset_key is not None:
+            mat = checkpoint_materialization(event, plan.checkpoint_asset_key)
+            if mat is not None and mat.partition is not None:
+                built.add_partition(CHECKPOINT_PARTITIONS, str(mat.partition))
+                built.asset_events.append(mat)
+    return built
+
+
+class _RLSensorDefinition(dg.SensorDefinition):
+    """A ``SensorDefinition`` whose copies stay quiet.
+
+    Dagster 1.13 copies a sensor (``with_attributes``) to bind resources to its jobs, passing
+    back ``owners=[]``, which emits a ``BetaWarning`` on every definitions load. This copy
+    passes no owners (these sensors never set any) and keeps the class.
+    """
+
+    def __init__(self, *, rl_fn: Callable[..., Any], **kwargs: Any) -> None:
+        self._rl_fn = rl_fn
+        self._rl_kwargs = kwargs
+        super().__init__(evaluation_fn=rl_fn, **kwargs)
+
+    def with_attributes(
+        self,
+        *,
+        jobs: "Sequence[ExecutableDefinition] | None" = None,
+        metadata: Any = None,
+    ) -> dg.SensorDefinition:
+        kwargs = dict(self._rl_kwargs)
+        if jobs is not None:
+            kwargs["jobs"] = list(jobs)
+        if metadata is not None:
+            kwargs["metadata"] = metadata
+        return _RLSensorDefinition(rl_fn=self._rl_fn, **kwargs)
+
+
+def _overlaps(routes: Sequence[EventRoute]) -> set[EventKind]:
+    seen: set[EventKind] = set()
+    overlap: set[EventKind] = set()
+    for route in routes:
+        overlap |= seen & route.kinds
+        seen |= route.kinds
+    return overlap
+
+
+def build_routed_sensor(
     *,
     name: str,
-    event_kinds: Iterable[EventKind | str],
-    job: Any = None,
-    target: Any = None,
+    routes: Sequence[EventRoute],
     resource_key: str = "together",
     session_filter: SessionFilter | None = None,
-    partitions_def: dg.DynamicPartitionsDefinition | None = None,
-    checkpoint_asset_key: dg.AssetKey | None = None,
-    run_request_fn: RunRequestFn | None = None,
-    backfill: bool = False,
-    max_runs_per_tick: int = 25,
-    tick_budget_seconds: float = DEFAULT_TICK_BUDGET_SECONDS,
-    lookback_seconds: float = 600,
-    registration_wait_seconds: float = 3600,
-    page_size: int = 100,
+    checkpoint_asset_key: dg.AssetKey | None = CHECKPOINT_ASSET_KEY,
+    options: PollingOptions | None = None,
     minimum_interval_seconds: int = 30,
     default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
     description: str | None = None,
-    unavailable_alarm_seconds: float = 600,
 ) -> dg.SensorDefinition:
-    """A sensor that requests one run per wanted session event.
+    """One sensor, one poll of the API per tick, each event kind routed to its own target.
 
     Args:
         name: the sensor's name (also the key of its cursor; rename = start over).
-        event_kinds: which :class:`EventKind` become runs (all others are only tracked).
-        job / target: what the runs execute (as for ``@dg.sensor``).
+        routes: which event kinds go where; each kind to at most one route. Kinds in no
+            route are only tracked.
         resource_key: key of the :class:`TogetherRLResource` in ``Definitions``.
         session_filter: which sessions to watch (model resource, creator, name glob, W&B).
-        partitions_def: for checkpoint events, the dynamic partitions the job is partitioned
-            by; the sensor adds one partition per checkpoint in the same ``SensorResult``.
-        checkpoint_asset_key: if set, record a runless materialization of this (external,
-            same-partitioned) asset per checkpoint event, for ``AutomationCondition.eager()``.
-        run_request_fn: reshape each RunRequest (run config, tags) or drop it (return None).
-        backfill: on the first tick, announce history too (default: only what happens next).
-        max_runs_per_tick: cap; later events follow on the next ticks, in order.
-        tick_budget_seconds: wall time a tick may spend on the API, retries included (kept
-            under Dagster's 60 s sensor timeout); unread work is left for the next tick.
-        lookback_seconds: how far back the scan for sessions born and ended between ticks
-            reaches behind the newest session seen (covers clock and visibility lag).
-        registration_wait_seconds: how long an unregistered checkpoint is re-checked.
-        page_size: list page size (1-100).
-        unavailable_alarm_seconds: when every tick has failed to read the API (5xx, timeouts,
-            connection errors) for this long, one tick fails loudly (red in the UI); the
-            sensor keeps retrying. Configuration errors (key, DNS, TLS) fail every tick.
-    """
-    kinds = _kinds(event_kinds)
-    if not max_runs_per_tick >= 1:
-        raise dg.DagsterInvalidDefinitionError("max_runs_per_tick must be at least 1")
-    if not 1 <= page_size <= 100:
-        raise dg.DagsterInvalidDefinitionError("page_size must be between 1 and 100")
-    config = TrackerConfig(
-        kinds=kinds,
-        max_events=max_runs_per_tick,
-        lookback_ms=int(lookback_seconds * 1000),
-        registration_wait_ms=int(registration_wait_seconds * 1000),
-        backfill=backfill,
-    )
-    session_filter = session_filter or SessionFilter()
-    budget = _tick_budget(tick_budget_seconds)
+        checkpoint_asset_key: record a runless materialization of this asset (partitioned by
+            ``CHECKPOINT_PARTITIONS``) per checkpoint event; ``None`` to disable.
+        options: polling knobs (:class:`PollingOptions`).
+        minimum_interval_seconds, default_status, description: as for ``@dg.sensor``.
 
-    @dg.sensor(
+    Raises:
+        DagsterInvalidDefinitionError: no routes, a kind in two routes, or a checkpoint route
+            whose target is not partitioned by its ``partitions_def`` (``CHECKPOINT_PARTITIONS``).
+    """
+    if not routes:
+        raise dg.DagsterInvalidDefinitionError(f"sensor '{name}' needs at least one EventRoute")
+    overlap = _overlaps(routes)
+    if overlap:
+        raise dg.DagsterInvalidDefinitionError(
+            f"sensor '{name}': {sorted(k.value for k in overlap)} appear in more than one route; "
+            "route each event kind to one target (one selection can hold several assets)"
+        )
+    options = options or PollingOptions()
+    targets = tuple(resolve_route(name, i, route) for i, route in enumerate(routes))
+    names = [t.job_name for t in targets]
+    if len(set(names)) != len(names):
+        raise dg.DagsterInvalidDefinitionError(
+            f"sensor '{name}': two routes run the same job {names}; merge them into one route"
+        )
+    kinds = frozenset().union(*(route.kinds for route in routes))
+    plan = SensorPlan(
         name=name,
-        job=job,
-        target=target,
+        resource_key=resource_key,
+        session_filter=session_filter or SessionFilter(),
+        options=options,
+        config=options.tracker_config(kinds),
+        budget=_tick_budget(options.tick_budget_seconds),
+        targets=targets,
+        checkpoint_asset_key=checkpoint_asset_key,
+        name_jobs=len(targets) > 1,
+    )
+
+    def evaluate(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
+        return _evaluate_tick(context, plan)
+
+    return _RLSensorDefinition(
+        rl_fn=evaluate,
+        name=name,
+        jobs=[t.job for t in targets],
         minimum_interval_seconds=minimum_interval_seconds,
         default_status=default_status,
         required_resource_keys={resource_key},
         description=description
         or f"Together RL events ({', '.join(sorted(k.value for k in kinds))}) → runs.",
     )
-    def _sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
-        started = time.monotonic()
-        deadline = started + budget
-        now_ms = int(datetime.now(UTC).timestamp() * 1000)
-        state = read_tracker_state(context)
-        resource: TogetherRLResource = getattr(context.resources, resource_key)
-        clock = ServerClock()
-        with resource.get_client(server_clock=clock) as client:
-            source = ClientSessionSource(
-                client,
-                session_filter,
-                deadline=deadline,
-                page_size=page_size,
-                server_clock=clock,
-            )
-            reserve = min(5.0, budget / 4)
-            try:
-                collected = collect(
-                    state,
-                    config,
-                    source,
-                    now_ms=now_ms,
-                    out_of_time=lambda: time.monotonic() > deadline - reserve,
-                    transient=TRANSIENT_ERRORS,
-                    discovery_pages_per_tick=DISCOVERY_PAGES_PER_TICK,
-                )
-            except TRANSIENT_ERRORS as exc:
-                return _unavailable(context, state, exc, now_ms, unavailable_alarm_seconds)
-        for item in source.skipped:
-            context.log.warning(
-                f"skipped an unreadable item of the API's lists (id {item.id or 'unreadable'}, "
-                f"field {item.field or '(the item)'}: {item.reason}); it is read again when "
-                "it is listed again"
-            )
-        for sid in collected.unreadable:
-            context.log.warning(f"session {sid} could not be read; it is fetched again next tick")
-        outcome = advance(state, collected.observation, config)
-        outcome.state.failing_since_ms = None
-        for note in outcome.notes:
-            context.log.warning(note)
-
-        run_requests: list[dg.RunRequest] = []
-        partition_keys: list[str] = []
-        asset_events: list[dg.AssetMaterialization] = []
-        for event in outcome.events:
-            request: dg.RunRequest | None = default_run_request(
-                event, partitioned=partitions_def is not None
-            )
-            if run_request_fn is not None and request is not None:
-                request = run_request_fn(event, request)
-            if request is None:
-                continue
-            run_requests.append(request)
-            if event.checkpoint is not None:
-                if partitions_def is not None and request.partition_key:
-                    partition_keys.append(request.partition_key)
-                if checkpoint_asset_key is not None:
-                    mat = checkpoint_materialization(event, checkpoint_asset_key)
-                    if mat is not None:
-                        asset_events.append(mat)
-        elapsed_ms = int((time.monotonic() - started) * 1000)
-        summary = (
-            f"{len(run_requests)} run(s) from {len(outcome.events)} event(s); "
-            f"{collected.requests} API request(s) in {elapsed_ms} ms; "
-            f"tracking {len(outcome.state.tracked)} session(s)"
-        )
-        if outcome.deferred:
-            summary += f"; more events than max_runs_per_tick={max_runs_per_tick}, rest next tick"
-        if collected.interrupted:
-            summary += f"; read stopped early ({collected.interrupted}), rest next tick"
-        unreadable = len(source.skipped) + len(collected.unreadable)
-        if unreadable:
-            summary += f"; {unreadable} unreadable item(s) skipped (retried when read again)"
-        context.log.info(summary)
-        partitions_requests = []
-        if partitions_def is not None and partition_keys:
-            partitions_requests.append(
-                partitions_def.build_add_request(list(dict.fromkeys(partition_keys)))
-            )
-        cursor = outcome.state.to_cursor()
-        if not run_requests:
-            return dg.SensorResult(
-                skip_reason=dg.SkipReason(summary),
-                cursor=cursor,
-                dynamic_partitions_requests=partitions_requests,
-                asset_events=asset_events,
-            )
-        return dg.SensorResult(
-            run_requests=run_requests,
-            cursor=cursor,
-            dynamic_partitions_requests=partitions_requests,
-            asset_events=asset_events,
-        )
-
-    return _sensor
 
 
-def build_checkpoint_sensor(
-    *,
-    name: str = "together_rl_checkpoint_sensor",
-    job: Any = None,
-    target: Any = None,
-    event_kinds: Iterable[EventKind | str] = (EventKind.CHECKPOINT_REGISTERED,),
-    partitions_def: dg.DynamicPartitionsDefinition | None = CHECKPOINT_PARTITIONS,
-    checkpoint_asset_key: dg.AssetKey | None = CHECKPOINT_ASSET_KEY,
-    **kwargs: Any,
-) -> dg.SensorDefinition:
-    """One run per newly registered inference checkpoint, partitioned by checkpoint.
+def _is_job(target: object) -> bool:
+    return isinstance(target, dg.JobDefinition | dg.GraphDefinition | UnresolvedAssetJobDefinition)
 
-    Use ``event_kinds=[EventKind.CHECKPOINT_CREATED]`` for models that never register
-    (e.g. MiniMax-M3, whose checkpoints are downloaded instead).
-    """
-    kinds = _kinds(event_kinds)
-    if not kinds <= CHECKPOINT_EVENTS:
-        raise dg.DagsterInvalidDefinitionError("build_checkpoint_sensor takes checkpoint events")
-    return build_rl_event_sensor(
-        name=name,
-        job=job,
-        target=target,
-        event_kinds=kinds,
-        partitions_def=partitions_def,
-        checkpoint_asset_key=checkpoint_asset_key,
-        **kwargs,
+
+def merge_polling(
+    options: PollingOptions | None, polling: PollingKwargs, *, stacklevel: int = 3
+) -> PollingOptions:
+    """``options`` with the 0.1.0 loose knobs applied (with a DeprecationWarning that points at
+    the caller ``stacklevel`` frames up)."""
+    if not polling:
+        return options or PollingOptions()
+    warnings.warn(
+        f"passing {sorted(polling)} as keyword arguments is deprecated; pass "
+        "options=PollingOptions(...) instead",
+        DeprecationWarning,
+        stacklevel=stacklevel,
     )
+    base = options or PollingOptions()
+    return PollingOptions(**{**base.__dict__, **polling})
 
 
-def build_session_status_sensor(
+def build_rl_event_sensor(
     *,
-    name: str = "together_rl_session_status_sensor",
-    job: Any = None,
-    target: Any = None,
-    event_kinds: Iterable[EventKind | str] = tuple(TERMINAL_EVENTS),
-    **kwargs: Any,
+    name: str,
+    event_kinds: Iterable[EventKind | str],
+    job: "ExecutableDefinition | None" = None,
+    target: "CoercibleToAssetSelection | ExecutableDefinition | None" = None,
+    resource_key: str = "together",
+    session_filter: SessionFilter | None = None,
+    partitions_def: dg.DynamicPartitionsDefinition | None = None,
+    checkpoint_asset_key: dg.AssetKey | None = None,
+    run_request_fn: RunRequestFn | None = None,
+    options: PollingOptions | None = None,
+    minimum_interval_seconds: int = 30,
+    default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
+    description: str | None = None,
+    **polling: Unpack[PollingKwargs],
 ) -> dg.SensorDefinition:
-    """One run per session that reaches STOPPED, ERROR or EXPIRED (or the kinds given)."""
-    return build_rl_event_sensor(
-        name=name, job=job, target=target, event_kinds=event_kinds, **kwargs
+    """A sensor that requests one run per wanted session event, on one target.
+
+    ``job`` (a job) or ``target`` (a job or an asset selection) says what the runs execute;
+    ``partitions_def`` makes checkpoint runs partitioned (the target must be partitioned by
+    it; checked at load). Other arguments as for :func:`build_routed_sensor`.
+    """
+    if (job is None) == (target is None):
+        raise dg.DagsterInvalidDefinitionError(
+            f"sensor '{name}' takes exactly one of job= and target="
+        )
+    chosen = job if job is not None else target
+    route = EventRoute(
+        event_kinds=parse_event_kinds(event_kinds),
+        job=chosen if _is_job(chosen) else None,  # type: ignore[arg-type]
+        assets=None if _is_job(chosen) else chosen,  # type: ignore[arg-type]
+        job_name=None if _is_job(chosen) else f"{name}_assets",
+        partitions_def=partitions_def,
+        run_request_fn=run_request_fn,
+    )
+    return build_routed_sensor(
+        name=name,
+        routes=[route],
+        resource_key=resource_key,
+        session_filter=session_filter,
+        checkpoint_asset_key=checkpoint_asset_key,
+        options=merge_polling(options, polling),
+        minimum_interval_seconds=minimum_interval_seconds,
+        default_status=default_status,
+        description=description,
     )

@@ -5,8 +5,8 @@ from collections.abc import Callable
 
 import dagster as dg
 
-from ..assets.checkpoints import checkpoint_metadata, checkpoint_partition_key
 from ..core.events import SessionEvent
+from ..partitions import checkpoint_metadata, checkpoint_partition_key
 
 #: A hook that reshapes the default RunRequest (run config, extra tags) or drops the event
 #: by returning None.
@@ -47,10 +47,14 @@ def event_tags(event: SessionEvent) -> dict[str, str]:
 
 
 def default_run_request(event: SessionEvent, *, partitioned: bool) -> dg.RunRequest:
-    """``run_key`` is the event's key: unique per fact, so Dagster dedupes a replayed tick."""
+    """``run_key`` is the event's key: unique per fact, so Dagster dedupes a replayed tick.
+
+    It does not contain the partition key, so it stayed the same when partition keys became
+    readable (0.2): a checkpoint announced by 0.1.0 is never run again under a new key.
+    """
     partition_key = None
     if partitioned and event.checkpoint is not None:
-        partition_key = checkpoint_partition_key(event.checkpoint)
+        partition_key = checkpoint_partition_key(event.session, event.checkpoint)
     return dg.RunRequest(run_key=event.key, tags=event_tags(event), partition_key=partition_key)
 
 
@@ -61,7 +65,7 @@ def checkpoint_materialization(
         return None
     return dg.AssetMaterialization(
         asset_key=asset_key,
-        partition=checkpoint_partition_key(event.checkpoint),
+        partition=checkpoint_partition_key(event.session, event.checkpoint),
         description=f"{event.kind.value} in session {event.session_id}",
         metadata={
             **checkpoint_metadata(event.session, event.checkpoint),

@@ -17,13 +17,45 @@ from types import FrameType
 
 from .simulator import RLSimulator, SimulatedWorld
 
+CONTROL_HELP = """\
+control API (no auth; JSON bodies; bind to 127.0.0.1 only). With URL set to the printed address:
+
+  # create a session (answers with the session as the API would return it)
+  curl -s -X POST $URL/_sim/sessions -d '{"display_name": "sweep-a"}'
+  # train 10 steps, then save a registered inference checkpoint at the current step
+  curl -s -X POST $URL/_sim/sessions/$SID/steps -d '{"n": 10}'
+  curl -s -X POST $URL/_sim/sessions/$SID/checkpoints -d '{}'
+  # a checkpoint whose registration comes late, then register it
+  curl -s -X POST $URL/_sim/sessions/$SID/checkpoints -d '{"registered": false}'
+  curl -s -X POST $URL/_sim/checkpoints/$CID/register
+  # end a session: stop, fail (ERROR with a code and message), or expire its resource
+  curl -s -X POST $URL/_sim/sessions/$SID/stop -d '{"immediate": true}'
+  curl -s -X POST $URL/_sim/sessions/$SID/fail -d '{"message": "boom"}'
+  curl -s -X POST $URL/_sim/resources/$RID/expire
+  # the world's clock, faults, and what was served
+  curl -s -X POST $URL/_sim/clock/advance -d '{"seconds": 60}'
+  curl -s -X POST $URL/_sim/faults -d '{"pattern": "GET /v1/rl/training-sessions", "status": 503, "times": 2}'
+  curl -s $URL/_sim/stats
+
+Calls on one object answer {"ok": true, "result": ..., "session"|"checkpoint"|"resource": {...}}
+with the object as changed. The /v1 API itself needs "Authorization: Bearer <--api-key>".
+"""
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="rl-sessions-simulator", description="Local simulator of the Together RL API."
+        prog="rl-sessions-simulator",
+        description="Local simulator of the Together RL API.",
+        epilog=CONTROL_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    serve = sub.add_parser("serve", help="serve the simulator over HTTP until SIGTERM/SIGINT")
+    serve = sub.add_parser(
+        "serve",
+        help="serve the simulator over HTTP until SIGTERM/SIGINT",
+        epilog=CONTROL_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     serve.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=0, help="port; 0 picks a free one (default)")
     serve.add_argument(

@@ -10,6 +10,10 @@ explicitly. This wraps those details so users can unit-test their own wiring::
         sim.world.add_inference_checkpoint(session_id)
         assert len(ticker.tick().run_requests) == 1
 
+Every run request the ticker returns names its job: Dagster leaves ``job_name`` empty when a
+sensor targets a single job (the daemon fills it in when it launches the run), so the ticker
+fills it the same way and tests can assert where each run goes.
+
 Imports Dagster: not re-exported from ``rl_sessions_dagster.testing`` (which stays light).
 """
 
@@ -17,6 +21,7 @@ from typing import Any
 
 import dagster as dg
 from dagster._core.definitions.sensor_definition import SensorExecutionData
+from dagster_shared.record import replace
 
 
 class SensorTicker:
@@ -49,10 +54,21 @@ class SensorTicker:
             sensor_name=self.sensor.name,
         ) as context:
             data = self.sensor.evaluate_tick(context)
+        data = self._with_job_names(data)
         if data.cursor is not None:
             self.cursor = data.cursor
         self.history.append(data)
         return data
+
+    def _with_job_names(self, data: SensorExecutionData) -> SensorExecutionData:
+        targets = self.sensor.targets
+        if not data.run_requests or len(targets) != 1:
+            return data
+        job_name = targets[0].job_name
+        requests = [
+            r if r.job_name else r.with_replaced_attrs(job_name=job_name) for r in data.run_requests
+        ]
+        return replace(data, run_requests=requests)
 
     def run_keys(self) -> list[str]:
         """Every run key requested so far, in order."""

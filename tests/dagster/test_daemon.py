@@ -57,7 +57,7 @@ def test_daemon_launches_one_run_per_event(sim, tmp_path, dagster_storage):
         by_job: dict[str, list] = {}
         for run in runs:
             by_job.setdefault(run.job_name, []).append(run)
-        assert sorted(r.tags["dagster/partition"] for r in by_job["evaluation_job"]) == sorted(
+        assert sorted(r.tags["together/checkpoint_id"] for r in by_job["evaluation_job"]) == sorted(
             [c1, c2]
         )
         assert {r.tags["together/event"] for r in by_job["evaluation_job"]} == {
@@ -66,11 +66,13 @@ def test_daemon_launches_one_run_per_event(sim, tmp_path, dagster_storage):
         (report_run,) = by_job["report_job"]
         assert report_run.tags["together/session_id"] == other
         assert report_run.tags["dagster/run_key"] == f"session_stopped:{other}"
-        assert set(instance.get_dynamic_partitions("together_rl_checkpoints")) == {c1, c2}
+        partitions = {r.tags["dagster/partition"] for r in by_job["evaluation_job"]}
+        assert set(instance.get_dynamic_partitions("together_rl_checkpoints")) == partitions
         mats = instance.fetch_materializations(
             dg.AssetKey(["together", "rl_inference_checkpoint"]), limit=10
         ).records
-        assert {m.asset_materialization.partition for m in mats} == {c1, c2}
+        assert {m.asset_materialization.metadata["checkpoint_id"].value for m in mats} == {c1, c2}
+        assert {m.asset_materialization.partition for m in mats} == partitions
         # A few more ticks: nothing is launched twice.
         n_ticks = len(sensor_ticks(instance, "together_rl_checkpoint_sensor"))
         wait_for(

@@ -93,7 +93,7 @@ def test_corrupted_cursor_is_restored_from_tick_history_and_every_event_runs_onc
 
         def all_evaluated():
             done = {
-                r.tags["dagster/partition"]
+                r.tags["together/checkpoint_id"]
                 for r in evaluation_runs()
                 if r.status == dg.DagsterRunStatus.SUCCESS
             }
@@ -103,7 +103,7 @@ def test_corrupted_cursor_is_restored_from_tick_history_and_every_event_runs_onc
         # A couple more ticks: nothing is launched twice.
         n = len(sensor_ticks(instance, SENSOR))
         wait_for(lambda: len(sensor_ticks(instance, SENSOR)) >= n + 2, 120, "two more ticks")
-    partitions = sorted(r.tags["dagster/partition"] for r in evaluation_runs())
+    partitions = sorted(r.tags["together/checkpoint_id"] for r in evaluation_runs())
     assert partitions == sorted([before, during, after])  # each once; history never
     assert history not in partitions
     restored = TrackerState.from_cursor(_stored_cursor(instance))

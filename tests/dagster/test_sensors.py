@@ -8,6 +8,7 @@ import pytest
 
 from rl_sessions_dagster import (
     EventKind,
+    PollingOptions,
     SessionFilter,
     build_rl_event_sensor,
     build_session_status_sensor,
@@ -46,7 +47,7 @@ def test_checkpoint_sensor_announces_each_registered_checkpoint_once(sim, ticker
     data = t.tick()
     assert keys(data) == [f"checkpoint_registered:{sid}:{c1}", f"checkpoint_registered:{sid}:{c2}"]
     r1 = data.run_requests[0]
-    assert r1.partition_key == c1
+    assert r1.partition_key == f"gsm8k-a/000010/{c1[:8]}"
     assert r1.tags["together/event"] == "checkpoint_registered"
     assert r1.tags["together/session_id"] == sid
     assert r1.tags["together/checkpoint_id"] == c1
@@ -54,9 +55,10 @@ def test_checkpoint_sensor_announces_each_registered_checkpoint_once(sim, ticker
     assert r1.tags["together/display_name"] == "gsm8k-a"
     assert "together/base_model" in r1.tags
     (add,) = data.dynamic_partitions_requests
-    assert list(add.partition_keys) == [c1, c2]
+    assert list(add.partition_keys) == [f"gsm8k-a/000010/{c1[:8]}", f"gsm8k-a/000020/{c2[:8]}"]
     mats = [e for e in data.asset_events if isinstance(e, dg.AssetMaterialization)]
-    assert [m.partition for m in mats] == [c1, c2]
+    assert [m.partition for m in mats] == list(add.partition_keys)
+    assert mats[0].metadata["checkpoint_id"] == dg.MetadataValue.text(c1)
     assert mats[0].metadata["wandb_url"] == dg.MetadataValue.url("https://wandb.ai/x/y/runs/1")
     assert mats[0].metadata["step"] == dg.MetadataValue.int(10)
 
@@ -130,8 +132,7 @@ def test_first_tick_backfill_and_cap_follow_in_order(sim, ticker):
         event_kinds=[EventKind.CHECKPOINT_CREATED],
         job=evaluation_job,
         partitions_def=None,
-        backfill=True,
-        max_runs_per_tick=2,
+        options=PollingOptions(backfill=True, max_runs_per_tick=2),
     )
     t = ticker(make_defs(sim, sensor), "backfill")
     seen = []
@@ -200,7 +201,9 @@ def test_transient_failure_skips_the_tick_and_keeps_the_cursor(sim, ticker):
 
 def test_an_outage_that_persists_fails_a_tick_loudly_and_loses_nothing(sim, ticker):
     sid = sim.world.create_session()
-    sensor = build_session_status_sensor(job=report_job, unavailable_alarm_seconds=600)
+    sensor = build_session_status_sensor(
+        job=report_job, options=PollingOptions(unavailable_alarm_seconds=600)
+    )
     t = ticker(make_defs(sim, sensor), sensor.name)
     t.tick()
     sim.world.stop_session(sid, immediate=True)
@@ -253,8 +256,7 @@ def test_slow_api_tick_stays_within_budget_and_progress_is_kept(sim, ticker):
         name="slow",
         event_kinds=[EventKind.SESSION_STOPPED],
         job=report_job,
-        tick_budget_seconds=1.5,
-        page_size=1,
+        options=PollingOptions(tick_budget_seconds=1.5, page_size=1),
     )
     t = ticker(make_defs(sim, sensor), "slow")
     t.tick()
@@ -338,7 +340,7 @@ def test_malformed_items_are_skipped_named_and_block_nothing(sim, ticker):
     world.mutate_session_json(bad, extra={"id": 987654})  # a wrong type in a required field
     good = [world.add_inference_checkpoint(sid) for sid in (sessions[0], sessions[2])]
     data = t.tick()
-    assert sorted(r.partition_key for r in data.run_requests) == sorted(good)
+    assert sorted(r.tags["together/checkpoint_id"] for r in data.run_requests) == sorted(good)
     # Unreadable in the list and when fetched by id: skipped, counted, retried.
     world.add_inference_checkpoint(bad)
     data = t.tick()

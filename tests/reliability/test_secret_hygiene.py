@@ -162,7 +162,8 @@ def test_api_key_appears_nowhere_dagster_or_the_library_writes(tmp_path):
             )
             failing = cli(
                 ["asset", "materialize", "-m", "example_repo.definitions",
-                 "--select", "together/checkpoint_evaluation", "--partition", sorted(checkpoints)[0]],
+                 "--select", "together/checkpoint_evaluation", "--partition",
+                 sorted(instance.get_dynamic_partitions("together_rl_checkpoints"))[0]],
                 home, env,
             )  # fmt: skip
             assert failing.returncode != 0
@@ -175,7 +176,7 @@ def test_api_key_appears_nowhere_dagster_or_the_library_writes(tmp_path):
     by_job: dict[str, list] = {}
     for run in runs:
         by_job.setdefault(run.job_name, []).append(run)
-    assert {r.tags["dagster/partition"] for r in by_job["evaluate_checkpoint"]} == checkpoints
+    assert {r.tags["together/checkpoint_id"] for r in by_job["evaluate_checkpoint"]} == checkpoints
     assert {r.tags["together/session_id"] for r in by_job["finished_session_report"]} == {
         trains,
         born_failed,

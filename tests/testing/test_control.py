@@ -75,3 +75,23 @@ def test_control_errors_are_400_or_404(sim: RLSimulator) -> None:
     assert ctl.post("/sessions", json={"registration_shape": "weird"}).status_code == 400
     assert ctl.post("/list-order", json={"order": "sideways"}).status_code == 400
     assert ctl.post("/populate", json={"n_sessions": "many"}).status_code == 400
+
+
+def test_calls_on_one_object_answer_with_it_as_changed(sim: RLSimulator) -> None:
+    ctl = httpx.Client(base_url=f"{sim.base_url}/_sim")
+    rid = ctl.post("/resources", json={"inactive_timeout": 600}).json()["id"]
+    sid = ctl.post("/sessions", json={"resource_id": rid}).json()["id"]
+    stepped = ctl.post(f"/sessions/{sid}/steps", json={"n": 3}).json()
+    assert stepped["session"]["id"] == sid and stepped["session"]["step"] in (3, "3")
+    ck = ctl.post(f"/sessions/{sid}/checkpoints", json={"registered": False}).json()
+    registered = ctl.post(f"/checkpoints/{ck['id']}/register").json()
+    assert registered["checkpoint"]["id"] == ck["id"]
+    assert "inference_registration" in registered["checkpoint"]
+    failed = ctl.post(f"/sessions/{sid}/fail", json={"message": "boom"}).json()["session"]
+    assert failed["status"] == "TRAINING_SESSION_STATUS_ERROR"
+    assert failed["error"]["message"] == "boom"
+    other = ctl.post("/sessions", json={"resource_id": rid}).json()["id"]
+    stopped = ctl.post(f"/sessions/{other}/stop", json={"immediate": True}).json()["session"]
+    assert stopped["status"] == "TRAINING_SESSION_STATUS_STOPPED"
+    expired = ctl.post(f"/resources/{rid}/expire").json()["resource"]
+    assert expired["id"] == rid and expired["status"] != "MODEL_RESOURCES_STATUS_ACTIVE"

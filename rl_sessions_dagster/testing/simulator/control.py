@@ -27,11 +27,14 @@ POST     /_sim/requests/reset                   clear the request log
 (more)   /_sim/resources/{id}/stop|fail|...     see ``control_resources.py``
 =======  =====================================  ===================================================
 
-Creating calls answer with the wire JSON of what they created.
+Creating calls answer with the wire JSON of what they created; calls on one object answer
+``{"ok": true, "result": <return value>, "session" | "checkpoint" | "resource": <its wire JSON
+after the change>}``.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from .checkpoints import DEFAULT
@@ -76,34 +79,44 @@ class ControlEndpoints:
         add("POST", "/_sim/list-order", self._call(lambda b: w.set_list_order(b["order"])))
         add("POST", "/_sim/populate", self.populate)
         add("POST", "/_sim/resources", self.create_resource)
-        add("POST", "/_sim/resources/{id}/expire", self._on_id(lambda i, b: w.expire_resource(i)))
+        add(
+            "POST",
+            "/_sim/resources/{id}/expire",
+            self._on_id(lambda i, b: w.expire_resource(i), "resource"),
+        )
         add("POST", "/_sim/sessions", self.create_session)
         add(
             "POST",
             "/_sim/sessions/{id}/steps",
-            self._on_id(lambda i, b: w.advance_steps(i, int(b.get("n", 1)))),
+            self._on_id(lambda i, b: w.advance_steps(i, int(b.get("n", 1))), "session"),
         )
         add("POST", "/_sim/sessions/{id}/checkpoints", self.add_checkpoint)
-        add("POST", "/_sim/sessions/{id}/start", self._on_id(lambda i, b: w.start_session(i)))
+        add(
+            "POST",
+            "/_sim/sessions/{id}/start",
+            self._on_id(lambda i, b: w.start_session(i), "session"),
+        )
         add(
             "POST",
             "/_sim/sessions/{id}/stop",
-            self._on_id(lambda i, b: w.stop_session(i, immediate=bool(b.get("immediate")))),
+            self._on_id(
+                lambda i, b: w.stop_session(i, immediate=bool(b.get("immediate"))), "session"
+            ),
         )
         add(
             "POST",
             "/_sim/sessions/{id}/fail",
-            self._on_id(lambda i, b: w.fail_session(i, **_pick(b, "code", "message"))),
+            self._on_id(lambda i, b: w.fail_session(i, **_pick(b, "code", "message")), "session"),
         )
         add(
             "POST",
             "/_sim/sessions/{id}/status",
-            self._on_id(lambda i, b: w.set_status(i, str(b["status"]))),
+            self._on_id(lambda i, b: w.set_status(i, str(b["status"])), "session"),
         )
         add(
             "POST",
             "/_sim/checkpoints/{id}/register",
-            self._on_id(lambda i, b: w.register_checkpoint(i)),
+            self._on_id(lambda i, b: w.register_checkpoint(i), "checkpoint"),
         )
         add("POST", "/_sim/faults", self.add_fault)
         add("DELETE", "/_sim/faults", self._call(lambda b: self.faults.clear()))
@@ -122,13 +135,21 @@ class ControlEndpoints:
 
         return handler
 
-    def _on_id(self, fn: Any) -> Handler:
+    def _on_id(self, fn: Any, kind: str) -> Handler:
+        """Apply ``fn`` to the object named in the path; answer with the object as changed."""
+        show = {
+            "session": self.world.session_json,
+            "checkpoint": self.world.checkpoint_json,
+            "resource": self.world.resource_json,
+        }[kind]
+
         def handler(req: Request) -> Response:
             try:
                 result = fn(req.ids[0], req.json())
             except (KeyError, TypeError, ValueError) as exc:
                 raise bad_request(f"invalid control request: {exc!r}") from None
-            return json_response({"ok": True, "result": result})
+            changed = json.loads(show(req.ids[0]))
+            return json_response({"ok": True, "result": result, kind: changed})
 
         return handler
 

@@ -1,0 +1,1 @@
+"""The Component-configured definitions of the example (one ``defs.yaml`` per component)."""

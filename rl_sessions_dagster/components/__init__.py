@@ -1,0 +1,6 @@
+"""Dagster Components (``defs.yaml``) for Together RL; found by ``dg`` through the
+``dagster_dg_cli.registry_modules`` entry point."""
+
+from .together_rl import TogetherRLComponent
+
+__all__ = ["TogetherRLComponent"]

@@ -1,0 +1,243 @@
+"""``TogetherRLComponent``: the whole integration configured in a ``defs.yaml``.
+
+What the Python builders wire by hand, from YAML: the resource (key read from an environment
+variable at run time, never written to YAML), the checkpoint asset spec and its partitions,
+one routed sensor (one poll of the API per interval, each event kind to its own asset
+selection), and the scheduled sync table. ``dg list components`` shows it;
+``dg scaffold defs rl_sessions_dagster.TogetherRLComponent my_rl`` writes a defs.yaml that
+loads as is. Building the definitions makes no API call.
+"""
+
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+from dagster.components import Scaffolder, ScaffoldRequest, scaffold_component, scaffold_with
+from pydantic import Field
+
+from ..assets import build_checkpoint_asset_spec, build_session_sync_asset
+from ..assets.sync import build_sync_job_and_schedule
+from ..core import CHECKPOINT_EVENTS
+from ..partitions import CHECKPOINT_ASSET_KEY, CHECKPOINT_PARTITIONS
+from ..resource import TogetherRLResource
+from ..sensors import EventRoute, PollingOptions, SessionFilter, build_routed_sensor
+from ..sensors.options import event_kinds
+
+SCAFFOLD_YAML = """\
+type: {type_name}
+
+attributes:
+  resource:
+    api_key_env: TOGETHER_API_KEY   # read when a run or tick needs it; never stored in YAML
+  sensor:
+    name: together_rl_events
+    minimum_interval_seconds: 30
+    running: false                  # evaluations cost money: turn it on in the UI
+  # One sensor, one poll of the API per interval; each event kind goes to one selection.
+  # A checkpoint route's assets must use partitions_def=CHECKPOINT_PARTITIONS.
+  routes: []
+  # routes:
+  #   - event_kinds: [checkpoint_registered]
+  #     assets: 'key:"checkpoint_evaluation"'
+  #     job_name: evaluate_checkpoint
+  #   - event_kinds: [session_stopped, session_error, session_expired]
+  #     assets: 'key:"session_report"'
+  #     job_name: finished_session_report
+  sync:
+    enabled: true
+    cron_schedule: "*/15 * * * *"
+    # db_path: /data/together_rl_sync.sqlite   # default: $DAGSTER_HOME/together_rl_sync.sqlite
+"""
+
+
+class ResourceConfig(dg.Model, dg.Resolvable):
+    """The ``TogetherRLResource``; the API key comes from ``api_key_env`` at use time."""
+
+    api_key_env: str = Field(
+        default="TOGETHER_API_KEY", description="Environment variable holding the API key."
+    )
+    base_url: str | None = Field(
+        default=None,
+        description="API origin; default $TOGETHER_BASE_URL, then https://api.together.ai.",
+    )
+    request_timeout: float = 30.0
+    max_attempts: int = 4
+    resource_key: str = Field(default="together", description="Key in Definitions.resources.")
+
+
+class CheckpointAssetConfig(dg.Model, dg.Resolvable):
+    """The external checkpoint asset (one partition per checkpoint)."""
+
+    key: str = Field(default=CHECKPOINT_ASSET_KEY.to_user_string())
+    group_name: str | None = "together_rl"
+    materialize_on_event: bool = Field(
+        default=True,
+        description="Record a runless materialization per checkpoint event "
+        "(for AutomationCondition.eager()).",
+    )
+
+
+class RouteConfig(dg.Model, dg.Resolvable):
+    """Which event kinds run which assets (a Dagster asset selection string)."""
+
+    event_kinds: list[str]
+    assets: str = Field(description="Asset selection, e.g. 'key:\"checkpoint_evaluation\"'.")
+    job_name: str = Field(description="Name of the asset job the runs execute.")
+    partitioned: bool | None = Field(
+        default=None,
+        description="Checkpoint runs carry the checkpoint partition key (default: yes when "
+        "every kind is a checkpoint kind). The assets must use CHECKPOINT_PARTITIONS.",
+    )
+
+
+class SessionFilterConfig(dg.Model, dg.Resolvable):
+    """Which sessions the sensor watches; every given field must match."""
+
+    model_resources_id: str | None = None
+    created_by: str | None = Field(default=None, description='"me" or a user id.')
+    display_name: str | None = Field(default=None, description='A glob, e.g. "sweep-*".')
+    wandb_project: str | None = None
+
+
+class PollingConfig(dg.Model, dg.Resolvable):
+    """:class:`~rl_sessions_dagster.PollingOptions` in YAML."""
+
+    backfill: bool = False
+    max_runs_per_tick: int = 25
+    tick_budget_seconds: float = 40.0
+    lookback_seconds: float = 600.0
+    registration_wait_seconds: float = 3600.0
+    page_size: int = 100
+    unavailable_alarm_seconds: float = 600.0
+
+
+class SensorConfig(dg.Model, dg.Resolvable):
+    name: str = "together_rl_events"
+    minimum_interval_seconds: int = 30
+    running: bool = Field(default=False, description="Default status RUNNING (else STOPPED).")
+    session_filter: SessionFilterConfig = SessionFilterConfig()
+    polling: PollingConfig = PollingConfig()
+
+
+class SyncConfig(dg.Model, dg.Resolvable):
+    """The scheduled sync of sessions and checkpoints into a SQLite table."""
+
+    enabled: bool = True
+    db_path: str | None = Field(
+        default=None, description="SQLite file; default $DAGSTER_HOME/together_rl_sync.sqlite."
+    )
+    cron_schedule: str = "*/15 * * * *"
+    running: bool = Field(default=False, description="Default status RUNNING (else STOPPED).")
+    job_name: str | None = None
+
+
+class TogetherRLScaffolder(Scaffolder):
+    """Writes a defs.yaml that loads as is, with the routes to fill in shown as comments."""
+
+    def scaffold(self, request: ScaffoldRequest[Any]) -> None:
+        if request.scaffold_format != "yaml" or request.append:
+            scaffold_component(request, {})
+            return
+        path = Path(request.target_path) / "defs.yaml"
+        path.write_text(SCAFFOLD_YAML.format(type_name=request.type_name))
+
+
+@scaffold_with(TogetherRLScaffolder)
+class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
+    """Together AI RL sessions in Dagster: resource, checkpoint asset, one routed event sensor
+    (checkpoint registered, session stopped/error/expired → asset runs, one API poll per
+    interval) and a scheduled sync table. No API call at load.
+    """
+
+    resource: ResourceConfig = ResourceConfig()
+    checkpoint_asset: CheckpointAssetConfig = CheckpointAssetConfig()
+    sensor: SensorConfig = SensorConfig()
+    routes: list[RouteConfig] = Field(default_factory=list)
+    sync: SyncConfig = SyncConfig()
+
+    def build_resource(self) -> TogetherRLResource:
+        res = self.resource
+        return TogetherRLResource(
+            api_key=dg.EnvVar(res.api_key_env),
+            base_url=res.base_url,
+            request_timeout=res.request_timeout,
+            max_attempts=res.max_attempts,
+        )
+
+    def build_routes(self) -> list[EventRoute]:
+        routes = []
+        for route in self.routes:
+            kinds = event_kinds(route.event_kinds)
+            partitioned = route.partitioned
+            if partitioned is None:
+                partitioned = kinds <= CHECKPOINT_EVENTS
+            routes.append(
+                EventRoute(
+                    event_kinds=kinds,
+                    assets=dg.AssetSelection.from_string(route.assets),
+                    job_name=route.job_name,
+                    partitions_def=CHECKPOINT_PARTITIONS if partitioned else None,
+                )
+            )
+        return routes
+
+    def build_sensor(self) -> dg.SensorDefinition | None:
+        if not self.routes:
+            return None
+        sensor, flt = self.sensor, self.sensor.session_filter
+        return build_routed_sensor(
+            name=sensor.name,
+            routes=self.build_routes(),
+            resource_key=self.resource.resource_key,
+            session_filter=SessionFilter(
+                model_resources_id=flt.model_resources_id,
+                created_by=flt.created_by,
+                display_name=flt.display_name,
+                wandb_project=flt.wandb_project,
+            ),
+            checkpoint_asset_key=(
+                dg.AssetKey.from_user_string(self.checkpoint_asset.key)
+                if self.checkpoint_asset.materialize_on_event
+                else None
+            ),
+            options=PollingOptions(**sensor.polling.model_dump()),
+            minimum_interval_seconds=sensor.minimum_interval_seconds,
+            default_status=(
+                dg.DefaultSensorStatus.RUNNING if sensor.running else dg.DefaultSensorStatus.STOPPED
+            ),
+        )
+
+    def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
+        assets: list[Any] = [
+            build_checkpoint_asset_spec(
+                dg.AssetKey.from_user_string(self.checkpoint_asset.key),
+                group_name=self.checkpoint_asset.group_name,
+            )
+        ]
+        jobs: list[Any] = []
+        schedules: list[dg.ScheduleDefinition] = []
+        if self.sync.enabled:
+            sync_asset = build_session_sync_asset(
+                resource_key=self.resource.resource_key, db_path=self.sync.db_path
+            )
+            job, schedule = build_sync_job_and_schedule(
+                sync_asset,
+                job_name=self.sync.job_name,
+                cron_schedule=self.sync.cron_schedule,
+                default_status=(
+                    dg.DefaultScheduleStatus.RUNNING
+                    if self.sync.running
+                    else dg.DefaultScheduleStatus.STOPPED
+                ),
+            )
+            assets.append(sync_asset)
+            jobs.append(job)
+            schedules.append(schedule)
+        sensor = self.build_sensor()
+        return dg.Definitions(
+            assets=assets,
+            jobs=jobs,
+            schedules=schedules,
+            sensors=[sensor] if sensor is not None else [],
+            resources={self.resource.resource_key: self.build_resource()},
+        )

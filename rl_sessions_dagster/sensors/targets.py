@@ -1,0 +1,125 @@
+"""Where a route's runs go, checked as early as Dagster allows.
+
+A checkpoint run carries a checkpoint partition key; a target that is not partitioned by the
+checkpoint partitions fails in Dagster only when the first checkpoint arrives (``CheckError:
+Job has no PartitionsDefinition``). Here the check runs at definitions load: at once for jobs
+whose partitioning is known when built, and while Dagster resolves the asset jobs this module
+makes for ``assets=`` routes. A user's ``define_asset_job`` without ``partitions_def`` is
+resolved from assets the sensor cannot see, so it is checked on the sensor's first tick instead.
+"""
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import dagster as dg
+from dagster._core.definitions.unresolved_asset_job_definition import (
+    UnresolvedAssetJobDefinition,
+)
+
+from .options import EventRoute
+
+if TYPE_CHECKING:
+    from dagster._core.definitions.target import ExecutableDefinition
+
+
+def misrouted_error(
+    sensor: str, target: str, expected: dg.DynamicPartitionsDefinition, found: object
+) -> dg.DagsterInvalidDefinitionError:
+    what = (
+        "not partitioned"
+        if found is None
+        else f"partitioned by {getattr(found, 'name', None) or type(found).__name__}"
+    )
+    return dg.DagsterInvalidDefinitionError(
+        f"Sensor '{sensor}' routes checkpoint events to '{target}', which is {what}. Each "
+        f"checkpoint run carries a checkpoint partition key, so the target must be partitioned "
+        f"by CHECKPOINT_PARTITIONS (dynamic partitions '{expected.name}'): "
+        "`from rl_sessions_dagster import CHECKPOINT_PARTITIONS` and "
+        "`@dg.asset(partitions_def=CHECKPOINT_PARTITIONS, ...)`. For unpartitioned checkpoint "
+        "runs, give the route partitions_def=None."
+    )
+
+
+def partitioned_by(found: object, expected: dg.DynamicPartitionsDefinition) -> bool:
+    return isinstance(found, dg.DynamicPartitionsDefinition) and found.name == expected.name
+
+
+class _CheckedAssetJob(UnresolvedAssetJobDefinition):
+    """An asset job that, when Dagster resolves it at load, checks its partitioning."""
+
+    _rl_sensor: str = ""
+    _rl_expected: dg.DynamicPartitionsDefinition | None = None
+
+    def resolve(self, asset_graph: Any, *args: Any, **kwargs: Any) -> dg.JobDefinition:
+        job = super().resolve(asset_graph, *args, **kwargs)
+        expected = type(self)._rl_expected
+        if expected is not None and not partitioned_by(job.partitions_def, expected):
+            raise misrouted_error(type(self)._rl_sensor, job.name, expected, job.partitions_def)
+        return job
+
+
+def _checked_asset_job(
+    sensor: str, base: UnresolvedAssetJobDefinition, expected: dg.DynamicPartitionsDefinition
+) -> UnresolvedAssetJobDefinition:
+    cls = type(
+        "CheckpointAssetJob", (_CheckedAssetJob,), {"_rl_sensor": sensor, "_rl_expected": expected}
+    )
+    fields = {name: getattr(base, name) for name in base._fields}  # type: ignore[attr-defined]
+    return cls(**fields)
+
+
+@dataclass(frozen=True)
+class RouteTarget:
+    """A route with the job its runs execute (made here for ``assets=`` routes)."""
+
+    route: EventRoute
+    job: "ExecutableDefinition"
+
+    @property
+    def job_name(self) -> str:
+        return self.job.name
+
+    @property
+    def checked_at_load(self) -> bool:
+        """False for a user's asset job whose partitioning only the asset graph knows."""
+        return not (
+            isinstance(self.job, UnresolvedAssetJobDefinition)
+            and not isinstance(self.job, _CheckedAssetJob)
+            and self.job.partitions_def is None
+        )
+
+
+def resolve_route(sensor: str, index: int, route: EventRoute) -> RouteTarget:
+    """The route's job, checked now where its partitioning is known."""
+    expected = route.partitions_def if route.partitioned else None
+    if route.assets is not None:
+        name = route.job_name or f"{sensor}_route_{index}"
+        asset_job = dg.define_asset_job(name, selection=route.assets)
+        if expected is not None:
+            asset_job = _checked_asset_job(sensor, asset_job, expected)
+        return RouteTarget(route, asset_job)
+    job = route.job
+    assert job is not None  # EventRoute guarantees exactly one of job / assets
+    if expected is not None:
+        if isinstance(job, dg.GraphDefinition):
+            raise misrouted_error(sensor, job.name, expected, None)
+        found = job.partitions_def
+        if (isinstance(job, dg.JobDefinition) or found is not None) and not partitioned_by(
+            found, expected
+        ):
+            raise misrouted_error(sensor, job.name, expected, found)
+    return RouteTarget(route, job)
+
+
+def check_at_tick(context: dg.SensorEvaluationContext, sensor: str, targets: list[RouteTarget]):
+    """The check ``resolve_route`` could not do at load, on the resolved repository."""
+    repo = context.repository_def
+    if repo is None:
+        return
+    for target in targets:
+        expected = target.route.partitions_def
+        if target.checked_at_load or not target.route.partitioned or expected is None:
+            continue
+        found = repo.get_job(target.job_name).partitions_def
+        if not partitioned_by(found, expected):
+            raise misrouted_error(sensor, target.job_name, expected, found)

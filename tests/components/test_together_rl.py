@@ -1,0 +1,158 @@
+"""TogetherRLComponent without the dg CLI: YAML validated like defs.yaml, definitions built,
+and the routed sensor it makes evaluated against the simulator like the daemon does."""
+
+import textwrap
+
+import dagster as dg
+import pytest
+
+from rl_sessions_dagster import CHECKPOINT_PARTITIONS, TogetherRLComponent
+from rl_sessions_dagster.testing import RLSimulator
+from rl_sessions_dagster.testing.sensor_ticks import SensorTicker
+
+API_KEY = "sk-component-CANARY-42"
+
+YAML = textwrap.dedent(
+    """
+    resource:
+      api_key_env: RL_TEST_KEY
+    sensor:
+      name: rl_events
+      running: true
+      session_filter: {display_name: "sweep-*"}
+      polling: {max_runs_per_tick: 10, page_size: 50}
+    routes:
+      - event_kinds: [checkpoint_registered]
+        assets: 'key:"checkpoint_evaluation"'
+        job_name: evaluate_checkpoint
+      - event_kinds: [session_stopped, session_error, session_expired]
+        assets: 'key:"session_report"'
+        job_name: finished_session_report
+    sync:
+      cron_schedule: "0 * * * *"
+    """
+)
+
+
+@dg.asset(partitions_def=CHECKPOINT_PARTITIONS)
+def checkpoint_evaluation() -> None: ...
+
+
+@dg.asset
+def session_report() -> None: ...
+
+
+def component_defs(yaml: str = YAML) -> dg.Definitions:
+    component = TogetherRLComponent.resolve_from_yaml(yaml)
+    return dg.Definitions.merge(
+        dg.build_defs_for_component(component=component),
+        dg.Definitions(assets=[checkpoint_evaluation, session_report]),
+    )
+
+
+def test_yaml_builds_resource_checkpoint_asset_one_sensor_and_sync(monkeypatch):
+    monkeypatch.delenv("RL_TEST_KEY", raising=False)
+    defs = component_defs()
+    dg.Definitions.validate_loadable(defs)
+    sensor = defs.resolve_sensor_def("rl_events")
+    assert sensor.default_status == dg.DefaultSensorStatus.RUNNING
+    assert {j.name for j in sensor.jobs} == {"evaluate_checkpoint", "finished_session_report"}
+    assert defs.resolve_job_def("evaluate_checkpoint").partitions_def == CHECKPOINT_PARTITIONS
+    assert defs.resolve_job_def("finished_session_report").partitions_def is None
+    (schedule,) = defs.schedules
+    assert schedule.cron_schedule == "0 * * * *"
+    resource = defs.resources["together"]
+    assert resource.api_key == dg.EnvVar("RL_TEST_KEY")
+    assert dg.AssetKey(["together", "rl_inference_checkpoint"]) in {
+        s.key for s in defs.resolve_all_asset_specs()
+    }
+
+
+def test_component_sensor_routes_both_families_from_one_poll(monkeypatch):
+    with RLSimulator(api_key=API_KEY) as sim, dg.instance_for_test() as instance:
+        monkeypatch.setenv("RL_TEST_KEY", API_KEY)
+        monkeypatch.setenv("TOGETHER_BASE_URL", sim.base_url)
+        a = sim.world.create_session(display_name="sweep-a")
+        b = sim.world.create_session(display_name="sweep-b")
+        ignored = sim.world.create_session(display_name="other")
+        sim.world.advance_clock(2)
+        ticker = SensorTicker(component_defs(), "rl_events", instance)
+        ticker.tick()
+        sim.world.advance_clock(5)
+        sim.world.advance_steps(a, 4)
+        cid = sim.world.add_inference_checkpoint(a)
+        sim.world.stop_session(b, immediate=True)
+        sim.world.stop_session(ignored, immediate=True)
+        sim.requests.reset()
+        data = ticker.tick()
+        assert sim.requests.count() <= 3
+        got = {(r.job_name, r.run_key, r.partition_key) for r in data.run_requests}
+        assert got == {
+            (
+                "evaluate_checkpoint",
+                f"checkpoint_registered:{a}:{cid}",
+                f"sweep-a/000004/{cid[:8]}",
+            ),
+            ("finished_session_report", f"session_stopped:{b}", None),
+        }
+        assert API_KEY not in repr(ticker.defs.resources["together"])
+
+
+def test_checkpoint_route_to_unpartitioned_assets_fails_at_load():
+    bad = YAML.replace('key:"checkpoint_evaluation"', 'key:"session_report"').replace(
+        "assets: 'key:\"session_report\"'\n        job_name: finished_session_report",
+        "assets: 'key:\"checkpoint_evaluation\"'\n        job_name: finished_session_report",
+    )
+    with pytest.raises(dg.DagsterInvalidDefinitionError) as info:
+        dg.Definitions.validate_loadable(component_defs(bad))
+    assert "CHECKPOINT_PARTITIONS" in f"{info.value} {info.value.__cause__}"
+
+
+@pytest.mark.parametrize(
+    ("yaml", "match"),
+    [
+        (
+            "routes: [{event_kinds: [checkpoint_registred], assets: '*', job_name: j}]",
+            "valid kinds",
+        ),
+        (
+            "sensor: {polling: {page_size: 500}}\nroutes: [{event_kinds: [session_error], "
+            "assets: 'key:\"session_report\"', job_name: j}]",
+            "page_size",
+        ),
+        ("sensor: {nme: x}", "nme"),
+    ],
+)
+def test_bad_yaml_is_named(yaml, match):
+    with pytest.raises(Exception, match=match):
+        dg.Definitions.validate_loadable(component_defs(yaml))
+
+
+def test_empty_attributes_load_without_a_sensor():
+    defs = dg.build_defs_for_component(component=TogetherRLComponent())
+    dg.Definitions.validate_loadable(defs)
+    assert list(defs.sensors or []) == []
+    assert "together" in (defs.resources or {})
+
+
+@pytest.mark.parametrize("module", ["example_repo.definitions", "example_repo.component_defs"])
+def test_example_projects_load_without_our_warnings(module):
+    """Fresh interpreter, every warning shown: none is about sensor owners or raised by this
+    library (Dagster's own component loader still flags its beta code references)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = f"import {module} as m; m.defs.get_repository_def(); print('loaded')"
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "TOGETHER_API_KEY": "k"}
+    done = subprocess.run(
+        [sys.executable, "-W", "always", "-c", code],
+        cwd=root, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0 and "loaded" in done.stdout, done.stderr[-3000:]
+    warning_lines = [line for line in done.stderr.splitlines() if "Warning:" in line]
+    assert not [line for line in warning_lines if "owners" in line]
+    assert not [line for line in warning_lines if "rl_sessions_dagster" in line]
+    assert not [line for line in warning_lines if "example_repo" in line]
