@@ -5,35 +5,14 @@ fresh :class:`~rl_sessions_dagster.api.RLSessionsClient` in :meth:`get_client`. 
 calls the API at definition load.
 """
 
-import contextlib
-import email.utils
 from typing import Any
 
 import dagster as dg
-import httpx
 from pydantic import Field
 
-from .api import RetryPolicy, RLSessionsClient
-from .api._http import API_KEY_ENV, DEFAULT_BASE_URL
+from .api import API_KEY_ENV, DEFAULT_BASE_URL, RetryPolicy, RLSessionsClient, ServerClock
 
 _SECRET: dict[str, Any] = {"dagster__is_secret": True}
-
-
-class ServerClock:
-    """Remembers the API's clock (HTTP ``Date``) from the last response.
-
-    The sensor uses it, not the local clock, to decide what is history on its first tick, so a
-    skewed machine clock cannot hide sessions created just after the sensor started.
-    """
-
-    def __init__(self) -> None:
-        self.last_ms: int | None = None
-
-    def __call__(self, response: httpx.Response) -> None:
-        date = response.headers.get("date")
-        if date:
-            with contextlib.suppress(TypeError, ValueError):
-                self.last_ms = int(email.utils.parsedate_to_datetime(date).timestamp() * 1000)
 
 
 class TogetherRLResource(dg.ConfigurableResource):
@@ -116,3 +95,6 @@ class TogetherRLResource(dg.ConfigurableResource):
             retry=self.retry_policy(),
             on_response=server_clock,
         )
+
+
+__all__ = ["ServerClock", "TogetherRLResource"]

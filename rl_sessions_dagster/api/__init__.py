@@ -1,7 +1,8 @@
 """Typed HTTP client for Together AI's RL (post-training) API. No Dagster in this package."""
 
-from ._http import ClientStats
+from ._http import API_KEY_ENV, DEFAULT_BASE_URL, ClientStats
 from .client import OPERATION_KINDS, OperationKind, RLSessionsClient
+from .clock import ServerClock
 from .enums import (
     ACTIVE_SESSION_STATUSES,
     TERMINAL_SESSION_STATUSES,
@@ -102,6 +103,8 @@ from .retries import RetryEvent, RetryPolicy
 
 __all__ = [
     "ACTIVE_SESSION_STATUSES",
+    "API_KEY_ENV",
+    "DEFAULT_BASE_URL",
     "OPERATION_KINDS",
     "TERMINAL_SESSION_STATUSES",
     "APIStatusError",
@@ -163,6 +166,7 @@ __all__ = [
     "SampleResult",
     "SampledSequence",
     "SamplingDefaults",
+    "ServerClock",
     "ServerError",
     "SessionError",
     "SessionErrorCode",

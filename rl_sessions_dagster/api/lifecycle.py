@@ -399,7 +399,11 @@ def _checkpoint_op(
     data = (op.output or {}).get("checkpoint")
     if op.status is not OperationStatus.COMPLETED or not isinstance(data, dict):
         err = op.error
-        why = f"{err.code_raw or 'no code'}: {err.message or ''}" if err else "no checkpoint in output"
+        why = (
+            f"{err.code_raw or 'no code'}: {err.message or ''}"
+            if err
+            else "no checkpoint in output"
+        )
         raise CheckpointFailed(f"{kind} operation {op.id} of session {session_id}: {why}", op)
     return op, data
 

@@ -1,5 +1,14 @@
 """Assets: the checkpoint partitions and spec, and the scheduled session/checkpoint sync."""
 
+from ..api.registration import (
+    CheckpointNotDownloadableError,
+    CheckpointNotRegisteredError,
+    DeploymentKind,
+    DeploymentTarget,
+    choose_variant,
+    deployment_target,
+    download_urls,
+)
 from .checkpoints import (
     CHECKPOINT_ASSET_KEY,
     CHECKPOINT_ASSET_SPEC,
@@ -8,15 +17,6 @@ from .checkpoints import (
     build_checkpoint_asset_spec,
     checkpoint_metadata,
     checkpoint_partition_key,
-)
-from .registration import (
-    CheckpointNotDownloadableError,
-    CheckpointNotRegisteredError,
-    DeploymentKind,
-    DeploymentTarget,
-    choose_variant,
-    deployment_target,
-    download_urls,
 )
 from .spend import (
     DEFAULT_SPEND_DB_FILENAME,

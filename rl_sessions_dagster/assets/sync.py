@@ -14,6 +14,7 @@ schedule. It is deliberately cheap on the API:
 No ``from __future__ import annotations`` here: Dagster must see the real ``context`` type.
 """
 
+import dataclasses
 import heapq
 import os
 import time
@@ -27,6 +28,7 @@ from pydantic import Field
 
 from ..api.models import TrainingSession
 from ..api.pages import SkippedItem
+from ..core.filters import SessionFilter
 from ..resource import TogetherRLResource
 from ..storage import (
     CheckpointRow,
@@ -47,8 +49,6 @@ if TYPE_CHECKING:
     from dagster._core.definitions.unresolved_asset_job_definition import (
         UnresolvedAssetJobDefinition,
     )
-
-    from ..sensors.source import SessionFilter
 
 __all__ = [
     "DEFAULT_DB_FILENAME",
@@ -304,11 +304,6 @@ def _build_filter(
 ) -> "SessionFilter | None":
     if created_by is None and model_resources_id is None:
         return session_filter
-    # Imported here: sensors import assets, so a module-level import would be circular.
-    import dataclasses
-
-    from ..sensors.source import SessionFilter
-
     base = session_filter or SessionFilter()
     for name, value in (("created_by", created_by), ("model_resources_id", model_resources_id)):
         current = getattr(base, name)

@@ -1,5 +1,6 @@
 """Dagster sensors that turn Together RL session events into runs."""
 
+from ..core.filters import SessionFilter
 from .factory import TRANSIENT_ERRORS, build_rl_event_sensor, build_routed_sensor
 from .idle_guard import IdleStopConfig, build_idle_guard
 from .options import EventRoute, PollingOptions
@@ -11,7 +12,6 @@ from .resources import (
     resource_event_tags,
 )
 from .run_requests import RunRequestFn, event_tags
-from .source import SessionFilter
 
 __all__ = [
     "TRANSIENT_ERRORS",

@@ -32,13 +32,15 @@ from ..api import (
     DeadlineExceeded,
     DecodeError,
     RateLimitError,
+    ServerClock,
     ServerError,
     TransportError,
 )
 from ..core import EventKind, SessionEvent, TrackerConfig, TrackerState, advance
+from ..core.filters import SessionFilter
 from ..core.poll import collect
 from ..partitions import CHECKPOINT_ASSET_KEY, CHECKPOINT_PARTITIONS
-from ..resource import ServerClock, TogetherRLResource
+from ..resource import TogetherRLResource
 from .cursor_history import previous_tick_failed_loudly, read_tracker_state
 from .options import (
     DEFAULT_TICK_BUDGET_SECONDS,  # noqa: F401 - imported from here by sensors/resources.py
@@ -48,7 +50,7 @@ from .options import (
 )
 from .options import event_kinds as parse_event_kinds
 from .run_requests import RunRequestFn, checkpoint_materialization, default_run_request
-from .source import ClientSessionSource, SessionFilter
+from .source import ClientSessionSource
 from .targets import RouteTarget, check_at_tick, resolve_route
 
 if TYPE_CHECKING:

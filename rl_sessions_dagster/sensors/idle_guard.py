@@ -21,13 +21,13 @@ from typing import Any
 
 import dagster as dg
 
-from ..api import RLSessionsClient, TogetherRLError
+from ..api import RLSessionsClient, ServerClock, TogetherRLError
 from ..api.enums import ModelResourceStatus
 from ..api.lifecycle import ResourceSpec, monotonic_deadline, stop_resource
 from ..api.models import ModelResource
 from ..core.idle import IdlePolicy, IdleResource, busy_resources, idle_candidates, idle_since
 from ..core.tracker import to_ms
-from ..resource import ServerClock, TogetherRLResource
+from ..resource import TogetherRLResource
 from .factory import DEFAULT_TICK_BUDGET_SECONDS, TRANSIENT_ERRORS, _tick_budget
 from .run_requests import TAG_PREFIX
 from .source import ACTIVE, TERMINAL

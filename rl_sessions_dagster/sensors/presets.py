@@ -8,12 +8,12 @@ import dagster as dg
 from typing_extensions import Unpack
 
 from ..core import CHECKPOINT_EVENTS, TERMINAL_EVENTS, EventKind
+from ..core.filters import SessionFilter
 from ..partitions import CHECKPOINT_ASSET_KEY, CHECKPOINT_PARTITIONS
 from .factory import build_rl_event_sensor, merge_polling
 from .options import PollingKwargs, PollingOptions
 from .options import event_kinds as _event_kinds
 from .run_requests import RunRequestFn
-from .source import SessionFilter
 
 if TYPE_CHECKING:
     from dagster._core.definitions.asset_selection import CoercibleToAssetSelection

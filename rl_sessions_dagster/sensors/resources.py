@@ -14,6 +14,7 @@ from typing import Any
 
 import dagster as dg
 
+from ..api import ServerClock
 from ..api.models import ModelResource
 from ..core.resources import (
     ALL_RESOURCE_EVENT_KINDS,
@@ -25,7 +26,7 @@ from ..core.resources import (
     advance_resources,
 )
 from ..core.state import CursorError
-from ..resource import ServerClock, TogetherRLResource
+from ..resource import TogetherRLResource
 from .factory import DEFAULT_TICK_BUDGET_SECONDS, TRANSIENT_ERRORS, _tick_budget
 from .run_requests import TAG_PREFIX
 

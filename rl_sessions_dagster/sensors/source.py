@@ -4,47 +4,18 @@ Server-side filters (model resource, creator) go in the query; name / W&B-projec
 applied to every session read, so the core never tracks a session the user did not ask for.
 """
 
-import fnmatch
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
-from ..api import BadRequestError, DecodeError, NotFoundError, RLSessionsClient
+from ..api import BadRequestError, DecodeError, NotFoundError, RLSessionsClient, ServerClock
 from ..api.enums import ACTIVE_SESSION_STATUSES, TERMINAL_SESSION_STATUSES, CheckpointType
 from ..api.models import Checkpoint, TrainingSession
+from ..core.filters import SessionFilter
 from ..core.poll import ItemUnreadable, ListCursorRejected, StatusFilterRejected
-from ..resource import ServerClock
 
 _ORDER = ("CREATING", "RUNNING", "STOPPING", "STOPPED", "ERROR", "EXPIRED")
 ACTIVE = sorted((s.short for s in ACTIVE_SESSION_STATUSES), key=_ORDER.index)
 TERMINAL = sorted((s.short for s in TERMINAL_SESSION_STATUSES), key=_ORDER.index)
-
-
-@dataclass(frozen=True)
-class SessionFilter:
-    """Which sessions a sensor watches. Every field is optional; all given ones must match.
-
-    ``model_resources_id`` and ``created_by`` ("me" or a user id) are sent to the API;
-    ``display_name`` (a glob, e.g. ``"gsm8k-*"``), ``wandb_project`` and ``predicate`` are
-    checked on each session read.
-    """
-
-    model_resources_id: str | None = None
-    created_by: str | None = None
-    display_name: str | None = None
-    wandb_project: str | None = None
-    predicate: Callable[[TrainingSession], bool] | None = None
-
-    def matches(self, session: TrainingSession) -> bool:
-        if self.display_name is not None and not fnmatch.fnmatchcase(
-            session.display_name or "", self.display_name
-        ):
-            return False
-        if self.wandb_project is not None:
-            wandb = session.metadata.wandb
-            if wandb is None or wandb.project != self.wandb_project:
-                return False
-        return self.predicate is None or bool(self.predicate(session))
 
 
 class ClientSessionSource:

@@ -13,9 +13,9 @@ No Dagster import: usable from any asset, op or script.
 from dataclasses import dataclass
 from typing import Literal
 
-from ..api import RLSessionsClient
-from ..api.enums import CheckpointType, CheckpointVariant
-from ..api.models import Checkpoint, CheckpointFile, InferenceCheckpoint, Registration
+from .client import RLSessionsClient
+from .enums import CheckpointType, CheckpointVariant
+from .models import Checkpoint, CheckpointFile, InferenceCheckpoint, Registration
 
 __all__ = [
     "CheckpointNotDownloadableError",

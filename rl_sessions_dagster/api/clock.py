@@ -1,0 +1,23 @@
+"""The API's own clock, read from the HTTP ``Date`` header of each response."""
+
+import contextlib
+import email.utils
+
+import httpx
+
+
+class ServerClock:
+    """Remembers the API's clock (HTTP ``Date``) from the last response.
+
+    The sensor uses it, not the local clock, to decide what is history on its first tick, so a
+    skewed machine clock cannot hide sessions created just after the sensor started.
+    """
+
+    def __init__(self) -> None:
+        self.last_ms: int | None = None
+
+    def __call__(self, response: httpx.Response) -> None:
+        date = response.headers.get("date")
+        if date:
+            with contextlib.suppress(TypeError, ValueError):
+                self.last_ms = int(email.utils.parsedate_to_datetime(date).timestamp() * 1000)
