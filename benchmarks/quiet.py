@@ -33,20 +33,11 @@ from rl_sessions_dagster import (
 )
 from rl_sessions_dagster.core import TrackerState
 
+from .drivers import bench_job as quiet_job
 from .simproc import API_KEY, SimProcess, simulator
 
 ORDERS = ("newest_first", "oldest_first", "unordered")
 UNORDERED_PAGES_PER_TICK = 8
-
-
-@dg.op
-def _noop() -> None:
-    pass
-
-
-@dg.job
-def quiet_job() -> None:
-    _noop()
 
 
 class Sensor:

@@ -61,42 +61,38 @@ _SESSION_NOT_USABLE = (
 )
 
 
-class ResourceFailed(TogetherRLError):
+class _Failed(TogetherRLError):
+    """An awaited object ended badly: its own error code and message become the error's."""
+
+    def __init__(self, message: str, error: Any) -> None:
+        super().__init__(
+            message,
+            error_code=error.code_raw if error else None,
+            api_message=error.message if error else None,
+        )
+
+
+class ResourceFailed(_Failed):
     """The model resource reached ERROR / STOPPING / STOPPED while it was awaited."""
 
     def __init__(self, message: str, resource: ModelResource) -> None:
-        err = resource.error
-        super().__init__(
-            message,
-            error_code=err.code_raw if err else None,
-            api_message=err.message if err else None,
-        )
+        super().__init__(message, resource.error)
         self.resource = resource
 
 
-class SessionFailed(TogetherRLError):
+class SessionFailed(_Failed):
     """The session ended (ERROR, STOPPED, EXPIRED...) before it became RUNNING."""
 
     def __init__(self, message: str, session: TrainingSession) -> None:
-        err = session.error
-        super().__init__(
-            message,
-            error_code=err.code_raw if err else None,
-            api_message=err.message if err else None,
-        )
+        super().__init__(message, session.error)
         self.session = session
 
 
-class CheckpointFailed(TogetherRLError):
+class CheckpointFailed(_Failed):
     """A checkpoint operation FAILED (or COMPLETED without a checkpoint in its output)."""
 
     def __init__(self, message: str, operation: Operation) -> None:
-        err = operation.error
-        super().__init__(
-            message,
-            error_code=err.code_raw if err else None,
-            api_message=err.message if err else None,
-        )
+        super().__init__(message, operation.error)
         self.operation = operation
 
 
