@@ -69,6 +69,24 @@ def malformed_base_url(sim, instance, **_):
         assert API_KEY not in full_text(info.value)
 
 
+def misspelled_host(sim, instance, **_):
+    """A host name that does not resolve is a configuration error, not an outage: the tick
+    fails loudly (no retry, no quiet skip), names base_url and TOGETHER_BASE_URL, keeps the
+    cursor. ``.invalid`` never resolves (RFC 2606)."""
+    t = status_ticker("https://api.together-typo.invalid", instance)
+    t.cursor = cursor = (
+        '{"v": 1, "b": 1, "w": 1, "m": 1, "p": 1, "o": "x", "vt": 0, "t": {}, "r": {}}'
+    )
+    try:
+        data = t.tick()
+    except ConfigurationError as exc:
+        text = full_text(exc)
+    else:  # a resolver that is itself down answers EAI_AGAIN: an outage, rightly retried
+        pytest.skip(f"this resolver did not say the host does not exist: {data.skip_message}")
+    assert "base_url" in text and "TOGETHER_BASE_URL" in text and API_KEY not in text
+    assert t.cursor == cursor
+
+
 def credentials_in_base_url(sim, instance, **_):
     t = status_ticker("https://user:pw-CANARY-31337@api.together.ai", instance)
     with pytest.raises(ConfigurationError, match="credentials") as info:
@@ -247,6 +265,7 @@ ROWS = {
     "wrong key: loud, one request, key not echoed": wrong_key,
     "missing key: names TOGETHER_API_KEY": missing_key,
     "malformed base URL: ConfigurationError at tick": malformed_base_url,
+    "misspelled host: loud, names base_url, cursor kept": misspelled_host,
     "credentials in base URL: refused, not echoed": credentials_in_base_url,
     "plain http to a remote host: ConfigurationError": plain_http_remote,
     "unreadable cursor: reset, warning, no flood": unreadable_cursor,
