@@ -61,7 +61,7 @@ def test_rate_is_seeded_and_reproducible() -> None:
 
 
 def test_delay_does_not_hold_the_world_lock(sim: RLSimulator, world: SimulatedWorld) -> None:
-    sim.faults.slow(SESSIONS, 0.8, times=1)
+    sim.faults.slow(SESSIONS, 5.0, times=1)
     elapsed: list[float] = []
 
     def slow_call() -> None:
@@ -75,14 +75,15 @@ def test_delay_does_not_hold_the_world_lock(sim: RLSimulator, world: SimulatedWo
         t.start()
         while sim.faults.rules[0].applied == 0:  # the slow request is now sleeping
             time.sleep(0.005)
-        start = time.perf_counter()
         world.create_session()
         fast.get(f"{RL}/checkpoints").raise_for_status()
-        fast_elapsed = time.perf_counter() - start
+        # Done while the slow request still sleeps: the delay holds no lock (no time
+        # threshold, so a loaded machine cannot fail it).
+        slow_still_sleeping = t.is_alive()
         t.join()
-    assert fast_elapsed < 0.6 <= 0.8 <= elapsed[0]
+    assert slow_still_sleeping and elapsed[0] >= 5.0
     rec = sim.requests.last("GET", SESSIONS)
-    assert rec is not None and rec.fault == "delay:0.8" and rec.status == 200
+    assert rec is not None and rec.fault == "delay:5" and rec.status == 200
 
 
 def test_delay_then_status(sim: RLSimulator, client: httpx.Client) -> None:
@@ -187,6 +188,8 @@ def test_stop_is_fast_during_a_long_delay(world: SimulatedWorld) -> None:
     time.sleep(0.2)
     start = time.perf_counter()
     sim.stop()
-    assert time.perf_counter() - start < 1.0
+    # Far under the 10 s the stuck request would hold a waiting stop (generous for a loaded
+    # machine; the typical stop takes milliseconds).
+    assert time.perf_counter() - start < 5.0
     t.join(5)
     assert not t.is_alive() and errors
