@@ -101,11 +101,12 @@ def collect(
             _scan_pages(reader, state, config, source)
             _discover_pages(reader, state, source, None)
         elif checkpoint_mode(state, config):
-            _discover_pages(reader, state, source, discovery_pages_per_tick)
             _read_checkpoint_list(reader, state, config, source, waiting)
-        else:
+            # Events first; the discovery pass (upkeep) gets what is left of the budget.
             _discover_pages(reader, state, source, discovery_pages_per_tick)
+        else:
             _scan_pages(reader, state, config, source)
+            _discover_pages(reader, state, source, discovery_pages_per_tick)
             shown = {s.id for s in active} | {s.id for p in obs.pages for s in p.sessions}
             due = [sid for sid in waiting if sid not in shown]
             if due:

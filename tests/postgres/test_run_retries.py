@@ -58,7 +58,7 @@ def test_failed_evaluation_runs_are_retried_by_the_daemon(pg_server, pg_database
                 }
                 return set(checkpoints) <= ok
 
-            wait_for(healed, 180, "a successful run of every checkpoint")
+            wait_for(healed, 600, "a successful run of every checkpoint")
             pgid = proc.pid
     assert not group_alive(pgid)
 
