@@ -109,6 +109,7 @@ class PollingConfig(dg.Model, dg.Resolvable):
     registration_wait_seconds: float = 3600.0
     page_size: int = 100
     unavailable_alarm_seconds: float = 600.0
+    unordered_pages_per_tick: int = 8
 
 
 class SensorConfig(dg.Model, dg.Resolvable):

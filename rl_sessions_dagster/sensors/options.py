@@ -39,6 +39,9 @@ class PollingOptions:
         unavailable_alarm_seconds: when every tick has failed to read the API (5xx, timeouts,
             connection errors) for this long, one tick fails loudly (red in the UI); the
             sensor keeps retrying. Configuration errors (key, DNS, TLS) fail every tick.
+        unordered_pages_per_tick: when the finished-session list has no time order, the
+            pages of it a tick reads (a session born and ended between ticks is reported
+            within ``2 * ceil(pages / unordered_pages_per_tick) + 1`` ticks).
     """
 
     backfill: bool = False
@@ -48,10 +51,15 @@ class PollingOptions:
     registration_wait_seconds: float = 3600.0
     page_size: int = 100
     unavailable_alarm_seconds: float = 600.0
+    unordered_pages_per_tick: int = 8
 
     def __post_init__(self) -> None:
         if isinstance(self.max_runs_per_tick, bool) or not self.max_runs_per_tick >= 1:
             raise _invalid(f"max_runs_per_tick must be at least 1, got {self.max_runs_per_tick!r}")
+        if isinstance(self.unordered_pages_per_tick, bool) or not self.unordered_pages_per_tick >= 1:
+            raise _invalid(
+                f"unordered_pages_per_tick must be at least 1, got {self.unordered_pages_per_tick!r}"
+            )
         if isinstance(self.page_size, bool) or not 1 <= self.page_size <= 100:
             raise _invalid(f"page_size must be between 1 and 100, got {self.page_size!r}")
         for name in (
@@ -70,6 +78,7 @@ class PollingOptions:
             lookback_ms=int(self.lookback_seconds * 1000),
             registration_wait_ms=int(self.registration_wait_seconds * 1000),
             backfill=self.backfill,
+            unordered_pages_per_tick=self.unordered_pages_per_tick,
         )
 
 

@@ -204,6 +204,10 @@ def test_route_and_option_mistakes_fail_when_built():
         PollingOptions(page_size=0)
     with pytest.raises(dg.DagsterInvalidDefinitionError, match="tick_budget_seconds"):
         PollingOptions(tick_budget_seconds=0)
+    with pytest.raises(dg.DagsterInvalidDefinitionError, match="unordered_pages_per_tick"):
+        PollingOptions(unordered_pages_per_tick=0)
+    config = PollingOptions(unordered_pages_per_tick=40).tracker_config(frozenset(TERMINAL))
+    assert config.unordered_pages_per_tick == 40
     options = PollingOptions()
     with pytest.raises(AttributeError):
         options.page_size = 5  # type: ignore[misc]
