@@ -22,7 +22,7 @@ from rl_sessions_dagster.testing.daemon import (
 
 ROOT = Path(__file__).resolve().parents[2]
 API_KEY = "sk-retry-CANARY-2718"
-pytestmark = [pytest.mark.daemon, pytest.mark.postgres]
+pytestmark = [pytest.mark.daemon, pytest.mark.postgres, pytest.mark.slow, pytest.mark.timeout(1500)]
 
 
 def test_failed_evaluation_runs_are_retried_by_the_daemon(pg_server, pg_database, tmp_path):
@@ -43,7 +43,7 @@ def test_failed_evaluation_runs_are_retried_by_the_daemon(pg_server, pg_database
             home, "tests.postgres.retry_defs", working_directory=ROOT, env=env
         ) as proc:
             instance = dg.DagsterInstance.from_config(str(home))
-            wait_for(lambda: sim.requests.count("GET", "/v1/rl/training-sessions") >= 2, 120,
+            wait_for(lambda: sim.requests.count("GET", "/v1/rl/training-sessions") >= 2, 300,
                      "the first sensor tick")  # fmt: skip
             checkpoints = []
             for _ in range(2):
