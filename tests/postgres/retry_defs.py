@@ -12,12 +12,14 @@ from rl_sessions_dagster import (
     CHECKPOINT_PARTITIONS,
     TogetherRLResource,
     build_checkpoint_sensor,
+    checkpoint_id_for_partition,
 )
 
 
 @dg.asset(partitions_def=CHECKPOINT_PARTITIONS, deps=[CHECKPOINT_ASSET_SPEC])
 def flaky_evaluation(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
-    marker = Path(os.environ["RL_FLAKY_DIR"]) / context.partition_key
+    # Named by checkpoint id: partition keys are "<session>/<step>/<id8>" (slashes).
+    marker = Path(os.environ["RL_FLAKY_DIR"]) / checkpoint_id_for_partition(context)
     if not marker.exists():
         marker.write_text(context.run.run_id)
         raise RuntimeError("inference endpoint unavailable (the first run fails on purpose)")

@@ -52,7 +52,7 @@ def test_failed_evaluation_runs_are_retried_by_the_daemon(pg_server, pg_database
 
             def healed():
                 ok = {
-                    r.tags.get("dagster/partition")
+                    r.tags.get("together/checkpoint_id")
                     for r in instance.get_runs()
                     if r.status == dg.DagsterRunStatus.SUCCESS
                 }
@@ -63,18 +63,22 @@ def test_failed_evaluation_runs_are_retried_by_the_daemon(pg_server, pg_database
     assert not group_alive(pgid)
 
     runs = list(instance.get_runs())
-    by_status = Counter((r.tags["dagster/partition"], r.status) for r in runs)
+    by_status = Counter((r.tags["together/checkpoint_id"], r.status) for r in runs)
     assert by_status == Counter(
         {(c, s): 1 for c in checkpoints for s in (dg.DagsterRunStatus.FAILURE,
                                                   dg.DagsterRunStatus.SUCCESS)}
     )  # fmt: skip
-    failed = {r.tags["dagster/partition"]: r for r in runs if r.status.value == "FAILURE"}
+    failed = {r.tags["together/checkpoint_id"]: r for r in runs if r.status.value == "FAILURE"}
     for run in runs:
         if run.status == dg.DagsterRunStatus.SUCCESS:
             # The success is the daemon's retry of the failed run, not a new sensor request.
-            partition = run.tags["dagster/partition"]
-            assert run.tags["dagster/parent_run_id"] == failed[partition].run_id
+            checkpoint = run.tags["together/checkpoint_id"]
+            assert run.tags["dagster/parent_run_id"] == failed[checkpoint].run_id
+            assert run.tags["dagster/partition"] == failed[checkpoint].tags["dagster/partition"]
             assert run.tags["dagster/retry_number"] == "1"
     mats = instance.fetch_materializations(dg.AssetKey("flaky_evaluation"), limit=10).records
-    assert Counter(m.asset_materialization.partition for m in mats) == Counter(checkpoints)
+    key_of = {r.tags["together/checkpoint_id"]: r.tags["dagster/partition"] for r in runs}
+    assert Counter(m.asset_materialization.partition for m in mats) == Counter(
+        key_of[c] for c in checkpoints
+    )
     assert {f.name for f in flaky.iterdir()} == set(checkpoints)
