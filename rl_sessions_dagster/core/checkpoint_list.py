@@ -49,12 +49,6 @@ def checkpoint_mode(state: TrackerState, config: TrackerConfig) -> bool:
     )
 
 
-def checkpoint_floor(state: TrackerState, config: TrackerConfig) -> int:
-    """Checkpoints created before this were seen by an earlier complete read (or are history)."""
-    mark = state.checkpoint_watermark_ms or state.watermark_ms
-    return max(mark - config.lookback_ms, state.baseline_ms)
-
-
 def read_checkpoints(
     reader: Reader,
     source: SessionSource,

@@ -14,7 +14,6 @@ from functools import partial
 
 from ..api.models import TrainingSession
 from .checkpoint_list import (
-    checkpoint_floor,
     checkpoint_mode,
     oldest_pending_ms,
     read_checkpoints,
@@ -31,6 +30,7 @@ from .reading import (
     SessionSource,
     StatusFilterRejected,
 )
+from .scan import checkpoint_floor
 from .state import ListOrder, TrackerState
 from .tracker import (
     Observation,

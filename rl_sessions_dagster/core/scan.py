@@ -22,6 +22,13 @@ def floor_ms(state: TrackerState, config: TrackerConfig) -> int:
     return max(state.watermark_ms - config.lookback_ms, state.baseline_ms)
 
 
+def checkpoint_floor(state: TrackerState, config: TrackerConfig) -> int:
+    """Checkpoints created before this were seen by an earlier complete read of the checkpoint
+    list (or are history)."""
+    mark = state.checkpoint_watermark_ms or state.watermark_ms
+    return max(mark - config.lookback_ms, state.baseline_ms)
+
+
 def plan_scan(state: TrackerState, config: TrackerConfig) -> ScanPlan:
     if not state.initialized:
         if config.backfill:

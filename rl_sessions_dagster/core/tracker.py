@@ -49,7 +49,7 @@ from .model import (
     to_ms,
 )
 from .passes import ScannedPage
-from .scan import floor_ms, move_watermark, plan_scan, scan_finished
+from .scan import checkpoint_floor, floor_ms, move_watermark, plan_scan, scan_finished
 from .state import ScanPosition, TrackerState
 
 __all__ = [
@@ -224,10 +224,7 @@ def _retire(
             remember_checkpoints(state, config, snapshot[sid])
     if not state.backfilling:
         state.recent_terminal = {k: v for k, v in state.recent_terminal.items() if v >= floor}
-    ckpt_floor = max(
-        (state.checkpoint_watermark_ms or state.watermark_ms) - config.lookback_ms,
-        state.baseline_ms,
-    )
+    ckpt_floor = checkpoint_floor(state, config)
     state.recent_checkpoints = {
         k: v for k, v in state.recent_checkpoints.items() if v >= ckpt_floor
     }
