@@ -1,13 +1,16 @@
 """The example project configured with the YAML Component (what the demo runs).
 
 ``defs/together_rl/defs.yaml`` declares the resource, the checkpoint asset, one routed sensor
-(checkpoint evaluation and session reports from one poll of the API) and the sync table; the
-evaluation and report assets are Python, in :mod:`example_repo.definitions`. In a project made
+(checkpoint evaluation and session reports from one poll of the API), the sync table and the
+GPU side: model-resource events routed to ``gpu_notices``, the idle guard (acting) and the
+spend asset. The evaluation and report assets are Python, in :mod:`example_repo.definitions`;
+``gpu_notices`` in :mod:`example_repo.gpus`. In a project made
 by ``create-dagster`` the same YAML goes under ``src/<project>/defs/`` and ``dg`` loads it;
 here the repository is not a dg project, so the defs folder is loaded explicitly.
 
 Environment: ``TOGETHER_API_KEY`` (required at run time), ``TOGETHER_BASE_URL`` (optional),
-``RL_SENSOR_INTERVAL_SECONDS`` (default 30). Loading makes no API call.
+``RL_SENSOR_INTERVAL_SECONDS`` (default 30), ``RL_IDLE_SECONDS`` (default 1800). Loading makes
+no API call.
 """
 
 from pathlib import Path
@@ -16,10 +19,11 @@ import dagster as dg
 
 from . import defs as defs_folder
 from .definitions import checkpoint_evaluation, session_reports
+from .gpus import gpu_notices
 
 defs = dg.Definitions.merge(
     dg.ComponentTree.from_module(
         defs_module=defs_folder, project_root=Path(__file__).resolve().parents[1]
     ).build_defs(),
-    dg.Definitions(assets=[checkpoint_evaluation, session_reports]),
+    dg.Definitions(assets=[checkpoint_evaluation, session_reports, gpu_notices]),
 )

@@ -22,6 +22,7 @@ from ..partitions import CHECKPOINT_ASSET_KEY, CHECKPOINT_PARTITIONS
 from ..resource import TogetherRLResource
 from ..sensors import EventRoute, PollingOptions, SessionFilter, build_routed_sensor
 from ..sensors.options import event_kinds
+from .gpus import IdleGuardConfig, ResourceSensorConfig, SpendScheduleConfig, gpu_defs
 
 SCAFFOLD_YAML = """\
 type: {type_name}
@@ -47,6 +48,18 @@ attributes:
     enabled: true
     cron_schedule: "*/15 * * * *"
     # db_path: /data/together_rl_sync.sqlite   # default: $DAGSTER_HOME/together_rl_sync.sqlite
+  # The GPUs (each section optional):
+  # resource_sensor:                # model-resource events, one poll for all routes
+  #   running: false
+  #   routes:
+  #     - event_kinds: [resource_ready, resource_error, resource_stopped, resource_expiring]
+  #       assets: 'key:"gpu_notices"'
+  #       job_name: gpu_notice
+  # idle_guard:                     # stops READY resources with no session for idle_seconds
+  #   idle_seconds: 1800
+  #   dry_run: true                 # only report what stopping would save
+  # spend:                          # cost per resource, session and sweep, on a schedule
+  #   cron_schedule: "0 * * * *"
 """
 
 
@@ -147,7 +160,8 @@ class TogetherRLScaffolder(Scaffolder):
 class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
     """Together AI RL sessions in Dagster: resource, checkpoint asset, one routed event sensor
     (checkpoint registered, session stopped/error/expired → asset runs, one API poll per
-    interval) and a scheduled sync table. No API call at load.
+    interval) and a scheduled sync table; optionally the GPUs: model-resource events routed to
+    assets, the idle guard and the spend asset. No API call at load.
     """
 
     resource: ResourceConfig = ResourceConfig()
@@ -155,6 +169,15 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
     sensor: SensorConfig = SensorConfig()
     routes: list[RouteConfig] = Field(default_factory=list)
     sync: SyncConfig = SyncConfig()
+    resource_sensor: ResourceSensorConfig | None = Field(
+        default=None, description="Model-resource events (ready, error, stopped, ...) to assets."
+    )
+    idle_guard: IdleGuardConfig | None = Field(
+        default=None, description="Stop (or, dry run, report) READY resources left idle."
+    )
+    spend: SpendScheduleConfig | None = Field(
+        default=None, description="Estimated GPU cost per resource, session and sweep."
+    )
 
     def build_resource(self) -> TogetherRLResource:
         res = self.resource
@@ -235,10 +258,20 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
             jobs.append(job)
             schedules.append(schedule)
         sensor = self.build_sensor()
-        return dg.Definitions(
-            assets=assets,
-            jobs=jobs,
-            schedules=schedules,
-            sensors=[sensor] if sensor is not None else [],
-            resources={self.resource.resource_key: self.build_resource()},
+        key = self.resource.resource_key
+        return dg.Definitions.merge(
+            dg.Definitions(
+                assets=assets,
+                jobs=jobs,
+                schedules=schedules,
+                sensors=[sensor] if sensor is not None else [],
+                resources={key: self.build_resource()},
+            ),
+            gpu_defs(
+                key,
+                self.checkpoint_asset.group_name,
+                self.resource_sensor,
+                self.idle_guard,
+                self.spend,
+            ),
         )

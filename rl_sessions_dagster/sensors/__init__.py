@@ -7,6 +7,7 @@ from .options import EventRoute, PollingOptions
 from .presets import build_checkpoint_sensor, build_session_status_sensor
 from .resources import (
     ResourceFilter,
+    ResourceRoute,
     ResourceRunRequestFn,
     build_model_resource_sensor,
     resource_event_tags,
@@ -19,6 +20,7 @@ __all__ = [
     "IdleStopConfig",
     "PollingOptions",
     "ResourceFilter",
+    "ResourceRoute",
     "ResourceRunRequestFn",
     "RunRequestFn",
     "SessionFilter",

@@ -17,10 +17,10 @@ run requests → ``SensorResult``. Everything above it only builds and checks de
 import os
 import time
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import dagster as dg
 from dagster._core.definitions.unresolved_asset_job_definition import (
@@ -42,6 +42,7 @@ from ..core.poll import collect
 from ..partitions import CHECKPOINT_ASSET_KEY, CHECKPOINT_PARTITIONS
 from ..resource import TogetherRLResource
 from .cursor_history import previous_tick_failed_loudly, read_tracker_state
+from .definition import QuietSensorDefinition
 from .options import (
     DEFAULT_TICK_BUDGET_SECONDS,  # noqa: F401 - imported from here by sensors/resources.py
     EventRoute,
@@ -244,33 +245,6 @@ def _build_requests(events: Sequence[SessionEvent], plan: SensorPlan) -> _Built:
     return built
 
 
-class _RLSensorDefinition(dg.SensorDefinition):
-    """A ``SensorDefinition`` whose copies stay quiet.
-
-    Dagster 1.13 copies a sensor (``with_attributes``) to bind resources to its jobs, passing
-    back ``owners=[]``, which emits a ``BetaWarning`` on every definitions load. This copy
-    passes no owners (these sensors never set any) and keeps the class.
-    """
-
-    def __init__(self, *, rl_fn: Callable[..., Any], **kwargs: Any) -> None:
-        self._rl_fn = rl_fn
-        self._rl_kwargs = kwargs
-        super().__init__(evaluation_fn=rl_fn, **kwargs)
-
-    def with_attributes(
-        self,
-        *,
-        jobs: "Sequence[ExecutableDefinition] | None" = None,
-        metadata: Any = None,
-    ) -> dg.SensorDefinition:
-        kwargs = dict(self._rl_kwargs)
-        if jobs is not None:
-            kwargs["jobs"] = list(jobs)
-        if metadata is not None:
-            kwargs["metadata"] = metadata
-        return _RLSensorDefinition(rl_fn=self._rl_fn, **kwargs)
-
-
 def _overlaps(routes: Sequence[EventRoute]) -> set[EventKind]:
     seen: set[EventKind] = set()
     overlap: set[EventKind] = set()
@@ -340,7 +314,7 @@ def build_routed_sensor(
     def evaluate(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
         return _evaluate_tick(context, plan)
 
-    return _RLSensorDefinition(
+    return QuietSensorDefinition(
         rl_fn=evaluate,
         name=name,
         jobs=[t.job for t in targets],

@@ -28,6 +28,7 @@ from ..api.models import ModelResource
 from ..core.idle import IdlePolicy, IdleResource, busy_resources, idle_candidates, idle_since
 from ..core.tracker import to_ms
 from ..resource import TogetherRLResource
+from .definition import QuietSensorDefinition
 from .factory import DEFAULT_TICK_BUDGET_SECONDS, TRANSIENT_ERRORS, _tick_budget
 from .run_requests import TAG_PREFIX
 from .source import ACTIVE, TERMINAL
@@ -184,17 +185,6 @@ def build_idle_guard(
     def _guard_job() -> None:
         _stop_idle()
 
-    @dg.sensor(
-        name=f"{name}_sensor",
-        job=_guard_job,
-        minimum_interval_seconds=minimum_interval_seconds,
-        default_status=default_status,
-        required_resource_keys={resource_key},
-        description=(
-            f"Stops READY Together RL model resources idle > {idle_seconds:g} s"
-            + (" (dry run: reports only)" if dry_run else "")
-        ),
-    )
     def _guard_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
         deadline = time.monotonic() + budget
         resource: TogetherRLResource = getattr(context.resources, resource_key)
@@ -243,4 +233,15 @@ def build_idle_guard(
             return dg.SkipReason(summary)
         return dg.SensorResult(run_requests=requests)
 
-    return _guard_job, _guard_sensor
+    return _guard_job, QuietSensorDefinition(
+        rl_fn=_guard_sensor,
+        name=f"{name}_sensor",
+        jobs=[_guard_job],
+        minimum_interval_seconds=minimum_interval_seconds,
+        default_status=default_status,
+        required_resource_keys={resource_key},
+        description=(
+            f"Stops READY Together RL model resources idle > {idle_seconds:g} s"
+            + (" (dry run: reports only)" if dry_run else "")
+        ),
+    )

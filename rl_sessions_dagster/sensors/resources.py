@@ -27,6 +27,7 @@ from ..core.resources import (
 )
 from ..core.state import CursorError
 from ..resource import TogetherRLResource
+from .definition import QuietSensorDefinition
 from .factory import DEFAULT_TICK_BUDGET_SECONDS, TRANSIENT_ERRORS, _tick_budget
 from .run_requests import TAG_PREFIX
 
@@ -88,9 +89,78 @@ def resource_event_tags(event: ResourceEvent) -> dict[str, str]:
     return tags
 
 
-def default_resource_run_request(event: ResourceEvent) -> dg.RunRequest:
+@dataclass(frozen=True)
+class ResourceRoute:
+    """Which model-resource event kinds go to which target: a job, or an asset selection run as
+    an asset job named ``job_name``. Exactly one of ``job`` and ``assets``; each kind goes to
+    one route of a sensor."""
+
+    event_kinds: Iterable[ResourceEventKind | str]
+    job: Any = None
+    assets: Any = None
+    job_name: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.job is None) == (self.assets is None):
+            raise dg.DagsterInvalidDefinitionError(
+                "a ResourceRoute takes exactly one of job, assets"
+            )
+        object.__setattr__(self, "event_kinds", resource_event_kinds(self.event_kinds))
+
+    @property
+    def kinds(self) -> frozenset[ResourceEventKind]:
+        return frozenset(ResourceEventKind(k) for k in self.event_kinds)
+
+    def target(self, sensor: str, index: int) -> Any:
+        if self.job is not None:
+            return self.job
+        return dg.define_asset_job(
+            self.job_name or f"{sensor}_route_{index}", selection=self.assets
+        )
+
+
+def resource_event_kinds(kinds: Iterable[ResourceEventKind | str]) -> frozenset[ResourceEventKind]:
+    """Parse kinds; an unknown name raises ``DagsterInvalidDefinitionError`` naming the valid."""
+    parsed = set()
+    for kind in [kinds] if isinstance(kinds, str) else kinds:
+        try:
+            parsed.add(ResourceEventKind(kind))
+        except ValueError:
+            valid = ", ".join(k.value for k in ResourceEventKind)
+            raise dg.DagsterInvalidDefinitionError(
+                f"unknown model-resource event kind {kind!r}; valid kinds: {valid}"
+            ) from None
+    if not parsed:
+        raise dg.DagsterInvalidDefinitionError("event_kinds must name at least one kind")
+    return frozenset(parsed)
+
+
+def _route_jobs(
+    sensor: str, routes: Iterable[ResourceRoute]
+) -> tuple[frozenset[ResourceEventKind], list[Any], dict[ResourceEventKind, str]]:
+    """The kinds the routes take, their jobs, and each kind's job name (a kind in two routes
+    is an error: its runs would have two targets)."""
+    jobs: list[Any] = []
+    job_of: dict[ResourceEventKind, str] = {}
+    for i, route in enumerate(routes):
+        job = route.target(sensor, i)
+        jobs.append(job)
+        for kind in route.kinds:
+            if kind in job_of:
+                raise dg.DagsterInvalidDefinitionError(
+                    f"sensor '{sensor}': event kind {kind.value!r} is in two routes"
+                )
+            job_of[kind] = job.name
+    if not jobs:
+        raise dg.DagsterInvalidDefinitionError(f"sensor '{sensor}': routes is empty")
+    return frozenset(job_of), jobs, job_of
+
+
+def default_resource_run_request(
+    event: ResourceEvent, job_name: str | None = None
+) -> dg.RunRequest:
     """``run_key`` is the event key: Dagster dedupes a replayed tick."""
-    return dg.RunRequest(run_key=event.key, tags=resource_event_tags(event))
+    return dg.RunRequest(run_key=event.key, tags=resource_event_tags(event), job_name=job_name)
 
 
 def build_model_resource_sensor(
@@ -99,6 +169,7 @@ def build_model_resource_sensor(
     job: Any = None,
     target: Any = None,
     event_kinds: Iterable[ResourceEventKind | str] = tuple(ALL_RESOURCE_EVENT_KINDS),
+    routes: Iterable[ResourceRoute] | None = None,
     resource_key: str = "together",
     resource_filter: ResourceFilter | None = None,
     expiring_lead_seconds: float = 600,
@@ -114,6 +185,9 @@ def build_model_resource_sensor(
     """A sensor that requests one run per wanted model-resource event.
 
     Args:
+        job / target: where every run goes; or
+        routes: each event kind to its own job or asset selection (one poll of the API for
+            all; then ``event_kinds`` is the routes' kinds and ``job``/``target`` are not given).
         event_kinds: which :class:`ResourceEventKind` become runs (default: all five).
         expiring_lead_seconds: ``resource_expiring`` fires when a READY resource's
             ``expires_at`` is this close (once per deadline; activity moves the deadline).
@@ -123,9 +197,14 @@ def build_model_resource_sensor(
         run_request_fn: reshape each RunRequest (run config, tags) or drop it.
         max_runs_per_tick / tick_budget_seconds / lookback_seconds: as for the session sensors.
     """
-    kinds = frozenset(ResourceEventKind(k) for k in event_kinds)
-    if not kinds:
-        raise dg.DagsterInvalidDefinitionError("event_kinds must name at least one kind")
+    job_of: dict[ResourceEventKind, str] = {}
+    jobs: list[Any] | None = None
+    if routes is not None:
+        if job is not None or target is not None:
+            raise dg.DagsterInvalidDefinitionError("give routes, or job/target, not both")
+        kinds, jobs, job_of = _route_jobs(name, routes)
+    else:
+        kinds = resource_event_kinds(event_kinds)
     if not max_runs_per_tick >= 1:
         raise dg.DagsterInvalidDefinitionError("max_runs_per_tick must be at least 1")
     if expiring_lead_seconds < 0 or queued_long_seconds < 0:
@@ -140,16 +219,6 @@ def build_model_resource_sensor(
     flt = resource_filter or ResourceFilter()
     budget = _tick_budget(tick_budget_seconds)
 
-    @dg.sensor(
-        name=name,
-        job=job,
-        target=target,
-        minimum_interval_seconds=minimum_interval_seconds,
-        default_status=default_status,
-        required_resource_keys={resource_key},
-        description=description
-        or f"Together RL model-resource events ({', '.join(sorted(k.value for k in kinds))}).",
-    )
     def _sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
         started = time.monotonic()
         deadline = started + budget
@@ -181,7 +250,7 @@ def build_model_resource_sensor(
             context.log.warning(note)
         requests: list[dg.RunRequest] = []
         for event in outcome.events:
-            default = default_resource_run_request(event)
+            default = default_resource_run_request(event, job_of.get(event.kind))
             request = default if run_request_fn is None else run_request_fn(event, default)
             if request is not None:
                 requests.append(request)
@@ -198,4 +267,17 @@ def build_model_resource_sensor(
             return dg.SensorResult(skip_reason=dg.SkipReason(summary), cursor=cursor)
         return dg.SensorResult(run_requests=requests, cursor=cursor)
 
-    return _sensor
+    # One of target / jobs only: Dagster's copies (with_attributes) pass ``jobs`` back.
+    where: dict[str, Any] = {"target": target} if target is not None else {}
+    if jobs is not None or job is not None:
+        where = {"jobs": jobs if jobs is not None else [job]}
+    return QuietSensorDefinition(
+        rl_fn=_sensor,
+        name=name,
+        **where,
+        minimum_interval_seconds=minimum_interval_seconds,
+        default_status=default_status,
+        required_resource_keys={resource_key},
+        description=description
+        or f"Together RL model-resource events ({', '.join(sorted(k.value for k in kinds))}).",
+    )

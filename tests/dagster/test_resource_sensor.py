@@ -4,6 +4,7 @@ kind once, first tick quiet, skip on a transient failure, and nothing raised on 
 import json
 
 import dagster as dg
+import pytest
 
 from rl_sessions_dagster.sensors.resources import ResourceFilter, build_model_resource_sensor
 
@@ -192,3 +193,64 @@ def test_everything_loads_together_and_the_key_stays_out(sim, ticker):
     blob = json.dumps([t.cursor, [dict(r.tags) for r in data.run_requests],
                        [r.run_config for r in data.run_requests]])  # fmt: skip
     assert API_KEY not in blob
+
+
+@dg.asset
+def gpu_alerts() -> None:
+    pass
+
+
+def test_routes_send_each_kind_to_its_own_target_from_one_poll(sim, ticker):
+    from rl_sessions_dagster.sensors import ResourceRoute
+
+    world = sim.world
+    sensor = build_model_resource_sensor(
+        routes=[
+            ResourceRoute(["resource_ready"], job=resource_job),
+            ResourceRoute(["resource_error", "resource_stopped"], assets=[gpu_alerts],
+                          job_name="gpu_alert"),
+        ],
+    )  # fmt: skip
+    defs = dg.Definitions(
+        assets=[gpu_alerts], jobs=[resource_job], sensors=[sensor],
+        resources={"together": make_resource(sim)},
+    )  # fmt: skip
+    dg.Definitions.validate_loadable(defs)
+    t = ticker(defs, NAME)
+    assert keys(t.tick()) == []
+    ready = world.create_model_resource()
+    failing = world.create_model_resource(status="PENDING")
+    world.fail_model_resource(failing)
+    world.advance_clock(1)
+    sim.requests.reset()
+    data = t.tick()
+    assert sim.requests.count() == 1  # one list of the resources serves both routes
+    by_key = {r.run_key: r.job_name for r in data.run_requests}
+    assert by_key == {f"resource_ready:{ready}": "resource_job",
+                      f"resource_error:{failing}": "gpu_alert"}  # fmt: skip
+    world.stop_model_resource(ready)
+    world.advance_clock(1)
+    assert {r.run_key: r.job_name for r in t.tick().run_requests} == {
+        f"resource_stopped:{ready}": "gpu_alert"
+    }
+    assert keys(t.tick()) == []
+
+
+def test_routes_are_checked_when_built():
+    from rl_sessions_dagster.sensors import ResourceRoute
+
+    with pytest.raises(dg.DagsterInvalidDefinitionError, match="in two routes"):
+        build_model_resource_sensor(routes=[
+            ResourceRoute(["resource_ready"], job=resource_job),
+            ResourceRoute(["resource_ready"], assets=[gpu_alerts], job_name="x"),
+        ])  # fmt: skip
+    with pytest.raises(dg.DagsterInvalidDefinitionError, match="not both"):
+        build_model_resource_sensor(
+            job=resource_job, routes=[ResourceRoute(["resource_ready"], job=resource_job)]
+        )
+    with pytest.raises(dg.DagsterInvalidDefinitionError, match="valid kinds: resource_ready"):
+        ResourceRoute(["resource_redy"], job=resource_job)
+    with pytest.raises(dg.DagsterInvalidDefinitionError, match="exactly one of job, assets"):
+        ResourceRoute(["resource_ready"])
+    with pytest.raises(dg.DagsterInvalidDefinitionError, match="routes is empty"):
+        build_model_resource_sensor(routes=[])

@@ -1,0 +1,163 @@
+"""The GPU side of ``TogetherRLComponent``: model-resource events, the idle guard and spend.
+
+Each section is off unless written in the YAML (``enabled: false`` also turns it off), so a
+``defs.yaml`` that only watches sessions loads exactly as before. Building makes no API call.
+"""
+
+from typing import Any
+
+import dagster as dg
+from pydantic import Field
+
+from ..assets import build_spend_asset
+from ..assets.sync import build_sync_job_and_schedule
+from ..sensors import ResourceFilter, ResourceRoute, build_idle_guard, build_model_resource_sensor
+
+
+def _sensor_status(running: bool) -> dg.DefaultSensorStatus:
+    return dg.DefaultSensorStatus.RUNNING if running else dg.DefaultSensorStatus.STOPPED
+
+
+class ResourceRouteConfig(dg.Model, dg.Resolvable):
+    """Which model-resource event kinds run which assets (a Dagster asset selection string)."""
+
+    event_kinds: list[str] = Field(
+        description="resource_ready, resource_error, resource_stopped, resource_expiring, "
+        "resource_queued_long."
+    )
+    assets: str = Field(description="Asset selection, e.g. 'key:\"gpu_notices\"'.")
+    job_name: str = Field(description="Name of the asset job the runs execute.")
+
+
+class ResourceSensorConfig(dg.Model, dg.Resolvable):
+    """:func:`~rl_sessions_dagster.build_model_resource_sensor` in YAML: one poll of the
+    model-resource list per interval, each event kind to its route."""
+
+    enabled: bool = True
+    name: str = "together_rl_resource_events"
+    minimum_interval_seconds: int = 30
+    running: bool = Field(default=False, description="Default status RUNNING (else STOPPED).")
+    expiring_lead_seconds: float = Field(
+        default=600.0, description="resource_expiring fires this long before expires_at."
+    )
+    queued_long_seconds: float = Field(
+        default=1800.0, description="resource_queued_long fires once PENDING this long."
+    )
+    created_by: str | None = Field(default=None, description='"me" or a user id.')
+    base_model: str | None = None
+    max_runs_per_tick: int = 25
+    routes: list[ResourceRouteConfig] = Field(default_factory=list)
+
+    def build(self, resource_key: str) -> dg.SensorDefinition | None:
+        if not self.enabled or not self.routes:
+            return None
+        return build_model_resource_sensor(
+            name=self.name,
+            routes=[
+                ResourceRoute(
+                    r.event_kinds,
+                    assets=dg.AssetSelection.from_string(r.assets),
+                    job_name=r.job_name,
+                )
+                for r in self.routes
+            ],
+            resource_key=resource_key,
+            resource_filter=ResourceFilter(created_by=self.created_by, base_model=self.base_model),
+            expiring_lead_seconds=self.expiring_lead_seconds,
+            queued_long_seconds=self.queued_long_seconds,
+            max_runs_per_tick=self.max_runs_per_tick,
+            minimum_interval_seconds=self.minimum_interval_seconds,
+            default_status=_sensor_status(self.running),
+        )
+
+
+class IdleGuardConfig(dg.Model, dg.Resolvable):
+    """:func:`~rl_sessions_dagster.build_idle_guard` in YAML. Dry run unless ``dry_run: false``."""
+
+    enabled: bool = True
+    name: str = "together_rl_idle_guard"
+    idle_seconds: float = Field(
+        default=1800.0, description="How long a READY resource must have had no session."
+    )
+    dry_run: bool = Field(default=True, description="Only report what stopping would save.")
+    force: bool = Field(default=False, description="Stop with force=true (stops sessions too).")
+    created_by: str | None = Field(
+        default="me", description='"me" (the key\'s own resources), a user id, or null (all).'
+    )
+    allow_ids: list[str] = Field(default_factory=list)
+    deny_ids: list[str] = Field(default_factory=list)
+    allow_base_models: list[str] = Field(default_factory=list)
+    deny_base_models: list[str] = Field(default_factory=list)
+    minimum_interval_seconds: int = 300
+    running: bool = Field(default=False, description="Default status RUNNING (else STOPPED).")
+
+    def build(self, resource_key: str) -> tuple[dg.JobDefinition, dg.SensorDefinition] | None:
+        if not self.enabled:
+            return None
+        return build_idle_guard(
+            name=self.name,
+            resource_key=resource_key,
+            idle_seconds=self.idle_seconds,
+            dry_run=self.dry_run,
+            force=self.force,
+            created_by=self.created_by,
+            allow_ids=self.allow_ids,
+            deny_ids=self.deny_ids,
+            allow_base_models=self.allow_base_models,
+            deny_base_models=self.deny_base_models,
+            minimum_interval_seconds=self.minimum_interval_seconds,
+            default_status=_sensor_status(self.running),
+        )
+
+
+class SpendScheduleConfig(dg.Model, dg.Resolvable):
+    """The spend asset (cost per resource, session and sweep) on a schedule."""
+
+    enabled: bool = True
+    key: str = "together/rl_spend"
+    db_path: str | None = Field(
+        default=None, description="SQLite file; default $DAGSTER_HOME/together_rl_sync.sqlite."
+    )
+    cron_schedule: str = "*/15 * * * *"
+    running: bool = Field(default=False, description="Default status RUNNING (else STOPPED).")
+    job_name: str = "together_rl_spend_job"
+
+    def build(self, resource_key: str, group_name: str | None) -> dg.Definitions | None:
+        if not self.enabled:
+            return None
+        asset = build_spend_asset(
+            key=dg.AssetKey.from_user_string(self.key),
+            resource_key=resource_key,
+            db_path=self.db_path,
+            group_name=group_name,
+        )
+        job, schedule = build_sync_job_and_schedule(
+            asset,
+            job_name=self.job_name,
+            cron_schedule=self.cron_schedule,
+            schedule_name=f"{self.job_name}_schedule",
+            default_status=(
+                dg.DefaultScheduleStatus.RUNNING
+                if self.running
+                else dg.DefaultScheduleStatus.STOPPED
+            ),
+        )
+        return dg.Definitions(assets=[asset], jobs=[job], schedules=[schedule])
+
+
+def gpu_defs(
+    resource_key: str,
+    group_name: str | None,
+    resource_sensor: ResourceSensorConfig | None,
+    idle_guard: IdleGuardConfig | None,
+    spend: SpendScheduleConfig | None,
+) -> dg.Definitions:
+    """The definitions of whichever GPU sections the YAML has."""
+    parts: list[Any] = []
+    if resource_sensor is not None and (sensor := resource_sensor.build(resource_key)):
+        parts.append(dg.Definitions(sensors=[sensor]))
+    if idle_guard is not None and (guard := idle_guard.build(resource_key)):
+        parts.append(dg.Definitions(jobs=[guard[0]], sensors=[guard[1]]))
+    if spend is not None and (spent := spend.build(resource_key, group_name)):
+        parts.append(spent)
+    return dg.Definitions.merge(*parts) if parts else dg.Definitions()
