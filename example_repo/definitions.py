@@ -1,11 +1,12 @@
 """The example project in Python: sensors, a per-checkpoint evaluation with a score check, a
-report job for finished sessions, and the scheduled sync table. The same project configured
+report job for finished sessions, the scheduled sync table, and the GPUs (resource events,
+the idle guard, spend). The same project configured
 with the YAML Component is ``example_repo/component_defs.py`` (the demo runs that one); its
 evaluation and report assets are defined here.
 
 Environment: ``TOGETHER_API_KEY`` (required), ``TOGETHER_BASE_URL`` (optional; the demo points
-it at the local simulator), ``RL_SENSOR_INTERVAL_SECONDS`` (default 30). Loading these
-definitions makes no API call.
+it at the local simulator), ``RL_SENSOR_INTERVAL_SECONDS`` (default 30),
+``RL_IDLE_SECONDS`` (default 1800). Loading these definitions makes no API call.
 """
 
 import os
@@ -16,14 +17,19 @@ import dagster as dg
 from rl_sessions_dagster import (
     CHECKPOINT_ASSET_SPEC,
     CHECKPOINT_PARTITIONS,
+    ResourceRoute,
     TogetherRLResource,
     build_checkpoint_sensor,
+    build_idle_guard,
+    build_model_resource_sensor,
     build_session_status_sensor,
+    build_spend_asset,
     checkpoint_id_for_partition,
 )
 from rl_sessions_dagster.assets import build_session_sync_asset, build_sync_job_and_schedule
 
 from .evaluation import evaluate_model
+from .gpus import GPU_NOTICES_KEY, gpu_notices
 
 SENSOR_INTERVAL = int(os.getenv("RL_SENSOR_INTERVAL_SECONDS", "30"))
 EVAL_KEY = dg.AssetKey(["together", "checkpoint_evaluation"])
@@ -196,10 +202,27 @@ sync_asset = build_session_sync_asset(
 )
 sync_job, sync_schedule = build_sync_job_and_schedule(sync_asset)
 
+# The GPUs, as in defs.yaml: each model-resource event runs gpu_notices and refreshes spend;
+# the idle guard stops this key's READY resources left with no session.
+spend_asset = build_spend_asset()
+gpu_notice_job = dg.define_asset_job("gpu_notice", selection=[GPU_NOTICES_KEY, spend_asset.key])
+gpu_sensor = build_model_resource_sensor(
+    name="together_rl_gpu_events",
+    routes=[ResourceRoute(["resource_ready", "resource_error", "resource_stopped",
+                           "resource_expiring"], job=gpu_notice_job)],
+    expiring_lead_seconds=300,
+    minimum_interval_seconds=SENSOR_INTERVAL,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+)
+guard_job, guard_sensor = build_idle_guard(
+    idle_seconds=float(os.getenv("RL_IDLE_SECONDS", "1800")), dry_run=False,
+    minimum_interval_seconds=SENSOR_INTERVAL, default_status=dg.DefaultSensorStatus.RUNNING,
+)
+
 defs = dg.Definitions(
-    assets=[CHECKPOINT_ASSET_SPEC, checkpoint_evaluation, sync_asset],
-    jobs=[evaluation_job, finished_session_report, sync_job],
-    sensors=[checkpoint_sensor, status_sensor],
+    assets=[CHECKPOINT_ASSET_SPEC, checkpoint_evaluation, sync_asset, gpu_notices, spend_asset],
+    jobs=[evaluation_job, finished_session_report, sync_job, gpu_notice_job, guard_job],
+    sensors=[checkpoint_sensor, status_sensor, gpu_sensor, guard_sensor],
     schedules=[sync_schedule],
     resources={"together": TogetherRLResource(api_key=dg.EnvVar("TOGETHER_API_KEY"))},
 )

@@ -5,8 +5,11 @@ Together RL API, a fresh Dagster instance under ``.demo/dagster_home`` and ``dag
 loading ``example_repo.component_defs`` (the YAML Component); then a scripted sweep trains.
 Its one routed sensor launches one
 evaluation run per registered checkpoint and one report run per finished session; the sync job
-fills the sessions table. It prints live progress and a summary, stops every process it
-started, and exits 0 when everything expected happened (1 otherwise). No API key or network.
+fills the sessions table. On the GPU side, a model resource is provisioned (PENDING → READY),
+every model-resource event runs ``gpu_notice`` once (which also refreshes the spend asset), and
+the idle guard, acting, stops the resources left READY with no session. It prints live
+progress and a summary (with the spend table), stops every process it started, and exits 0
+when everything expected happened (1 otherwise). No API key or network.
 """
 
 import argparse
@@ -37,6 +40,18 @@ SYNC_KEY = "together/rl_sessions_table"
 #: The demo runs the Component-configured project (defs/together_rl/defs.yaml).
 DEFINITIONS = "example_repo.component_defs"
 SENSOR = "together_rl_events"  # one routed sensor: evaluations and reports from one poll
+GPU_SENSOR = "together_rl_gpu_events"  # model-resource events → gpu_notice (and spend)
+GUARD_JOB = "together_rl_idle_guard"
+SPEND_KEY = dg.AssetKey(["together", "rl_spend"])
+#: Resource events the sweep must cause, per resource role. The sweep holds ``shared`` READY
+#: until the sensor has seen it; the other two may stop before a slow tick sees them READY, so
+#: their ``resource_ready`` is at most once rather than exactly once.
+EXPECTED_GPU_EVENTS = {"shared": {"resource_ready", "resource_stopped"},
+                       "expires": {"resource_stopped"},
+                       "no-capacity": {"resource_stopped"}}
+OPTIONAL_GPU_EVENTS = {"resource_ready"}
+#: Resources the idle guard must stop (left READY with no session).
+GUARDED = {"shared", "no-capacity"}
 
 
 def _say(message: str) -> None:
@@ -49,10 +64,37 @@ def _runs(instance: dg.DagsterInstance) -> list[dg.DagsterRun]:
 
 def _progress(instance: dg.DagsterInstance, sim: RLSimulator) -> str:
     statuses = Counter(s["status"].rsplit("_", 1)[-1] for s in sim.world.sessions())
+    gpus = Counter(r["status"].rsplit("_", 1)[-1] for r in sim.world.model_resources())
     runs = Counter(f"{r.job_name}:{r.status.value}" for r in _runs(instance))
     sessions = ", ".join(f"{n} {s}" for s, n in sorted(statuses.items()))
+    resources = ", ".join(f"{n} {s}" for s, n in sorted(gpus.items()))
     launched = ", ".join(f"{n} {k}" for k, n in sorted(runs.items())) or "none yet"
-    return f"sessions: {sessions} | runs: {launched}"
+    return f"sessions: {sessions} | GPUs: {resources} | runs: {launched}"
+
+
+_DONE = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE}
+
+
+def _gpu_runs(runs: list[dg.DagsterRun]) -> dict[str, Counter]:
+    """Per model resource: how many gpu_notice runs each event kind got."""
+    out: dict[str, Counter] = {}
+    for r in runs:
+        if r.job_name == "gpu_notice":
+            rid = r.tags.get("together/model_resources_id", "")
+            out.setdefault(rid, Counter())[r.tags.get("together/event", "?")] += 1
+    return out
+
+
+def _noticed(instance: dg.DagsterInstance, resource_id: str) -> bool:
+    """Whether the GPU sensor has requested the run for this resource becoming READY."""
+    runs = instance.get_runs(dg.RunsFilter(tags={"dagster/run_key":
+                                                 f"resource_ready:{resource_id}"}), limit=1)
+    return bool(runs)
+
+
+def _guard_runs(runs: list[dg.DagsterRun]) -> Counter:
+    return Counter(r.tags.get("together/model_resources_id") for r in runs
+                   if r.job_name == GUARD_JOB and r.status in _DONE)
 
 
 def _expected_done(instance: dg.DagsterInstance, sweep: DemoSweep) -> bool:
@@ -62,13 +104,20 @@ def _expected_done(instance: dg.DagsterInstance, sweep: DemoSweep) -> bool:
     done = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE}
     evals = [r for r in runs if r.job_name == "evaluate_checkpoint" and r.status in done]
     reports = [r for r in runs if r.job_name == "finished_session_report" and r.status in done]
-    return len(evals) >= len(sweep.outcome.checkpoints) and len(reports) >= 3
+    if len(evals) < len(sweep.outcome.checkpoints) or len(reports) < 3:
+        return False
+    if any(r.status not in _DONE for r in runs):  # quiet: nothing left in flight
+        return False
+    gpu, guard = _gpu_runs(runs), _guard_runs(runs)
+    roles = sweep.outcome.resources
+    return all(set(gpu.get(rid, ())) >= EXPECTED_GPU_EVENTS[role] for rid, role in roles.items()
+               ) and all(guard[rid] for rid, role in roles.items() if role in GUARDED)
 
 
 def _run_sync(home: Path, env: dict[str, str]) -> int:
-    """One run of the sync job through the CLI, recorded in the same instance."""
+    """One run of the sync table and the spend asset through the CLI, in the same instance."""
     cmd = [str(Path(sys.executable).with_name("dagster")), "asset", "materialize",
-           "-m", DEFINITIONS, "--select", SYNC_KEY]
+           "-m", DEFINITIONS, "--select", f"{SYNC_KEY},{SPEND_KEY.to_user_string()}"]
     full_env = {**os.environ, **env, "DAGSTER_HOME": str(home)}
     done = subprocess.run(cmd, cwd=ROOT, env=full_env, capture_output=True, text=True,
                           timeout=300, start_new_session=True)
@@ -107,6 +156,18 @@ def summarize(instance: dg.DagsterInstance, sim: RLSimulator, sweep: DemoSweep,
             "report_runs": sum(r.tags.get("together/session_id") == sid for r in runs
                                if r.job_name == "finished_session_report"),
         })
+    bill = sim.world.billing()
+    gpu, guard = _gpu_runs(runs), _guard_runs(runs)
+    actions = {r.tags.get("together/model_resources_id"): _guard_action(instance, r)
+               for r in runs if r.job_name == GUARD_JOB and r.status in _DONE}
+    resources = [{
+        "resource": rid, "role": role,
+        "status": bill[rid]["status"].rsplit("_", 1)[-1], "billing": bill[rid]["billing"],
+        "events": dict(gpu.get(rid, {})), "guard_runs": guard[rid],
+        "guard_action": actions.get(rid),
+        "billed_seconds": round(bill[rid]["billed_seconds"], 3),
+        "price_per_hour": bill[rid]["price_per_hour"],
+    } for rid, role in sweep.outcome.resources.items()]
     db = home / "together_rl_sync.sqlite"
     table = {}
     if db.exists():
@@ -114,7 +175,37 @@ def summarize(instance: dg.DagsterInstance, sim: RLSimulator, sweep: DemoSweep,
             for name in ("rl_sessions", "rl_checkpoints"):
                 table[name] = conn.execute(f"SELECT COUNT(*) FROM {name}").fetchone()[0]
     return {"checkpoints": checkpoints, "sessions": sessions, "sync_rows": table,
+            "resources": resources, "spend": _spend(instance),
             "runs": Counter(f"{r.job_name}:{r.status.value}" for r in runs)}
+
+
+def _guard_action(instance: dg.DagsterInstance, run: dg.DagsterRun) -> str | None:
+    """What the guard's run did (its output's ``action``: stopped, would_stop, skipped_busy...)."""
+    for entry in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.STEP_OUTPUT):
+        event = entry.dagster_event
+        data = event.step_output_data if event is not None else None
+        if data is not None and "action" in data.metadata:
+            return str(data.metadata["action"].value)
+    return None
+
+
+def _spend(instance: dg.DagsterInstance) -> dict:
+    """The latest spend materialization: totals and its two tables, as the UI shows them."""
+    records = instance.fetch_materializations(SPEND_KEY, limit=1).records
+    mat = records[0].asset_materialization if records else None
+    if mat is None:
+        return {}
+    meta = mat.metadata
+
+    def table(name: str) -> list[dict]:
+        value = meta.get(name)
+        return [dict(r.data) for r in value.records] if isinstance(
+            value, dg.TableMetadataValue) else []
+
+    return {"total_cost": meta["total_cost"].value, "idle_cost": meta["idle_cost"].value,
+            "unpriced_resources": meta["unpriced_resources"].value,
+            "resources": table("resources"), "sweeps": table("sweeps"),
+            "materializations": len(instance.fetch_materializations(SPEND_KEY, limit=1000).records)}
 
 
 def print_summary(summary: dict) -> None:
@@ -133,6 +224,32 @@ def print_summary(summary: dict) -> None:
     rows = summary["sync_rows"]
     print(f"\nSync table: {rows.get('rl_sessions', 0)} sessions, "
           f"{rows.get('rl_checkpoints', 0)} checkpoints")
+    print("\nGPUs (one gpu_notice run per model-resource event; the idle guard acts)")
+    print(f"  {'resource':<10} {'role':<12} {'events (runs)':<34} {'idle guard':<12} now")
+    for r in summary["resources"]:
+        events = ", ".join(f"{k.removeprefix('resource_')} ({n})"
+                           for k, n in sorted(r["events"].items()))
+        print(f"  {r['resource'][:8]:<10} {r['role']:<12} {events:<34} "
+              f"{r['guard_action'] or '-':<12} {r['status']}")
+    spend = summary["spend"]
+    if not spend:
+        print("\nSpend: no materialization of together/rl_spend")
+        return
+    truth = {r["resource"]: r for r in summary["resources"]}
+    print("\nSpend (together/rl_spend: price_per_hour x READY time; simulator's bill beside it)")
+    print(f"  {'resource':<10} {'status':<8} {'billed h':>9} {'$/hour':>7} {'estimate $':>11} "
+          f"{'idle $':>8} {'billed $':>9}")
+    for row in spend["resources"]:
+        real = truth.get(row["resource_id"])
+        billed = (real["billed_seconds"] / 3600 * real["price_per_hour"]) if real else None
+        print(f"  {row['resource_id'][:8]:<10} {row['status']:<8} {row['billed_hours']:>9.4f} "
+              f"{row['price_per_hour'] or 0:>7.2f} {row['cost']:>11.4f} {row['idle_cost']:>8.4f} "
+              f"{billed if billed is not None else float('nan'):>9.4f}")
+    for sweep in spend["sweeps"]:
+        print(f"  sweep {sweep['sweep']}: {sweep['sessions']} sessions, "
+              f"{sweep['billed_hours']:.4f} h, ${sweep['cost']:.4f}")
+    print(f"  total ${spend['total_cost']:.4f} (idle ${spend['idle_cost']:.4f}); "
+          f"{spend['materializations']} spend materializations")
 
 
 def check(summary: dict) -> list[str]:
@@ -147,6 +264,23 @@ def check(summary: dict) -> list[str]:
                             f"({s['report_run']})")
     if summary["sync_rows"].get("rl_sessions", 0) < len(summary["sessions"]):
         problems.append(f"sync table has {summary['sync_rows']} rows")
+    for r in summary["resources"]:
+        wanted, events = EXPECTED_GPU_EVENTS[r["role"]], r["events"]
+        if ({k: events.get(k) for k in wanted} != dict.fromkeys(wanted, 1)
+                or any(n != 1 for n in events.values())
+                or set(events) - wanted - OPTIONAL_GPU_EVENTS):
+            problems.append(f"resource {r['resource']} ({r['role']}) events {events}")
+        guarded = r["role"] in GUARDED
+        if guarded and (r["guard_runs"] != 1 or r["guard_action"] != "stopped"):
+            problems.append(f"resource {r['resource']} guard runs {r['guard_runs']} "
+                            f"({r['guard_action']})")
+        if not guarded and r["guard_runs"]:
+            problems.append(f"the guard ran for busy resource {r['resource']}")
+        if r["billing"]:
+            problems.append(f"resource {r['resource']} is still billing")
+    spend = summary["spend"]
+    if not spend or spend["unpriced_resources"] or not spend["total_cost"] > 0:
+        problems.append(f"spend not computed: {spend}")
     return problems
 
 
@@ -158,6 +292,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds between two moves of the sweep")
     parser.add_argument("--timeout", type=float, default=600.0,
                         help="give up after this (it stops as soon as everything happened)")
+    parser.add_argument("--idle-seconds", type=float, default=10.0,
+                        help="the idle guard stops a READY resource with no session this long")
     parser.add_argument("--port", type=int, default=0, help="simulator port (0: any free)")
     parser.add_argument("--json", type=Path, help="also write the summary here")
     args = parser.parse_args(argv)
@@ -166,18 +302,20 @@ def main(argv: list[str] | None = None) -> int:
     with RLSimulator(api_key=API_KEY, port=args.port, seed=42) as sim:
         _say(f"simulator of the Together RL API on {sim.base_url}; DAGSTER_HOME={home}")
         env = {"TOGETHER_API_KEY": API_KEY, "TOGETHER_BASE_URL": sim.base_url,
-               "RL_SENSOR_INTERVAL_SECONDS": "2"}
+               "RL_SENSOR_INTERVAL_SECONDS": "2", "RL_IDLE_SECONDS": f"{args.idle_seconds:g}"}
         with dagster_daemon(home, DEFINITIONS, working_directory=ROOT,
                             env=env) as daemon:
             _say(f"dagster-daemon started (pid {daemon.pid}); waiting for the sensors' first tick")
             instance = dg.DagsterInstance.from_config(str(home))
             first_tick = max(90.0, args.timeout / 2)  # a loaded machine starts the daemon slowly
-            ready = wait_until(lambda: sensor_ticks(instance, SENSOR), first_tick)
+            ready = wait_until(lambda: sensor_ticks(instance, SENSOR)
+                               and sensor_ticks(instance, GPU_SENSOR), first_tick)
             if not ready:
                 _say(f"the sensor did not tick within {first_tick:g} s; see "
                      + str(home / "daemon.log"))
                 return 1
-            sweep = DemoSweep(sim.world, pace=args.pace, log=lambda m: _say("sweep: " + m))
+            sweep = DemoSweep(sim.world, pace=args.pace, log=lambda m: _say("sweep: " + m),
+                              noticed=lambda rid: _noticed(instance, rid))
             sweep.start()
             last = ""
             while time.monotonic() - started < args.timeout - 25:
@@ -189,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
                     break
                 time.sleep(1)
             sweep.stop()
-            _say("running the sessions/checkpoints sync job once")
+            _say("materializing the sync table and the spend asset once more")
             _run_sync(home, env)
             summary = summarize(instance, sim, sweep, home)
             pgid = daemon.pid
@@ -207,7 +345,8 @@ def main(argv: list[str] | None = None) -> int:
         _say("demo FAILED: " + "; ".join(problems))
         return 1
     _say(f"demo OK in {summary['seconds']} s: every checkpoint evaluated once, every finished "
-         "session reported once, sync table filled; all processes stopped")
+         "session reported once, every GPU event noticed once, idle GPUs stopped, no GPU "
+         "billing, spend and sync tables filled; all processes stopped")
     return 0
 
 

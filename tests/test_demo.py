@@ -56,6 +56,31 @@ def test_demo_runs_the_whole_story(tmp_path):
     assert summary["sync_rows"]["rl_checkpoints"] >= len(summary["checkpoints"])
     assert "sim-demo-key" not in done.stdout + done.stderr
 
+    # The GPUs: one gpu_notice run per model-resource event, the idle guard stopped the two
+    # resources left READY with no session (once each), nothing bills at the end.
+    resources = {r["role"]: r["resource"] for r in summary["resources"]}
+    runs = instance.get_runs()
+    notices = Counter((r.tags["together/model_resources_id"], r.tags["together/event"])
+                      for r in runs if r.job_name == "gpu_notice")  # fmt: skip
+    assert set(notices.values()) == {1}
+    assert {(rid, "resource_stopped") for rid in resources.values()} <= set(notices)
+    assert (resources["shared"], "resource_ready") in notices  # the sweep waits for this one
+    guard = Counter(r.tags["together/model_resources_id"] for r in runs
+                    if r.job_name == "together_rl_idle_guard")  # fmt: skip
+    assert guard == Counter({resources["shared"]: 1, resources["no-capacity"]: 1})
+    assert all(r.status == dg.DagsterRunStatus.SUCCESS for r in runs)
+    assert {r["status"] for r in summary["resources"]} == {"STOPPED"}
+
+    # Spend: the asset's table against the simulator's own bill (price x READY seconds).
+    spend = {row["resource_id"]: row for row in summary["spend"]["resources"]}
+    assert set(spend) == set(resources.values())
+    for r in summary["resources"]:
+        billed = r["billed_seconds"] / 3600 * r["price_per_hour"]
+        assert 0 < spend[r["resource"]]["cost"] <= billed * 1.01 + 1e-4, (r, spend)
+    assert summary["spend"]["total_cost"] == pytest.approx(
+        sum(row["cost"] for row in spend.values()), abs=1e-3
+    )
+
 
 def test_demo_home_is_recreated_clean(tmp_path):
     home = tmp_path / "home"

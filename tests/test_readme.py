@@ -79,3 +79,39 @@ def test_component_yaml_example_resolves():
         "evaluate_checkpoint", "finished_session_report"
     ]
     assert component.sync.db_path == "/data/together_rl_sync.sqlite"
+
+
+def test_gpu_example_builds_loadable_definitions():
+    """The GPU section's block: the sensor with routes, the training op, guard and spend."""
+    from rl_sessions_dagster import TogetherRLResource
+
+    (block,) = [b for b in BLOCKS if "build_idle_guard(" in b]
+
+    @dg.op
+    def noop() -> None:
+        pass
+
+    @dg.job
+    def warm_up_job() -> None:
+        noop()
+
+    @dg.job
+    def page_someone_job() -> None:
+        noop()
+
+    namespace: dict = {"warm_up_job": warm_up_job, "page_someone_job": page_someone_job}
+    exec(compile(block, "README-gpus", "exec"), namespace)
+
+    @dg.job
+    def training_job() -> None:
+        namespace["training"]()
+
+    defs = dg.Definitions(
+        assets=[namespace["spend"]],
+        jobs=[warm_up_job, page_someone_job, namespace["guard_job"], training_job],
+        sensors=[namespace["gpu_events"], namespace["guard_sensor"]],
+        resources={"together": TogetherRLResource(api_key="sim-test-key-0123456789abcdef")},
+    )
+    dg.Definitions.validate_loadable(defs)
+    sensor = defs.resolve_sensor_def("together_rl_model_resource_sensor")
+    assert {j.name for j in sensor.jobs} == {"warm_up_job", "page_someone_job"}

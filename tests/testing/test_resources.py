@@ -152,3 +152,13 @@ def test_control_api_for_resources(sim: RLSimulator, world: SimulatedWorld) -> N
     bill = ctl.get("/billing").json()["result"][rid]
     assert bill["billing"] is False and bill["ready_at"] is not None
     assert ctl.post("/capacity", json={}).status_code == 400
+
+
+def test_a_resource_created_ready_bills_from_its_creation():
+    world = SimulatedWorld(clock="manual")
+    rid = world.create_model_resource(inactive_timeout=3600)
+    world.advance_clock(900)
+    assert world.billing()[rid]["billed_seconds"] == 900.0
+    world.stop_model_resource(rid)
+    world.advance_clock(60)
+    assert world.billing()[rid]["billed_seconds"] == 900.0

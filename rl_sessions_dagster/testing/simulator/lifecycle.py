@@ -114,6 +114,8 @@ class LifecycleMixin(CheckpointsMixin):
 
     def _become_ready(self, r: Resource, at: int) -> None:
         self._set_resource_status(r, RESOURCE_READY, at)
+        if r.ready_at is None:  # created READY: no status change marked the start of billing
+            r.ready_at = at
         self._record_activity(r, at)
         self._schedule(r.stop_due() or at, "resource_expiry", r.id)
 
