@@ -21,7 +21,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import dagster as dg
 from pydantic import Field
@@ -43,12 +43,7 @@ from ..storage import (
     redact_url,
     session_row,
 )
-
-if TYPE_CHECKING:
-    # Not exported by ``dagster``; only needed for annotations.
-    from dagster._core.definitions.unresolved_asset_job_definition import (
-        UnresolvedAssetJobDefinition,
-    )
+from .schedules import build_sync_job_and_schedule, build_sync_schedule
 
 __all__ = [
     "DEFAULT_DB_FILENAME",
@@ -453,70 +448,6 @@ def build_session_sync_asset(
         return dg.MaterializeResult(metadata=sync_metadata(stats, counts, path))
 
     return _sync_asset
-
-
-def _sync_job(asset: dg.AssetsDefinition, job_name: str | None) -> "UnresolvedAssetJobDefinition":
-    return dg.define_asset_job(
-        job_name or f"{asset.key.to_python_identifier()}_sync_job",
-        selection=[asset],
-        description=f"Sync {asset.key.to_user_string()} from the Together RL API.",
-    )
-
-
-def build_sync_schedule(
-    asset_or_job: "dg.AssetsDefinition | UnresolvedAssetJobDefinition | dg.JobDefinition",
-    *,
-    cron_schedule: str = "*/15 * * * *",
-    name: str | None = None,
-    job_name: str | None = None,
-    default_status: dg.DefaultScheduleStatus = dg.DefaultScheduleStatus.STOPPED,
-    run_config: dict[str, Any] | None = None,
-    execution_timezone: str | None = None,
-    tags: dict[str, str] | None = None,
-) -> dg.ScheduleDefinition:
-    """A schedule for the sync (every 15 minutes by default; STOPPED until turned on).
-
-    Given the asset, it targets a job built by ``define_asset_job`` (``job_name``); include
-    that job in your Definitions too, or use :func:`build_sync_job_and_schedule`.
-    """
-    job = (
-        _sync_job(asset_or_job, job_name)
-        if isinstance(asset_or_job, dg.AssetsDefinition)
-        else asset_or_job
-    )
-    return dg.ScheduleDefinition(
-        name=name or f"{job.name}_schedule",
-        cron_schedule=cron_schedule,
-        job=job,
-        run_config=run_config,
-        default_status=default_status,
-        execution_timezone=execution_timezone,
-        tags=tags,
-        description="Refresh the Together RL sessions table.",
-    )
-
-
-def build_sync_job_and_schedule(
-    asset: dg.AssetsDefinition,
-    *,
-    job_name: str | None = None,
-    cron_schedule: str = "*/15 * * * *",
-    schedule_name: str | None = None,
-    default_status: dg.DefaultScheduleStatus = dg.DefaultScheduleStatus.STOPPED,
-    run_config: dict[str, Any] | None = None,
-    execution_timezone: str | None = None,
-) -> tuple["UnresolvedAssetJobDefinition", dg.ScheduleDefinition]:
-    """An asset job for the sync asset and a schedule that runs it."""
-    job = _sync_job(asset, job_name)
-    schedule = build_sync_schedule(
-        job,
-        cron_schedule=cron_schedule,
-        name=schedule_name,
-        default_status=default_status,
-        run_config=run_config,
-        execution_timezone=execution_timezone,
-    )
-    return job, schedule
 
 
 def build_sync_definitions(

@@ -10,7 +10,7 @@ import dagster as dg
 from pydantic import Field
 
 from ..assets import build_spend_asset
-from ..assets.sync import build_sync_job_and_schedule
+from ..assets.schedules import build_sync_job_and_schedule
 from ..sensors import ResourceFilter, ResourceRoute, build_idle_guard, build_model_resource_sensor
 
 

@@ -16,7 +16,7 @@ from dagster.components import Scaffolder, ScaffoldRequest, scaffold_component, 
 from pydantic import Field
 
 from ..assets import build_checkpoint_asset_spec, build_session_sync_asset
-from ..assets.sync import build_sync_job_and_schedule
+from ..assets.schedules import build_sync_job_and_schedule
 from ..core import CHECKPOINT_EVENTS
 from ..partitions import CHECKPOINT_ASSET_KEY, CHECKPOINT_PARTITIONS
 from ..resource import TogetherRLResource

@@ -17,8 +17,6 @@ from rl_sessions_dagster.assets import (
     SESSION_SYNC_ASSET_KEY,
     build_session_sync_asset,
     build_sync_definitions,
-    build_sync_job_and_schedule,
-    build_sync_schedule,
 )
 from rl_sessions_dagster.sensors import SessionFilter
 from rl_sessions_dagster.storage import (
@@ -318,22 +316,6 @@ def test_a_custom_store_replaces_sqlite(
     assert path == "postgres-ish://x" and store.closed
     assert len(store.sessions) == 12 == meta["dagster/row_count"]
     assert next(iter(asset.specs)).kinds == {"together", "python"}
-
-
-def test_schedule_evaluates_to_one_run_of_the_sync_job() -> None:
-    asset = build_session_sync_asset()
-    job, schedule = build_sync_job_and_schedule(asset, run_config={"ops": {}})
-    assert schedule.cron_schedule == "*/15 * * * *"
-    assert schedule.default_status == dg.DefaultScheduleStatus.STOPPED
-    assert schedule.job_name == job.name == "together__rl_sessions_table_sync_job"
-    with dg.build_schedule_context() as ctx:
-        (request,) = schedule.evaluate_tick(ctx).run_requests or []
-    assert request.run_config == {"ops": {}}
-
-    other = build_sync_schedule(asset, cron_schedule="0 * * * *", name="hourly")
-    assert (other.name, other.cron_schedule) == ("hourly", "0 * * * *")
-    with dg.build_schedule_context() as ctx:
-        assert len(other.evaluate_tick(ctx).run_requests or []) == 1
 
 
 def test_sync_definitions_load_and_resolve(sim: RLSimulator, resource: TogetherRLResource) -> None:
