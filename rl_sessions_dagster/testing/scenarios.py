@@ -43,9 +43,10 @@ class DemoSweep:
     ``expires`` goes STOPPED with its session. The two left READY are what an idle guard stops.
 
     ``pace`` is the wall-clock seconds between two moves; ``log`` receives one line per move.
-    ``noticed(resource_id)``, when given, holds the sweep after ``shared`` is READY until it
-    returns true: a demo waits there until its sensor has seen the resource READY, so that event
-    does not depend on how fast the machine is. (The other two resources may stop before a slow
+    ``noticed(resource_id)``, when given, holds the sweep before it stops ``trains`` until it
+    returns true for ``shared``: a demo waits there until its sensor has seen the resource READY
+    (busy with ``trains``, so no idle guard can stop it first), so that event does not depend
+    on how fast the machine is. (The other two resources may stop before a slow
     sensor sees them READY; a watcher then sees only their stop.)
     """
 
@@ -143,15 +144,19 @@ class DemoSweep:
                 self.log(f"session {idle[:8]} resource idle past its timeout → EXPIRED")
         if not self._sleep():
             return
+        if not self._until_noticed(shared):
+            return
         w.stop_session(trains, immediate=True)
         self.log(f"session {trains[:8]} stopped → STOPPED; its resource {shared[:8]} stays READY")
         self.outcome.finished = True
 
     def _until_ready(self, resource_id: str) -> bool:
-        """Wait for READY, then (with ``noticed``) until the watcher has seen it."""
         while not self.world.model_resource(resource_id)["status"].endswith("READY"):
             if self._stop.wait(0.2):
                 return False
+        return True
+
+    def _until_noticed(self, resource_id: str) -> bool:
         while self.noticed is not None and not self.noticed(resource_id):
             if self._stop.wait(0.5):
                 return False
