@@ -112,8 +112,20 @@ def test_api_key_appears_nowhere_dagster_or_the_library_writes(tmp_path):
                 DAEMON_START,
                 "both sensors' first tick",
             )
-            # Transient failures: their messages land in skip reasons.
-            sim.faults.add("GET /v1/rl/training-sessions", status=503, times=2)
+            # Transient failures: their messages land in skip reasons. The list fails until a
+            # sensor has skipped a tick for it: a fixed number of failures could be absorbed by
+            # the retries of other readers of the same endpoint (the idle guard, runs).
+            outage = sim.faults.add("GET /v1/rl/training-sessions", status=503)
+
+            def outage_skipped() -> bool:
+                return any(
+                    "unavailable" in (t.skip_reason or "")
+                    for name in (CKPT_SENSOR, STATUS_SENSOR)
+                    for t in sensor_ticks(instance, name, [TickStatus.SKIPPED])
+                )
+
+            wait_for(outage_skipped, PROGRESS, "a tick skipped for the outage")
+            sim.faults.remove(outage)
             sim.faults.add("GET /v1/rl/training-sessions", drop=True, times=2)
             sim.faults.add("GET /v1/rl/training-sessions", status=429, retry_after=0.1, times=2)
             # A small account: one session trains, saves checkpoints (one registered late) and
