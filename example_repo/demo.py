@@ -101,9 +101,8 @@ def _expected_done(instance: dg.DagsterInstance, sweep: DemoSweep) -> bool:
     if not sweep.outcome.finished:
         return False
     runs = _runs(instance)
-    done = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE}
-    evals = [r for r in runs if r.job_name == "evaluate_checkpoint" and r.status in done]
-    reports = [r for r in runs if r.job_name == "finished_session_report" and r.status in done]
+    evals = [r for r in runs if r.job_name == "evaluate_checkpoint" and r.status in _DONE]
+    reports = [r for r in runs if r.job_name == "finished_session_report" and r.status in _DONE]
     if len(evals) < len(sweep.outcome.checkpoints) or len(reports) < 3:
         return False
     if any(r.status not in _DONE for r in runs):  # quiet: nothing left in flight
