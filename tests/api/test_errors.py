@@ -260,7 +260,9 @@ def test_transport_and_decode_failures_chain_nothing_that_holds_the_key(
 def test_deadline_errors_are_clean_too(sim: RLSimulator, client: RLSessionsClient) -> None:
     sim.faults.rate_limit("GET /v1/rl/supported-models", retry_after=30, message=f"Bearer {KEY}")
     with pytest.raises(DeadlineExceeded) as info:
-        client.list_supported_models(deadline=time.monotonic() + 1.0)
+        # A deadline far above a loaded machine's request time and still under retry_after:
+        # the 429 must arrive first, and the 30 s wait is refused at once, not slept.
+        client.list_supported_models(deadline=time.monotonic() + 20.0)
     assert isinstance(info.value.last_error, RateLimitError)
     assert_clean(info.value, KEY)
     assert_clean(info.value.last_error, KEY)

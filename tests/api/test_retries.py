@@ -474,13 +474,15 @@ def test_malformed_json_after_a_create_is_not_retried(
 def test_a_retry_after_past_the_deadline_is_not_slept(
     sim: RLSimulator, client: RLSessionsClient, retries: RetryRecorder
 ) -> None:
-    sim.faults.rate_limit("GET /v1/rl/supported-models", retry_after=5)
+    sim.faults.rate_limit("GET /v1/rl/supported-models", retry_after=60)
+    # 20 s: far above a loaded machine's request time (the 429 must arrive inside it), still
+    # under the 60 s Retry-After, which is refused at once rather than slept.
     with pytest.raises(DeadlineExceeded) as info:
-        client.list_supported_models(deadline=time.monotonic() + 2.0)
+        client.list_supported_models(deadline=time.monotonic() + 20.0)
     assert retries.sleeps == [] and sim.requests.count() == 1
     last = info.value.last_error
-    assert isinstance(last, RateLimitError) and last.retry_after == 5
-    assert info.value.retry_after == 5  # the caller can reschedule on it
+    assert isinstance(last, RateLimitError) and last.retry_after == 60
+    assert info.value.retry_after == 60  # the caller can reschedule on it
 
 
 def test_a_slow_server_cannot_overrun_the_call_deadline(

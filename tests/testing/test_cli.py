@@ -51,7 +51,7 @@ def test_serve_answers_and_exits_zero_on_signal(sig: signal.Signals) -> None:
         assert httpx.get(f"{url}/v1/rl/training-sessions").status_code == 401
         assert httpx.get(f"{url}/_sim/stats").json()["world"]["sessions"] == 40
         os.kill(proc.pid, sig)
-        assert proc.wait(timeout=10) == 0
+        assert proc.wait(timeout=60) == 0  # a ceiling: exits in well under a second
         assert proc.stdout is not None and proc.stdout.read() == ""
     finally:
         if proc.poll() is None:

@@ -34,8 +34,10 @@ def test_stop_is_fast_and_closes_idle_keep_alive_connections() -> None:
         c.get("/v1/rl/supported-models").raise_for_status()  # leaves an idle keep-alive socket
     start = time.perf_counter()
     sim.stop()
-    assert time.perf_counter() - start < 5.0  # generous for a loaded machine; ms typically
-    deadline = time.monotonic() + 2
+    # Far under the 300 s an idle keep-alive connection would hold its handler (and far above
+    # a loaded machine's stop); milliseconds typically.
+    assert time.perf_counter() - start < 20.0
+    deadline = time.monotonic() + 30  # a ceiling: the handler threads end as the sockets close
     while serving_threads() and time.monotonic() < deadline:
         time.sleep(0.01)
     assert serving_threads() == []
