@@ -3,7 +3,7 @@
 from ..core.filters import SessionFilter
 from .factory import TRANSIENT_ERRORS, build_rl_event_sensor, build_routed_sensor
 from .idle_guard import IdleStopConfig, build_idle_guard
-from .options import EventRoute, PollingOptions
+from .options import EventRoute, PollingOptions, UnknownEventKind
 from .presets import build_checkpoint_sensor, build_session_status_sensor
 from .resources import (
     ResourceFilter,
@@ -24,6 +24,7 @@ __all__ = [
     "ResourceRunRequestFn",
     "RunRequestFn",
     "SessionFilter",
+    "UnknownEventKind",
     "build_checkpoint_sensor",
     "build_idle_guard",
     "build_model_resource_sensor",

@@ -4,7 +4,8 @@ definitions load, not at the first event."""
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypedDict
+from enum import Enum
+from typing import TYPE_CHECKING, TypedDict, TypeVar
 
 import dagster as dg
 
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
     from dagster._core.definitions.target import ExecutableDefinition
 
 DEFAULT_TICK_BUDGET_SECONDS = 40.0
+K = TypeVar("K", bound=Enum)
 
 
 def _invalid(message: str) -> dg.DagsterInvalidDefinitionError:
@@ -95,18 +97,29 @@ class PollingKwargs(TypedDict, total=False):
     unavailable_alarm_seconds: float
 
 
-def event_kinds(kinds: Iterable[EventKind | str]) -> frozenset[EventKind]:
-    """Parse event kinds; an unknown name raises ``ValueError`` listing the valid ones."""
-    parsed: set[EventKind] = set()
+class UnknownEventKind(dg.DagsterInvalidDefinitionError, ValueError):
+    """An event kind name this library does not know. Also a ``ValueError``, which is what
+    0.1 raised for it, so code that caught that keeps working."""
+
+
+def parse_kinds(enum: type[K], kinds: Iterable[K | str], *, noun: str = "event kind") -> frozenset[K]:
+    """Parse the kinds of one enum (session or model-resource events): an unknown name raises
+    :class:`UnknownEventKind` listing the valid ones, an empty list is refused."""
+    parsed: set[K] = set()
     for kind in [kinds] if isinstance(kinds, str) else kinds:
         try:
-            parsed.add(EventKind(kind))
+            parsed.add(enum(kind))
         except ValueError:
-            valid = ", ".join(k.value for k in EventKind)
-            raise ValueError(f"unknown event kind {kind!r}; valid kinds: {valid}") from None
+            valid = ", ".join(k.value for k in enum)
+            raise UnknownEventKind(f"unknown {noun} {kind!r}; valid kinds: {valid}") from None
     if not parsed:
-        raise _invalid("event_kinds must name at least one EventKind")
+        raise _invalid(f"event_kinds must name at least one {noun}")
     return frozenset(parsed)
+
+
+def event_kinds(kinds: Iterable[EventKind | str]) -> frozenset[EventKind]:
+    """Parse session and checkpoint event kinds (see :func:`parse_kinds`)."""
+    return parse_kinds(EventKind, kinds)
 
 
 @dataclass(frozen=True)

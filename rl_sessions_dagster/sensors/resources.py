@@ -29,6 +29,7 @@ from ..core.state import CursorError
 from ..resource import TogetherRLResource
 from .definition import QuietSensorDefinition
 from .factory import DEFAULT_TICK_BUDGET_SECONDS, TRANSIENT_ERRORS, _tick_budget
+from .options import parse_kinds
 from .run_requests import TAG_PREFIX
 
 #: Reshape the default RunRequest of a resource event, or drop it (return None).
@@ -120,19 +121,8 @@ class ResourceRoute:
 
 
 def resource_event_kinds(kinds: Iterable[ResourceEventKind | str]) -> frozenset[ResourceEventKind]:
-    """Parse kinds; an unknown name raises ``DagsterInvalidDefinitionError`` naming the valid."""
-    parsed = set()
-    for kind in [kinds] if isinstance(kinds, str) else kinds:
-        try:
-            parsed.add(ResourceEventKind(kind))
-        except ValueError:
-            valid = ", ".join(k.value for k in ResourceEventKind)
-            raise dg.DagsterInvalidDefinitionError(
-                f"unknown model-resource event kind {kind!r}; valid kinds: {valid}"
-            ) from None
-    if not parsed:
-        raise dg.DagsterInvalidDefinitionError("event_kinds must name at least one kind")
-    return frozenset(parsed)
+    """Parse model-resource event kinds (see :func:`~.options.parse_kinds`)."""
+    return parse_kinds(ResourceEventKind, kinds, noun="model-resource event kind")
 
 
 def _route_jobs(

@@ -248,8 +248,11 @@ def test_routes_are_checked_when_built():
         build_model_resource_sensor(
             job=resource_job, routes=[ResourceRoute(["resource_ready"], job=resource_job)]
         )
-    with pytest.raises(dg.DagsterInvalidDefinitionError, match="valid kinds: resource_ready"):
+    with pytest.raises(dg.DagsterInvalidDefinitionError, match="valid kinds: resource_ready") as e:
         ResourceRoute(["resource_redy"], job=resource_job)
+    assert isinstance(e.value, ValueError)  # the same error type as a session event kind's
+    with pytest.raises(dg.DagsterInvalidDefinitionError, match="one model-resource event kind"):
+        ResourceRoute([], job=resource_job)
     with pytest.raises(dg.DagsterInvalidDefinitionError, match="exactly one of job, assets"):
         ResourceRoute(["resource_ready"])
     with pytest.raises(dg.DagsterInvalidDefinitionError, match="routes is empty"):

@@ -196,8 +196,11 @@ def test_route_and_option_mistakes_fail_when_built():
         EventRoute([EventKind.CHECKPOINT_REGISTERED, EventKind.SESSION_STOPPED], job=report_job)
     with pytest.raises(dg.DagsterInvalidDefinitionError, match="exactly one"):
         EventRoute([EventKind.SESSION_STOPPED])
-    with pytest.raises(ValueError, match="valid kinds"):
+    with pytest.raises(ValueError, match="valid kinds") as unknown:  # a ValueError, as in 0.1
         EventRoute(["session_stoped"], job=report_job)
+    assert isinstance(unknown.value, dg.DagsterInvalidDefinitionError)  # and a definition error
+    with pytest.raises(dg.DagsterInvalidDefinitionError, match="at least one event kind"):
+        EventRoute([], job=report_job)
     with pytest.raises(dg.DagsterInvalidDefinitionError, match="at least one EventRoute"):
         build_routed_sensor(name="x", routes=[])
     with pytest.raises(dg.DagsterInvalidDefinitionError, match="page_size"):
