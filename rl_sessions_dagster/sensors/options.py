@@ -139,9 +139,12 @@ class EventRoute:
     job_name: str | None = None
     partitions_def: dg.DynamicPartitionsDefinition | None = field(default=CHECKPOINT_PARTITIONS)
     run_request_fn: RunRequestFn | None = None
+    #: The parsed ``event_kinds`` (which is normalised to the same set when built).
+    kinds: frozenset[EventKind] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "event_kinds", event_kinds(self.event_kinds))
+        object.__setattr__(self, "kinds", event_kinds(self.event_kinds))
+        object.__setattr__(self, "event_kinds", self.kinds)
         if (self.job is None) == (self.assets is None):
             raise _invalid("an EventRoute takes exactly one of job= and assets=")
         if self.job is not None and self.job_name is not None:
@@ -152,11 +155,6 @@ class EventRoute:
                 f"a route partitioned by checkpoint cannot take {others}: those events have no "
                 "checkpoint. Route them separately, or pass partitions_def=None."
             )
-
-    @property
-    def kinds(self) -> frozenset[EventKind]:
-        """The parsed event kinds (``event_kinds`` is normalised to this when built)."""
-        return frozenset(EventKind(k) for k in self.event_kinds)
 
     @property
     def partitioned(self) -> bool:

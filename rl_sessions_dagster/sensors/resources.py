@@ -8,7 +8,7 @@ the tick with a SkipReason and the cursor untouched, so the next tick retries.
 
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -100,17 +100,16 @@ class ResourceRoute:
     job: Any = None
     assets: Any = None
     job_name: str | None = None
+    #: The parsed ``event_kinds`` (which is normalised to the same set when built).
+    kinds: frozenset[ResourceEventKind] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if (self.job is None) == (self.assets is None):
             raise dg.DagsterInvalidDefinitionError(
                 "a ResourceRoute takes exactly one of job, assets"
             )
-        object.__setattr__(self, "event_kinds", resource_event_kinds(self.event_kinds))
-
-    @property
-    def kinds(self) -> frozenset[ResourceEventKind]:
-        return frozenset(ResourceEventKind(k) for k in self.event_kinds)
+        object.__setattr__(self, "kinds", resource_event_kinds(self.event_kinds))
+        object.__setattr__(self, "event_kinds", self.kinds)
 
     def target(self, sensor: str, index: int) -> Any:
         if self.job is not None:

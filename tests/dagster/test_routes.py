@@ -11,6 +11,8 @@ from rl_sessions_dagster import (
     EventKind,
     EventRoute,
     PollingOptions,
+    ResourceEventKind,
+    ResourceRoute,
     TogetherRLResource,
     build_checkpoint_sensor,
     build_routed_sensor,
@@ -181,6 +183,15 @@ def test_user_asset_job_is_checked_on_the_first_tick(sim, ticker):
     with pytest.raises(dg.DagsterInvalidDefinitionError, match="CHECKPOINT_PARTITIONS"):
         ticker(defs, "late").tick()
     assert sim.requests.count() == 0
+
+
+def test_a_route_holds_its_kinds_parsed():
+    route = EventRoute(["session_stopped", EventKind.SESSION_ERROR], job=report_job)
+    assert route.kinds == {EventKind.SESSION_STOPPED, EventKind.SESSION_ERROR}
+    assert route.event_kinds == route.kinds and " kinds=" not in repr(route)  # shown once
+    assert route == EventRoute([EventKind.SESSION_ERROR, "session_stopped"], job=report_job)
+    gpu = ResourceRoute(["resource_ready"], job=report_job)
+    assert gpu.kinds == gpu.event_kinds == {ResourceEventKind.RESOURCE_READY}
 
 
 def test_route_and_option_mistakes_fail_when_built():
