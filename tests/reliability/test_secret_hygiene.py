@@ -141,7 +141,17 @@ def test_api_key_appears_nowhere_dagster_or_the_library_writes(tmp_path):
             late = world.add_inference_checkpoint(trains, registered=False)
             checkpoints.add(late)
             born_failed = world.create_session(fail_at_creation=True)
-            time.sleep(1.5)
+            # Registered once a checkpoint tick begun after it was saved has ended: that tick
+            # saw it unregistered (an event to wait for, not a sleep a slow tick could outlast).
+            saved_at = time.time()
+            wait_for(
+                lambda: any(
+                    t.timestamp > saved_at and t.status != TickStatus.STARTED
+                    for t in sensor_ticks(instance, CKPT_SENSOR)
+                ),
+                PROGRESS,
+                "a checkpoint tick that saw the late checkpoint unregistered",
+            )
             world.register_checkpoint(late)
             world.stop_session(trains, immediate=True)
 
