@@ -15,6 +15,7 @@ import pytest
 
 from rl_sessions_dagster import (
     EventKind,
+    PollingOptions,
     build_checkpoint_sensor,
     build_rl_event_sensor,
     build_session_status_sensor,
@@ -227,8 +228,7 @@ def run_soak(instance, *, order: str, rounds: int, seed: int) -> dict:
                 name=ALL,
                 event_kinds=list(EventKind),
                 job=report_job,
-                max_runs_per_tick=12,
-                page_size=5,
+                options=PollingOptions(max_runs_per_tick=12, page_size=5),
             ),
         ]
         defs = make_defs(sim.base_url, sensors)
@@ -352,7 +352,7 @@ def test_slow_api_needs_several_ticks_each_within_budget_and_loses_nothing(insta
         budget = 9.0
         sensor = build_rl_event_sensor(
             name="slow", event_kinds=list(EventKind), job=report_job,
-            tick_budget_seconds=budget, page_size=2,
+            options=PollingOptions(tick_budget_seconds=budget, page_size=2),
         )  # fmt: skip
         t = Ticker(make_defs(sim.base_url, [sensor], request_timeout=10.0), "slow", instance)
         assert t.tick().run_requests == []  # baseline, at full speed
