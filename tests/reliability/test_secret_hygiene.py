@@ -24,7 +24,7 @@ from rl_sessions_dagster.api import AuthenticationError
 from rl_sessions_dagster.testing import RLSimulator
 from rl_sessions_dagster.testing.daemon import dagster_daemon, group_alive, prepare_dagster_home
 
-from .conftest import API_KEY, sensor_ticks, wait_for
+from .conftest import API_KEY, FINISHED_TICK, sensor_ticks, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 CKPT_SENSOR = "evaluate_new_checkpoints"
@@ -146,8 +146,8 @@ def test_api_key_appears_nowhere_dagster_or_the_library_writes(tmp_path):
             saved_at = time.time()
             wait_for(
                 lambda: any(
-                    t.timestamp > saved_at and t.status != TickStatus.STARTED
-                    for t in sensor_ticks(instance, CKPT_SENSOR)
+                    t.timestamp > saved_at
+                    for t in sensor_ticks(instance, CKPT_SENSOR, FINISHED_TICK)
                 ),
                 PROGRESS,
                 "a checkpoint tick that saw the late checkpoint unregistered",
