@@ -8,12 +8,25 @@ display name, sweep, billed seconds and cost). Spans are read back at the next r
 READY time observed once is never lost. No Dagster here.
 """
 
+import os
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from .core.spend import ResourceSpan
+
+#: The file under ``DAGSTER_HOME`` that the sync and spend tables share by default.
+DEFAULT_TABLES_FILENAME = "together_rl_sync.sqlite"
+
+
+def default_spend_db_path(dagster_home: str) -> str:
+    return os.path.join(dagster_home, DEFAULT_TABLES_FILENAME)
+
+
+def expand_db_path(path: str) -> str:
+    return path if path == ":memory:" else os.path.expanduser(os.path.expandvars(path))
+
 
 SPEND_SCHEMA = """
 CREATE TABLE IF NOT EXISTS rl_resource_spend (
@@ -90,6 +103,34 @@ class SQLiteSpendStore:
             "price_per_hour, currency FROM rl_resource_spend"
         ).fetchall()
         return {r[0]: ResourceSpan(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]) for r in rows}
+
+    def save_spans(self, spans: Iterable[ResourceSpan], *, now_ms: int) -> None:
+        """Upsert the observed span of each resource, leaving the cost columns of an existing
+        row as the last spend run computed them (sensor ticks and guard runs call this)."""
+        with self._conn:
+            self._conn.executemany(
+                "INSERT INTO rl_resource_spend (id, status, base_model, ready_from_ms, "
+                "ready_until_ms, span_source, price_per_hour, currency, billed_seconds, "
+                "computed_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?) ON CONFLICT(id) DO UPDATE "
+                "SET status = excluded.status, base_model = excluded.base_model, "
+                "ready_from_ms = excluded.ready_from_ms, ready_until_ms = excluded.ready_until_ms, "
+                "span_source = excluded.span_source, price_per_hour = excluded.price_per_hour, "
+                "currency = excluded.currency",
+                [
+                    (
+                        s.resource_id,
+                        s.raw_status,
+                        s.base_model,
+                        s.ready_from_ms,
+                        s.ready_until_ms,
+                        s.source,
+                        s.price_per_hour,
+                        s.currency,
+                        now_ms,
+                    )
+                    for s in spans
+                ],
+            )
 
     def save(
         self,

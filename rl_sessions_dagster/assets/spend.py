@@ -22,7 +22,7 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
-from ..api import RLSessionsClient, TogetherRLError
+from ..api import RLSessionsClient, ServerClock, TogetherRLError
 from ..api.lifecycle import ResourceSpec
 from ..api.models import ModelResource
 from ..core.spend import (
@@ -109,6 +109,8 @@ class SpendReport:
     sweeps: dict[str, tuple[int, float, float]] = field(default_factory=dict)
     price_requests: int = 0
     price_errors: list[str] = field(default_factory=list)
+    #: the time the open spans were measured to (the API's clock when it sent a ``Date``).
+    now_ms: int = 0
 
 
 def sweep_function(group_by: str, separator: str = "-") -> Callable[[Attachment], str]:
@@ -128,10 +130,18 @@ def run_spend(
     now_ms: int | None = None,
     created_by: str | None = None,
     sweep_of: Callable[[Attachment], str] = sweep_of_auto,
+    clock: ServerClock | None = None,
 ) -> SpendReport:
-    """One spend pass: observe, price, compute, store. Dagster-free."""
-    now = now_ms if now_ms is not None else int(datetime.now(UTC).timestamp() * 1000)
+    """One spend pass: observe, price, compute, store. Dagster-free.
+
+    Open spans are measured to ``now_ms``, else to the API's clock as ``clock`` saw it when
+    the resources were listed (the sensors judge by it too), else to the local clock."""
     resources = list(client.list_model_resources(created_by=created_by))
+    now = now_ms
+    if now is None:
+        now = (clock.last_ms if clock is not None else None) or int(
+            datetime.now(UTC).timestamp() * 1000
+        )
     ids = {r.id for r in resources}
     # Every session on these resources counts, whoever created it: a share of the GPUs.
     attachments = [
@@ -184,6 +194,7 @@ def run_spend(
         dict(sweep_totals(spend, attachments, sweep_of)),
         prices.requests,
         prices.errors,
+        now,
     )
 
 
@@ -219,9 +230,11 @@ def spend_metadata(report: SpendReport, *, now_ms: int, rows: int, path: str) ->
     ]
     col = dg.TableColumn
     return {
-        "total_cost": dg.MetadataValue.float(round(spend.total_cost, 4)),
-        "idle_cost": dg.MetadataValue.float(round(sum(spend.idle_cost.values()), 4)),
-        "billed_hours": dg.MetadataValue.float(round(sum(spend.resource_ms.values()) / HOUR_MS, 4)),
+        "total_cost": dg.MetadataValue.float(float(round(spend.total_cost, 4))),
+        "idle_cost": dg.MetadataValue.float(float(round(sum(spend.idle_cost.values()), 4))),
+        "billed_hours": dg.MetadataValue.float(
+            float(round(sum(spend.resource_ms.values()) / HOUR_MS, 4))
+        ),
         "billing_now": dg.MetadataValue.int(
             sum(1 for s in report.spans if s.ready_from_ms is not None and s.ready_until_ms is None)
         ),
@@ -290,11 +303,12 @@ def build_spend_asset(
         )
         path = path if path == ":memory:" else os.path.expanduser(os.path.expandvars(path))
         sweep_of = sweep_function(config.group_by, config.name_separator)
-        now = int(datetime.now(UTC).timestamp() * 1000)
-        with resource.get_client() as client, SQLiteSpendStore(path) as store:
+        clock = ServerClock()
+        with resource.get_client(server_clock=clock) as client, SQLiteSpendStore(path) as store:
             report = run_spend(
-                client, store, now_ms=now, created_by=config.created_by, sweep_of=sweep_of
+                client, store, created_by=config.created_by, sweep_of=sweep_of, clock=clock
             )
+        now = report.now_ms
         for err in report.price_errors:
             context.log.warning(f"estimate-cost failed, resource left unpriced: {err}")
         context.log.info(

@@ -48,7 +48,9 @@ class ResourceSensorConfig(dg.Model, dg.Resolvable):
     max_runs_per_tick: int = 25
     routes: list[ResourceRouteConfig] = Field(default_factory=list)
 
-    def build(self, resource_key: str) -> dg.SensorDefinition | None:
+    def build(
+        self, resource_key: str, spend_db_path: str | None = None
+    ) -> dg.SensorDefinition | None:
         if not self.enabled or not self.routes:
             return None
         return build_model_resource_sensor(
@@ -68,6 +70,7 @@ class ResourceSensorConfig(dg.Model, dg.Resolvable):
             max_runs_per_tick=self.max_runs_per_tick,
             minimum_interval_seconds=self.minimum_interval_seconds,
             default_status=_sensor_status(self.running),
+            spend_db_path=spend_db_path,
         )
 
 
@@ -77,10 +80,20 @@ class IdleGuardConfig(dg.Model, dg.Resolvable):
     enabled: bool = True
     name: str = "together_rl_idle_guard"
     idle_seconds: float = Field(
-        default=1800.0, description="How long a READY resource must have had no session."
+        default=1800.0,
+        gt=0,
+        description="How long since a READY resource was last used (a session started or "
+        "ended on it, or it became READY) before it is stopped.",
     )
     dry_run: bool = Field(default=True, description="Only report what stopping would save.")
-    force: bool = Field(default=False, description="Stop with force=true (stops sessions too).")
+    force: bool = Field(
+        default=False,
+        description="Also interrupt sessions already STOPPING (force=true); sessions in any "
+        "other status, known or not, always keep the resource up.",
+    )
+    stop_attempts: int = Field(
+        default=3, ge=1, le=20, description="Runs per idle stretch before the guard gives up."
+    )
     created_by: str | None = Field(
         default="me", description='"me" (the key\'s own resources), a user id, or null (all).'
     )
@@ -91,10 +104,14 @@ class IdleGuardConfig(dg.Model, dg.Resolvable):
     minimum_interval_seconds: int = 300
     running: bool = Field(default=False, description="Default status RUNNING (else STOPPED).")
 
-    def build(self, resource_key: str) -> tuple[dg.JobDefinition, dg.SensorDefinition] | None:
+    def build(
+        self, resource_key: str, spend_db_path: str | None = None
+    ) -> tuple[dg.JobDefinition, dg.SensorDefinition] | None:
         if not self.enabled:
             return None
         return build_idle_guard(
+            stop_attempts=self.stop_attempts,
+            spend_db_path=spend_db_path,
             name=self.name,
             resource_key=resource_key,
             idle_seconds=self.idle_seconds,
@@ -154,9 +171,11 @@ def gpu_defs(
 ) -> dg.Definitions:
     """The definitions of whichever GPU sections the YAML has."""
     parts: list[Any] = []
-    if resource_sensor is not None and (sensor := resource_sensor.build(resource_key)):
+    # Spans observed by the sensor and the guard go where the spend asset reads them.
+    db = spend.db_path if spend is not None and spend.enabled else None
+    if resource_sensor is not None and (sensor := resource_sensor.build(resource_key, db)):
         parts.append(dg.Definitions(sensors=[sensor]))
-    if idle_guard is not None and (guard := idle_guard.build(resource_key)):
+    if idle_guard is not None and (guard := idle_guard.build(resource_key, db)):
         parts.append(dg.Definitions(jobs=[guard[0]], sensors=[guard[1]]))
     if spend is not None and (spent := spend.build(resource_key, group_name)):
         parts.append(spent)

@@ -1,7 +1,7 @@
 """The pure event core: no HTTP, no Dagster. Previous state + API snapshot → events + state."""
 
 from .events import CHECKPOINT_EVENTS, TERMINAL_EVENTS, EventKind, SessionEvent
-from .idle import IdlePolicy, IdleResource, busy_resources, idle_candidates, idle_since
+from .idle import Decision, IdlePolicy, ResourceUse, Verdict, decide, idle_since, resource_use
 from .passes import ScannedPage
 from .resources import (
     ALL_RESOURCE_EVENT_KINDS,
@@ -45,9 +45,9 @@ __all__ = [
     "TERMINAL_EVENTS",
     "Attachment",
     "CursorError",
+    "Decision",
     "EventKind",
     "IdlePolicy",
-    "IdleResource",
     "ListOrder",
     "Observation",
     "ResourceEvent",
@@ -57,6 +57,7 @@ __all__ = [
     "ResourceTickOutcome",
     "ResourceTrackerConfig",
     "ResourceTrackerState",
+    "ResourceUse",
     "ScanPlan",
     "ScannedPage",
     "SessionEvent",
@@ -64,17 +65,18 @@ __all__ = [
     "TickOutcome",
     "TrackerConfig",
     "TrackerState",
+    "Verdict",
     "advance",
     "advance_resources",
     "attachment",
-    "busy_resources",
     "checkpoint_key",
     "compute_spend",
+    "decide",
     "floor_ms",
-    "idle_candidates",
     "idle_since",
     "observe_span",
     "plan_scan",
+    "resource_use",
     "sessions_to_fetch",
     "sweep_of_auto",
     "sweep_totals",

@@ -1,16 +1,27 @@
 """Which READY model resources sit idle and billing: the pure part of the idle guard.
 
-A resource is idle when no non-terminal session (anyone's) is attached. It has been idle since
-the latest of: the time it became READY (its ``updated_at``), its last activity as the API
-publishes it (``expires_at - inactive_timeout``), and the end of its last session. The guard
-acts only past a threshold and only within the policy: the caller's own resources unless
-configured, allow and deny lists by id or base model (deny wins).
+The guard destroys something, so every rule here errs towards *not* stopping:
+
+* **Busy means anything not known to be finished.** A session on the resource counts as live
+  unless its status is a known terminal one (STOPPED, ERROR, EXPIRED): CREATING, RUNNING,
+  STOPPING and every status this library does not know (a future PAUSED) keep the resource.
+  A session the client could not read (a skipped list item) keeps it too, for that tick.
+* **Idle since the last use.** The idle start is the latest of: the time the resource became
+  READY (its ``updated_at``), its last activity as the API publishes it (``expires_at -
+  inactive_timeout``), and the start or end of any session on it, ended ones included. A
+  session that failed at creation one second ago is a use one second ago.
+* **Judged on the API's clock** by the caller (HTTP ``Date``), never on a skewed local one.
+* **Only within the policy**: allow and deny lists by id or base model (deny wins).
+
+``force`` changes one thing: sessions already STOPPING are then safe to interrupt (their
+owner asked them to stop), so they no longer keep the resource. Nothing else ever does.
 """
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
+from enum import Enum
 
-from ..api.enums import ModelResourceStatus
+from ..api.enums import ModelResourceStatus, SessionStatus
 from ..api.models import ModelResource, TrainingSession
 from .tracker import to_ms
 
@@ -32,26 +43,62 @@ class IdlePolicy:
             return False
         return not (self.allow_base_models and resource.base_model not in self.allow_base_models)
 
+    @property
+    def idle_ms(self) -> int:
+        return int(self.idle_seconds * 1000)
+
 
 @dataclass(frozen=True)
-class IdleResource:
-    resource: ModelResource
-    idle_since_ms: int
+class ResourceUse:
+    """What the sessions on one resource say: all of them, ended ones too.
 
-    def idle_ms(self, now_ms: int) -> int:
-        return max(0, now_ms - self.idle_since_ms)
+    ``live`` holds ``(session id, raw status)`` of every session not known to be finished;
+    ``unreadable`` counts list items the client could not read; ``last_use_ms`` is the latest
+    session start or end (None: no session ever); ``interruptible`` counts the STOPPING
+    sessions that ``force`` lets the guard interrupt (a stop then needs ``force=true``).
+    """
+
+    live: tuple[tuple[str, str], ...] = ()
+    unreadable: int = 0
+    last_use_ms: int | None = None
+    interruptible: int = 0
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.live) or self.unreadable > 0
 
 
-def busy_resources(active_sessions: Iterable[TrainingSession]) -> set[str]:
-    """Resources with at least one non-terminal session attached (unknown statuses count)."""
-    return {
-        s.model_resources_id for s in active_sessions if s.model_resources_id and not s.is_terminal
-    }
+def resource_use(
+    sessions: Iterable[TrainingSession], *, unreadable: int = 0, force: bool = False
+) -> ResourceUse:
+    """Fold the sessions listed for one resource (without a status filter)."""
+    live: list[tuple[str, str]] = []
+    marks: list[int] = []
+    interruptible = 0
+    for s in sessions:
+        start = to_ms(s.created_at)
+        if start is not None:
+            marks.append(start)
+        if s.status.is_terminal:
+            end = to_ms(s.updated_at)
+            if end is not None:
+                marks.append(end)
+            continue
+        if force and s.status is SessionStatus.STOPPING:
+            # Safe to interrupt: its owner already asked it to stop. Still a use until now.
+            end = to_ms(s.updated_at)
+            if end is not None:
+                marks.append(end)
+            interruptible += 1
+            continue
+        live.append((s.id, s.raw_status or s.status.value))
+    last = max(marks) if marks else None
+    return ResourceUse(tuple(sorted(live)), unreadable, last, interruptible)
 
 
-def idle_since(resource: ModelResource, last_session_end_ms: int | None = None) -> int | None:
-    """The latest known moment the resource was in use or became READY (None if unknown)."""
-    marks = [to_ms(resource.updated_at), last_session_end_ms]
+def idle_since(resource: ModelResource, last_use_ms: int | None = None) -> int | None:
+    """The latest known moment the resource was used or became READY (None if unknown)."""
+    marks = [to_ms(resource.updated_at), last_use_ms]
     expires = to_ms(resource.expires_at)
     if expires is not None and resource.inactive_timeout:
         marks.append(expires - resource.inactive_timeout * 1000)
@@ -59,24 +106,84 @@ def idle_since(resource: ModelResource, last_session_end_ms: int | None = None) 
     return max(known) if known else None
 
 
-def idle_candidates(
-    resources: Iterable[ModelResource],
-    busy: set[str],
-    policy: IdlePolicy,
-    *,
-    now_ms: int,
-    last_session_end_ms: Mapping[str, int] | None = None,
-) -> list[IdleResource]:
-    """READY, permitted, without an attached session, idle for longer than the threshold;
-    longest idle first. ``last_session_end_ms`` refines the idle start (else resource fields)."""
-    ends = last_session_end_ms or {}
-    out = []
-    for r in resources:
-        if r.status is not ModelResourceStatus.READY or r.id in busy or not policy.permits(r):
-            continue
-        since = idle_since(r, ends.get(r.id))
-        if since is None or now_ms - since <= policy.idle_seconds * 1000:
-            continue
-        out.append(IdleResource(r, since))
-    out.sort(key=lambda i: (i.idle_since_ms, i.resource.id))
-    return out
+class Verdict(str, Enum):
+    """Why the guard stops a resource or leaves it."""
+
+    STOP = "stop"
+    NOT_READY = "not_ready"
+    NOT_PERMITTED = "not_in_policy"
+    BUSY = "busy"
+    UNREADABLE = "unreadable_sessions"
+    RECENTLY_USED = "recently_used"
+    IDLE_UNKNOWN = "idle_start_unknown"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One decision about one resource, with the facts it rests on (for logs and metadata)."""
+
+    resource: ModelResource
+    verdict: Verdict
+    idle_since_ms: int | None = None
+    now_ms: int = 0
+    use: ResourceUse = ResourceUse()
+
+    @property
+    def stop(self) -> bool:
+        return self.verdict is Verdict.STOP
+
+    @property
+    def idle_ms(self) -> int:
+        return 0 if self.idle_since_ms is None else max(0, self.now_ms - self.idle_since_ms)
+
+    def explain(self) -> str:
+        rid = self.resource.id
+        if self.verdict is Verdict.STOP:
+            return f"{rid}: idle {self.idle_ms // 1000} s"
+        if self.verdict is Verdict.NOT_READY:
+            return f"{rid}: not READY ({self.resource.raw_status})"
+        if self.verdict is Verdict.BUSY:
+            shown = ", ".join(f"{sid} {status}" for sid, status in self.use.live[:3])
+            more = len(self.use.live) - 3
+            return f"{rid}: live session(s) {shown}" + (f" and {more} more" if more > 0 else "")
+        if self.verdict is Verdict.UNREADABLE:
+            return f"{rid}: {self.use.unreadable} session(s) could not be read, treated as live"
+        if self.verdict is Verdict.RECENTLY_USED:
+            return f"{rid}: used {self.idle_ms // 1000} s ago"
+        if self.verdict is Verdict.IDLE_UNKNOWN:
+            return f"{rid}: no time of last use known"
+        return f"{rid}: outside the guard's allow/deny lists"
+
+
+def decide(
+    resource: ModelResource, use: ResourceUse, policy: IdlePolicy, *, now_ms: int
+) -> Decision:
+    """Stop only a READY, permitted resource with no live or unreadable session whose last
+    use is at least ``policy.idle_seconds`` before ``now_ms`` (the API's clock)."""
+    since = idle_since(resource, use.last_use_ms)
+
+    def verdict(v: Verdict) -> Decision:
+        return Decision(resource, v, since, now_ms, use)
+
+    if resource.status is not ModelResourceStatus.READY:
+        return verdict(Verdict.NOT_READY)
+    if not policy.permits(resource):
+        return verdict(Verdict.NOT_PERMITTED)
+    if use.live:
+        return verdict(Verdict.BUSY)
+    if use.unreadable:
+        return verdict(Verdict.UNREADABLE)
+    if since is None:
+        return verdict(Verdict.IDLE_UNKNOWN)
+    if now_ms - since < policy.idle_ms:
+        return verdict(Verdict.RECENTLY_USED)
+    return verdict(Verdict.STOP)
+
+
+def worth_a_look(resource: ModelResource, policy: IdlePolicy, *, now_ms: int) -> bool:
+    """A cheap first pass on the resource's own fields: READY, permitted, and idle by what the
+    resource itself says (sessions can only make the idle start later, never earlier)."""
+    if resource.status is not ModelResourceStatus.READY or not policy.permits(resource):
+        return False
+    since = idle_since(resource)
+    return since is None or now_ms - since >= policy.idle_ms

@@ -230,6 +230,22 @@ def is_terminal(resource: ModelResource) -> bool:
     return resource.status in TERMINAL_RESOURCE_STATUSES
 
 
+def status_changes(
+    state: ResourceTrackerState, resources: Sequence[ModelResource]
+) -> list[ModelResource]:
+    """The resources whose status differs from the one last applied, and new live ones: where
+    a billed span can begin or end. A quiet tick returns nothing. (A resource that went from
+    unseen straight to a terminal status is left to the spend run.)"""
+    out = []
+    for r in resources:
+        known = state.tracked.get(r.id)
+        if (known is not None and known.status != r.raw_status) or (
+            known is None and not is_terminal(r) and r.id not in state.recent_terminal
+        ):
+            out.append(r)
+    return out
+
+
 def _floor(state: ResourceTrackerState, config: ResourceTrackerConfig) -> int:
     return max(state.seen_max_ms - config.lookback_ms, state.baseline_ms)
 

@@ -1,13 +1,19 @@
 """What the GPUs cost: billed READY time x ``price_per_hour``, per resource, session and sweep.
 
-Pure (no I/O). The API bills a model resource only while READY; it does not say when a
-resource became READY or stopped being READY, so the glue observes it and keeps a
-:class:`ResourceSpan` per resource between runs (:func:`observe_span`):
+Pure (no I/O). **What is billed** (the one assumption, the API does not say more): a model
+resource is billed from the moment it becomes READY until the moment it leaves READY (STOPPING
+begins, or ERROR, or any other status), at the ``price_per_hour`` that ``estimate-cost`` quotes
+for its configuration; PENDING, CREATING and STOPPING are free. The API does not say when a
+resource became READY or left it, so the glue observes it on every tick of the model-resource
+sensor, in every idle-guard stop and in every spend run, always on the API's clock, and keeps
+a :class:`ResourceSpan` per resource between runs (:func:`observe_span`):
 
-* first seen READY: ``ready_from`` = its ``updated_at`` (the API's time of the last change,
-  i.e. the READY transition unless something else changed it since; ``source="updated_at"``);
-* first seen STOPPING / STOPPED / ERROR after that: ``ready_until`` = its ``updated_at``
-  (seen only once STOPPED, this includes the short, unbilled STOPPING time: a slight over-estimate);
+* first seen READY: ``ready_from`` = its ``updated_at`` (the API's time of its last change,
+  i.e. the READY transition; ``source="updated_at"``);
+* first seen in any other status after that: ``ready_until`` = its ``updated_at``. Seen in
+  STOPPING (every tick sees it unless STOPPING is shorter than the tick interval), that is the
+  moment billing ended, exactly. Seen only once STOPPED, it includes the STOPPING time: an
+  over-estimate of at most that time;
 * never seen READY but sessions ran on it: ``ready_from`` = the first session's ``created_at``
   (``source="first_session"``: a lower bound of the billed time);
 * never seen READY and no session: not billed.
@@ -26,7 +32,9 @@ from ..api.models import ModelResource, TrainingSession
 from .tracker import to_ms
 
 HOUR_MS = 3_600_000
-_ENDED = (ModelResourceStatus.STOPPING, ModelResourceStatus.STOPPED, ModelResourceStatus.ERROR)
+#: Statuses before READY: a span has not begun (and, seen again after READY, a new
+#: provisioning would be needed, which the API has no endpoint for).
+_BEFORE = (ModelResourceStatus.PENDING, ModelResourceStatus.CREATING)
 
 
 @dataclass(frozen=True)
@@ -73,13 +81,37 @@ def observe_span(
             start = updated if updated is not None else now_ms
             span = replace(span, ready_from_ms=start, source=source)
         return replace(span, ready_until_ms=None)
-    if status in _ENDED:
-        if span.ready_from_ms is None and first_session_ms is not None:
-            span = replace(span, ready_from_ms=first_session_ms, source="first_session")
-        if span.ready_from_ms is not None and span.ready_until_ms is None:
-            end = updated if updated is not None else now_ms
-            span = replace(span, ready_until_ms=max(end, span.ready_from_ms))
+    if status in _BEFORE and span.ready_from_ms is None:
+        return span
+    # Any other status (STOPPING, STOPPED, ERROR, or one this library does not know) ends
+    # the billed span at the moment it began.
+    if span.ready_from_ms is None and first_session_ms is not None:
+        span = replace(span, ready_from_ms=first_session_ms, source="first_session")
+    if span.ready_from_ms is not None and span.ready_until_ms is None:
+        end = updated if updated is not None else now_ms
+        span = replace(span, ready_until_ms=max(end, span.ready_from_ms))
     return span
+
+
+def observe_spans(
+    known: Mapping[str, ResourceSpan],
+    resources: Iterable[ModelResource],
+    *,
+    now_ms: int,
+    price_of: Callable[[ModelResource], tuple[float | None, str | None]] | None = None,
+) -> list[ResourceSpan]:
+    """The spans that ``resources`` change (unchanged ones are left out, so a quiet tick
+    writes nothing). ``price_of`` prices a span that begins billing without a price."""
+    changed = []
+    for r in resources:
+        before = known.get(r.id)
+        span = observe_span(before, r, now_ms=now_ms)
+        if span.price_per_hour is None and span.ready_from_ms is not None and price_of:
+            price, currency = price_of(r)
+            span = replace(span, price_per_hour=price, currency=currency)
+        if span != before and (before is not None or span.ready_from_ms is not None):
+            changed.append(span)
+    return changed
 
 
 @dataclass(frozen=True)

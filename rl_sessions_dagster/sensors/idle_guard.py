@@ -1,15 +1,27 @@
-"""The idle guard: find READY model resources with no session attached for too long, and stop
-them (one run per stop, exactly once), or only report what stopping would save (dry run, the
-default).
+"""The idle guard: find READY model resources nobody has used for too long, and stop them (one
+run per stop), or only report what stopping would save (dry run, the default).
 
-:func:`build_idle_guard` returns a job and a sensor. The sensor lists READY resources (the
-caller's own unless ``created_by`` says otherwise) and the active sessions, picks the idle
-ones within the policy, and requests one run per resource with ``run_key
-idle_stop:<id>:<idle since ms>`` (``idle_report`` in dry-run mode): stable while the resource
-stays idle, so Dagster runs it once; new activity gives a new key. The run re-checks the
-resource (still READY, still no session), prices it with ``estimate-cost`` and, unless dry run,
-stops it, never with ``force`` unless configured. A refusal (sessions attached, no permission)
-is reported in the run's metadata and the run succeeds: the guard goes on.
+It is the one part of this library that destroys something, so it decides twice and errs
+towards leaving a GPU up (the rules are in ``core/idle.py``):
+
+* **The sensor** lists READY resources (the caller's own unless ``created_by`` says otherwise)
+  and, for each that looks idle by its own fields, every session on it, ended ones too, with
+  no status filter: a session in a status this library does not know, or one it could not
+  read, keeps the resource. It requests one run per idle resource, ``run_key
+  idle_stop:<id>:<idle since ms>`` (``idle_report`` in dry run): stable while the resource
+  stays idle, so Dagster runs it once; new use gives a new key.
+* **The run decides again at the moment of stopping**: it re-reads the resource and its
+  sessions and stops only if the resource is still READY, nothing live or unreadable is on it,
+  and its last use is at least ``idle_seconds`` ago by the API's clock. Every outcome
+  (stopped, refused and why, dry run) is in the run's metadata and log.
+* **Never force by default.** With ``force`` set explicitly, only sessions already STOPPING
+  are interrupted; a stop with nothing attached is still sent without ``force``, so a session
+  that attaches at the last moment makes the API refuse it.
+* **Never lose a stop.** A run that failed (or was cancelled) is requested again on a later
+  tick under a fresh key, ``…:retry<n>``, up to ``stop_attempts`` runs; then the tick log
+  says the guard gave up on that resource, every tick, while it stays idle and billing.
+* **Spend sees it.** A guard run records the resource's billed span (READY until the moment
+  STOPPING began), so idle time that was stopped is priced, not $0.
 
 No ``from __future__ import annotations`` here: Dagster must see the real ``context`` type.
 """
@@ -25,15 +37,22 @@ from ..api import RLSessionsClient, ServerClock, TogetherRLError
 from ..api.enums import ModelResourceStatus
 from ..api.lifecycle import ResourceSpec, monotonic_deadline, stop_resource
 from ..api.models import ModelResource
-from ..core.idle import IdlePolicy, IdleResource, busy_resources, idle_candidates, idle_since
+from ..core.idle import Decision, IdlePolicy, ResourceUse, Verdict, decide, resource_use
+from ..core.idle import worth_a_look as _worth_a_look
 from ..core.tracker import to_ms
 from ..resource import TogetherRLResource
 from .definition import QuietSensorDefinition
 from .factory import DEFAULT_TICK_BUDGET_SECONDS, TRANSIENT_ERRORS, _tick_budget
 from .run_requests import TAG_PREFIX
-from .source import ACTIVE, TERMINAL
+from .spend_spans import record_stop
 
-__all__ = ["IdleStopConfig", "build_idle_guard"]
+__all__ = ["IdleStopConfig", "build_idle_guard", "find_idle"]
+
+#: Runs per idle stretch of one resource before the guard gives up on it (the first + retries).
+DEFAULT_STOP_ATTEMPTS = 3
+_RID_TAG = f"{TAG_PREFIX}model_resources_id"
+_SINCE_TAG = f"{TAG_PREFIX}idle_since_ms"
+_FAILED = [dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED]
 
 
 class IdleStopConfig(dg.Config):
@@ -49,13 +68,14 @@ def _now_ms() -> int:
     return int(datetime.now(UTC).timestamp() * 1000)
 
 
-def _last_session_end(client: RLSessionsClient, rid: str, deadline: float) -> int | None:
-    ends = [
-        ms
-        for s in client.list_sessions(model_resources_id=rid, status=TERMINAL, deadline=deadline)
-        if (ms := to_ms(s.updated_at)) is not None
-    ]
-    return max(ends) if ends else None
+def read_use(client: RLSessionsClient, rid: str, *, force: bool, deadline: float) -> ResourceUse:
+    """Every session on ``rid`` (no status filter: unknown statuses must be seen), and how
+    many list items could not be read."""
+    skipped: list[Any] = []
+    sessions = list(
+        client.list_sessions(model_resources_id=rid, deadline=deadline, on_skipped=skipped.append)
+    )
+    return resource_use(sessions, unreadable=len(skipped), force=force)
 
 
 def find_idle(
@@ -65,38 +85,51 @@ def find_idle(
     created_by: str | None,
     deadline: float,
     clock: ServerClock | None = None,
-) -> tuple[list[IdleResource], int]:
-    """The resources the guard would stop right now (reads only), and the time it judged by:
-    the API's clock (HTTP ``Date``) when ``clock`` saw one, else the local one."""
+    force: bool = False,
+) -> list[Decision]:
+    """A decision for every READY resource listed (reads only), each judged on the API's clock
+    (HTTP ``Date``) right after its sessions were read, else on the local clock."""
+
+    def now() -> int:
+        return (clock.last_ms if clock is not None else None) or _now_ms()
+
     ready = list(
         client.list_model_resources(
             status=[ModelResourceStatus.READY], created_by=created_by, deadline=deadline
         )
     )
-    now_ms = (clock.last_ms if clock is not None else None) or _now_ms()
-    if not ready:
-        return [], now_ms
-    busy = busy_resources(client.list_sessions(status=ACTIVE, deadline=deadline))
-    rough = idle_candidates(ready, busy, policy, now_ms=now_ms)
-    ends = {}
-    for c in rough:
-        end = _last_session_end(client, c.resource.id, deadline)
-        if end is not None:
-            ends[c.resource.id] = end
-    final = idle_candidates(
-        [c.resource for c in rough], busy, policy, now_ms=now_ms, last_session_end_ms=ends
-    )
-    return final, now_ms
+    decisions = []
+    for r in ready:
+        # Sessions can only move the idle start later: a resource that is not idle by its own
+        # fields is not worth a request.
+        use = (
+            read_use(client, r.id, force=force, deadline=deadline)
+            if _worth_a_look(r, policy, now_ms=now())
+            else ResourceUse()
+        )
+        decisions.append(decide(r, use, policy, now_ms=now()))
+    return decisions
 
 
-def _price(client: RLSessionsClient, r: ModelResource) -> float | None:
+def _price(client: RLSessionsClient, r: ModelResource) -> tuple[float | None, str | None]:
     spec = ResourceSpec.of(r)
     try:
-        return client.estimate_model_resource_cost(
-            spec.base_model, **spec.request_kwargs()
-        ).price_per_hour
+        est = client.estimate_model_resource_cost(spec.base_model, **spec.request_kwargs())
     except TogetherRLError:
-        return None
+        return None, None
+    return est.price_per_hour, est.currency
+
+
+def _failed_runs(instance: dg.DagsterInstance, job_name: str, rid: str, since: int) -> int:
+    """Runs of this idle stretch that failed or were cancelled (their stop may not have
+    happened)."""
+    return instance.get_runs_count(
+        dg.RunsFilter(
+            job_name=job_name,
+            statuses=_FAILED,
+            tags={_RID_TAG: rid, _SINCE_TAG: str(since)},
+        )
+    )
 
 
 def build_idle_guard(
@@ -114,17 +147,27 @@ def build_idle_guard(
     minimum_interval_seconds: int = 300,
     tick_budget_seconds: float = DEFAULT_TICK_BUDGET_SECONDS,
     default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
+    stop_attempts: int = DEFAULT_STOP_ATTEMPTS,
+    spend_db_path: str | None = None,
 ) -> tuple[dg.JobDefinition, dg.SensorDefinition]:
     """A job stopping one idle resource per run, and the sensor that requests those runs.
 
     Args:
-        idle_seconds: how long a READY resource must have had no session attached.
+        idle_seconds: how long since a READY resource was last used (a session started or
+            ended on it, or it became READY).
         dry_run: only report what would be stopped and what it would save (default).
-        force: stop with ``force=true`` (also stops sessions attached meanwhile, anyone's).
+        force: also interrupt sessions already STOPPING (never any other status).
         created_by: ``"me"`` (default: only the caller's resources), a user id, or None (all).
         allow_ids / deny_ids / allow_base_models / deny_base_models: the policy lists
             (deny wins; empty allow lists allow everything).
+        stop_attempts: runs per idle stretch before giving up (a failed run is requested again).
+        spend_db_path: where the spend asset keeps its tables (default: its own default), so
+            the span of a stopped resource is recorded there.
     """
+    if idle_seconds <= 0:
+        raise dg.DagsterInvalidDefinitionError("idle_seconds must be > 0")
+    if stop_attempts < 1:
+        raise dg.DagsterInvalidDefinitionError("stop_attempts must be at least 1")
     policy = IdlePolicy(
         idle_seconds=idle_seconds,
         allow_ids=frozenset(allow_ids),
@@ -135,7 +178,6 @@ def build_idle_guard(
     op_name = f"{name}_stop"
     budget = _tick_budget(tick_budget_seconds)
 
-    # The run key is spent once requested: a transient failure is retried inside the run.
     @dg.op(
         name=op_name,
         required_resource_keys={resource_key},
@@ -145,45 +187,78 @@ def build_idle_guard(
         resource: TogetherRLResource = getattr(context.resources, resource_key)
         rid = config.model_resources_id
         deadline = monotonic_deadline(120.0)
-        meta: dict[str, Any] = {"model_resources_id": rid, "dry_run": config.dry_run}
         clock = ServerClock()
         with resource.get_client(server_clock=clock) as client:
+            # The resource first, then its sessions: a session attached in between is seen.
             r = client.get_model_resource(rid, deadline=deadline)
+            use = read_use(client, rid, force=config.force, deadline=deadline)
             now = clock.last_ms or _now_ms()
-            attached = list(
-                client.list_sessions(model_resources_id=rid, status=ACTIVE, deadline=deadline)
-            )
+            decision = decide(r, use, policy, now_ms=now)
             price = _price(client, r)
-            expires = to_ms(r.expires_at)
-            hours_left = max(0, (expires or now) - now) / 3_600_000
-            meta.update(
-                idle_minutes=round((now - (idle_since(r) or now)) / 60000, 1),
-                price_per_hour=price,
-                saves_until_expiry=None if price is None else round(price * hours_left, 4),
-            )
-            if r.status is not ModelResourceStatus.READY:
-                action = "skipped_not_ready"
-            elif attached:
-                action = "skipped_busy"
+            outcome = None
+            if not decision.stop:
+                action = f"skipped_{decision.verdict.value}"
             elif config.dry_run:
                 action = "would_stop"
             else:
-                outcome = stop_resource(client, rid, force=config.force, deadline=deadline)
+                # force only when a STOPPING session needs it; otherwise the API itself
+                # refuses the stop if a session attached since the re-read.
+                outcome = stop_resource(client, rid, force=use.interruptible > 0, deadline=deadline)
                 action = outcome.result
-                if outcome.detail:
-                    meta["detail"] = outcome.detail
-        meta["action"] = action
-        level = (
-            context.log.warning
-            if action in ("not_permitted", "refused_active_sessions")
-            else (context.log.info)
-        )
-        level(f"idle guard, model resource {rid}: {action} ({meta})")
+        meta: dict[str, Any] = {
+            "model_resources_id": rid,
+            "action": action,
+            "dry_run": config.dry_run,
+            "decision": decision.explain(),
+            "idle_minutes": round(decision.idle_ms / 60000, 1),
+            "idle_seconds_required": idle_seconds,
+            "live_sessions": len(decision.use.live),
+            "unreadable_sessions": decision.use.unreadable,
+            "price_per_hour": price[0],
+        }
+        if outcome is not None and outcome.detail:
+            meta["detail"] = outcome.detail
+        expires = to_ms(r.expires_at)
+        if price[0] is not None and expires is not None:
+            hours_left = max(0, expires - now) / 3_600_000
+            meta["saves_until_expiry"] = round(price[0] * hours_left, 4)
+        try:
+            after = outcome.resource if outcome is not None else None
+            span = record_stop(context.instance, spend_db_path, r, after, now_ms=now, price=price)
+            meta["billed_until"] = span.ready_until_ms
+        except Exception as exc:  # a spend table that cannot be written never undoes a stop
+            context.log.warning(f"idle guard: could not record the billed span of {rid}: {exc}")
+        stopped_or_would = action in ("stopped", "would_stop")
+        level = context.log.info if stopped_or_would else context.log.warning
+        level(f"idle guard, model resource {rid}: {action} ({decision.explain()})")
         return dg.Output(action, metadata={k: v for k, v in meta.items() if v is not None})
 
     @dg.job(name=name, tags={f"{TAG_PREFIX}guard": "idle"})
     def _guard_job() -> None:
         _stop_idle()
+
+    mode = "dry_run" if dry_run else "stop"
+    prefix = "idle_report" if dry_run else "idle_stop"
+
+    def _request(d: Decision, attempt: int) -> dg.RunRequest:
+        r = d.resource
+        since = d.idle_since_ms
+        key = f"{prefix}:{r.id}:{since}" + (f":retry{attempt - 1}" if attempt > 1 else "")
+        config = {"model_resources_id": r.id, "idle_since_ms": since}
+        config.update(dry_run=dry_run, force=force)
+        return dg.RunRequest(
+            run_key=key,
+            run_config={"ops": {op_name: {"config": config}}},
+            tags={
+                f"{TAG_PREFIX}event": "resource_idle",
+                _RID_TAG: r.id,
+                _SINCE_TAG: str(since),
+                f"{TAG_PREFIX}guard_mode": mode,
+                f"{TAG_PREFIX}guard_attempt": str(attempt),
+                f"{TAG_PREFIX}idle_minutes": str(d.idle_ms // 60000),
+                **({f"{TAG_PREFIX}base_model": r.base_model[:200]} if r.base_model else {}),
+            },
+        )
 
     def _guard_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
         deadline = time.monotonic() + budget
@@ -191,44 +266,40 @@ def build_idle_guard(
         clock = ServerClock()
         try:
             with resource.get_client(server_clock=clock) as client:
-                idle, now = find_idle(
-                    client, policy, created_by=created_by, deadline=deadline, clock=clock
+                decisions = find_idle(
+                    client,
+                    policy,
+                    created_by=created_by,
+                    deadline=deadline,
+                    clock=clock,
+                    force=force,
                 )
         except TRANSIENT_ERRORS as exc:
             return dg.SkipReason(f"Together RL API unavailable, will retry next tick: {exc}")
-        mode = "dry_run" if dry_run else "stop"
-        requests = []
-        for c in idle:
-            r = c.resource
-            prefix = "idle_report" if dry_run else "idle_stop"
-            requests.append(
-                dg.RunRequest(
-                    run_key=f"{prefix}:{r.id}:{c.idle_since_ms}",
-                    run_config={
-                        "ops": {
-                            op_name: {
-                                "config": {
-                                    "model_resources_id": r.id,
-                                    "idle_since_ms": c.idle_since_ms,
-                                    "dry_run": dry_run,
-                                    "force": force,
-                                }
-                            }
-                        }
-                    },
-                    tags={
-                        f"{TAG_PREFIX}event": "resource_idle",
-                        f"{TAG_PREFIX}model_resources_id": r.id,
-                        f"{TAG_PREFIX}guard_mode": mode,
-                        f"{TAG_PREFIX}idle_minutes": str(c.idle_ms(now) // 60000),
-                        **({f"{TAG_PREFIX}base_model": r.base_model[:200]} if r.base_model else {}),
-                    },
-                )
-            )
-        summary = f"{len(idle)} idle resource(s) ({mode}): " + (
-            ", ".join(f"{c.resource.id} idle {c.idle_ms(now) // 60000} min" for c in idle) or "none"
+        requests, gave_up, kept = [], [], []
+        for d in decisions:
+            if not d.stop:
+                if d.verdict not in (Verdict.NOT_PERMITTED, Verdict.RECENTLY_USED):
+                    kept.append(d.explain())
+                continue
+            assert d.idle_since_ms is not None
+            failed = _failed_runs(context.instance, name, d.resource.id, d.idle_since_ms)
+            if failed >= stop_attempts:
+                gave_up.append(f"{d.resource.id} ({failed} failed runs)")
+                continue
+            requests.append(_request(d, failed + 1))
+        stops = [d for d in decisions if d.stop]
+        summary = f"{len(stops)} idle resource(s) of {len(decisions)} READY ({mode})" + (
+            ": " + ", ".join(d.explain() for d in stops) if stops else ""
         )
+        if kept:
+            summary += "; kept: " + "; ".join(kept)
         context.log.info(summary)
+        if gave_up:
+            context.log.warning(
+                f"idle guard gave up on {', '.join(gave_up)}: every run to "
+                f"{'report' if dry_run else 'stop'} it failed; it is still idle and billing"
+            )
         if not requests:
             return dg.SkipReason(summary)
         return dg.SensorResult(run_requests=requests)
@@ -241,7 +312,7 @@ def build_idle_guard(
         default_status=default_status,
         required_resource_keys={resource_key},
         description=(
-            f"Stops READY Together RL model resources idle > {idle_seconds:g} s"
+            f"Stops READY Together RL model resources unused for {idle_seconds:g} s"
             + (" (dry run: reports only)" if dry_run else "")
         ),
     )

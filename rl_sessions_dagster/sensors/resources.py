@@ -24,6 +24,7 @@ from ..core.resources import (
     ResourceTrackerConfig,
     ResourceTrackerState,
     advance_resources,
+    status_changes,
 )
 from ..core.state import CursorError
 from ..resource import TogetherRLResource
@@ -31,6 +32,7 @@ from .definition import QuietSensorDefinition
 from .factory import DEFAULT_TICK_BUDGET_SECONDS, TRANSIENT_ERRORS, _tick_budget
 from .options import parse_kinds
 from .run_requests import TAG_PREFIX
+from .spend_spans import record_spans
 
 #: Reshape the default RunRequest of a resource event, or drop it (return None).
 ResourceRunRequestFn = Callable[[ResourceEvent, dg.RunRequest], dg.RunRequest | None]
@@ -170,8 +172,11 @@ def build_model_resource_sensor(
     minimum_interval_seconds: int = 30,
     default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
     description: str | None = None,
+    spend_db_path: str | None = None,
 ) -> dg.SensorDefinition:
-    """A sensor that requests one run per wanted model-resource event.
+    """A sensor that requests one run per wanted model-resource event, and records each
+    resource's billed span (READY until it leaves READY) whenever its status changes, so the
+    spend asset prices what it never saw (the end of READY has no event of its own).
 
     Args:
         job / target: where every run goes; or
@@ -185,6 +190,7 @@ def build_model_resource_sensor(
         resource_filter: which resources (creator, base model, predicate).
         run_request_fn: reshape each RunRequest (run config, tags) or drop it.
         max_runs_per_tick / tick_budget_seconds / lookback_seconds: as for the session sensors.
+        spend_db_path: where the spend asset keeps its tables (default: its own default).
     """
     job_of: dict[ResourceEventKind, str] = {}
     jobs: list[Any] | None = None
@@ -234,6 +240,14 @@ def build_model_resource_sensor(
             resources=listed,
             server_now_ms=clock.last_ms,
         )
+        moved = status_changes(state, listed)
+        spans = ""
+        if moved:
+            try:
+                changed = record_spans(context.instance, spend_db_path, moved, now_ms=obs.clock_ms)
+                spans = f"; {len(changed)} billed span(s) updated" if changed else ""
+            except Exception as exc:  # spend is a side record: never block the events
+                context.log.warning(f"could not record billed spans: {exc}")
         outcome = advance_resources(state, obs, config)
         for note in outcome.notes:
             context.log.warning(note)
@@ -246,7 +260,7 @@ def build_model_resource_sensor(
         summary = (
             f"{len(requests)} run(s) from {len(outcome.events)} event(s); "
             f"{len(listed)} resource(s) listed in {int((time.monotonic() - started) * 1000)} ms; "
-            f"tracking {len(outcome.state.tracked)}"
+            f"tracking {len(outcome.state.tracked)}{spans}"
         )
         if outcome.deferred:
             summary += f"; more events than max_runs_per_tick={max_runs_per_tick}, rest next tick"

@@ -2,6 +2,8 @@
 READY resources within the policy, each requested run executes for real; dry run reports and
 stops nothing, acting mode stops exactly once, refusals are reported and the guard goes on."""
 
+import re
+
 import dagster as dg
 import pytest
 
@@ -106,3 +108,64 @@ def test_transient_failure_skips(sim, instance, ticker, idle_world):
     sim.faults.add("GET /v1/rl/model-resources", status=503, times=10)
     data = ticker(defs, "together_rl_idle_guard_sensor").tick()
     assert "will retry" in data.skip_message
+
+
+def fail_run(instance, job, request, *, cancel=False):
+    """A guard run that ended badly (a crashed pod, a cancel from the UI), staged on the
+    instance with the tags the sensor gave it."""
+    run = instance.create_run_for_job(job, run_config=request.run_config, tags=request.tags)
+    (instance.report_run_canceled if cancel else instance.report_run_failed)(run)
+
+
+def test_a_failed_stop_is_requested_again_then_given_up(sim, instance, ticker, idle_world):
+    job, defs = setup(sim, instance, dry_run=False, stop_attempts=3, deny_ids=[idle_world["young"]])
+    t = ticker(defs, "together_rl_idle_guard_sensor")
+    (first,) = t.tick().run_requests
+    assert first.tags["together/guard_attempt"] == "1"
+    assert t.tick().run_requests[0].run_key == first.run_key  # nothing failed: same key
+    fail_run(instance, job, first)
+    (second,) = t.tick().run_requests
+    assert second.run_key == f"{first.run_key}:retry1"
+    assert second.tags["together/guard_attempt"] == "2"
+    fail_run(instance, job, second, cancel=True)
+    (third,) = t.tick().run_requests
+    assert third.run_key == f"{first.run_key}:retry2"
+    fail_run(instance, job, third)
+    data = t.tick()
+    assert data.run_requests == []
+    assert idle_world["idle"] in sim.world.billing_resources()  # nothing stopped it
+    # A fresh idle stretch (the resource was used) starts the count again.
+    sim.world.stop_session(sim.world.create_session(idle_world["idle"]), immediate=True)
+    sim.world.advance_clock(601)
+    (fresh,) = t.tick().run_requests
+    assert fresh.tags["together/guard_attempt"] == "1" and fresh.run_key != first.run_key
+    assert run(sim, instance, job, fresh)[0] == "stopped"
+
+
+def test_the_run_refuses_a_resource_used_after_the_decision(sim, instance, ticker, idle_world):
+    job, defs = setup(sim, instance, dry_run=False)
+    (req,) = ticker(defs, "together_rl_idle_guard_sensor").tick().run_requests
+    # A session is created on it and fails at once, between the decision and the run.
+    sim.world.create_session(idle_world["idle"], fail_at_creation=True)
+    action, meta = run(sim, instance, job, req)
+    assert action == "skipped_recently_used"
+    assert re.search(r": used \d s ago$", meta["decision"].value)
+    assert sim.world.stop_requests() == []
+
+
+def test_a_paused_session_keeps_the_resource_even_with_force(sim, instance, ticker, idle_world):
+    sid = sim.world.create_session(idle_world["idle"])
+    sim.world.set_status(sid, "TRAINING_SESSION_STATUS_PAUSED")
+    sim.world.advance_clock(900)
+    job, defs = setup(sim, instance, dry_run=False, force=True)
+    data = ticker(defs, "together_rl_idle_guard_sensor").tick()
+    (young,) = data.run_requests  # the idle one is kept, and the tick says why
+    assert young.tags["together/model_resources_id"] == idle_world["young"]
+    req = dg.RunRequest(
+        run_config={"ops": {"together_rl_idle_guard_stop": {"config": {
+            "model_resources_id": idle_world["idle"], "idle_since_ms": 0, "dry_run": False,
+            "force": True}}}},
+    )  # fmt: skip
+    action, meta = run(sim, instance, job, req)
+    assert action == "skipped_busy" and meta["live_sessions"].value == 1
+    assert sim.world.stop_requests() == []

@@ -36,7 +36,7 @@ from .constants import (
     session_status,
 )
 from .errors import SimulatorError, bad_request
-from .state import US, Resource, Session, locked
+from .state import US, Resource, Session, StopRequest, locked
 
 DEFAULT_LORA_CONFIG: dict[str, Any] = {
     "rank": 32,
@@ -124,24 +124,39 @@ class LifecycleMixin(CheckpointsMixin):
         """Stop a resource as ``POST …/stop`` does: 400 if already stopped or, without ``force``,
         while sessions are active; a forced stop also stops every attached session."""
         r = self._resource(resource_id)
+        now = self._now()
+        active = self._active_sessions(r)
+        gone = r.status in (RESOURCE_STOPPING, RESOURCE_STOPPED, RESOURCE_ERROR)
+        accepted = not r.protected and not gone and (force or not active)
+        sessions = tuple(
+            (s.id, s.status, s.created_at, s.updated_at)
+            for s in (self._sessions[sid] for sid in r.session_ids)
+        )
+        self._stop_requests.append(
+            StopRequest(r.id, now, r.status, force, accepted, sessions, r.ready_at)
+        )
         if r.protected:
             raise SimulatorError(
                 403, f"not allowed to stop model resource {r.id}", code="permission_denied"
             )
-        if r.status in (RESOURCE_STOPPING, RESOURCE_STOPPED, RESOURCE_ERROR):
+        if gone:
             raise bad_request(f"model resource {r.id} is already {r.status}", code="not_active")
-        active = self._active_sessions(r)
         if active and not force:
             raise bad_request(
                 f"model resource {r.id} has {len(active)} active session(s); pass force=true",
                 param="force",
                 code="sessions_active",
             )
-        now = self._now()
         for s in active:
             self._stop(s, now, immediate=False)
         self._set_resource_status(r, RESOURCE_STOPPING, now)
         self._schedule(now + round(self.resource_stop_delay * US), "resource_stop", r.id)
+
+    @locked
+    def stop_requests(self) -> list[StopRequest]:
+        """Every stop asked of the world (refused ones too), with the resource's sessions at
+        that instant: lets a test check that nothing in use was ever asked to stop."""
+        return list(self._stop_requests)
 
     @locked
     def extend_expiry(self, resource_id: str, seconds: float) -> None:

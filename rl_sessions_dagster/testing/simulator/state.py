@@ -93,6 +93,21 @@ class Session:
     json: bytes | None = None
 
 
+@dataclass(frozen=True)
+class StopRequest:
+    """A stop the world was asked for, with what was on the resource at that instant: the
+    oracle for "never stopped a GPU in use" (``stop_requests()``)."""
+
+    resource_id: str
+    at_us: int
+    status: str
+    force: bool
+    accepted: bool
+    #: (session id, status, created µs, updated µs) of every session ever on the resource.
+    sessions: tuple[tuple[str, str, int, int], ...]
+    ready_at_us: int | None
+
+
 @dataclass(slots=True, eq=False)
 class Resource:
     """A model resource (GPU allocation) that sessions attach to."""
@@ -211,6 +226,7 @@ class WorldBase:
         self._chat_names: dict[str, str] | None = None
         self.response_hook: ResponseHook | None = None
         self.expiry_refresh_us = 60 * US
+        self._stop_requests: list[StopRequest] = []
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
