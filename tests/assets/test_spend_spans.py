@@ -152,7 +152,7 @@ def test_spend_is_within_one_percent_of_the_bill(tmp_path_factory, plans, stop_d
         t, horizon = 0, max(s + 60 + n for s, n, _ in plans) + 1200
         ticker.tick()
         while t < horizon:
-            for at, action, i in [e for e in timeline if t <= e[0] < t + 30]:
+            for _, action, i in [e for e in timeline if t <= e[0] < t + 30]:
                 if action == "create":
                     rids[i] = world.create_model_resource(
                         MODEL, status="PENDING", inactive_timeout=86400

@@ -2,10 +2,10 @@
 
 from datetime import UTC, datetime
 
-from rl_sessions_dagster.api.models import ModelResource, TrainingSession
 from hypothesis import given
 from hypothesis import strategies as st
 
+from rl_sessions_dagster.api.models import ModelResource, TrainingSession
 from rl_sessions_dagster.core.idle import (
     IdlePolicy,
     ResourceUse,

@@ -111,7 +111,7 @@ def build_world(sim: RLSimulator, specs) -> tuple[dict[str, set[str]], set[str]]
             w.advance_clock(at - now)
             now = at
         w.stop_session(sid, immediate=True)
-    if 3 * IDLE > now:
+    if now < 3 * IDLE:
         w.advance_clock(3 * IDLE - now)
     return kinds, unreadable
 
