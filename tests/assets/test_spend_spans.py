@@ -113,6 +113,7 @@ def test_open_spans_are_measured_on_the_api_clock(tmp_path):
 ends = st.sampled_from(["stop", "expire", "fail", "guard", "open"])
 
 
+@pytest.mark.slow
 @settings(
     max_examples=10,
     deadline=None,

@@ -29,6 +29,8 @@ from rl_sessions_dagster.testing.simulator import SimulatedWorld
 
 from .conftest import API_KEY, make_resource
 
+pytestmark = pytest.mark.slow
+
 IDLE = 600
 US = 1_000_000
 TERMINAL = {
