@@ -5,12 +5,14 @@ fresh :class:`~rl_sessions_dagster.api.RLSessionsClient` in :meth:`get_client`. 
 calls the API at definition load.
 """
 
+import dataclasses
 from typing import Any
 
 import dagster as dg
 from pydantic import Field
 
 from .api import API_KEY_ENV, DEFAULT_BASE_URL, RetryPolicy, RLSessionsClient, ServerClock
+from .retry_log import Log, RetryLog, current_tick_retry_log
 
 _SECRET: dict[str, Any] = {"dagster__is_secret": True}
 
@@ -82,19 +84,47 @@ class TogetherRLResource(dg.ConfigurableResource):
             deadline=self.call_deadline,
         )
 
-    def get_client(self, *, server_clock: ServerClock | None = None) -> RLSessionsClient:
+    def get_client(
+        self, *, server_clock: ServerClock | None = None, log: Log | None = None
+    ) -> RLSessionsClient:
         """A new client; close it (or use ``with``) when done.
+
+        Each retry of the client is written as a WARNING to ``log`` (e.g. ``context.log`` of
+        your op or sensor); by default to the log of the sensor tick or run using the resource
+        (see :meth:`_retry_log`). ``client.stats.retries`` counts them.
 
         Raises :class:`~rl_sessions_dagster.api.ConfigurationError` naming ``TOGETHER_API_KEY``
         when no key is configured, and for a malformed or plain-http non-loopback base URL.
         """
+        policy = self.retry_policy()
+        retries = self._retry_log(log)
+        if retries is not None:
+            policy = dataclasses.replace(policy, on_retry=retries)
         return RLSessionsClient(
             api_key=self.api_key,
             base_url=self.base_url,
             timeout=self.request_timeout,
-            retry=self.retry_policy(),
+            retry=policy,
             on_response=server_clock,
         )
+
+    # -- retries in Dagster's logs (issue #18) ---------------------------------------------
+
+    def _retry_log(self, log: Log | None) -> RetryLog | None:
+        """Where a new client reports its retries: ``log`` if given; else the tick being
+        evaluated (every sensor of this library opens one); else the log Dagster handed the
+        resource when it initialised it for a run (its event log, attributed to the step).
+        None outside Dagster: the ``rl_sessions_dagster.api`` Python logger still has them."""
+        if log is not None:
+            return RetryLog(log)
+        tick = current_tick_retry_log()
+        if tick is not None:
+            return tick
+        try:
+            run_log = self.get_resource_context().log
+        except Exception:  # built by hand, never initialised by Dagster
+            return None
+        return None if run_log is None else RetryLog(run_log)
 
 
 __all__ = ["ServerClock", "TogetherRLResource"]
