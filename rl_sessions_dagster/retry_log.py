@@ -53,8 +53,7 @@ class RetryLog:
     def __call__(self, event: RetryEvent) -> None:
         with self._lock:
             self.by_endpoint[event.endpoint] += 1
-        # %s keeps Dagster from formatting the text a second time (a path may hold a '%').
-        self.log.warning("%s", event.describe())
+        self.log.warning(event.describe())  # no args: a '%' in a path is never formatted
 
     def take_count(self) -> int:
         """The count, for a summary line that reports it (no extra summary is then written)."""
