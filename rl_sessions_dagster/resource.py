@@ -74,8 +74,10 @@ class TogetherRLResource(dg.ConfigurableResource):
         "limit beyond max_attempts). Sensors pass their own tick budget on top of this.",
     )
 
-    def retry_policy(self) -> RetryPolicy:
-        return RetryPolicy(
+    def retry_policy(self, *, log: Log | None = None) -> RetryPolicy:
+        """The configured policy, for your own HTTP calls too; its retries are logged where the
+        client's are (see :meth:`get_client`)."""
+        policy = RetryPolicy(
             max_attempts=self.max_attempts,
             backoff_initial=self.backoff_initial,
             backoff_max=self.backoff_max,
@@ -83,6 +85,8 @@ class TogetherRLResource(dg.ConfigurableResource):
             retry_after_cap=self.retry_after_cap,
             deadline=self.call_deadline,
         )
+        retries = self._retry_log(log)
+        return policy if retries is None else dataclasses.replace(policy, on_retry=retries)
 
     def get_client(
         self, *, server_clock: ServerClock | None = None, log: Log | None = None
@@ -96,15 +100,11 @@ class TogetherRLResource(dg.ConfigurableResource):
         Raises :class:`~rl_sessions_dagster.api.ConfigurationError` naming ``TOGETHER_API_KEY``
         when no key is configured, and for a malformed or plain-http non-loopback base URL.
         """
-        policy = self.retry_policy()
-        retries = self._retry_log(log)
-        if retries is not None:
-            policy = dataclasses.replace(policy, on_retry=retries)
         return RLSessionsClient(
             api_key=self.api_key,
             base_url=self.base_url,
             timeout=self.request_timeout,
-            retry=policy,
+            retry=self.retry_policy(log=log),
             on_response=server_clock,
         )
 
