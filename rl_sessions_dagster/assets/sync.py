@@ -26,7 +26,6 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
-from ..api import RLSessionsClient
 from ..api.models import TrainingSession
 from ..api.pages import SkippedItem
 from ..core.filters import SessionFilter
@@ -419,6 +418,14 @@ def build_session_sync_asset(
         path = _resolve_db_path(config.db_path, db_path, context.instance.root_directory)
         client = resource.get_client()
         skipped: list[SkippedItem] = []
+
+        def progress(s: SyncStats) -> None:  # while the walk runs; a list page is one call
+            context.log.info(
+                f"sync in progress: {client.stats.calls} page(s) read, {s.sessions_seen} sessions"
+                f" and {s.checkpoints_seen} checkpoints so far, {client.stats.retries} API "
+                "request(s) retried"
+            )
+
         try:
             store = factory(path)
             try:
@@ -436,7 +443,7 @@ def build_session_sync_asset(
                     keep=flt.matches if flt is not None else None,
                     newest_limit=config.newest_sessions,
                     mark_missing=flt is None,
-                    on_progress=lambda s: _log_progress(context, s, client),
+                    on_progress=progress,
                     progress_seconds=config.progress_seconds,
                 )
                 counts = store.counts()
@@ -469,20 +476,6 @@ def build_session_sync_asset(
         return dg.MaterializeResult(metadata=sync_metadata(stats, counts, path))
 
     return _sync_asset
-
-
-def _log_progress(
-    context: dg.AssetExecutionContext, stats: SyncStats, client: RLSessionsClient
-) -> None:
-    """One line while the walk runs: a list page is one client call."""
-    context.log.info(
-        "sync in progress: %d page(s) read, %d sessions and %d checkpoints so far, "
-        "%d API request(s) retried",
-        client.stats.calls,
-        stats.sessions_seen,
-        stats.checkpoints_seen,
-        client.stats.retries,
-    )
 
 
 def build_sync_definitions(
