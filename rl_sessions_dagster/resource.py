@@ -5,12 +5,14 @@ fresh :class:`~rl_sessions_dagster.api.RLSessionsClient` in :meth:`get_client`. 
 calls the API at definition load.
 """
 
+import dataclasses
 from typing import Any
 
 import dagster as dg
 from pydantic import Field
 
 from .api import API_KEY_ENV, DEFAULT_BASE_URL, RetryPolicy, RLSessionsClient, ServerClock
+from .retry_log import Log, RetryLog, current_tick_retry_log
 
 _SECRET: dict[str, Any] = {"dagster__is_secret": True}
 
@@ -72,8 +74,10 @@ class TogetherRLResource(dg.ConfigurableResource):
         "limit beyond max_attempts). Sensors pass their own tick budget on top of this.",
     )
 
-    def retry_policy(self) -> RetryPolicy:
-        return RetryPolicy(
+    def retry_policy(self, *, log: Log | None = None) -> RetryPolicy:
+        """The configured policy, for your own HTTP calls too; its retries are logged where the
+        client's are (see :meth:`get_client`)."""
+        policy = RetryPolicy(
             max_attempts=self.max_attempts,
             backoff_initial=self.backoff_initial,
             backoff_max=self.backoff_max,
@@ -81,9 +85,17 @@ class TogetherRLResource(dg.ConfigurableResource):
             retry_after_cap=self.retry_after_cap,
             deadline=self.call_deadline,
         )
+        retries = self._retry_log(log)
+        return policy if retries is None else dataclasses.replace(policy, on_retry=retries)
 
-    def get_client(self, *, server_clock: ServerClock | None = None) -> RLSessionsClient:
+    def get_client(
+        self, *, server_clock: ServerClock | None = None, log: Log | None = None
+    ) -> RLSessionsClient:
         """A new client; close it (or use ``with``) when done.
+
+        Each retry of the client is written as a WARNING to ``log`` (e.g. ``context.log`` of
+        your op or sensor); by default to the log of the sensor tick or run using the resource
+        (see :meth:`_retry_log`). ``client.stats.retries`` counts them.
 
         Raises :class:`~rl_sessions_dagster.api.ConfigurationError` naming ``TOGETHER_API_KEY``
         when no key is configured, and for a malformed or plain-http non-loopback base URL.
@@ -92,9 +104,27 @@ class TogetherRLResource(dg.ConfigurableResource):
             api_key=self.api_key,
             base_url=self.base_url,
             timeout=self.request_timeout,
-            retry=self.retry_policy(),
+            retry=self.retry_policy(log=log),
             on_response=server_clock,
         )
+
+    # -- retries in Dagster's logs (issue #18) ---------------------------------------------
+
+    def _retry_log(self, log: Log | None) -> RetryLog | None:
+        """Where a new client reports its retries: ``log`` if given; else the tick being
+        evaluated (every sensor of this library opens one); else the log Dagster handed the
+        resource when it initialised it for a run (its event log, attributed to the step).
+        None outside Dagster: the ``rl_sessions_dagster.api`` Python logger still has them."""
+        if log is not None:
+            return RetryLog(log)
+        tick = current_tick_retry_log()
+        if tick is not None:
+            return tick
+        try:
+            run_log = self.get_resource_context().log
+        except Exception:  # built by hand, never initialised by Dagster
+            return None
+        return None if run_log is None else RetryLog(run_log)
 
 
 __all__ = ["ServerClock", "TogetherRLResource"]

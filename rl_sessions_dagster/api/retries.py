@@ -44,13 +44,58 @@ DelaySource = Literal["retry-after", "backoff"]
 
 @dataclass(frozen=True)
 class RetryEvent:
-    """What :attr:`RetryPolicy.on_retry` receives before each sleep."""
+    """What :attr:`RetryPolicy.on_retry` receives before each sleep.
+
+    Everything in it is safe to log: ``endpoint`` is ``"METHOD /path"`` (no host, no query) and
+    the error's text was scrubbed of the key when it was built. :meth:`describe` is the one-line
+    form the Dagster integration writes to a run's or a tick's log.
+    """
 
     endpoint: str
     attempt: int  # the attempt that just failed, 1-based
     error: TogetherRLError
     delay: float
     delay_source: DelaySource
+    #: The policy's attempt limit (None when the event was built without one).
+    max_attempts: int | None = None
+
+    @property
+    def method(self) -> str:
+        return self.endpoint.partition(" ")[0]
+
+    @property
+    def path(self) -> str:
+        return self.endpoint.partition(" ")[2]
+
+    @property
+    def status_code(self) -> int | None:
+        return self.error.status_code
+
+    @property
+    def retry_after_honoured(self) -> bool:
+        """Whether the wait is the server's ``Retry-After`` rather than our backoff."""
+        return self.delay_source == "retry-after"
+
+    def failure(self) -> str:
+        """``"HTTP 503 (ServerError)"`` or, with no response, the error class alone."""
+        kind = type(self.error).__name__
+        return kind if self.status_code is None else f"HTTP {self.status_code} ({kind})"
+
+    def describe(self) -> str:
+        """One key-free line: endpoint, failure, attempt n/max, wait and where it came from.
+
+        The error's message is left out on purpose: it can quote a server body (scrubbed, but
+        long); the request id is kept, since it is what support asks for.
+        """
+        of = f"/{self.max_attempts}" if self.max_attempts else ""
+        source = "Retry-After honoured" if self.retry_after_honoured else "backoff"
+        line = (
+            f"Together API retry: {self.endpoint} failed with {self.failure()} on attempt "
+            f"{self.attempt}{of}; retrying in {self.delay:.2f} s ({source})"
+        )
+        if self.error.request_id:
+            line += f" [request_id={self.error.request_id}]"
+        return line
 
 
 def parse_retry_after(headers: httpx.Headers) -> float | None:
@@ -173,7 +218,14 @@ class RetryPolicy:
         )  # fmt: skip
         if self.on_retry is not None:
             self.on_retry(
-                RetryEvent(endpoint, state.attempt_number, error, state.upcoming_sleep, source)
+                RetryEvent(
+                    endpoint,
+                    state.attempt_number,
+                    error,
+                    state.upcoming_sleep,
+                    source,
+                    max_attempts=self.max_attempts,
+                )
             )
 
     def _give_up(

@@ -314,10 +314,13 @@ def build_spend_asset(
         context.log.info(
             f"spend: ${report.spend.total_cost:.2f} over {len(report.spans)} resource(s), "
             f"{len(report.spend.session_ms)} session(s); "
-            f"{report.price_requests} estimate-cost request(s)"
+            f"{report.price_requests} estimate-cost request(s), "
+            f"{client.stats.requests} API request(s) ({client.stats.retries} retried)"
         )
-        return dg.MaterializeResult(
-            metadata=spend_metadata(report, now_ms=now, rows=config.table_rows, path=path)
-        )
+        metadata = spend_metadata(report, now_ms=now, rows=config.table_rows, path=path)
+        # Each retry is a WARNING in this run's log (the resource routes them there).
+        metadata["api_requests"] = dg.MetadataValue.int(client.stats.requests)
+        metadata["api_retries"] = dg.MetadataValue.int(client.stats.retries)
+        return dg.MaterializeResult(metadata=metadata)
 
     return _spend_asset

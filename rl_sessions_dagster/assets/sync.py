@@ -94,6 +94,12 @@ class SyncConfig(dg.Config):
     newest_sessions: int = Field(
         default=10, ge=0, le=100, description="Rows in the 'newest_sessions' metadata table."
     )
+    progress_seconds: float = Field(
+        default=10.0,
+        ge=0,
+        description="Log a progress line (pages, sessions, checkpoints, retries so far) at most "
+        "this often while the sync runs; 0 logs one per session.",
+    )
 
 
 class SyncStats:
@@ -109,6 +115,8 @@ class SyncStats:
         self.seen_by_status: Counter[str] = Counter()
         self.api_requests = 0
         self.api_calls = 0
+        #: Requests sent again after a transient failure (each one is a WARNING in the run log).
+        self.api_retries = 0
         self.seconds = 0.0
         #: List items the API sent that could not be read (not in the table; see metadata).
         self.skipped: list[SkippedItem] = []
@@ -162,6 +170,8 @@ def run_sync(
     newest_limit: int = 10,
     synced_at: datetime | None = None,
     mark_missing: bool = False,
+    on_progress: Callable[[SyncStats], None] | None = None,
+    progress_seconds: float = 10.0,
 ) -> SyncStats:
     """Upsert every session of ``sessions`` (and its embedded checkpoints) into ``store``.
 
@@ -170,10 +180,12 @@ def run_sync(
     create) is written once. ``keep`` drops sessions client-side (name / W&B filters).
     ``mark_missing``: once the walk is complete, stored sessions it did not list get
     ``missing_since`` (only meaningful for an unfiltered walk; stores without it are skipped).
+    ``on_progress`` gets the running stats at most every ``progress_seconds`` (checked per
+    session), so a long walk is visible while it runs and not only at the end.
     """
     now = synced_at or datetime.now(UTC)
     stats = SyncStats(newest_limit)
-    started = time.perf_counter()
+    started = last_progress = time.perf_counter()
     seen: set[str] = set()
     session_buf: list[SessionRow] = []
     checkpoint_buf: list[CheckpointRow] = []
@@ -189,6 +201,9 @@ def run_sync(
         stats.observe(row, len(rows))
         session_buf.append(row)
         checkpoint_buf.extend(rows)
+        if on_progress is not None and time.perf_counter() - last_progress >= progress_seconds:
+            on_progress(stats)
+            last_progress = time.perf_counter()
         if len(session_buf) >= batch_size or len(checkpoint_buf) >= batch_size:
             _flush(store, session_buf, checkpoint_buf, stats)
     _flush(store, session_buf, checkpoint_buf, stats)
@@ -254,6 +269,7 @@ def sync_metadata(
         "sessions_missing": dg.MetadataValue.int(counts.sessions_missing),
         "sessions_marked_missing": dg.MetadataValue.int(stats.sessions_marked_missing),
         "api_requests": dg.MetadataValue.int(stats.api_requests),
+        "api_retries": dg.MetadataValue.int(stats.api_retries),
         "sync_seconds": dg.MetadataValue.float(round(stats.seconds, 3)),
         # Sessions the API listed but this library could not read: not in the table.
         "skipped_items": dg.MetadataValue.int(len(stats.skipped)),
@@ -402,6 +418,14 @@ def build_session_sync_asset(
         path = _resolve_db_path(config.db_path, db_path, context.instance.root_directory)
         client = resource.get_client()
         skipped: list[SkippedItem] = []
+
+        def progress(s: SyncStats) -> None:  # while the walk runs; a list page is one call
+            context.log.info(
+                f"sync in progress: {client.stats.calls} page(s) read, {s.sessions_seen} sessions"
+                f" and {s.checkpoints_seen} checkpoints so far, {client.stats.retries} API "
+                "request(s) retried"
+            )
+
         try:
             store = factory(path)
             try:
@@ -419,12 +443,15 @@ def build_session_sync_asset(
                     keep=flt.matches if flt is not None else None,
                     newest_limit=config.newest_sessions,
                     mark_missing=flt is None,
+                    on_progress=progress,
+                    progress_seconds=config.progress_seconds,
                 )
                 counts = store.counts()
             finally:
                 store.close()
             stats.api_requests = client.stats.requests
             stats.api_calls = client.stats.calls
+            stats.api_retries = client.stats.retries
             stats.skipped = skipped
         finally:
             client.close()
@@ -436,12 +463,13 @@ def build_session_sync_asset(
                 item.reason,
             )
         context.log.info(
-            "synced %d sessions and %d checkpoints in %.1f s with %d API requests; "
+            "synced %d sessions and %d checkpoints in %.1f s with %d API requests (%d retried); "
             "sessions %s, checkpoints %s",
             stats.sessions_seen,
             stats.checkpoints_seen,
             stats.seconds,
             stats.api_requests,
+            stats.api_retries,
             stats.sessions_written.as_dict(),
             stats.checkpoints_written.as_dict(),
         )

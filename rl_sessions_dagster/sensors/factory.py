@@ -41,6 +41,7 @@ from ..core.filters import SessionFilter
 from ..core.poll import collect
 from ..partitions import CHECKPOINT_ASSET_KEY, CHECKPOINT_PARTITIONS
 from ..resource import TogetherRLResource
+from ..retry_log import current_tick_retry_log
 from .cursor_history import previous_tick_failed_loudly, read_tracker_state
 from .definition import QuietSensorDefinition
 from .options import (
@@ -176,9 +177,11 @@ def _evaluate_tick(
 
     built = _build_requests(outcome.events, plan)
     elapsed_ms = int((time.monotonic() - started) * 1000)
+    tick_retries = current_tick_retry_log()  # each retry is a WARNING line above this one
+    retried = tick_retries.take_count() if tick_retries else client.stats.retries
     summary = (
         f"{len(built.run_requests)} run(s) from {len(outcome.events)} event(s); "
-        f"{collected.requests} API request(s) in {elapsed_ms} ms; "
+        f"{collected.requests} API request(s) ({retried} retried) in {elapsed_ms} ms; "
         f"tracking {len(outcome.state.tracked)} session(s)"
     )
     if outcome.deferred:

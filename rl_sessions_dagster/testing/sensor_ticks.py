@@ -10,6 +10,10 @@ explicitly. This wraps those details so users can unit-test their own wiring::
         sim.world.add_inference_checkpoint(session_id)
         assert len(ticker.tick().run_requests) == 1
 
+Each tick's ``context.log`` is stored the way the daemon stores it (under a log key, in the
+instance's compute log manager), so ``ticker.log_messages()`` shows what the tick's page in the
+UI would: the summary line, warnings, and one line per API retry.
+
 Every run request the ticker returns names its job: Dagster leaves ``job_name`` empty when a
 sensor targets a single job (the daemon fills it in when it launches the run), so the ticker
 fills it the same way and tests can assert where each run goes.
@@ -17,10 +21,15 @@ fills it the same way and tests can assert where each run goes.
 Imports Dagster: not re-exported from ``rl_sessions_dagster.testing`` (which stays light).
 """
 
+import uuid
+from collections.abc import Mapping
 from typing import Any
 
 import dagster as dg
+from dagster._core.definitions.instigation_logger import get_instigation_log_records
 from dagster._core.definitions.sensor_definition import SensorExecutionData
+from dagster._core.execution.build_resources import wrap_resources_for_execution
+from dagster._core.log_manager import LOG_RECORD_METADATA_ATTR
 from dagster_shared.record import replace
 
 
@@ -43,15 +52,23 @@ class SensorTicker:
         self.resources = resources if resources is not None else dict(defs.resources or {})
         self.cursor = cursor
         self.history: list[SensorExecutionData] = []
+        #: The log key of each tick, in order (what the daemon stores on a tick).
+        self.log_keys: list[list[str]] = []
+        self._run_id = uuid.uuid4().hex[:8]
 
     def tick(self) -> SensorExecutionData:
-        with dg.build_sensor_context(
-            instance=self.instance,
+        # build_sensor_context has no log_key: built like the daemon builds it instead.
+        log_key = ["sensor_ticker", self._run_id, self.sensor.name, str(len(self.log_keys))]
+        self.log_keys.append(log_key)
+        with dg.SensorEvaluationContext(
             instance_ref=self.instance.get_ref(),
-            definitions=self.defs,
             cursor=self.cursor,
-            resources=self.resources,
+            log_key=log_key,
+            repository_name=self.defs.get_repository_def().name,
+            instance=self.instance,
             sensor_name=self.sensor.name,
+            resources=wrap_resources_for_execution(self.resources),
+            definitions=self.defs,
         ) as context:
             data = self.sensor.evaluate_tick(context)
         data = self._with_job_names(data)
@@ -73,3 +90,17 @@ class SensorTicker:
     def run_keys(self) -> list[str]:
         """Every run key requested so far, in order."""
         return [r.run_key for d in self.history for r in (d.run_requests or []) if r.run_key]
+
+    def log_records(self, tick: int = -1) -> list[Mapping[str, Any]]:
+        """The stored log records of one tick (default: the last), as the UI reads them."""
+        if not self.log_keys:
+            return []
+        return list(get_instigation_log_records(self.instance, self.log_keys[tick]))
+
+    def log_messages(self, tick: int = -1) -> list[tuple[str, str]]:
+        """``(level name, message)`` of each line one tick logged (default: the last)."""
+        out = []
+        for record in self.log_records(tick):
+            meta = record.get(LOG_RECORD_METADATA_ATTR) or {}
+            out.append((str(record.get("levelname")), str(meta.get("orig_message", record["msg"]))))
+        return out

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+from dagster._core.definitions.instigation_logger import get_instigation_log_records
 from dagster._core.scheduler.instigation import TickStatus
 from dagster._serdes import serialize_value
 
@@ -217,9 +218,11 @@ def test_api_key_appears_nowhere_dagster_or_the_library_writes(tmp_path):
             finder.text(where + " message", entry.message)
             finder.text(where + " payload", serialize_value(entry))
 
-    # 2. Every tick of every sensor and schedule: cursor, error, skip reason, log key.
+    # 2. Every tick of every sensor and schedule: cursor, error, skip reason, log key, and the
+    #    log lines the daemon stored for it (where the API retries are reported).
     failure_errors = []
     skip_reasons = []
+    retry_lines = []
     for state in instance.all_instigator_state():
         finder.text(f"instigator {state.instigator_name} state", serialize_value(state))
         for tick in instance.get_ticks(state.instigator_origin_id, state.selector_id, limit=10_000):
@@ -229,12 +232,18 @@ def test_api_key_appears_nowhere_dagster_or_the_library_writes(tmp_path):
             finder.text(where + " log key", tick.log_key)
             finder.text(where + " error", tick.error.to_string() if tick.error else "")
             finder.text(where, serialize_value(tick))
+            records = get_instigation_log_records(instance, tick.log_key) if tick.log_key else []
+            for record in records:
+                finder.text(where + " log", record)
+                if "Together API retry: GET /v1/rl/" in str(record.get("msg")):
+                    retry_lines.append(record)
             if tick.status == TickStatus.FAILURE:
                 failure_errors.append(tick.error.to_string())
             if tick.skip_reason:
                 skip_reasons.append(tick.skip_reason)
     assert any("AuthenticationError" in e or "401" in e for e in failure_errors)
     assert any("unavailable" in s for s in skip_reasons), "the transient faults left no trace"
+    assert retry_lines and all(r["levelname"] == "WARNING" for r in retry_lines)
 
     # 3. Every asset's materializations, observations and check evaluations.
     for key in instance.get_asset_keys():

@@ -1,0 +1,89 @@
+"""Retries where users look: every retry of the API client becomes a WARNING in the Dagster log
+of the run or sensor tick that made it, and is counted.
+
+Why: a retry used to reach only the ``rl_sessions_dagster.api`` Python logger at INFO, which
+nothing forwards, so two 503s during a sync left no trace in the run's event log (issue #18).
+The API layer stays Dagster-free and only offers the hook (``RetryPolicy.on_retry`` with a
+key-free :class:`~rl_sessions_dagster.api.RetryEvent`); this module turns events into lines.
+It imports no Dagster either: any object with ``warning``/``info`` methods is a log.
+
+Which log a client writes to is chosen by ``TogetherRLResource.get_client``: an explicit
+``log=``, else the log of the sensor tick being evaluated (:func:`tick_retry_log`, entered by
+every sensor of this library), else the log Dagster gave the resource for the run.
+"""
+
+import contextlib
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from contextvars import ContextVar
+from typing import Any, Protocol
+
+from .api import RetryEvent
+
+__all__ = ["Log", "RetryLog", "current_tick_retry_log", "tick_retry_log"]
+
+
+class Log(Protocol):
+    """What a retry log needs: ``logging.Logger``, Dagster's ``context.log`` and its log
+    manager all qualify."""
+
+    def warning(self, msg: str, *args: Any, **kwargs: Any) -> Any: ...
+
+    def info(self, msg: str, *args: Any, **kwargs: Any) -> Any: ...
+
+
+class RetryLog:
+    """An ``on_retry`` hook: one WARNING per retry on ``log``, counted per endpoint.
+
+    Thread-safe, so one instance can serve every client of a tick.
+    """
+
+    def __init__(self, log: Log) -> None:
+        self.log = log
+        self.by_endpoint: Counter[str] = Counter()
+        #: Set once a summary line has reported :attr:`count` (see :meth:`take_count`).
+        self.summarised = False
+        self._lock = threading.Lock()
+
+    @property
+    def count(self) -> int:
+        return self.by_endpoint.total()
+
+    def __call__(self, event: RetryEvent) -> None:
+        with self._lock:
+            self.by_endpoint[event.endpoint] += 1
+        self.log.warning(event.describe())  # no args: a '%' in a path is never formatted
+
+    def take_count(self) -> int:
+        """The count, for a summary line that reports it (no extra summary is then written)."""
+        self.summarised = True
+        return self.count
+
+    def summary(self) -> str:
+        """``"3 API request(s) retried this tick: GET /v1/rl/training-sessions (3)"``."""
+        parts = ", ".join(f"{endpoint} ({n})" for endpoint, n in self.by_endpoint.most_common())
+        return f"{self.count} API request(s) retried this tick: {parts}"
+
+
+_TICK: ContextVar[RetryLog | None] = ContextVar("rl_sessions_dagster_tick_retry_log", default=None)
+
+
+@contextlib.contextmanager
+def tick_retry_log(log: Log) -> Iterator[RetryLog]:
+    """While a sensor tick is evaluated, clients made by the resource log retries to ``log``.
+
+    A context variable, set and reset around the evaluation: nothing process-wide changes, and
+    a tick evaluated in another thread keeps its own log.
+    """
+    retries = RetryLog(log)
+    token = _TICK.set(retries)
+    try:
+        yield retries
+    finally:
+        _TICK.reset(token)
+
+
+def current_tick_retry_log() -> RetryLog | None:
+    """The retry log of the sensor tick being evaluated in this context, if any."""
+    return _TICK.get()
