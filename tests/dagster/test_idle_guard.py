@@ -133,6 +133,8 @@ def test_a_failed_stop_is_requested_again_then_given_up(sim, instance, ticker, i
     fail_run(instance, job, third)
     data = t.tick()
     assert data.run_requests == []
+    (warning,) = [m for level, m in t.log_messages() if level == "WARNING"]
+    assert "gave up" in warning and idle_world["idle"] in warning and "3 failed runs" in warning
     assert idle_world["idle"] in sim.world.billing_resources()  # nothing stopped it
     # A fresh idle stretch (the resource was used) starts the count again.
     sim.world.stop_session(sim.world.create_session(idle_world["idle"]), immediate=True)
@@ -158,9 +160,11 @@ def test_a_paused_session_keeps_the_resource_even_with_force(sim, instance, tick
     sim.world.set_status(sid, "TRAINING_SESSION_STATUS_PAUSED")
     sim.world.advance_clock(900)
     job, defs = setup(sim, instance, dry_run=False, force=True)
-    data = ticker(defs, "together_rl_idle_guard_sensor").tick()
-    (young,) = data.run_requests  # the idle one is kept, and the tick says why
+    t = ticker(defs, "together_rl_idle_guard_sensor")
+    (young,) = t.tick().run_requests  # the idle one is kept, and the tick says why
     assert young.tags["together/model_resources_id"] == idle_world["young"]
+    (summary,) = [m for _, m in t.log_messages() if "READY" in m]
+    assert f"{idle_world['idle']}: live session(s) {sid} TRAINING_SESSION_STATUS_PAUSED" in summary
     req = dg.RunRequest(
         run_config={"ops": {"together_rl_idle_guard_stop": {"config": {
             "model_resources_id": idle_world["idle"], "idle_since_ms": 0, "dry_run": False,
