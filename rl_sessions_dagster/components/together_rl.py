@@ -61,6 +61,11 @@ attributes:
   #   dry_run: true                 # only report what stopping would save
   # spend:                          # cost per resource, session and sweep, on a schedule
   #   cron_schedule: "0 * * * *"
+  # evaluation:                     # built-in evaluation of each registered checkpoint; routes
+  #   dataset: eval.jsonl           # checkpoint_registered to it (remove that kind from routes)
+  #   graders: [{type: numeric}]    # exact, contains, regex, numeric, json_field, pkg.mod:fn
+  #   concurrency: 8
+  #   tolerance: 0.05               # score check: fail on a bigger drop vs the previous checkpoint
 """
 
 
