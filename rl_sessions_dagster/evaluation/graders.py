@@ -11,7 +11,8 @@ compile) fails there, naming the line.
 Built-ins: ``exact``, ``contains``, ``regex``, ``numeric`` (absolute/relative tolerance),
 ``json_field`` (a dotted path into a JSON answer), and ``module:function`` for anything else:
 ``function(answer: str, item: EvalItem)`` returning a bool, a number in [0, 1] (≥ 0.5 passes),
-a :class:`Grade`, or None (unreadable).
+a :class:`Grade`, or None (unreadable). Graders run in the runner's worker threads: a custom
+one must be safe to call from several threads at once (a pure function is).
 """
 
 from __future__ import annotations

@@ -133,6 +133,24 @@ def test_previous_checkpoint_of_another_session_or_dataset_is_not_a_baseline(sim
     assert "previous checkpoint score" not in check.metadata
 
 
+def test_unreadable_answers_are_counted_shown_and_fail_the_check(sim, resource):
+    spec = SPEC.model_copy(update={"graders": [{"type": "json_field", "path": "answer"}]})
+    asset = build_evaluation_asset(spec, retry_policy=None)
+    sid = sim.world.create_session(display_name="prose")
+    with dg.instance_for_test() as instance:
+        cid, key = new_checkpoint(sim, instance, resource, sid, 10)
+        result = evaluate(asset, instance, resource, cid, key)
+    meta = result.asset_materializations_for_node(asset.op.name)[0].metadata
+    assert meta["unreadable"].value == 30 and meta["failed"].value == 0
+    assert meta["unreadable [json_field]"].value == 30
+    assert "score" not in meta  # nothing readable: no point on the plot, not a zero
+    rows = meta["items"].value.records
+    assert {r.data["verdict"] for r in rows} == {"unreadable"}
+    assert "no JSON" in rows[0].data["graders"]
+    check = check_of(result)
+    assert not check.passed and "unreadable" in check.metadata["reason"].value
+
+
 def test_endpoint_that_keeps_failing_fails_the_run_naming_the_checkpoint(sim, resource):
     asset = build_evaluation_asset(SPEC, retry_policy=None)
     sid = sim.world.create_session(display_name="flaky")
