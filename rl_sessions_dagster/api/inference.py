@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -75,7 +75,6 @@ class ChatCompletion(_Wire):
 
 
 MessageLike = ChatMessage | dict[str, Any]
-Role = Literal["system", "user", "assistant"]
 
 
 def _message(m: MessageLike) -> dict[str, Any]:

@@ -180,22 +180,24 @@ def run_evaluation(
                           out.prompt_tokens, out.completion_tokens)  # fmt: skip
 
     jobs = [(item, s) for item in dataset.items for s in range(settings.samples)]
-    results: list[ItemResult] = []
-    with ThreadPoolExecutor(max(1, settings.concurrency), thread_name_prefix="rl-eval") as pool:
+    pool = ThreadPoolExecutor(max(1, settings.concurrency), thread_name_prefix="rl-eval")
+    try:
         futures: list[Future[ItemResult]] = [pool.submit(ask, it, s) for it, s in jobs]
         wait(futures, return_when=FIRST_EXCEPTION)
         error = next((f.exception() for f in futures if f.done() and f.exception()), None)
+        if isinstance(error, TogetherRLError):
+            raise EvaluationFailed(
+                f"model {model!r}: inference failed after {error.attempts} attempt(s): {error}",
+                cause=error,
+            ) from None
         if error is not None:
-            stop.set()
-            for f in futures:
-                f.cancel()
-            if isinstance(error, TogetherRLError):
-                raise EvaluationFailed(
-                    f"model {model!r}: inference failed after {error.attempts} attempt(s): {error}",
-                    cause=error,
-                ) from None
             raise error
         results = [f.result() for f in futures]
+    finally:
+        # On a failure or an interrupt (a run terminated from the UI), queued calls are
+        # dropped; only the ones in flight finish, each bounded by timeout_seconds.
+        stop.set()
+        pool.shutdown(wait=True, cancel_futures=True)
     return summarise(model, results, graders, settings, time.perf_counter() - started)
 
 
