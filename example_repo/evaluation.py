@@ -1,21 +1,21 @@
-"""Evaluate a registered checkpoint: a small arithmetic set through an OpenAI-style
+"""Evaluate a registered checkpoint: a small arithmetic set through the client's public
 chat-completions call on the registered model. Plain functions, no Dagster, easy to test.
 
 Each chat call is retried on transient failures (429, 5xx, dropped connections) with the
 library's :class:`~rl_sessions_dagster.api.RetryPolicy`: with 20 calls per evaluation, a few
-percent of failing calls would otherwise fail most evaluations. A chat call at temperature 0
-is safe to repeat (it changes nothing; a repeat costs only tokens).
+percent of failing calls would otherwise fail most evaluations. A chat call is safe to repeat
+(it changes nothing; a repeat costs only tokens), so the client retries it like a GET.
+
+This is the hand-written, one-question-at-a-time version; the library's built-in evaluation
+(``build_evaluation_asset``, or ``evaluation:`` in the YAML Component) adds graders, bounded
+concurrency, a results table and a score check.
 """
 
 import random
 import re
 from dataclasses import dataclass
-from typing import Any
 
-import httpx
-
-from rl_sessions_dagster.api import DecodeError, RetryPolicy
-from rl_sessions_dagster.api.errors import error_from_response, transport_error
+from rl_sessions_dagster.api import RetryPolicy, RLSessionsClient
 
 QUESTIONS = 20
 
@@ -38,21 +38,6 @@ def arithmetic_set(seed: str, n: int = QUESTIONS) -> list[tuple[str, int]]:
     return out
 
 
-def _chat(http: httpx.Client, api_key: str, body: dict[str, Any]) -> str:
-    """One chat-completions attempt; failures become the library's typed, key-free errors."""
-    try:
-        response = http.post("/v1/chat/completions", json=body)
-    except httpx.RequestError as exc:
-        error = transport_error(exc, method="POST", url=exc.request.url, secrets=[api_key])
-        raise error from None  # the httpx exception's request carries the auth header
-    if response.status_code >= 400:
-        raise error_from_response(response, secrets=[api_key])
-    try:
-        return response.json()["choices"][0]["message"]["content"] or ""
-    except (ValueError, KeyError, IndexError, TypeError):
-        raise DecodeError("POST /v1/chat/completions: unexpected response body") from None
-
-
 def evaluate_model(
     base_url: str,
     api_key: str,
@@ -67,19 +52,11 @@ def evaluate_model(
     policy = retry or RetryPolicy(max_attempts=5)
     correct = 0
     questions = arithmetic_set(seed)
-    with httpx.Client(
-        base_url=base_url.rstrip("/"),
-        headers={"Authorization": f"Bearer {api_key}"},
-        timeout=timeout,
-    ) as http:
+    with RLSessionsClient(api_key, base_url=base_url, timeout=timeout, retry=policy) as client:
         for question, answer in questions:
-            body = {"model": model, "temperature": 0, "max_tokens": 16,
-                    "messages": [{"role": "user", "content": question}]}  # fmt: skip
-            text = policy.call(
-                lambda _budget, body=body: _chat(http, api_key, body),
-                endpoint="POST /v1/chat/completions",
-                idempotent=True,
+            reply = client.chat_completion(
+                model, [{"role": "user", "content": question}], temperature=0, max_tokens=16
             )
-            found = re.search(r"-?\d+", text)
+            found = re.search(r"-?\d+", reply.text)
             correct += bool(found and int(found.group()) == answer)
     return EvalResult(correct / len(questions), correct, len(questions), model)

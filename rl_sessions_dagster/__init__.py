@@ -38,6 +38,8 @@ _EXPORTS = {
     "ResourceEventKind": ".core",
     "ResourceEvent": ".core",
     "build_spend_asset": ".assets",
+    "build_evaluation_asset": ".assets",
+    "EvaluationSpec": ".evaluation",
     "ResourceFilter": ".sensors",
     "ResourceRoute": ".sensors",
     "build_model_resource_sensor": ".sensors",
@@ -52,6 +54,7 @@ __all__ = [
     "CHECKPOINT_ASSET_KEY",
     "CHECKPOINT_ASSET_SPEC",
     "CHECKPOINT_PARTITIONS",
+    "EvaluationSpec",
     "EventKind",
     "EventRoute",
     "LaunchedSession",
@@ -71,6 +74,7 @@ __all__ = [
     "__version__",
     "build_checkpoint_asset_spec",
     "build_checkpoint_sensor",
+    "build_evaluation_asset",
     "build_idle_guard",
     "build_model_resource_sensor",
     "build_rl_event_sensor",
@@ -84,9 +88,15 @@ __all__ = [
 
 if TYPE_CHECKING:
     from .api import ResourceSpec, RLSessionsClient, TogetherRLError
-    from .assets import CHECKPOINT_ASSET_SPEC, build_checkpoint_asset_spec, build_spend_asset
+    from .assets import (
+        CHECKPOINT_ASSET_SPEC,
+        build_checkpoint_asset_spec,
+        build_evaluation_asset,
+        build_spend_asset,
+    )
     from .components import TogetherRLComponent
     from .core import EventKind, ResourceEvent, ResourceEventKind, SessionEvent
+    from .evaluation import EvaluationSpec
     from .launch import LaunchedSession, TrainingLaunchConfig, build_training_op, launched_session
     from .partitions import (
         CHECKPOINT_ASSET_KEY,

@@ -57,3 +57,22 @@ def test_quick_benchmark_completes_with_every_row(tmp_path):
         assert reader in text
     assert "API calls made while loading" in text
     assert "| every change → its expected events exactly once, all sensors |" in text
+
+
+@pytest.mark.timeout(300)
+def test_evaluation_benchmark_runs_tiny_and_every_item_is_answered(tmp_path):
+    """``python -m benchmarks.evaluation`` end to end at toy size; only completeness is checked."""
+    out = tmp_path / "BENCHMARKS.md"
+    out.write_text("# Benchmarks\n\nhand-written text\n")
+    args = ["--items", "30", "--delay", "0.01", "--concurrency", "4", "--fault-rate", "0.2",
+            "--sequential-items", "5", "--write", "--out", str(out)]  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.evaluation", *args],
+        cwd=ROOT, capture_output=True, text=True, timeout=280,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    text = out.read_text()
+    assert text.startswith("# Benchmarks\n\nhand-written text\n")
+    assert "| sequential loop (like example_repo/evaluation.py) | 5 | 5 |" in text
+    assert "| run_evaluation, concurrency 4 | 30 | 30 |" in text
+    assert "| run_evaluation, faults, concurrency 4, 20% 503s | 30 | 30 |" in text

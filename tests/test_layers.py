@@ -20,6 +20,7 @@ def modules_after_import(module: str) -> set[str]:
     [
         ("rl_sessions_dagster.api", {"dagster", "rl_sessions_dagster.core"}),
         ("rl_sessions_dagster.core", {"dagster", "rl_sessions_dagster.resource"}),
+        ("rl_sessions_dagster.evaluation", {"dagster", "rl_sessions_dagster.core"}),
         ("rl_sessions_dagster.testing", {"dagster", "rl_sessions_dagster.api"}),
         ("rl_sessions_dagster", {"dagster"}),
         ("rl_sessions_dagster.retry_log", {"dagster"}),  # the routing of retries to logs

@@ -115,3 +115,25 @@ def test_gpu_example_builds_loadable_definitions():
     dg.Definitions.validate_loadable(defs)
     sensor = defs.resolve_sensor_def("together_rl_model_resource_sensor")
     assert {j.name for j in sensor.jobs} == {"warm_up_job", "page_someone_job"}
+
+
+def test_evaluation_examples_load(monkeypatch):
+    """The Python block builds the asset and its sensor; the YAML block resolves."""
+    from rl_sessions_dagster import TogetherRLComponent, TogetherRLResource
+
+    (block,) = [b for b in BLOCKS if "build_evaluation_asset(" in b]
+    namespace: dict = {}
+    exec(compile(block, "README-evaluation", "exec"), namespace)
+    defs = dg.Definitions(
+        assets=[namespace["evaluation"]],
+        jobs=[namespace["evaluation_job"]],
+        sensors=[namespace["evaluation_sensor"]],
+        resources={"together": TogetherRLResource()},
+    )
+    dg.Definitions.validate_loadable(defs)
+    (yaml_block,) = re.findall(r"```yaml\n(# defs/together_rl/defs.yaml.*?)```", README, re.S)
+    section = yaml_block.split("attributes:\n", 1)[1].replace("dataset: eval.jsonl", "items: []")
+    component = TogetherRLComponent.resolve_from_yaml(
+        "\n".join(line[2:] for line in section.splitlines())
+    )
+    assert component.evaluation is not None and component.evaluation.concurrency == 16

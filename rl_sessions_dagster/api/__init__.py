@@ -37,6 +37,7 @@ from .errors import (
     UnprocessableEntityError,
     UnreachableHostError,
 )
+from .inference import ChatChoice, ChatCompletion, ChatMessage, ChatUsage
 from .lifecycle import (
     CheckpointFailed,
     ResourceFailed,
@@ -111,6 +112,10 @@ __all__ = [
     "AdamConfig",
     "AuthenticationError",
     "BadRequestError",
+    "ChatChoice",
+    "ChatCompletion",
+    "ChatMessage",
+    "ChatUsage",
     "Checkpoint",
     "CheckpointDownload",
     "CheckpointFailed",

@@ -1,4 +1,5 @@
-"""``RLSessionsClient``: typed methods for the 29 endpoints of Together's RL API.
+"""``RLSessionsClient``: typed methods for the 29 endpoints of Together's RL API, plus the chat
+completions call that evaluates a registered checkpoint (``inference.py``).
 
 Each method is a thin mapping of arguments to path, query and body; the HTTP work, retries and
 pagination live in ``_http.py``. Every method takes ``deadline=``: an absolute
@@ -21,6 +22,7 @@ from .enums import (
     ModelResourceStatus,
     SessionStatus,
 )
+from .inference import InferenceAPI
 from .models import (
     Checkpoint,
     CheckpointDownload,
@@ -87,7 +89,7 @@ def _resource_spec(
     )  # fmt: skip
 
 
-class RLSessionsClient(OperationsAPI):
+class RLSessionsClient(OperationsAPI, InferenceAPI):
     """Synchronous client for ``/v1/rl/*``. Use as a context manager or call :meth:`close`.
 
     ``RLSessionsClient(api_key=None, *, base_url=None, timeout=30.0, retry=None,

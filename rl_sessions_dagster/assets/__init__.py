@@ -1,4 +1,5 @@
-"""Assets: the checkpoint partitions and spec, and the scheduled session/checkpoint sync."""
+"""Assets: the checkpoint partitions and spec, the built-in checkpoint evaluation, and the
+scheduled session/checkpoint sync."""
 
 from ..api.registration import (
     CheckpointNotDownloadableError,
@@ -17,6 +18,16 @@ from .checkpoints import (
     build_checkpoint_asset_spec,
     checkpoint_metadata,
     checkpoint_partition_key,
+)
+from .evaluation import (
+    EVALUATION_ASSET_KEY,
+    SCORE_CHECK_NAME,
+    Baseline,
+    BaselineFinder,
+    EvaluatedCheckpoint,
+    build_evaluation_asset,
+    evaluation_metadata,
+    previous_checkpoint_baseline,
 )
 from .spend import (
     DEFAULT_SPEND_DB_FILENAME,
@@ -46,18 +57,24 @@ __all__ = [
     "CHECKPOINT_PARTITIONS_NAME",
     "DEFAULT_DB_FILENAME",
     "DEFAULT_SPEND_DB_FILENAME",
+    "EVALUATION_ASSET_KEY",
+    "SCORE_CHECK_NAME",
     "SESSION_SYNC_ASSET_KEY",
     "SPEND_ASSET_KEY",
+    "Baseline",
+    "BaselineFinder",
     "CheckpointNotDownloadableError",
     "CheckpointNotRegisteredError",
     "DeploymentKind",
     "DeploymentTarget",
+    "EvaluatedCheckpoint",
     "SpendConfig",
     "SpendReport",
     "StoreFactory",
     "SyncConfig",
     "SyncStats",
     "build_checkpoint_asset_spec",
+    "build_evaluation_asset",
     "build_session_sync_asset",
     "build_spend_asset",
     "build_sync_definitions",
@@ -68,6 +85,8 @@ __all__ = [
     "choose_variant",
     "deployment_target",
     "download_urls",
+    "evaluation_metadata",
+    "previous_checkpoint_baseline",
     "run_spend",
     "run_sync",
 ]

@@ -22,6 +22,7 @@ from ..partitions import CHECKPOINT_ASSET_KEY, CHECKPOINT_PARTITIONS
 from ..resource import TogetherRLResource
 from ..sensors import EventRoute, PollingOptions, SessionFilter, build_routed_sensor
 from ..sensors.options import event_kinds
+from .evaluation import EvaluationSection
 from .gpus import IdleGuardConfig, ResourceSensorConfig, SpendScheduleConfig, gpu_defs
 
 SCAFFOLD_YAML = """\
@@ -60,6 +61,11 @@ attributes:
   #   dry_run: true                 # only report what stopping would save
   # spend:                          # cost per resource, session and sweep, on a schedule
   #   cron_schedule: "0 * * * *"
+  # evaluation:                     # built-in evaluation of each registered checkpoint; routes
+  #   dataset: eval.jsonl           # checkpoint_registered to it (remove that kind from routes)
+  #   graders: [{type: numeric}]    # exact, contains, regex, numeric, json_field, pkg.mod:fn
+  #   concurrency: 8
+  #   tolerance: 0.05               # score check: fail on a bigger drop vs the previous checkpoint
 """
 
 
@@ -178,6 +184,11 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
     spend: SpendScheduleConfig | None = Field(
         default=None, description="Estimated GPU cost per resource, session and sweep."
     )
+    evaluation: EvaluationSection | None = Field(
+        default=None,
+        description="Built-in evaluation of every registered checkpoint (dataset, graders, "
+        "score check), routed from the sensor's checkpoint_registered events.",
+    )
 
     def build_resource(self) -> TogetherRLResource:
         res = self.resource
@@ -203,15 +214,18 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
                     partitions_def=CHECKPOINT_PARTITIONS if partitioned else None,
                 )
             )
+        if self.evaluation is not None:
+            routes += self.evaluation.routes(routes)
         return routes
 
     def build_sensor(self) -> dg.SensorDefinition | None:
-        if not self.routes:
+        routes = self.build_routes()
+        if not routes:
             return None
         sensor, flt = self.sensor, self.sensor.session_filter
         return build_routed_sensor(
             name=sensor.name,
-            routes=self.build_routes(),
+            routes=routes,
             resource_key=self.resource.resource_key,
             session_filter=SessionFilter(
                 model_resources_id=flt.model_resources_id,
@@ -259,6 +273,15 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
             schedules.append(schedule)
         sensor = self.build_sensor()
         key = self.resource.resource_key
+        if self.evaluation is not None and self.evaluation.enabled:
+            assets.append(
+                self.evaluation.build(
+                    base_dir=context.path,
+                    resource_key=key,
+                    group_name=self.checkpoint_asset.group_name,
+                    checkpoint_asset_key=dg.AssetKey.from_user_string(self.checkpoint_asset.key),
+                )
+            )
         return dg.Definitions.merge(
             dg.Definitions(
                 assets=assets,

@@ -112,3 +112,44 @@ def test_dg_lists_scaffolds_and_checks_the_component(project):
     done = dg(project, "check", "yaml")
     assert done.returncode != 0
     assert "minimum_interval_secs" in done.stdout + done.stderr
+
+
+EVAL_YAML = """type: rl_sessions_dagster.TogetherRLComponent
+
+attributes:
+  sync:
+    enabled: false
+  evaluation:
+    dataset: eval.jsonl            # beside this defs.yaml
+    prompt_template: "What is {a} + {b}?"
+    graders: [{type: numeric}]
+    concurrency: CONCURRENCY
+"""
+
+
+def test_dg_checks_the_evaluation_section_and_its_dataset(project):
+    folder = project / "src" / "rl_dg" / "defs" / "my_rl"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "defs.yaml").write_text(EVAL_YAML.replace("CONCURRENCY", "4"))
+    dataset = folder / "eval.jsonl"
+    dataset.write_text('{"a": 1, "b": 2, "expected": 3}\n{"a": 5, "b": 5, "expected": 10}\n')
+    for check in (("check", "yaml"), ("check", "defs")):
+        done = dg(project, *check)
+        assert done.returncode == 0, done.stdout + done.stderr
+    listed = json.loads(dg(project, "list", "defs", "--json").stdout)
+    assert "together/checkpoint_evaluation" in {a["asset_key"] for a in listed["assets"]}
+    assert "evaluate_checkpoint" in {j["name"] for j in listed["jobs"]}
+
+    # A malformed line fails `dg check defs` (not the first run), naming file and line.
+    dataset.write_text('{"a": 1, "b": 2, "expected": 3}\n{"a": 5, "b": 5, "expected": \n')
+    done = dg(project, "check", "defs")
+    assert done.returncode != 0
+    assert "eval.jsonl:2: invalid JSON" in done.stdout + done.stderr
+    dataset.unlink()
+    done = dg(project, "check", "defs")
+    assert done.returncode != 0 and "eval.jsonl: file not found" in done.stdout + done.stderr
+
+    # Bounds are in the schema: `dg check yaml` names the field.
+    (folder / "defs.yaml").write_text(EVAL_YAML.replace("CONCURRENCY", "0"))
+    done = dg(project, "check", "yaml")
+    assert done.returncode != 0 and "concurrency" in done.stdout + done.stderr

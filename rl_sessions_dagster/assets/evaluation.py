@@ -1,0 +1,332 @@
+"""``build_evaluation_asset``: the built-in evaluation of each registered checkpoint.
+
+One partition per checkpoint (the sensors' ``CHECKPOINT_PARTITIONS``). A run reads the
+checkpoint, asks its registered model every item of the dataset through the public
+``chat_completion`` call, grades the answers (``rl_sessions_dagster.evaluation``) and records
+the score, per-grader scores, an items table (failures first), latency, tokens and estimated
+cost. An asset check compares the score with baselines; the first is the previous checkpoint
+of the same session. A baseline is a function, so another comparison (e.g. the sweep's
+champion) is one more entry in ``baselines``.
+
+Plots: Dagster plots numeric metadata across an asset's materializations. ``score`` is the
+one line over every checkpoint; ``score <session label>`` is recorded only for that session's
+checkpoints, so the asset's Overview shows one plot per session.
+
+The dataset is read and validated when this builder runs, i.e. when the definitions load.
+"""
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+
+from ..api.errors import TogetherRLError
+from ..api.registration import CheckpointNotRegisteredError, deployment_target
+from ..evaluation import EvaluationFailed, EvaluationResult, EvaluationSpec, LoadedEvaluation
+from ..evaluation import run_evaluation as run_engine
+from ..partitions import CHECKPOINT_ASSET_KEY, CHECKPOINT_PARTITIONS, checkpoint_id_for_partition
+from ..resource import TogetherRLResource
+
+__all__ = [
+    "EVALUATION_ASSET_KEY",
+    "SCORE_CHECK_NAME",
+    "Baseline",
+    "BaselineFinder",
+    "EvaluatedCheckpoint",
+    "build_evaluation_asset",
+    "evaluation_metadata",
+    "previous_checkpoint_baseline",
+]
+
+EVALUATION_ASSET_KEY = dg.AssetKey(["together", "checkpoint_evaluation"])
+SCORE_CHECK_NAME = "score_not_dropping"
+_TEXT_CHARS = 200
+#: Earlier partitions of the session looked at for the previous checkpoint's score.
+_BASELINE_CANDIDATES = 50
+
+
+@dataclass(frozen=True)
+class EvaluatedCheckpoint:
+    """The checkpoint a run evaluated, as the baselines need it."""
+
+    partition_key: str
+    checkpoint_id: str
+    session_id: str | None
+    session_label: str | None
+    step: int | None
+    dataset_digest: str
+    score: float | None
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A score to compare with: ``label`` names it in the check ("previous checkpoint")."""
+
+    label: str
+    score: float
+    partition_key: str
+    step: int | None = None
+
+
+BaselineFinder = Callable[
+    [dg.AssetExecutionContext, dg.AssetKey, EvaluatedCheckpoint], Baseline | None
+]
+
+
+def _value(meta: dict[str, Any], name: str) -> Any:
+    v = meta.get(name)
+    return v.value if isinstance(v, dg.MetadataValue) else v
+
+
+def _step_of(partition_key: str) -> int | None:
+    parts = partition_key.split("/")
+    return int(parts[1]) if len(parts) == 3 and parts[1].isdigit() else None
+
+
+def previous_checkpoint_baseline(
+    context: dg.AssetExecutionContext, key: dg.AssetKey, current: EvaluatedCheckpoint
+) -> Baseline | None:
+    """The latest evaluation of the same session's closest earlier checkpoint (lower step)
+    made on the same dataset. Candidates come from the partition keys
+    (``<session label>/<step>/<id>``), so one event-log query serves any history length."""
+    if current.session_label is None or current.step is None:
+        return None
+    prefix = f"{current.session_label}/"
+    name = CHECKPOINT_PARTITIONS.name
+    partitions_def = context.assets_def.partitions_def
+    if isinstance(partitions_def, dg.DynamicPartitionsDefinition) and partitions_def.name:
+        name = partitions_def.name
+    earlier = [
+        k
+        for k in context.instance.get_dynamic_partitions(name)
+        if k.startswith(prefix) and (s := _step_of(k)) is not None and s < current.step
+    ]
+    earlier.sort(key=lambda k: _step_of(k) or 0, reverse=True)
+    candidates = earlier[:_BASELINE_CANDIDATES]
+    if not candidates:
+        return None
+    records = context.instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=key, asset_partitions=candidates),
+        limit=len(candidates) * 4,
+    ).records
+    latest: dict[str, dict[str, Any]] = {}
+    for record in records:  # newest first: keep each partition's latest
+        mat = record.asset_materialization
+        if mat is not None and mat.partition and mat.partition not in latest:
+            latest[mat.partition] = dict(mat.metadata)
+    for partition in candidates:
+        meta = latest.get(partition)
+        if meta is None or _value(meta, "session_id") != current.session_id:
+            continue
+        score = _value(meta, "score")
+        if _value(meta, "dataset_digest") != current.dataset_digest or not isinstance(score, float):
+            continue
+        return Baseline("previous checkpoint", score, partition, _step_of(partition))
+    return None
+
+
+def _table(result: EvaluationResult, rows: int) -> dg.MetadataValue:
+    columns = [
+        dg.TableColumn("item", "string"),
+        dg.TableColumn("sample", "int"),
+        dg.TableColumn("verdict", "string", description="fail, unreadable or pass"),
+        dg.TableColumn("expected", "string"),
+        dg.TableColumn("answer", "string"),
+        dg.TableColumn("graders", "string", description="each grader's verdict and detail"),
+        dg.TableColumn("latency_ms", "float"),
+    ]
+    records = []
+    for r in result.rows[:rows]:
+        grades = "; ".join(
+            f"{name}: {g.verdict}" + (f" ({g.detail})" if g.detail else "")
+            for name, g in r.grades.items()
+        )
+        expected = r.item.expected
+        records.append(
+            dg.TableRecord(
+                {
+                    "item": r.item.id,
+                    "sample": r.sample,
+                    "verdict": r.verdict,
+                    "expected": (expected if isinstance(expected, str) else json.dumps(expected))[
+                        :_TEXT_CHARS
+                    ],
+                    "answer": r.answer[:_TEXT_CHARS],
+                    "graders": grades[:_TEXT_CHARS],
+                    "latency_ms": round(r.latency_s * 1000, 1),
+                }
+            )
+        )
+    return dg.MetadataValue.table(records, schema=dg.TableSchema(columns))
+
+
+def evaluation_metadata(
+    result: EvaluationResult, loaded: LoadedEvaluation, current: EvaluatedCheckpoint
+) -> dict[str, Any]:
+    """Everything the evaluation measured, as materialization metadata (no secrets: the
+    model name, ids and counts only)."""
+    meta: dict[str, Any] = {}
+    if result.score is not None:
+        meta["score"] = dg.MetadataValue.float(result.score)
+        if current.session_label:
+            meta[f"score {current.session_label}"] = dg.MetadataValue.float(result.score)
+    for name, value in result.grader_scores.items():
+        if value is not None:
+            meta[f"score [{name}]"] = dg.MetadataValue.float(value)
+    meta.update(
+        passed=dg.MetadataValue.int(result.passed),
+        failed=dg.MetadataValue.int(result.failed),
+        unreadable=dg.MetadataValue.int(result.unreadable),
+        answers=dg.MetadataValue.int(result.calls),
+        items=_table(result, loaded.spec.table_rows),
+        latency_p50_ms=dg.MetadataValue.float(round(result.latency_p50_s * 1000, 2)),
+        latency_p95_ms=dg.MetadataValue.float(round(result.latency_p95_s * 1000, 2)),
+        prompt_tokens=dg.MetadataValue.int(result.prompt_tokens),
+        completion_tokens=dg.MetadataValue.int(result.completion_tokens),
+        estimated_cost_usd=dg.MetadataValue.float(round(result.cost_usd, 6)),
+        wall_seconds=dg.MetadataValue.float(round(result.wall_seconds, 3)),
+        model=dg.MetadataValue.text(result.model),
+        checkpoint_id=dg.MetadataValue.text(current.checkpoint_id),
+        session_id=dg.MetadataValue.text(current.session_id or ""),
+        dataset=dg.MetadataValue.text(loaded.dataset.source),
+        dataset_digest=dg.MetadataValue.text(current.dataset_digest),
+    )
+    if current.step is not None:
+        meta["step"] = dg.MetadataValue.int(current.step)
+    for name, count in result.grader_unreadable.items():
+        if count:
+            meta[f"unreadable [{name}]"] = dg.MetadataValue.int(count)
+    return meta
+
+
+def _check(
+    context: dg.AssetExecutionContext,
+    key: dg.AssetKey,
+    current: EvaluatedCheckpoint,
+    *,
+    check_name: str,
+    tolerance: float,
+    baselines: Sequence[BaselineFinder],
+    severity: dg.AssetCheckSeverity,
+) -> dg.AssetCheckResult:
+    """Fails when the score is more than ``tolerance`` below any baseline found (or when no
+    answer could be read at all)."""
+    meta: dict[str, Any] = {"tolerance": tolerance}
+    passed = current.score is not None
+    if current.score is None:
+        meta["reason"] = "no answer could be graded (all unreadable)"
+    else:
+        meta["score"] = current.score
+    for finder in baselines:
+        base = finder(context, key, current)
+        if base is None:
+            continue
+        meta[f"{base.label} score"] = base.score
+        meta[f"{base.label} partition"] = base.partition_key
+        if current.score is not None:
+            drop = base.score - current.score
+            meta[f"drop vs {base.label}"] = round(drop, 6)
+            passed = passed and drop <= tolerance + 1e-12
+    return dg.AssetCheckResult(
+        check_name=check_name, passed=passed, severity=severity, metadata=meta
+    )
+
+
+def build_evaluation_asset(
+    spec: EvaluationSpec | LoadedEvaluation,
+    *,
+    key: dg.AssetKey | str | Sequence[str] = EVALUATION_ASSET_KEY,
+    resource_key: str = "together",
+    partitions_def: dg.DynamicPartitionsDefinition = CHECKPOINT_PARTITIONS,
+    checkpoint_asset_key: dg.AssetKey = CHECKPOINT_ASSET_KEY,
+    base_dir: str | Path | None = None,
+    group_name: str | None = "together_rl",
+    check_name: str = SCORE_CHECK_NAME,
+    check_severity: dg.AssetCheckSeverity = dg.AssetCheckSeverity.WARN,
+    baselines: Sequence[BaselineFinder] = (previous_checkpoint_baseline,),
+    retry_policy: dg.RetryPolicy | None = dg.RetryPolicy(
+        max_retries=2, delay=10, backoff=dg.Backoff.EXPONENTIAL
+    ),
+    description: str | None = None,
+) -> dg.AssetsDefinition:
+    """A checkpoint-partitioned asset evaluating each registered checkpoint, with a score check.
+
+    ``spec`` is loaded now (``base_dir`` resolves a relative dataset path): a missing or
+    malformed dataset raises :class:`~rl_sessions_dagster.evaluation.DatasetError` naming the
+    line, so the definitions fail to load. Each chat call is retried by the resource's retry
+    policy; a call that still fails fails the run naming the checkpoint, and ``retry_policy``
+    (then the instance's run retries) runs it again.
+    """
+    loaded = spec if isinstance(spec, LoadedEvaluation) else spec.load(base_dir)
+    asset_key = dg.AssetKey.from_coercible(key)
+    tolerance = loaded.spec.tolerance
+    finders = list(baselines)
+
+    @dg.asset(
+        key=asset_key,
+        partitions_def=partitions_def,
+        deps=[checkpoint_asset_key],
+        group_name=group_name,
+        kinds={"together", "python"},
+        required_resource_keys={resource_key},
+        retry_policy=retry_policy,
+        description=description
+        or f"Score of each registered checkpoint on {loaded.dataset.source} "
+        f"({len(loaded.dataset)} items, graders {', '.join(g.name for g in loaded.graders)}).",
+        check_specs=[
+            dg.AssetCheckSpec(
+                check_name,
+                asset=asset_key,
+                description=f"Fails when the score drops more than {tolerance:g} below a "
+                "baseline: the previous checkpoint of the same session.",
+            )
+        ],
+    )
+    def _evaluation(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+        resource: TogetherRLResource = getattr(context.resources, resource_key)
+        partition = context.partition_key
+        checkpoint_id = checkpoint_id_for_partition(
+            context, checkpoint_asset_key=checkpoint_asset_key
+        )
+        where = f"checkpoint {checkpoint_id} (partition {partition})"
+        with resource.get_client() as client:
+            checkpoint = client.get_checkpoint(checkpoint_id)
+            try:
+                model = deployment_target(checkpoint).inference_model or ""
+            except CheckpointNotRegisteredError as exc:
+                raise dg.Failure(f"{where}: {exc}", allow_retries=False) from None
+            try:
+                result = run_engine(client, model, loaded.dataset, loaded.graders,
+                                    loaded.settings, clock=client.retry.clock)  # fmt: skip
+            except EvaluationFailed as exc:
+                raise dg.Failure(
+                    f"{where}: {exc}",
+                    metadata={"checkpoint_id": checkpoint_id, "model": model},
+                    allow_retries=isinstance(exc.cause, TogetherRLError),
+                ) from None
+        current = EvaluatedCheckpoint(
+            partition_key=partition,
+            checkpoint_id=checkpoint_id,
+            session_id=checkpoint.session_id,
+            session_label=partition.split("/")[0] if "/" in partition else None,
+            step=checkpoint.step,
+            dataset_digest=loaded.dataset.digest,
+            score=result.score,
+        )
+        score = "n/a" if result.score is None else f"{result.score:.3f}"
+        context.log.info(
+            f"{where}: score {score} ({result.passed} passed, {result.failed} failed, "
+            f"{result.unreadable} unreadable) in {result.wall_seconds:.1f} s"
+        )
+        check = _check(
+            context, asset_key, current, check_name=check_name, tolerance=tolerance,
+            baselines=finders, severity=check_severity,
+        )  # fmt: skip
+        return dg.MaterializeResult(
+            metadata=evaluation_metadata(result, loaded, current), check_results=[check]
+        )
+
+    return _evaluation

@@ -1,0 +1,115 @@
+"""The ``evaluation:`` section of ``TogetherRLComponent``: the built-in checkpoint evaluation.
+
+The section *is* :class:`~rl_sessions_dagster.evaluation.EvaluationSpec` (same fields, same
+bounds, so ``dg check yaml`` checks the numbers) plus where the asset goes. It builds the
+asset with :func:`~rl_sessions_dagster.assets.build_evaluation_asset` and, unless
+``route: false``, routes ``checkpoint_registered`` events to it on the Component's sensor. The
+dataset is read when the definitions load: a missing file or a malformed line fails
+``dg check defs`` naming the file and line. A relative ``dataset`` path is read from the folder
+of the ``defs.yaml``.
+"""
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+import dagster as dg
+from pydantic import Field
+
+from ..assets import EVALUATION_ASSET_KEY, SCORE_CHECK_NAME, build_evaluation_asset
+from ..core import EventKind
+from ..evaluation import EvaluationSpec, GraderSpec
+from ..partitions import CHECKPOINT_PARTITIONS
+from ..sensors import EventRoute
+
+__all__ = ["EvaluationSection", "GraderConfig"]
+
+
+class GraderConfig(GraderSpec, dg.Model, dg.Resolvable):
+    """One grader in YAML: ``{type: numeric, abs_tol: 0.01}``; ``type`` may also be
+    ``package.module:function`` for a grader of your own."""
+
+    type: str = Field(  # type: ignore[assignment]
+        description="exact, contains, regex, numeric, json_field, or 'package.module:function'."
+    )
+
+
+def _default_graders() -> list[GraderConfig]:
+    return [GraderConfig(type="exact")]
+
+
+class EvaluationSection(EvaluationSpec, dg.Model, dg.Resolvable):
+    """A built-in evaluation of every registered checkpoint: a dataset, graders, how to run
+    them, and the score check's tolerance."""
+
+    graders: list[GraderConfig] = Field(  # type: ignore[assignment]
+        default_factory=_default_graders,
+        min_length=1,
+        description="Graders, each {type: ..., options}: exact, contains, regex, numeric "
+        "(abs_tol, rel_tol, pick), json_field (path), or type: 'package.module:function'.",
+    )
+    enabled: bool = Field(default=True, description="false: no evaluation asset, no route.")
+    key: str = Field(
+        default=EVALUATION_ASSET_KEY.to_user_string(), description="Asset key of the evaluation."
+    )
+    job_name: str = Field(
+        default="evaluate_checkpoint", description="Name of the job the checkpoint runs execute."
+    )
+    route: bool = Field(
+        default=True,
+        description="Route checkpoint_registered events to this asset on the Component's "
+        "sensor (false: route them yourself under routes:).",
+    )
+    check_name: str = Field(default=SCORE_CHECK_NAME, description="Name of the score check.")
+    check_severity: Literal["WARN", "ERROR"] = Field(
+        default="WARN", description="Severity of a failed score check."
+    )
+
+    def to_spec(self) -> EvaluationSpec:
+        """The plain spec (graders as the engine's specs; ``type: pkg.mod:fn`` → function)."""
+        graders = []
+        for g in self.graders:
+            raw = g.model_dump(exclude_none=True)
+            if ":" in raw["type"]:
+                raw["function"], raw["type"] = raw["type"], "function"
+            graders.append(GraderSpec.model_validate(raw))
+        fields = set(EvaluationSpec.model_fields) - {"graders"}
+        return EvaluationSpec(graders=graders, **{f: getattr(self, f) for f in fields})
+
+    def build(
+        self,
+        *,
+        base_dir: Path | None,
+        resource_key: str,
+        group_name: str | None,
+        checkpoint_asset_key: dg.AssetKey,
+    ) -> dg.AssetsDefinition:
+        return build_evaluation_asset(
+            self.to_spec(),
+            key=dg.AssetKey.from_user_string(self.key),
+            resource_key=resource_key,
+            checkpoint_asset_key=checkpoint_asset_key,
+            base_dir=base_dir,
+            group_name=group_name,
+            check_name=self.check_name,
+            check_severity=dg.AssetCheckSeverity(self.check_severity),
+        )
+
+    def routes(self, existing: Sequence[EventRoute]) -> list[EventRoute]:
+        """The route of checkpoint events to this asset, if wanted (raises if the YAML already
+        routes checkpoint_registered elsewhere: each kind goes to one route)."""
+        if not self.enabled or not self.route:
+            return []
+        if any(EventKind.CHECKPOINT_REGISTERED in r.kinds for r in existing):
+            raise ValueError(
+                "evaluation: checkpoint_registered is already routed under routes:; remove "
+                "that route or set evaluation.route: false"
+            )
+        return [
+            EventRoute(
+                [EventKind.CHECKPOINT_REGISTERED],
+                assets=dg.AssetSelection.assets(dg.AssetKey.from_user_string(self.key)),
+                job_name=self.job_name,
+                partitions_def=CHECKPOINT_PARTITIONS,
+            )
+        ]

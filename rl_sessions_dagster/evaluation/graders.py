@@ -1,0 +1,304 @@
+"""Graders: does an answer match an item's ``expected``?
+
+Each grader returns a :class:`Grade` with one of three verdicts. ``unreadable`` means the
+grader could not read the answer at all (no number for ``numeric``, no JSON for
+``json_field``, a custom grader that raised): it is counted and shown on its own, never folded
+into "wrong", because a formatting regression and a reasoning regression call for different
+fixes. Each grader also checks every item when the definitions load (:meth:`Grader.check`),
+so an ``expected`` it can never compare with (``numeric`` on ``"abc"``, a regex that does not
+compile) fails there, naming the line.
+
+Built-ins: ``exact``, ``contains``, ``regex``, ``numeric`` (absolute/relative tolerance),
+``json_field`` (a dotted path into a JSON answer), and ``module:function`` for anything else:
+``function(answer: str, item: EvalItem)`` returning a bool, a number in [0, 1] (≥ 0.5 passes),
+a :class:`Grade`, or None (unreadable). Graders run in the runner's worker threads: a custom
+one must be safe to call from several threads at once (a pure function is).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .dataset import EvalItem
+
+__all__ = ["Grade", "Grader", "GraderSpec", "Verdict", "build_grader", "resolve_function"]
+
+Verdict = Literal["pass", "fail", "unreadable"]
+GraderType = Literal["exact", "contains", "regex", "numeric", "json_field", "function"]
+_NUMBER = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?|[-+]?\.\d+")
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Grade:
+    verdict: Verdict
+    detail: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == "pass"
+
+
+class GraderSpec(BaseModel):
+    """One grader, as written in configuration. ``type`` picks it; the other fields apply to
+    the types named in their descriptions."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    type: GraderType = Field(description="exact, contains, regex, numeric, json_field, function.")
+    name: str | None = Field(
+        default=None, description="Name in the results (default: the type or the function)."
+    )
+    case_sensitive: bool = Field(
+        default=False, description="exact, contains, regex: compare letter case too."
+    )
+    pattern: str | None = Field(
+        default=None,
+        description="regex: the pattern the answer must match (default: the item's expected).",
+    )
+    abs_tol: float = Field(
+        default=0.0, ge=0, description="numeric, json_field: absolute tolerance."
+    )
+    rel_tol: float = Field(
+        default=0.0, ge=0, description="numeric, json_field: relative tolerance."
+    )
+    pick: Literal["first", "last"] = Field(
+        default="last", description="numeric: which number of the answer is its answer."
+    )
+    path: str | None = Field(
+        default=None, description="json_field: dotted path into the answer's JSON, e.g. 'a.0.b'."
+    )
+    function: str | None = Field(
+        default=None, description="function: 'package.module:function' to import."
+    )
+
+    @classmethod
+    def parse(cls, value: str | GraderSpec | dict[str, Any]) -> GraderSpec:
+        """``"numeric"``, ``"pkg.mod:fn"`` or a mapping/spec."""
+        if isinstance(value, GraderSpec):
+            return value
+        if isinstance(value, str):
+            if ":" in value:
+                return cls(type="function", function=value)
+            return cls(type=value)
+        return cls.model_validate(value)
+
+
+class Grader:
+    """A configured grader: ``grade(answer, item)`` and ``check(item)`` (load-time)."""
+
+    def __init__(self, spec: GraderSpec, fn: Callable[[str, EvalItem], Grade]) -> None:
+        self.spec = spec
+        self.name = spec.name or (spec.function if spec.type == "function" else spec.type) or ""
+        self._fn = fn
+
+    def __repr__(self) -> str:
+        return f"Grader({self.name!r})"
+
+    def grade(self, answer: str, item: EvalItem) -> Grade:
+        try:
+            return self._fn(answer, item)
+        except Exception as exc:  # a grader bug is shown per item, not a crashed run
+            return Grade("unreadable", f"grader raised {type(exc).__name__}: {exc}")
+
+    def check(self, item: EvalItem) -> str | None:
+        """Why this grader can never grade ``item`` (None when it can)."""
+        spec, expected = self.spec, item.expected
+        if spec.type == "numeric" and _as_number(expected) is None:
+            return f"grader {self.name!r}: expected {expected!r} is not a number"
+        if spec.type == "regex" and spec.pattern is None:
+            if not isinstance(expected, str):
+                return f"grader {self.name!r}: expected must be a regex string"
+            try:
+                re.compile(expected)
+            except re.error as exc:
+                return f"grader {self.name!r}: expected is not a valid regex ({exc})"
+        if (spec.type in ("exact", "contains") and isinstance(expected, dict | bool)) or (
+            spec.type == "contains" and isinstance(expected, list) and not expected
+        ):
+            return f"grader {self.name!r}: expected must be text (or a list of texts)"
+        return None
+
+
+def _as_number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, str):
+        try:
+            number = float(value.replace(",", "").strip())
+        except ValueError:
+            return None
+        return number if math.isfinite(number) else None
+    return None
+
+
+def _close(a: float, b: float, spec: GraderSpec) -> bool:
+    return math.isclose(a, b, rel_tol=spec.rel_tol, abs_tol=spec.abs_tol) or a == b
+
+
+def _fold(text: str, spec: GraderSpec) -> str:
+    text = " ".join(text.split())
+    return text if spec.case_sensitive else text.casefold()
+
+
+def _texts(expected: Any) -> list[str]:
+    return [str(e) for e in expected] if isinstance(expected, list) else [str(expected)]
+
+
+def _exact(spec: GraderSpec) -> Callable[[str, EvalItem], Grade]:
+    def grade(answer: str, item: EvalItem) -> Grade:
+        got = _fold(answer, spec)
+        ok = any(got == _fold(t, spec) for t in _texts(item.expected))
+        return Grade("pass" if ok else "fail")
+
+    return grade
+
+
+def _contains(spec: GraderSpec) -> Callable[[str, EvalItem], Grade]:
+    def grade(answer: str, item: EvalItem) -> Grade:
+        got = _fold(answer, spec)
+        ok = any(_fold(t, spec) in got for t in _texts(item.expected))
+        return Grade("pass" if ok else "fail")
+
+    return grade
+
+
+def _regex(spec: GraderSpec) -> Callable[[str, EvalItem], Grade]:
+    flags = 0 if spec.case_sensitive else re.IGNORECASE
+    fixed = re.compile(spec.pattern, flags) if spec.pattern is not None else None
+
+    def grade(answer: str, item: EvalItem) -> Grade:
+        pattern = fixed or re.compile(str(item.expected), flags)
+        return Grade("pass" if pattern.search(answer) else "fail")
+
+    return grade
+
+
+def _numeric(spec: GraderSpec) -> Callable[[str, EvalItem], Grade]:
+    def grade(answer: str, item: EvalItem) -> Grade:
+        found = _NUMBER.findall(answer)
+        if not found:
+            return Grade("unreadable", "no number in the answer")
+        got = _as_number(found[0 if spec.pick == "first" else -1])
+        want = _as_number(item.expected)
+        if got is None or want is None:
+            return Grade("unreadable", "number out of range")
+        return Grade("pass" if _close(got, want, spec) else "fail", f"read {got:g}")
+
+    return grade
+
+
+def _json_value(answer: str) -> Any:
+    """The answer as JSON: the whole text, else a fenced block, else the outermost braces."""
+    candidates = [answer.strip()]
+    candidates += [m.strip() for m in _FENCE.findall(answer)]
+    start, end = answer.find("{"), answer.rfind("}")
+    if 0 <= start < end:
+        candidates.append(answer[start : end + 1])
+    for text in candidates:
+        try:
+            return json.loads(text)
+        except ValueError:
+            continue
+    raise LookupError("the answer holds no JSON")
+
+
+def _json_field(spec: GraderSpec) -> Callable[[str, EvalItem], Grade]:
+    parts = [p for p in (spec.path or "").split(".") if p]
+
+    def grade(answer: str, item: EvalItem) -> Grade:
+        try:
+            value = _json_value(answer)
+        except LookupError as exc:
+            return Grade("unreadable", str(exc))
+        for part in parts:
+            if isinstance(value, dict) and part in value:
+                value = value[part]
+            elif (
+                isinstance(value, list)
+                and part.lstrip("-").isdigit()
+                and -len(value) <= int(part) < len(value)
+            ):
+                value = value[int(part)]
+            else:
+                return Grade("unreadable", f"no field {spec.path!r} in the answer's JSON")
+        a, b = _as_number(value), _as_number(item.expected)
+        if a is not None and b is not None and not isinstance(value, str):
+            ok = _close(a, b, spec)
+        else:
+            ok = value == item.expected
+        return Grade("pass" if ok else "fail", f"{spec.path or '<root>'} = {value!r}"[:120])
+
+    return grade
+
+
+def resolve_function(ref: str) -> Callable[..., Any]:
+    """Import ``package.module:function`` (at load time, so a typo fails there)."""
+    module_name, _, attr = ref.partition(":")
+    if not module_name or not attr:
+        raise ValueError(f"grader function {ref!r} must look like 'package.module:function'")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(f"grader function {ref!r}: cannot import {module_name!r}: {exc}") from None
+    target: Any = module
+    for name in attr.split("."):
+        target = getattr(target, name, None)
+        if target is None:
+            raise ValueError(f"grader function {ref!r}: {module_name!r} has no {attr!r}")
+    if not callable(target):
+        raise ValueError(f"grader function {ref!r} is not callable")
+    return target
+
+
+def _function(spec: GraderSpec) -> Callable[[str, EvalItem], Grade]:
+    fn = resolve_function(spec.function or "")
+
+    def grade(answer: str, item: EvalItem) -> Grade:
+        out = fn(answer, item)
+        if out is None:
+            return Grade("unreadable", "the grader returned None")
+        if isinstance(out, Grade):
+            return out
+        if isinstance(out, bool):
+            return Grade("pass" if out else "fail")
+        if isinstance(out, int | float) and math.isfinite(out):
+            return Grade("pass" if out >= 0.5 else "fail", f"score {out:g}")
+        return Grade("unreadable", f"the grader returned {type(out).__name__}")
+
+    return grade
+
+
+_BUILDERS: dict[str, Callable[[GraderSpec], Callable[[str, EvalItem], Grade]]] = {
+    "exact": _exact,
+    "contains": _contains,
+    "regex": _regex,
+    "numeric": _numeric,
+    "json_field": _json_field,
+    "function": _function,
+}
+
+
+def build_grader(spec: str | GraderSpec | dict[str, Any]) -> Grader:
+    """A grader from its spec; raises ValueError for a bad pattern, path or function."""
+    parsed = GraderSpec.parse(spec)
+    if parsed.type == "function" and not parsed.function:
+        raise ValueError("a 'function' grader needs function: 'package.module:function'")
+    if parsed.type == "json_field" and parsed.path is None:
+        raise ValueError("a 'json_field' grader needs path: (e.g. 'answer' or 'result.0.value')")
+    if parsed.pattern is not None:
+        try:
+            re.compile(parsed.pattern)
+        except re.error as exc:
+            raise ValueError(f"regex grader pattern {parsed.pattern!r}: {exc}") from None
+    return Grader(parsed, _BUILDERS[parsed.type](parsed))

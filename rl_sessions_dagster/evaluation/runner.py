@@ -1,0 +1,235 @@
+"""Run a dataset against a model: bounded concurrency, samples, a call cap, and the summary.
+
+Inference calls wait on the network, so a thread pool of ``concurrency`` workers sharing one
+client is enough (``httpx.Client`` and its connection pool are thread-safe; the client holds
+no per-call state). Each call is retried by the client's :class:`RetryPolicy` (Retry-After
+honoured) within ``timeout_seconds``; a call that still fails fails the whole evaluation
+(:class:`EvaluationFailed`), because a score over the items that happened to answer would be
+a different measurement. No Dagster here: the asset in ``assets/evaluation.py`` wraps it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..api.errors import TogetherRLError
+from ..api.inference import ChatCompletion
+from .dataset import Dataset, EvalItem
+from .graders import Grade, Grader, Verdict
+
+__all__ = [
+    "EvaluationFailed",
+    "EvaluationResult",
+    "ItemResult",
+    "RunSettings",
+    "percentile",
+    "run_evaluation",
+]
+
+
+class ChatClient(Protocol):
+    def chat_completion(
+        self,
+        model: str,
+        messages: Sequence[Any],
+        *,
+        temperature: float | None = ...,
+        max_tokens: int | None = ...,
+        deadline: float | None = ...,
+    ) -> ChatCompletion: ...
+
+
+class EvaluationFailed(RuntimeError):
+    """Inference kept failing (after the client's retries), or the run would pass its call cap.
+    ``cause`` is the client's typed, key-free error when there is one."""
+
+    def __init__(self, message: str, *, cause: TogetherRLError | None = None) -> None:
+        super().__init__(message)
+        self.cause = cause
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """How one evaluation runs (bounds are checked by the configuration models)."""
+
+    samples: int = 1
+    temperature: float = 0.0
+    max_tokens: int = 256
+    concurrency: int = 8
+    #: Chat calls one evaluation may make (items x samples must fit); None = no cap.
+    max_calls: int | None = None
+    #: Seconds per call, retries and their sleeps included.
+    timeout_seconds: float = 60.0
+    #: USD per million prompt / completion tokens, for the estimated cost.
+    price_prompt_per_million: float = 0.0
+    price_completion_per_million: float = 0.0
+
+    def check_cap(self, dataset: Dataset) -> None:
+        """Raise ValueError when the dataset needs more calls than ``max_calls``."""
+        needed = len(dataset) * self.samples
+        if self.max_calls is not None and needed > self.max_calls:
+            raise ValueError(
+                f"{len(dataset)} items x {self.samples} samples = {needed} calls, more than "
+                f"max_calls={self.max_calls}"
+            )
+
+
+@dataclass(frozen=True)
+class ItemResult:
+    """One answer (item x sample), its verdict overall and per grader."""
+
+    item: EvalItem
+    sample: int
+    answer: str
+    verdict: Verdict
+    grades: dict[str, Grade]
+    latency_s: float
+    prompt_tokens: int
+    completion_tokens: int
+
+
+_ORDER: dict[str, int] = {"fail": 0, "unreadable": 1, "pass": 2}
+
+
+@dataclass(frozen=True)
+class EvaluationResult:
+    """What an evaluation measured. ``score`` is passed / (passed + failed) over every answer;
+    unreadable answers are counted in ``unreadable``, not as failures (None: nothing readable).
+    ``rows`` are ordered failures first, then unreadable, then passes."""
+
+    model: str
+    score: float | None
+    grader_scores: dict[str, float | None]
+    passed: int
+    failed: int
+    unreadable: int
+    rows: list[ItemResult]
+    latency_p50_s: float
+    latency_p95_s: float
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float
+    calls: int
+    wall_seconds: float
+    grader_unreadable: dict[str, int] = field(default_factory=dict)
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default); 0.0 for no values."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q
+    lo = int(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def _overall(grades: dict[str, Grade]) -> Verdict:
+    verdicts = {g.verdict for g in grades.values()}
+    if "fail" in verdicts:
+        return "fail"
+    return "unreadable" if "unreadable" in verdicts else "pass"
+
+
+def _score(passed: int, failed: int) -> float | None:
+    return passed / (passed + failed) if passed + failed else None
+
+
+def run_evaluation(
+    client: ChatClient,
+    model: str,
+    dataset: Dataset,
+    graders: Sequence[Grader],
+    settings: RunSettings = RunSettings(),
+    *,
+    clock: Callable[[], float] = time.monotonic,
+) -> EvaluationResult:
+    """Ask every item ``samples`` times, grade each answer with every grader, summarise.
+
+    ``clock`` must be the client's retry clock (deadlines are absolute on it).
+
+    Raises:
+        EvaluationFailed: a call failed after its retries (the remaining calls are cancelled),
+            or items x samples exceeds ``max_calls`` (before any call).
+    """
+    if not graders:
+        raise ValueError("an evaluation needs at least one grader")
+    try:
+        settings.check_cap(dataset)
+    except ValueError as exc:
+        raise EvaluationFailed(f"call cap: {exc}") from None
+    started = time.perf_counter()
+    stop = threading.Event()
+
+    def ask(item: EvalItem, sample: int) -> ItemResult:
+        if stop.is_set():
+            raise _Cancelled
+        out = client.chat_completion(
+            model, list(item.messages), temperature=settings.temperature,
+            max_tokens=settings.max_tokens, deadline=clock() + settings.timeout_seconds,
+        )  # fmt: skip
+        answer = out.text
+        grades = {g.name: g.grade(answer, item) for g in graders}
+        return ItemResult(item, sample, answer, _overall(grades), grades, out.latency_s,
+                          out.prompt_tokens, out.completion_tokens)  # fmt: skip
+
+    jobs = [(item, s) for item in dataset.items for s in range(settings.samples)]
+    pool = ThreadPoolExecutor(max(1, settings.concurrency), thread_name_prefix="rl-eval")
+    try:
+        futures: list[Future[ItemResult]] = [pool.submit(ask, it, s) for it, s in jobs]
+        wait(futures, return_when=FIRST_EXCEPTION)
+        error = next((f.exception() for f in futures if f.done() and f.exception()), None)
+        if isinstance(error, TogetherRLError):
+            raise EvaluationFailed(
+                f"model {model!r}: inference failed after {error.attempts} attempt(s): {error}",
+                cause=error,
+            ) from None
+        if error is not None:
+            raise error
+        results = [f.result() for f in futures]
+    finally:
+        # On a failure or an interrupt (a run terminated from the UI), queued calls are
+        # dropped; only the ones in flight finish, each bounded by timeout_seconds.
+        stop.set()
+        pool.shutdown(wait=True, cancel_futures=True)
+    return summarise(model, results, graders, settings, time.perf_counter() - started)
+
+
+class _Cancelled(Exception):
+    """A queued call skipped because another one failed."""
+
+
+def summarise(
+    model: str,
+    results: list[ItemResult],
+    graders: Sequence[Grader],
+    settings: RunSettings,
+    wall_seconds: float = 0.0,
+) -> EvaluationResult:
+    """Counts, scores, percentiles and cost of a list of answers."""
+    count = {v: sum(r.verdict == v for r in results) for v in ("pass", "fail", "unreadable")}
+    per_grader: dict[str, float | None] = {}
+    unreadable: dict[str, int] = {}
+    for g in graders:
+        verdicts = [r.grades[g.name].verdict for r in results]
+        per_grader[g.name] = _score(verdicts.count("pass"), verdicts.count("fail"))
+        unreadable[g.name] = verdicts.count("unreadable")
+    latencies = [r.latency_s for r in results]
+    prompt = sum(r.prompt_tokens for r in results)
+    completion = sum(r.completion_tokens for r in results)
+    cost = (prompt * settings.price_prompt_per_million
+            + completion * settings.price_completion_per_million) / 1e6  # fmt: skip
+    rows = sorted(results, key=lambda r: (_ORDER[r.verdict], r.item.line or 0, r.sample))
+    return EvaluationResult(
+        model=model, score=_score(count["pass"], count["fail"]), grader_scores=per_grader,
+        passed=count["pass"], failed=count["fail"], unreadable=count["unreadable"], rows=rows,
+        latency_p50_s=percentile(latencies, 0.5), latency_p95_s=percentile(latencies, 0.95),
+        prompt_tokens=prompt, completion_tokens=completion, cost_usd=cost, calls=len(results),
+        wall_seconds=wall_seconds, grader_unreadable=unreadable,
+    )  # fmt: skip

@@ -1,0 +1,143 @@
+"""``EvaluationSpec``: one checkpoint evaluation as configuration, and its eager loading.
+
+The same model is the Python argument of ``build_evaluation_asset`` and the ``evaluation:``
+section of the YAML Component, so the two cannot drift: every field is described and bounded
+here once. :meth:`EvaluationSpec.load` reads the dataset and builds the graders right away;
+the asset builder calls it, so a bad file fails when the definitions load.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .dataset import Dataset, DatasetError, load_dataset
+from .graders import Grader, GraderSpec, build_grader
+from .runner import RunSettings
+
+__all__ = ["EvaluationSpec", "LoadedEvaluation"]
+
+
+@dataclass(frozen=True)
+class LoadedEvaluation:
+    """A spec made real: validated items, built graders, run settings."""
+
+    dataset: Dataset
+    graders: tuple[Grader, ...]
+    settings: RunSettings
+    spec: EvaluationSpec
+
+
+class EvaluationSpec(BaseModel):
+    """A dataset, graders and how to run them against each checkpoint."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    dataset: str | None = Field(
+        default=None,
+        description="JSONL file of items, one JSON object per line (relative paths: from the "
+        "defs.yaml folder in YAML, from base_dir in Python). Give this or items.",
+    )
+    items: list[dict[str, Any]] | None = Field(
+        default=None,
+        description="Items inline: {messages: [...]} or {prompt: ...} or template fields, "
+        "each with expected (and optionally id). Give this or dataset.",
+    )
+    prompt_template: str | None = Field(
+        default=None,
+        description="Prompt for items without messages/prompt, filled from their fields, e.g. "
+        "'What is {a} + {b}? Answer with the number only.'",
+    )
+    system_prompt: str | None = Field(
+        default=None, description="System message put before items that have none."
+    )
+    graders: list[str | GraderSpec] = Field(
+        default_factory=lambda: list[str | GraderSpec](["exact"]),
+        min_length=1,
+        description="exact, contains, regex, numeric, json_field, or 'package.module:function'"
+        "; or a mapping with type and options (e.g. {type: numeric, abs_tol: 0.01}).",
+    )
+    samples: int = Field(default=1, ge=1, le=100, description="Answers asked per item.")
+    temperature: float = Field(default=0.0, ge=0, le=2, description="Sampling temperature.")
+    max_tokens: int = Field(default=256, ge=1, le=32768, description="Most tokens per answer.")
+    concurrency: int = Field(
+        default=8, ge=1, le=64, description="Chat calls in flight at once (one thread each)."
+    )
+    max_calls: int | None = Field(
+        default=10_000,
+        ge=1,
+        description="Most chat calls one evaluation may make (items x samples must fit; "
+        "checked when the definitions load). Retries of a call do not count. null: no cap.",
+    )
+    timeout_seconds: float = Field(
+        default=120.0,
+        gt=0,
+        le=3600,
+        description="Seconds per chat call, the resource's retries (Retry-After honoured) "
+        "and their waits included.",
+    )
+    price_prompt_per_million: float = Field(
+        default=0.0, ge=0, description="USD per million prompt tokens (estimated cost)."
+    )
+    price_completion_per_million: float = Field(
+        default=0.0, ge=0, description="USD per million completion tokens (estimated cost)."
+    )
+    tolerance: float = Field(
+        default=0.05,
+        ge=0,
+        le=1,
+        description="The score check fails when the score is more than this below the "
+        "previous checkpoint of the same session.",
+    )
+    table_rows: int = Field(
+        default=50, ge=0, le=1000, description="Items shown in the results table (failures first)."
+    )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> EvaluationSpec:
+        if (self.dataset is None) == (self.items is None):
+            raise ValueError("give exactly one of dataset (a JSONL file) or items (inline)")
+        return self
+
+    def settings(self) -> RunSettings:
+        return RunSettings(
+            samples=self.samples, temperature=self.temperature, max_tokens=self.max_tokens,
+            concurrency=self.concurrency, max_calls=self.max_calls,
+            timeout_seconds=self.timeout_seconds,
+            price_prompt_per_million=self.price_prompt_per_million,
+            price_completion_per_million=self.price_completion_per_million,
+        )  # fmt: skip
+
+    def load(self, base_dir: str | Path | None = None) -> LoadedEvaluation:
+        """Read the dataset, build the graders and check every item against every grader.
+
+        Raises:
+            DatasetError: the file is missing or malformed, an item does not suit a grader,
+                or the dataset needs more calls than ``max_calls``; it names the line.
+            ValueError: a grader cannot be built (bad pattern, unimportable function).
+        """
+        dataset = load_dataset(
+            self.dataset, self.items, prompt_template=self.prompt_template,
+            system_prompt=self.system_prompt, base_dir=base_dir,
+        )  # fmt: skip
+        graders = tuple(build_grader(g) for g in self.graders)
+        names = [g.name for g in graders]
+        if len(set(names)) != len(names):
+            raise ValueError(f"grader names must be unique (give name:), got {names}")
+        line_word = "item" if self.items is not None else "line"
+        for item in dataset.items:
+            for grader in graders:
+                problem = grader.check(item)
+                if problem is not None:
+                    where = item.line if line_word == "line" else None
+                    prefix = "" if where is not None else f"item {item.line}: "
+                    raise DatasetError(prefix + problem, source=dataset.source, line=where)
+        settings = self.settings()
+        try:
+            settings.check_cap(dataset)
+        except ValueError as exc:
+            raise DatasetError(str(exc), source=dataset.source) from None
+        return LoadedEvaluation(dataset, graders, settings, self)
