@@ -26,9 +26,7 @@ def to_micros(when: datetime) -> int:
 
 def from_micros(us: int) -> datetime:
     """Convert epoch microseconds to an aware UTC datetime."""
-    return datetime.fromtimestamp(us // 1_000_000, tz=UTC).replace(
-        microsecond=us % 1_000_000
-    )
+    return datetime.fromtimestamp(us // 1_000_000, tz=UTC).replace(microsecond=us % 1_000_000)
 
 
 class SimClock:
