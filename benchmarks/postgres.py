@@ -2,7 +2,7 @@
 PostgreSQL, a checkpoint sensor over 100,000 sessions, both list orders.
 
 Per list order: a fresh simulator process (``--populate N``), a fresh database on a throwaway
-PostgreSQL server (``rl_sessions_dagster.testing.postgres``; fsync off, as for every test
+PostgreSQL server (``tests.pg_server``; fsync off, as for every test
 cluster), and the daemon running ``benchmarks.daemon_defs`` (one checkpoint sensor, interval
 1 s, so ticks come back to back). After the first finished tick, it measures for ``--seconds``
 while one new registered checkpoint appears on an active session every ``--pace`` seconds:
@@ -30,7 +30,7 @@ from typing import Any
 import dagster as dg
 
 from rl_sessions_dagster.testing.daemon import dagster_daemon, prepare_dagster_home, sensor_ticks
-from rl_sessions_dagster.testing.postgres import postgres_server
+from tests.pg_server import postgres_server
 
 from .simproc import simulator
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from rl_sessions_dagster.testing.postgres import (
+from tests.pg_server import (
     PostgresServer,
     PostgresUnavailable,
     start_postgres,

@@ -1,4 +1,4 @@
-"""The throwaway PostgreSQL server of ``rl_sessions_dagster.testing.postgres`` and a Dagster
+"""The throwaway PostgreSQL server of ``tests.pg_server`` and a Dagster
 instance on it: loopback only, password required, stopped by PID with nothing left behind."""
 
 import socket
@@ -8,7 +8,7 @@ import dagster as dg
 import pytest
 
 from rl_sessions_dagster.testing.daemon import group_alive, prepare_dagster_home
-from rl_sessions_dagster.testing.postgres import (
+from tests.pg_server import (
     PostgresUnavailable,
     find_postgres_bin,
     postgres_server,
@@ -71,11 +71,14 @@ def test_missing_binaries_say_what_to_install(tmp_path, monkeypatch):
 
 
 def test_the_server_helper_needs_neither_dagster_nor_a_driver() -> None:
-    """Users and benchmarks import it anywhere: stdlib only."""
+    """Tests and benchmarks import it before anything else: stdlib only."""
     import subprocess
     import sys
 
-    code = "import sys, rl_sessions_dagster.testing.postgres; print('\\n'.join(sys.modules))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    root = Path(__file__).resolve().parents[2]
+    code = "import sys, tests.pg_server; print('\\n'.join(sys.modules))"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root
+    )
     loaded = set(out.stdout.split())
     assert not loaded & {"dagster", "sqlalchemy", "psycopg2", "httpx"}, loaded

@@ -31,7 +31,7 @@ from rl_sessions_dagster.storage import (
     redact_url,
     session_row,
 )
-from rl_sessions_dagster.testing.postgres import PostgresServer
+from tests.pg_server import PostgresServer
 
 from ..test_storage import T0, make_session
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import httpx
 import pytest
@@ -266,7 +266,7 @@ def test_mutate_session_json_and_response_hook(world: SimulatedWorld, client: ht
 
 
 def test_manual_clock_start_and_advance() -> None:
-    start = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    start = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
     world = SimulatedWorld(clock="manual", start=start)
     assert world.now() == start
     world.advance_clock(1.5)
@@ -278,7 +278,7 @@ def test_manual_clock_start_and_advance() -> None:
 
 def test_real_clock_with_offset() -> None:
     world = SimulatedWorld()
-    before = datetime.now(timezone.utc)
+    before = datetime.now(UTC)
     world.advance_clock(3600)
     assert (world.now() - before).total_seconds() >= 3600
 

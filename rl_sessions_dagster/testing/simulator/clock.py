@@ -7,28 +7,26 @@ cheaply (float seconds lose the microsecond digit around 2026).
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Literal
 
 ClockMode = Literal["real", "manual"]
 
 #: Start of a manual clock when none is given: fixed so seeded worlds are fully reproducible.
-DEFAULT_MANUAL_START = datetime(2026, 11, 29, 12, 0, 0, tzinfo=timezone.utc)
+DEFAULT_MANUAL_START = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
 
 
 def to_micros(when: datetime) -> int:
     """Convert an aware (or UTC-naive) datetime to epoch microseconds."""
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    delta = when - datetime(1970, 1, 1, tzinfo=timezone.utc)
+        when = when.replace(tzinfo=UTC)
+    delta = when - datetime(1970, 1, 1, tzinfo=UTC)
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
 def from_micros(us: int) -> datetime:
     """Convert epoch microseconds to an aware UTC datetime."""
-    return datetime.fromtimestamp(us // 1_000_000, tz=timezone.utc).replace(
-        microsecond=us % 1_000_000
-    )
+    return datetime.fromtimestamp(us // 1_000_000, tz=UTC).replace(microsecond=us % 1_000_000)
 
 
 class SimClock:

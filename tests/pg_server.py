@@ -3,7 +3,7 @@
 Stdlib only (no Dagster, no database driver): it runs the server binaries of an installed
 PostgreSQL (Debian's ``postgresql`` package puts them in ``/usr/lib/postgresql/<N>/bin``)::
 
-    from rl_sessions_dagster.testing.postgres import postgres_server
+    from tests.pg_server import postgres_server
 
     with postgres_server() as pg:
         pg.create_database("dagster")
