@@ -31,8 +31,9 @@ from rl_sessions_dagster.core.events import TERMINAL_EVENT_FOR_STATUS
 from rl_sessions_dagster.core.poll import collect
 from rl_sessions_dagster.resource import ServerClock
 from rl_sessions_dagster.sensors import TRANSIENT_ERRORS, SessionFilter
-from rl_sessions_dagster.sensors.factory import DEFAULT_TICK_BUDGET_SECONDS, _tick_budget
+from rl_sessions_dagster.sensors.options import DEFAULT_TICK_BUDGET_SECONDS
 from rl_sessions_dagster.sensors.source import ClientSessionSource
+from rl_sessions_dagster.sensors.tick import tick_budget
 
 Event = tuple[str, str, str | None]
 SENSOR_NAME = "bench_all_events"
@@ -117,7 +118,7 @@ class OursCore:
     def __init__(self, base_url: str, api_key: str) -> None:
         self.resource = _resource(base_url, api_key)
         self.config = TrackerConfig(kinds=frozenset(EventKind), max_events=25)
-        self.budget = _tick_budget(DEFAULT_TICK_BUDGET_SECONDS)
+        self.budget = tick_budget(DEFAULT_TICK_BUDGET_SECONDS)
         self.cursor: str | None = None
 
     def tick(self) -> Tick:

@@ -138,6 +138,8 @@ class ResourceTrackerState:
     tracked: dict[str, TrackedResource] = field(default_factory=dict)
     #: terminal resources announced (or seen terminal) and created inside the window.
     recent_terminal: dict[str, int] = field(default_factory=dict)
+    #: when the ticks started failing to read the API (None: the last tick read it).
+    failing_since_ms: int | None = None
 
     def to_cursor(self) -> str:
         doc: dict[str, Any] = {
@@ -156,6 +158,8 @@ class ResourceTrackerState:
             },
             "r": self.recent_terminal,
         }
+        if self.failing_since_ms is not None:
+            doc["f"] = self.failing_since_ms
         return json.dumps(doc, separators=(",", ":"), sort_keys=True)
 
     @classmethod
@@ -184,6 +188,7 @@ class ResourceTrackerState:
                 seen_max_ms=int(doc["m"]),
                 tracked=tracked,
                 recent_terminal={str(k): int(v) for k, v in doc["r"].items()},
+                failing_since_ms=None if doc.get("f") is None else int(doc["f"]),
             )
         except CursorError:
             raise

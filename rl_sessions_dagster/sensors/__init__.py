@@ -1,7 +1,7 @@
 """Dagster sensors that turn Together RL session events into runs."""
 
 from ..core.filters import SessionFilter
-from .factory import TRANSIENT_ERRORS, build_rl_event_sensor, build_routed_sensor
+from .factory import build_rl_event_sensor, build_routed_sensor
 from .idle_guard import IdleStopConfig, build_idle_guard
 from .options import EventRoute, PollingOptions, UnknownEventKind
 from .presets import build_checkpoint_sensor, build_session_status_sensor
@@ -13,6 +13,7 @@ from .resources import (
     resource_event_tags,
 )
 from .run_requests import RunRequestFn, event_tags
+from .tick import TRANSIENT_ERRORS
 
 __all__ = [
     "TRANSIENT_ERRORS",

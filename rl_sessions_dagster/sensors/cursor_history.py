@@ -50,7 +50,7 @@ def sensor_ticks(context: dg.SensorEvaluationContext, limit: int = HISTORY_DEPTH
 
 
 def restore_from_history(
-    context: dg.SensorEvaluationContext, parse: Callable[[str], T]
+    context: dg.SensorEvaluationContext, parse: Callable[[str | None], T]
 ) -> tuple[T, int] | None:
     """The newest readable cursor of a past tick, parsed, with that tick's timestamp."""
     for tick in sensor_ticks(context):
@@ -64,15 +64,19 @@ def restore_from_history(
     return None
 
 
-def read_tracker_state(context: dg.SensorEvaluationContext) -> TrackerState:
-    """The tracker state from the cursor; an unreadable cursor is recovered from the tick
+def read_state(
+    context: dg.SensorEvaluationContext,
+    parse: Callable[[str | None], T],
+    fresh: Callable[[], T],
+) -> T:
+    """A sensor's state from its cursor; an unreadable cursor is recovered from the tick
     history (events since that tick are announced again, deduplicated by run_key), and only
     when no readable cursor exists does the sensor start over, saying so."""
     try:
-        return TrackerState.from_cursor(context.cursor)
+        return parse(context.cursor)
     except CursorError as exc:
         problem = str(exc)
-    restored = restore_from_history(context, TrackerState.from_cursor)
+    restored = restore_from_history(context, parse)
     if restored is not None:
         state, at = restored
         context.log.warning(
@@ -85,7 +89,12 @@ def read_tracker_state(context: dg.SensorEvaluationContext) -> TrackerState:
         f"{problem}; no readable cursor in this sensor's tick history: starting over from "
         "the current state of the API (what happened before now is not announced)"
     )
-    return TrackerState()
+    return fresh()
+
+
+def read_tracker_state(context: dg.SensorEvaluationContext) -> TrackerState:
+    """The session tracker's state (see :func:`read_state`)."""
+    return read_state(context, TrackerState.from_cursor, TrackerState)
 
 
 def _iso(epoch_s: int) -> str:

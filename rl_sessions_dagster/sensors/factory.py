@@ -10,16 +10,14 @@ The resource is a sensor requirement resolved by Dagster at tick time, never a c
 object: an unresolved ``EnvVar`` would otherwise be sent as the key itself (the bug of
 dagster-fivetran's polling sensor).
 
-The tick body is :func:`_evaluate_tick`: read the cursor → ``collect`` → ``advance`` → build
-run requests → ``SensorResult``. Everything above it only builds and checks definitions.
+The tick is the shared skeleton (:mod:`.tick`: budget, clock, transient failures, outage alarm,
+cursor recovery, one log line) around this family's body, :func:`_session_tick`: ``collect`` →
+``advance`` → run requests. Everything else here only builds and checks definitions.
 """
 
-import os
-import time
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import dagster as dg
@@ -28,24 +26,12 @@ from dagster._core.definitions.unresolved_asset_job_definition import (
 )
 from typing_extensions import Unpack
 
-from ..api import (
-    DeadlineExceeded,
-    DecodeError,
-    RateLimitError,
-    ServerClock,
-    ServerError,
-    TransportError,
-)
 from ..core import EventKind, SessionEvent, TrackerConfig, TrackerState, advance
 from ..core.filters import SessionFilter
 from ..core.poll import collect
 from ..partitions import CHECKPOINT_ASSET_KEY, CHECKPOINT_PARTITIONS
-from ..resource import TogetherRLResource
-from ..retry_log import current_tick_retry_log
-from .cursor_history import previous_tick_failed_loudly, read_tracker_state
 from .definition import QuietSensorDefinition
 from .options import (
-    DEFAULT_TICK_BUDGET_SECONDS,  # noqa: F401 - imported from here by sensors/resources.py
     EventRoute,
     PollingKwargs,
     PollingOptions,
@@ -54,59 +40,24 @@ from .options import event_kinds as parse_event_kinds
 from .run_requests import RunRequestFn, checkpoint_materialization, default_run_request
 from .source import ClientSessionSource
 from .targets import RouteTarget, check_at_tick, resolve_route
+from .tick import (
+    TRANSIENT_ERRORS,
+    SensorFamily,
+    Tick,
+    TickOutcome,
+    run_tick,
+    tick_budget,
+)
 
 if TYPE_CHECKING:
     from dagster._core.definitions.asset_selection import CoercibleToAssetSelection
     from dagster._core.definitions.target import ExecutableDefinition
 
-#: Failures that end a tick quietly (SkipReason, cursor kept): the next tick retries.
-TRANSIENT_ERRORS = (TransportError, ServerError, RateLimitError, DeadlineExceeded, DecodeError)
-
 #: pages of the unfiltered session list a tick may read for discovery (after the first tick).
 DISCOVERY_PAGES_PER_TICK = 50
-_UNAVAILABLE = "Together RL API unavailable"
 
-
-class TogetherRLUnavailableError(Exception):
-    """Every tick has failed to read the API for longer than the sensor's alarm threshold."""
-
-
-def _unavailable(
-    context: dg.SensorEvaluationContext,
-    state: TrackerState,
-    exc: Exception,
-    now_ms: int,
-    alarm_after_s: float,
-) -> dg.SensorResult | dg.SkipReason:
-    """A transient failure skips the tick (cursor kept); one that persists fails one tick loudly
-    per ``alarm_after_s`` window, then the sensor goes on retrying quietly."""
-    since = state.failing_since_ms if state.failing_since_ms is not None else now_ms
-    if previous_tick_failed_loudly(context, _UNAVAILABLE + " for"):
-        since = now_ms  # the alarm was raised: a new window starts
-    elif now_ms - since >= alarm_after_s * 1000:
-        raise TogetherRLUnavailableError(
-            f"{_UNAVAILABLE} for {int((now_ms - since) / 60000)} min: every tick since "
-            f"{datetime.fromtimestamp(since / 1000, tz=UTC).isoformat(timespec='seconds')} "
-            f"failed to read it (last error: {exc}). The sensor keeps retrying each tick and "
-            "loses nothing; check the API status and the resource's base_url."
-        )
-    reason = f"{_UNAVAILABLE}, will retry next tick: {exc}"
-    if not state.initialized:
-        return dg.SkipReason(reason)  # nothing to keep before the first successful tick
-    state.failing_since_ms = since
-    return dg.SensorResult(skip_reason=dg.SkipReason(reason), cursor=state.to_cursor())
-
-
-def _tick_budget(requested: float) -> float:
-    """The budget, kept 15 s under the daemon's gRPC sensor timeout if that is set lower."""
-    raw = os.getenv("DAGSTER_SENSOR_GRPC_TIMEOUT_SECONDS") or os.getenv(
-        "DAGSTER_GRPC_TIMEOUT_SECONDS"
-    )
-    try:
-        grpc_timeout = float(raw) if raw else 60.0
-    except ValueError:
-        grpc_timeout = 60.0
-    return max(1.0, min(requested, grpc_timeout - 15.0))
+#: The session tracker as a sensor family of the tick skeleton.
+SESSIONS = SensorFamily(TrackerState.from_cursor, TrackerState)
 
 
 @dataclass(frozen=True)
@@ -130,77 +81,65 @@ class SensorPlan:
         return None
 
 
-def _evaluate_tick(
-    context: dg.SensorEvaluationContext, plan: SensorPlan
-) -> dg.SensorResult | dg.SkipReason:
-    """One tick: cursor → collect → advance → run requests → ``SensorResult``."""
-    started = time.monotonic()
-    deadline = started + plan.budget
-    check_at_tick(context, plan.name, list(plan.targets))
-    now_ms = int(datetime.now(UTC).timestamp() * 1000)
-    state = read_tracker_state(context)
-    resource: TogetherRLResource = getattr(context.resources, plan.resource_key)
-    clock = ServerClock()
-    with resource.get_client(server_clock=clock) as client:
+def _session_tick(plan: SensorPlan) -> Callable[[Tick, TrackerState], TickOutcome[TrackerState]]:
+    """The session family's tick body: collect → advance → run requests."""
+
+    def body(tick: Tick, state: TrackerState) -> TickOutcome[TrackerState]:
+        context = tick.context
+        check_at_tick(context, plan.name, list(plan.targets))
         source = ClientSessionSource(
-            client,
+            tick.client,
             plan.session_filter,
-            deadline=deadline,
+            deadline=tick.deadline,
             page_size=plan.options.page_size,
-            server_clock=clock,
+            server_clock=tick.clock,
         )
         reserve = min(5.0, plan.budget / 4)
-        try:
-            collected = collect(
-                state,
-                plan.config,
-                source,
-                now_ms=now_ms,
-                out_of_time=lambda: time.monotonic() > deadline - reserve,
-                transient=TRANSIENT_ERRORS,
-                discovery_pages_per_tick=DISCOVERY_PAGES_PER_TICK,
+        collected = collect(
+            state,
+            plan.config,
+            source,
+            now_ms=tick.now_ms,
+            out_of_time=lambda: tick.out_of_time(reserve),
+            transient=TRANSIENT_ERRORS,
+            discovery_pages_per_tick=DISCOVERY_PAGES_PER_TICK,
+        )
+        for item in source.skipped:
+            context.log.warning(
+                f"skipped an unreadable item of the API's lists (id {item.id or 'unreadable'}, "
+                f"field {item.field or '(the item)'}: {item.reason}); it is read again when "
+                "it is listed again"
             )
-        except TRANSIENT_ERRORS as exc:
-            return _unavailable(context, state, exc, now_ms, plan.options.unavailable_alarm_seconds)
-    for item in source.skipped:
-        context.log.warning(
-            f"skipped an unreadable item of the API's lists (id {item.id or 'unreadable'}, "
-            f"field {item.field or '(the item)'}: {item.reason}); it is read again when "
-            "it is listed again"
+        for sid in collected.unreadable:
+            context.log.warning(f"session {sid} could not be read; it is fetched again next tick")
+        outcome = advance(state, collected.observation, plan.config)
+        for note in outcome.notes:
+            context.log.warning(note)
+        built = _build_requests(outcome.events, plan)
+        summary = (
+            f"{len(built.run_requests)} run(s) from {len(outcome.events)} event(s); "
+            f"tracking {len(outcome.state.tracked)} session(s)"
         )
-    for sid in collected.unreadable:
-        context.log.warning(f"session {sid} could not be read; it is fetched again next tick")
-    outcome = advance(state, collected.observation, plan.config)
-    outcome.state.failing_since_ms = None
-    for note in outcome.notes:
-        context.log.warning(note)
+        if outcome.deferred:
+            summary += (
+                f"; more events than max_runs_per_tick={plan.options.max_runs_per_tick}, "
+                "rest next tick"
+            )
+        if collected.interrupted:
+            summary += f"; read stopped early ({collected.interrupted}), rest next tick"
+        unreadable = len(source.skipped) + len(collected.unreadable)
+        if unreadable:
+            summary += f"; {unreadable} unreadable item(s) skipped (retried when read again)"
+        return TickOutcome(
+            outcome.state,
+            summary,
+            built.run_requests,
+            built.partition_requests(),
+            built.asset_events,
+            requests=collected.requests,
+        )
 
-    built = _build_requests(outcome.events, plan)
-    elapsed_ms = int((time.monotonic() - started) * 1000)
-    tick_retries = current_tick_retry_log()  # each retry is a WARNING line above this one
-    retried = tick_retries.take_count() if tick_retries else client.stats.retries
-    summary = (
-        f"{len(built.run_requests)} run(s) from {len(outcome.events)} event(s); "
-        f"{collected.requests} API request(s) ({retried} retried) in {elapsed_ms} ms; "
-        f"tracking {len(outcome.state.tracked)} session(s)"
-    )
-    if outcome.deferred:
-        summary += (
-            f"; more events than max_runs_per_tick={plan.options.max_runs_per_tick}, rest next tick"
-        )
-    if collected.interrupted:
-        summary += f"; read stopped early ({collected.interrupted}), rest next tick"
-    unreadable = len(source.skipped) + len(collected.unreadable)
-    if unreadable:
-        summary += f"; {unreadable} unreadable item(s) skipped (retried when read again)"
-    context.log.info(summary)
-    return dg.SensorResult(
-        run_requests=built.run_requests,
-        skip_reason=None if built.run_requests else dg.SkipReason(summary),
-        cursor=outcome.state.to_cursor(),
-        dynamic_partitions_requests=built.partition_requests(),
-        asset_events=built.asset_events,
-    )
+    return body
 
 
 @dataclass
@@ -308,14 +247,23 @@ def build_routed_sensor(
         session_filter=session_filter or SessionFilter(),
         options=options,
         config=options.tracker_config(kinds),
-        budget=_tick_budget(options.tick_budget_seconds),
+        budget=tick_budget(options.tick_budget_seconds),
         targets=targets,
         checkpoint_asset_key=checkpoint_asset_key,
         name_jobs=len(targets) > 1,
     )
 
+    body = _session_tick(plan)
+
     def evaluate(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
-        return _evaluate_tick(context, plan)
+        return run_tick(
+            context,
+            SESSIONS,
+            body,
+            resource_key=plan.resource_key,
+            budget=plan.budget,
+            alarm_after_s=plan.options.unavailable_alarm_seconds,
+        )
 
     return QuietSensorDefinition(
         rl_fn=evaluate,

@@ -26,8 +26,9 @@ towards leaving a GPU up (the rules are in ``core/idle.py``):
 No ``from __future__ import annotations`` here: Dagster must see the real ``context`` type.
 """
 
-import time
+import json
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -39,12 +40,14 @@ from ..api.lifecycle import ResourceSpec, monotonic_deadline, stop_resource
 from ..api.models import ModelResource
 from ..core.idle import Decision, IdlePolicy, ResourceUse, Verdict, decide, resource_use
 from ..core.idle import worth_a_look as _worth_a_look
+from ..core.state import CursorError
 from ..core.tracker import to_ms
 from ..resource import TogetherRLResource
 from .definition import QuietSensorDefinition
-from .factory import DEFAULT_TICK_BUDGET_SECONDS, TRANSIENT_ERRORS, _tick_budget
+from .options import DEFAULT_TICK_BUDGET_SECONDS
 from .run_requests import TAG_PREFIX
 from .spend_spans import record_stop
+from .tick import SensorFamily, Tick, TickOutcome, run_tick, tick_budget
 
 __all__ = ["IdleStopConfig", "build_idle_guard", "find_idle"]
 
@@ -53,6 +56,34 @@ DEFAULT_STOP_ATTEMPTS = 3
 _RID_TAG = f"{TAG_PREFIX}model_resources_id"
 _SINCE_TAG = f"{TAG_PREFIX}idle_since_ms"
 _FAILED = [dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED]
+_CURSOR_KIND = "idle_guard"
+
+
+@dataclass
+class GuardState:
+    """The guard's cursor. It remembers no resource (each tick decides from what the API shows
+    and from the guard's own runs), only when the ticks began failing to read the API."""
+
+    failing_since_ms: int | None = None
+    initialized: bool = True
+
+    def to_cursor(self) -> str:
+        return json.dumps({"kind": _CURSOR_KIND, "f": self.failing_since_ms})
+
+    @classmethod
+    def from_cursor(cls, cursor: str | None) -> "GuardState":
+        if not cursor:
+            return cls()
+        try:
+            doc = json.loads(cursor)
+            if not isinstance(doc, dict) or doc.get("kind") != _CURSOR_KIND:
+                raise CursorError("not an idle-guard cursor")
+            return cls(None if doc.get("f") is None else int(doc["f"]))
+        except (ValueError, TypeError) as exc:
+            raise CursorError(f"unreadable idle-guard cursor: {exc!r}") from None
+
+
+GUARD = SensorFamily(GuardState.from_cursor, GuardState)
 
 
 class IdleStopConfig(dg.Config):
@@ -149,6 +180,7 @@ def build_idle_guard(
     default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
     stop_attempts: int = DEFAULT_STOP_ATTEMPTS,
     spend_db_path: str | None = None,
+    unavailable_alarm_seconds: float = 600.0,
 ) -> tuple[dg.JobDefinition, dg.SensorDefinition]:
     """A job stopping one idle resource per run, and the sensor that requests those runs.
 
@@ -163,6 +195,8 @@ def build_idle_guard(
         stop_attempts: runs per idle stretch before giving up (a failed run is requested again).
         spend_db_path: where the spend asset keeps its tables (default: its own default), so
             the span of a stopped resource is recorded there.
+        unavailable_alarm_seconds: fail one tick loudly once every tick has failed to read
+            the API for this long (then keep retrying quietly), as the session sensors do.
     """
     if idle_seconds <= 0:
         raise dg.DagsterInvalidDefinitionError("idle_seconds must be > 0")
@@ -176,7 +210,7 @@ def build_idle_guard(
         deny_base_models=frozenset(deny_base_models),
     )
     op_name = f"{name}_stop"
-    budget = _tick_budget(tick_budget_seconds)
+    budget = tick_budget(tick_budget_seconds)
 
     @dg.op(
         name=op_name,
@@ -260,22 +294,15 @@ def build_idle_guard(
             },
         )
 
-    def _guard_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
-        deadline = time.monotonic() + budget
-        resource: TogetherRLResource = getattr(context.resources, resource_key)
-        clock = ServerClock()
-        try:
-            with resource.get_client(server_clock=clock) as client:
-                decisions = find_idle(
-                    client,
-                    policy,
-                    created_by=created_by,
-                    deadline=deadline,
-                    clock=clock,
-                    force=force,
-                )
-        except TRANSIENT_ERRORS as exc:
-            return dg.SkipReason(f"Together RL API unavailable, will retry next tick: {exc}")
+    def body(tick: Tick, state: GuardState) -> TickOutcome[GuardState]:
+        decisions = find_idle(
+            tick.client,
+            policy,
+            created_by=created_by,
+            deadline=tick.deadline,
+            clock=tick.clock,
+            force=force,
+        )
         requests, gave_up, kept = [], [], []
         for d in decisions:
             if not d.stop:
@@ -283,7 +310,7 @@ def build_idle_guard(
                     kept.append(d.explain())
                 continue
             assert d.idle_since_ms is not None
-            failed = _failed_runs(context.instance, name, d.resource.id, d.idle_since_ms)
+            failed = _failed_runs(tick.context.instance, name, d.resource.id, d.idle_since_ms)
             if failed >= stop_attempts:
                 gave_up.append(f"{d.resource.id} ({failed} failed runs)")
                 continue
@@ -294,15 +321,22 @@ def build_idle_guard(
         )
         if kept:
             summary += "; kept: " + "; ".join(kept)
-        context.log.info(summary)
         if gave_up:
-            context.log.warning(
+            tick.context.log.warning(
                 f"idle guard gave up on {', '.join(gave_up)}: every run to "
                 f"{'report' if dry_run else 'stop'} it failed; it is still idle and billing"
             )
-        if not requests:
-            return dg.SkipReason(summary)
-        return dg.SensorResult(run_requests=requests)
+        return TickOutcome(state, summary, requests)
+
+    def _guard_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
+        return run_tick(
+            context,
+            GUARD,
+            body,
+            resource_key=resource_key,
+            budget=budget,
+            alarm_after_s=unavailable_alarm_seconds,
+        )
 
     return _guard_job, QuietSensorDefinition(
         rl_fn=_guard_sensor,

@@ -6,15 +6,12 @@ tracker (``core/resources.py``) and returns a ``SensorResult``. A transient API 
 the tick with a SkipReason and the cursor untouched, so the next tick retries.
 """
 
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 import dagster as dg
 
-from ..api import ServerClock
 from ..api.models import ModelResource
 from ..core.resources import (
     ALL_RESOURCE_EVENT_KINDS,
@@ -26,13 +23,14 @@ from ..core.resources import (
     advance_resources,
     status_changes,
 )
-from ..core.state import CursorError
-from ..resource import TogetherRLResource
 from .definition import QuietSensorDefinition
-from .factory import DEFAULT_TICK_BUDGET_SECONDS, TRANSIENT_ERRORS, _tick_budget
-from .options import parse_kinds
+from .options import DEFAULT_TICK_BUDGET_SECONDS, parse_kinds
 from .run_requests import TAG_PREFIX
 from .spend_spans import record_spans
+from .tick import SensorFamily, Tick, TickOutcome, run_tick, tick_budget
+
+#: The model-resource tracker as a sensor family of the tick skeleton.
+RESOURCES = SensorFamily(ResourceTrackerState.from_cursor, ResourceTrackerState)
 
 #: Reshape the default RunRequest of a resource event, or drop it (return None).
 ResourceRunRequestFn = Callable[[ResourceEvent, dg.RunRequest], dg.RunRequest | None]
@@ -173,6 +171,7 @@ def build_model_resource_sensor(
     default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
     description: str | None = None,
     spend_db_path: str | None = None,
+    unavailable_alarm_seconds: float = 600.0,
 ) -> dg.SensorDefinition:
     """A sensor that requests one run per wanted model-resource event, and records each
     resource's billed span (READY until it leaves READY) whenever its status changes, so the
@@ -191,6 +190,8 @@ def build_model_resource_sensor(
         run_request_fn: reshape each RunRequest (run config, tags) or drop it.
         max_runs_per_tick / tick_budget_seconds / lookback_seconds: as for the session sensors.
         spend_db_path: where the spend asset keeps its tables (default: its own default).
+        unavailable_alarm_seconds: fail one tick loudly once every tick has failed to read
+            the API for this long (then keep retrying quietly), as the session sensors do.
     """
     job_of: dict[ResourceEventKind, str] = {}
     jobs: list[Any] | None = None
@@ -212,45 +213,31 @@ def build_model_resource_sensor(
         lookback_ms=int(lookback_seconds * 1000),
     )
     flt = resource_filter or ResourceFilter()
-    budget = _tick_budget(tick_budget_seconds)
+    budget = tick_budget(tick_budget_seconds)
 
-    def _sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
-        started = time.monotonic()
-        deadline = started + budget
-        try:
-            state = ResourceTrackerState.from_cursor(context.cursor)
-        except CursorError as exc:
-            context.log.warning(f"{exc}; starting over (existing resources are not announced)")
-            state = ResourceTrackerState()
-        resource: TogetherRLResource = getattr(context.resources, resource_key)
-        clock = ServerClock()
-        try:
-            with resource.get_client(server_clock=clock) as client:
-                listed = [
-                    r
-                    for r in client.list_model_resources(
-                        created_by=flt.created_by, deadline=deadline
-                    )
-                    if flt.matches(r)
-                ]
-        except TRANSIENT_ERRORS as exc:
-            return dg.SkipReason(f"Together RL API unavailable, will retry next tick: {exc}")
+    def body(tick: Tick, state: ResourceTrackerState) -> TickOutcome[ResourceTrackerState]:
+        listed = [
+            r
+            for r in tick.client.list_model_resources(
+                created_by=flt.created_by, deadline=tick.deadline
+            )
+            if flt.matches(r)
+        ]
         obs = ResourceObservation(
-            now_ms=int(datetime.now(UTC).timestamp() * 1000),
-            resources=listed,
-            server_now_ms=clock.last_ms,
+            now_ms=tick.now_ms, resources=listed, server_now_ms=tick.clock.last_ms
         )
-        moved = status_changes(state, listed)
         spans = ""
-        if moved:
+        if moved := status_changes(state, listed):
             try:
-                changed = record_spans(context.instance, spend_db_path, moved, now_ms=obs.clock_ms)
+                changed = record_spans(
+                    tick.context.instance, spend_db_path, moved, now_ms=obs.clock_ms
+                )
                 spans = f"; {len(changed)} billed span(s) updated" if changed else ""
             except Exception as exc:  # spend is a side record: never block the events
-                context.log.warning(f"could not record billed spans: {exc}")
+                tick.context.log.warning(f"could not record billed spans: {exc}")
         outcome = advance_resources(state, obs, config)
         for note in outcome.notes:
-            context.log.warning(note)
+            tick.context.log.warning(note)
         requests: list[dg.RunRequest] = []
         for event in outcome.events:
             default = default_resource_run_request(event, job_of.get(event.kind))
@@ -259,16 +246,21 @@ def build_model_resource_sensor(
                 requests.append(request)
         summary = (
             f"{len(requests)} run(s) from {len(outcome.events)} event(s); "
-            f"{len(listed)} resource(s) listed in {int((time.monotonic() - started) * 1000)} ms; "
-            f"tracking {len(outcome.state.tracked)}{spans}"
+            f"{len(listed)} resource(s) listed; tracking {len(outcome.state.tracked)}{spans}"
         )
         if outcome.deferred:
             summary += f"; more events than max_runs_per_tick={max_runs_per_tick}, rest next tick"
-        context.log.info(summary)
-        cursor = outcome.state.to_cursor()
-        if not requests:
-            return dg.SensorResult(skip_reason=dg.SkipReason(summary), cursor=cursor)
-        return dg.SensorResult(run_requests=requests, cursor=cursor)
+        return TickOutcome(outcome.state, summary, requests)
+
+    def _sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
+        return run_tick(
+            context,
+            RESOURCES,
+            body,
+            resource_key=resource_key,
+            budget=budget,
+            alarm_after_s=unavailable_alarm_seconds,
+        )
 
     # One of target / jobs only: Dagster's copies (with_attributes) pass ``jobs`` back.
     where: dict[str, Any] = {"target": target} if target is not None else {}

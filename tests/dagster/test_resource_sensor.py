@@ -6,6 +6,7 @@ import json
 import dagster as dg
 import pytest
 
+from rl_sessions_dagster.core.resources import ResourceTrackerState
 from rl_sessions_dagster.sensors.resources import ResourceFilter, build_model_resource_sensor
 
 from .conftest import make_resource
@@ -123,9 +124,36 @@ def test_transient_failure_skips_and_keeps_the_cursor(sim, ticker):
     sim.faults.add("GET /v1/rl/model-resources", status=503, times=10)
     data = t.tick()
     assert data.skip_message and "will retry" in data.skip_message
-    assert t.cursor == cursor
+    # What is tracked is kept; the cursor only notes since when the API fails.
+    kept = ResourceTrackerState.from_cursor(t.cursor)
+    assert kept.failing_since_ms is not None
+    kept.failing_since_ms = None
+    assert kept.to_cursor() == cursor
     sim.faults.clear()
     assert keys(t.tick()) == [f"resource_ready:{rid}"]
+    assert ResourceTrackerState.from_cursor(t.cursor).failing_since_ms is None
+
+
+def test_an_outage_fails_a_tick_loudly_and_a_corrupt_cursor_is_recovered(sim, ticker):
+    """The resource sensor has the session sensors' tick skeleton: the outage alarm, and an
+    unreadable cursor handed to the shared recovery (restored from the tick history when it has
+    one; the daemon test of the session sensor covers that path of the same function)."""
+    world = sim.world
+    t = ticker(defs_for(sim, unavailable_alarm_seconds=600), NAME)
+    t.tick()
+    sim.faults.add("GET /v1/rl/model-resources", status=503, times=1000)
+    assert "will retry" in t.tick().skip_message
+    state = ResourceTrackerState.from_cursor(t.cursor)
+    state.failing_since_ms = (state.failing_since_ms or 0) - 11 * 60 * 1000
+    t.cursor = state.to_cursor()
+    with pytest.raises(Exception, match="unavailable for 11 min"):
+        t.tick()
+    sim.faults.clear()
+    t.cursor = "{not json"
+    world.create_model_resource()
+    assert keys(t.tick()) == []  # no history to restore: starts over, quietly, and says so
+    warnings = [m for level, m in t.log_messages() if level == "WARNING"]
+    assert any("no readable cursor in this sensor's tick history" in m for m in warnings)
 
 
 def test_unknown_status_and_error_code_are_kept_raw(sim, ticker):
