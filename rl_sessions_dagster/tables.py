@@ -141,7 +141,8 @@ def resolve_tables_target(
         target = TablesTarget(
             os.path.join(instance.root_directory, DEFAULT_DB_FILENAME),
             None,
-            f"the default, a file under DAGSTER_HOME; {_SETTING_HINT}",
+            "the default, a file under DAGSTER_HOME (choose with TogetherRLResource.database_url "
+            f"or {TABLES_URL_ENV})",
         )
     check_target(target.url, target.setting)
     backend = backend_of(target.url)
@@ -154,9 +155,9 @@ def resolve_tables_target(
             f"the tables would go to a SQLite file ({target.setting}), but the instance's run "
             f"launcher {launcher} starts every run in a new container: the file would start "
             "empty and be lost after each run (sessions never accumulate, spend under-reports). "
-            f"Point the tables at a database every run reaches: {_SETTING_HINT} to a "
-            "postgresql:// URL, or leave them unset with the instance's storage on PostgreSQL "
-            "(they then go to its schema together_rl)."
+            f"Point them at a database every run reaches: {_SETTING_HINT} to a postgresql:// "
+            "URL, or leave both unset with the instance's storage on PostgreSQL (the tables "
+            f"then go to its schema {TABLES_SCHEMA})."
         )
     return target
 
