@@ -195,6 +195,7 @@ def db_metadata(display: str) -> dg.MetadataValue:
     """The ``db_path`` metadata entry: a file path, or the URL with its password masked."""
     from .storage.urls import redact_url
 
-    if is_database_url(display):
-        return dg.MetadataValue.text(redact_url(display))
+    if is_database_url(display):  # a URL has no space: after one comes e.g. "(schema x)"
+        url, space, rest = display.partition(" ")
+        return dg.MetadataValue.text(redact_url(url) + space + rest)
     return dg.MetadataValue.path(display)
