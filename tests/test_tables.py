@@ -107,6 +107,8 @@ def test_a_literal_url_no_store_can_use_is_refused_when_the_resource_is_built() 
     with pytest.raises(TableStoreConfigError, match="not a file path either"):
         TogetherRLResource(database_url="://db/x")
     assert TogetherRLResource(database_url="relative/tables.db").database_url  # a plain path
+    literal = TogetherRLResource(database_url=f"postgresql://rl:{SECRET}@db/x")
+    assert SECRET not in repr(literal) and SECRET not in str(literal)
 
 
 def test_loading_the_definitions_never_connects_to_the_tables(monkeypatch) -> None:
