@@ -365,10 +365,14 @@ def build_session_sync_asset(
     """
     flt = _build_filter(session_filter, created_by, model_resources_id)
     if kinds is None:
-        # Unset, the database is chosen at run time (resource, instance): say only "sql".
+        # Unset (or "$VAR"), the database is chosen at run time: say only "sql".
         backend = backend_of(db_path) if db_path else None
-        store_kind = {"postgresql": "postgres", "sqlite": "sqlite"}.get(backend or "", "sql")
-        kinds = {"together", "sqlite" if db_path and backend is None else store_kind}
+        if db_path and backend is None and "$" not in db_path:
+            backend = "sqlite"  # a plain file path
+        kinds = {
+            "together",
+            {"postgresql": "postgres", "sqlite": "sqlite"}.get(backend or "", "sql"),
+        }
     scope = []
     if flt is not None and flt.created_by:
         scope.append(f"created_by={flt.created_by}")
