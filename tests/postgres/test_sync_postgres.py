@@ -139,10 +139,16 @@ def test_unreachable_database_fails_the_run_clearly_without_the_password(
 def test_asset_kind_follows_the_target() -> None:
     kinds = {
         target: next(iter(build_session_sync_asset(db_path=target).specs)).kinds
-        for target in ("postgresql://u@db/analytics", "/data/postgres-export/sync.sqlite", None)
+        for target in (
+            "postgresql://u@db/analytics",
+            "/data/postgres-export/sync.sqlite",
+            "$SYNC_DB_URL",
+            None,
+        )
     }
     assert kinds == {
         "postgresql://u@db/analytics": {"together", "postgres"},
         "/data/postgres-export/sync.sqlite": {"together", "sqlite"},
+        "$SYNC_DB_URL": {"together", "sql"},
         None: {"together", "sql"},  # chosen at run time (resource, instance)
     }
