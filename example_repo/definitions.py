@@ -10,7 +10,6 @@ it at the local simulator), ``RL_SENSOR_INTERVAL_SECONDS`` (default 30),
 """
 
 import os
-from pathlib import Path
 
 import dagster as dg
 
@@ -197,9 +196,9 @@ status_sensor = build_session_status_sensor(
     default_status=dg.DefaultSensorStatus.RUNNING,
 )
 
-sync_asset = build_session_sync_asset(
-    db_path=str(Path(os.getenv("DAGSTER_HOME", ".")) / "together_rl_sync.sqlite")
-)
+# No db_path: the tables go where the resource says (RL_TABLES_URL, else the instance's
+# PostgreSQL, else $DAGSTER_HOME/together_rl_sync.sqlite), with the spend tables.
+sync_asset = build_session_sync_asset()
 sync_job, sync_schedule = build_sync_job_and_schedule(sync_asset)
 
 # The GPUs, as in defs.yaml: each model-resource event runs gpu_notices and refreshes spend;

@@ -6,13 +6,18 @@ calls the API at definition load.
 """
 
 import dataclasses
+import os
 from typing import Any
 
 import dagster as dg
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from .api import API_KEY_ENV, DEFAULT_BASE_URL, RetryPolicy, RLSessionsClient, ServerClock
 from .retry_log import Log, RetryLog, current_tick_retry_log
+from .storage.urls import check_target
+
+#: Read when ``database_url`` is unset: where every table of the library goes.
+TABLES_URL_ENV = "RL_TABLES_URL"
 
 _SECRET: dict[str, Any] = {"dagster__is_secret": True}
 
@@ -73,6 +78,37 @@ class TogetherRLResource(dg.ConfigurableResource):
         description="Total seconds one call may take, retries and sleeps included (None: no "
         "limit beyond max_attempts). Sensors pass their own tick budget on top of this.",
     )
+    database_url: str | None = Field(
+        default=None,
+        repr=False,
+        json_schema_extra=_SECRET,
+        description=(
+            "Where every table of the library goes (sessions, checkpoints, spend): a SQLAlchemy "
+            f"URL or a file path, e.g. dg.EnvVar('{TABLES_URL_ENV}'). Masked in the UI. When "
+            f"unset: ${TABLES_URL_ENV}, else the Dagster instance's PostgreSQL (schema "
+            "together_rl), else <DAGSTER_HOME>/together_rl_sync.sqlite. Never connected to at "
+            "definitions load."
+        ),
+    )
+
+    @field_validator("database_url")
+    @classmethod
+    def _check_database_url(cls, value: str | None) -> str | None:
+        # A literal is checked at load (a URL no store can use, never taken for a path); an
+        # EnvVar is a str subclass naming the variable, read only when a run opens the tables.
+        if value is not None and not isinstance(value, dg.EnvVar):
+            check_target(value, "TogetherRLResource.database_url")
+        return value
+
+    def tables_url(self) -> tuple[str, str] | None:
+        """The configured tables' URL or path and the setting it came from, or None when
+        neither ``database_url`` nor ``$RL_TABLES_URL`` is set (the instance then decides)."""
+        if self.database_url:
+            return self.database_url, "TogetherRLResource.database_url"
+        env = os.environ.get(TABLES_URL_ENV)
+        if env:
+            return env, f"the {TABLES_URL_ENV} environment variable"
+        return None
 
     def retry_policy(self, *, log: Log | None = None) -> RetryPolicy:
         """The configured policy, for your own HTTP calls too; its retries are logged where the
@@ -127,4 +163,4 @@ class TogetherRLResource(dg.ConfigurableResource):
         return None if run_log is None else RetryLog(run_log)
 
 
-__all__ = ["ServerClock", "TogetherRLResource"]
+__all__ = ["TABLES_URL_ENV", "ServerClock", "TogetherRLResource"]

@@ -5,7 +5,6 @@ pinned here on its own, including a property test against a plain dict.
 """
 
 import dataclasses
-import sqlite3
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -21,6 +20,7 @@ from rl_sessions_dagster.storage import (
     SessionRow,
     SessionStore,
     SQLiteSessionStore,
+    TableStoreError,
     UpsertResult,
     checkpoint_rows,
     session_row,
@@ -186,8 +186,9 @@ def test_counts_cover_the_whole_table(store: SQLiteSessionStore) -> None:
 def test_a_failing_batch_is_rolled_back_whole(store: SQLiteSessionStore) -> None:
     good = session_row(make_session("ok"), T0)
     bad = dataclasses.replace(session_row(make_session("bad"), T0), status=None)  # NOT NULL
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises(TableStoreError, match="IntegrityError") as info:
         store.upsert_sessions([good, bad])
+    assert "nothing of this call was written" in str(info.value)
     assert store.counts().sessions == 0
     assert store.upsert_sessions([good]) == UpsertResult(inserted=1)  # connection still usable
 

@@ -1,7 +1,8 @@
 """The spend asset: estimated GPU cost per model resource, per session and per sweep.
 
 Each run lists the model resources and the sessions, folds what it sees into the billed spans
-kept in :class:`~rl_sessions_dagster.spend_store.SQLiteSpendStore`, prices each configuration
+kept in the library's tables (:func:`~rl_sessions_dagster.tables.open_table_store`, the same
+database as the sync's), prices each configuration
 once with ``estimate-cost`` (no side effects; cached per configuration within the run and
 stored per resource, so a resource is priced once in its life), and writes the two spend
 tables. Its materialization carries the totals and two tables the UI renders
@@ -37,8 +38,8 @@ from ..core.spend import (
     sweep_totals,
 )
 from ..resource import TogetherRLResource
-from ..spend_store import ResourceSpendRow, SessionSpendRow, SQLiteSpendStore
-from .sync import DEFAULT_DB_FILENAME
+from ..storage import ResourceSpendRow, SessionSpendRow, SpendStore
+from ..tables import DEFAULT_DB_FILENAME, db_metadata, open_table_store
 
 __all__ = [
     "DEFAULT_SPEND_DB_FILENAME",
@@ -60,7 +61,12 @@ class SpendConfig(dg.Config):
 
     db_path: str | None = Field(
         default=None,
-        description=f"SQLite file (default <DAGSTER_HOME>/{DEFAULT_SPEND_DB_FILENAME}).",
+        description=(
+            "Override of where this run keeps spans and spend rows: a SQLAlchemy URL (write "
+            "$VAR, not the password) or a file path. Default: the tables' database of every "
+            "asset (database_url / $RL_TABLES_URL / the instance's PostgreSQL / "
+            f"<DAGSTER_HOME>/{DEFAULT_SPEND_DB_FILENAME})."
+        ),
     )
     created_by: str | None = Field(
         default=None,
@@ -125,7 +131,7 @@ def sweep_function(group_by: str, separator: str = "-") -> Callable[[Attachment]
 
 def run_spend(
     client: RLSessionsClient,
-    store: SQLiteSpendStore,
+    store: SpendStore,
     *,
     now_ms: int | None = None,
     created_by: str | None = None,
@@ -267,7 +273,7 @@ def spend_metadata(report: SpendReport, *, now_ms: int, rows: int, path: str) ->
             ),
         ),
         "computed_at": dg.MetadataValue.text(_iso(now_ms) or ""),
-        "db_path": dg.MetadataValue.path(path),
+        "db_path": db_metadata(path),
     }
 
 
@@ -288,7 +294,7 @@ def build_spend_asset(
         or "Estimated Together RL GPU spend: price_per_hour x billed READY time, per model "
         "resource, session and sweep (tables rl_resource_spend, rl_session_spend).",
         group_name=group_name,
-        kinds={"together", "sqlite"},
+        kinds={"together", "sql"},
         required_resource_keys={resource_key},
         metadata={"dagster/table_name": "rl_resource_spend"},
     )
@@ -296,15 +302,17 @@ def build_spend_asset(
         context: dg.AssetExecutionContext, config: SpendConfig
     ) -> dg.MaterializeResult:
         resource: TogetherRLResource = getattr(context.resources, resource_key)
-        path = (
-            config.db_path
-            or db_path
-            or os.path.join(context.instance.root_directory, DEFAULT_SPEND_DB_FILENAME)
-        )
-        path = path if path == ":memory:" else os.path.expanduser(os.path.expandvars(path))
+        override = config.db_path or db_path
+        if override and override != ":memory:":
+            override = os.path.expanduser(os.path.expandvars(override))
+        setting = "the run config's db_path" if config.db_path else "the asset's db_path"
         sweep_of = sweep_function(config.group_by, config.name_separator)
         clock = ServerClock()
-        with resource.get_client(server_clock=clock) as client, SQLiteSpendStore(path) as store:
+        with (
+            resource.get_client(server_clock=clock) as client,
+            open_table_store(resource, context.instance, override, url_setting=setting) as store,
+        ):
+            path = store.display
             report = run_spend(
                 client, store, created_by=config.created_by, sweep_of=sweep_of, clock=clock
             )

@@ -14,6 +14,7 @@ schedule. It is deliberately cheap on the API:
 No ``from __future__ import annotations`` here: Dagster must see the real ``context`` type.
 """
 
+import contextlib
 import dataclasses
 import heapq
 import os
@@ -37,12 +38,11 @@ from ..storage import (
     SessionStore,
     StoreCounts,
     UpsertResult,
+    backend_of,
     checkpoint_rows,
-    is_database_url,
-    open_session_store,
-    redact_url,
     session_row,
 )
+from ..tables import DEFAULT_DB_FILENAME, db_metadata, open_table_store
 from .schedules import build_sync_job_and_schedule, build_sync_schedule
 
 __all__ = [
@@ -59,7 +59,6 @@ __all__ = [
 ]
 
 SESSION_SYNC_ASSET_KEY = dg.AssetKey(["together", "rl_sessions_table"])
-DEFAULT_DB_FILENAME = "together_rl_sync.sqlite"
 
 #: Builds the store for one run from the resolved ``db_path`` (ignore it for non-file stores).
 StoreFactory = Callable[[str], SessionStore]
@@ -71,10 +70,11 @@ class SyncConfig(dg.Config):
     db_path: str | None = Field(
         default=None,
         description=(
-            "Database file, or a SQLAlchemy URL (e.g. postgresql+psycopg2://...; keep its "
-            "password out of run config: write $SYNC_DB_URL). Environment variables and ~ are "
-            "expanded. Default: the path given "
-            f"to the asset factory, else <DAGSTER_HOME>/{DEFAULT_DB_FILENAME}."
+            "Override of where this run writes the tables: a SQLAlchemy URL (keep its password "
+            "out of run config: write $SYNC_DB_URL) or a file path; environment variables and "
+            "~ are expanded. Default: the path given to the asset factory, else the tables' "
+            "database of the resource (database_url / $RL_TABLES_URL / the instance's "
+            f"PostgreSQL / <DAGSTER_HOME>/{DEFAULT_DB_FILENAME})."
         ),
     )
     page_size: int = Field(
@@ -140,9 +140,12 @@ class SyncStats:
         return [row for *_, row in sorted(self._newest, key=lambda t: t[:2], reverse=True)]
 
 
-def _resolve_db_path(configured: str | None, default: str | None, instance_root: str) -> str:
-    path = configured or default or os.path.join(instance_root, DEFAULT_DB_FILENAME)
-    return path if path == ":memory:" else os.path.expanduser(os.path.expandvars(path))
+def _resolve_db_path(configured: str | None, default: str | None) -> str | None:
+    """The asset's own override (run config, then builder), expanded; None: the resource's."""
+    path = configured or default
+    if path is None or path == ":memory:":
+        return path
+    return os.path.expanduser(os.path.expandvars(path))
 
 
 def _flush(
@@ -279,10 +282,8 @@ def sync_metadata(
     # One number per status too: numeric metadata is plotted across materializations.
     for status, n in sorted(counts.sessions_by_status.items()):
         meta[f"sessions_{status.lower()}"] = dg.MetadataValue.int(n)
-    if is_database_url(db_path):  # the URL may hold a password: never record it
-        meta["db_path"] = dg.MetadataValue.text(redact_url(db_path))
-    elif db_path != ":memory:":
-        meta["db_path"] = dg.MetadataValue.path(db_path)
+    if db_path != ":memory:":  # the URL may hold a password: recorded masked
+        meta["db_path"] = db_metadata(db_path)
     return meta
 
 
@@ -365,23 +366,29 @@ def build_session_sync_asset(
     Args:
         key: asset key (default ``together/rl_sessions_table``).
         resource_key: key of the :class:`TogetherRLResource` in the Definitions.
-        db_path: database file unless the run config sets ``db_path``; default
-            ``<DAGSTER_HOME>/together_rl_sync.sqlite`` (the instance's root directory).
+        db_path: override of the tables' database for this asset (a URL such as
+            ``$SYNC_DB_URL``, expanded at run time, or a file path) unless the run config sets
+            ``db_path``. Default: the one tables' database of every asset, chosen by
+            :func:`~rl_sessions_dagster.tables.open_table_store` (the resource's
+            ``database_url``, ``$RL_TABLES_URL``, the instance's PostgreSQL, else
+            ``<DAGSTER_HOME>/together_rl_sync.sqlite``).
         store_factory: build another :class:`~rl_sessions_dagster.storage.SessionStore` from the
-            resolved path (default :func:`~rl_sessions_dagster.storage.open_session_store`: a
-            SQLAlchemy URL such as ``$SYNC_DB_URL`` opens
-            :class:`~rl_sessions_dagster.storage.SQLAlchemySessionStore`, a path SQLite).
+            resolved ``db_path`` (default: the library's table store, as above).
         session_filter: a :class:`~rl_sessions_dagster.sensors.SessionFilter`; its
             ``created_by``/``model_resources_id`` go to the API, the rest is checked per session.
         created_by, model_resources_id: shortcuts merged into ``session_filter``.
         group_name, owners, kinds, description, retry_policy, pool: passed to ``@dg.asset``.
     """
     flt = _build_filter(session_filter, created_by, model_resources_id)
-    factory: StoreFactory = store_factory or open_session_store
     if kinds is None:
-        target = db_path or ""
-        postgres = target.startswith("postgres") and is_database_url(target)
-        kinds = {"together", "postgres" if postgres else "sqlite"}
+        # Unset (or "$VAR"), the database is chosen at run time: say only "sql".
+        backend = backend_of(db_path) if db_path else None
+        if db_path and backend is None and "$" not in db_path:
+            backend = "sqlite"  # a plain file path
+        kinds = {
+            "together",
+            {"postgresql": "postgres", "sqlite": "sqlite"}.get(backend or "", "sql"),
+        }
     scope = []
     if flt is not None and flt.created_by:
         scope.append(f"created_by={flt.created_by}")
@@ -415,7 +422,8 @@ def build_session_sync_asset(
                 f"resource {resource_key!r} must be a TogetherRLResource, got "
                 f"{type(resource).__name__}"
             )
-        path = _resolve_db_path(config.db_path, db_path, context.instance.root_directory)
+        path = _resolve_db_path(config.db_path, db_path)
+        setting = "the run config's db_path" if config.db_path else "the asset's db_path"
         client = resource.get_client()
         skipped: list[SkippedItem] = []
 
@@ -427,8 +435,13 @@ def build_session_sync_asset(
             )
 
         try:
-            store = factory(path)
-            try:
+            if store_factory is not None:
+                path = path or os.path.join(context.instance.root_directory, DEFAULT_DB_FILENAME)
+                opened: Any = contextlib.closing(store_factory(path))
+            else:
+                opened = open_table_store(resource, context.instance, path, url_setting=setting)
+            with opened as store:
+                path = getattr(store, "display", path)
                 listing = client.list_sessions(
                     created_by=flt.created_by if flt else None,
                     model_resources_id=flt.model_resources_id if flt else None,
@@ -447,8 +460,6 @@ def build_session_sync_asset(
                     progress_seconds=config.progress_seconds,
                 )
                 counts = store.counts()
-            finally:
-                store.close()
             stats.api_requests = client.stats.requests
             stats.api_calls = client.stats.calls
             stats.api_retries = client.stats.retries
@@ -473,7 +484,7 @@ def build_session_sync_asset(
             stats.sessions_written.as_dict(),
             stats.checkpoints_written.as_dict(),
         )
-        return dg.MaterializeResult(metadata=sync_metadata(stats, counts, path))
+        return dg.MaterializeResult(metadata=sync_metadata(stats, counts, path or ""))
 
     return _sync_asset
 

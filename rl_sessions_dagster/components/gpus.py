@@ -132,7 +132,9 @@ class SpendScheduleConfig(dg.Model, dg.Resolvable):
     enabled: bool = True
     key: str = "together/rl_spend"
     db_path: str | None = Field(
-        default=None, description="SQLite file; default $DAGSTER_HOME/together_rl_sync.sqlite."
+        default=None,
+        description="Override for this asset only (a URL or file path; $VARS expanded at run "
+        "time). Leave unset: spend then shares the resource's database_url_env with the sync.",
     )
     cron_schedule: str = "*/15 * * * *"
     running: bool = Field(default=False, description="Default status RUNNING (else STOPPED).")

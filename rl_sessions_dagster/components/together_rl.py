@@ -31,6 +31,10 @@ type: {type_name}
 attributes:
   resource:
     api_key_env: TOGETHER_API_KEY   # read when a run or tick needs it; never stored in YAML
+    # Every table (sessions, checkpoints, spend) goes to one database. Unset: $RL_TABLES_URL,
+    # else the Dagster instance's PostgreSQL (schema together_rl), else a SQLite file in
+    # $DAGSTER_HOME (refused when runs start in new containers: Kubernetes, ECS, Docker).
+    # database_url_env: RL_TABLES_URL
   sensor:
     name: together_rl_events
     minimum_interval_seconds: 30
@@ -48,7 +52,6 @@ attributes:
   sync:
     enabled: true
     cron_schedule: "*/15 * * * *"
-    # db_path: /data/together_rl_sync.sqlite   # default: $DAGSTER_HOME/together_rl_sync.sqlite
   # The GPUs (each section optional):
   # resource_sensor:                # model-resource events, one poll for all routes
   #   running: false
@@ -81,6 +84,12 @@ class ResourceConfig(dg.Model, dg.Resolvable):
     )
     request_timeout: float = 30.0
     max_attempts: int = 4
+    database_url_env: str | None = Field(
+        default=None,
+        description="Environment variable holding the URL of the database every table goes "
+        "to (sessions, checkpoints, spend). Unset: $RL_TABLES_URL if set, else the Dagster "
+        "instance's PostgreSQL (schema together_rl), else $DAGSTER_HOME/together_rl_sync.sqlite.",
+    )
     resource_key: str = Field(default="together", description="Key in Definitions.resources.")
 
 
@@ -140,11 +149,13 @@ class SensorConfig(dg.Model, dg.Resolvable):
 
 
 class SyncConfig(dg.Model, dg.Resolvable):
-    """The scheduled sync of sessions and checkpoints into a SQLite table."""
+    """The scheduled sync of sessions and checkpoints into the tables' database."""
 
     enabled: bool = True
     db_path: str | None = Field(
-        default=None, description="SQLite file; default $DAGSTER_HOME/together_rl_sync.sqlite."
+        default=None,
+        description="Override for this asset only (a URL or file path; $VARS expanded at run "
+        "time). Leave unset: every table then goes to the resource's database_url_env.",
     )
     cron_schedule: str = "*/15 * * * *"
     running: bool = Field(default=False, description="Default status RUNNING (else STOPPED).")
@@ -197,6 +208,7 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
             base_url=res.base_url,
             request_timeout=res.request_timeout,
             max_attempts=res.max_attempts,
+            database_url=dg.EnvVar(res.database_url_env) if res.database_url_env else None,
         )
 
     def build_routes(self) -> list[EventRoute]:

@@ -258,7 +258,9 @@ def build_idle_guard(
             meta["saves_until_expiry"] = round(price[0] * hours_left, 4)
         try:
             after = outcome.resource if outcome is not None else None
-            span = record_stop(context.instance, spend_db_path, r, after, now_ms=now, price=price)
+            span = record_stop(
+                resource, context.instance, spend_db_path, r, after, now_ms=now, price=price
+            )
             meta["billed_until"] = span.ready_until_ms
         except Exception as exc:  # a spend table that cannot be written never undoes a stop
             context.log.warning(f"idle guard: could not record the billed span of {rid}: {exc}")

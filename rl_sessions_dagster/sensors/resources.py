@@ -229,8 +229,9 @@ def build_model_resource_sensor(
         spans = ""
         if moved := status_changes(state, listed):
             try:
+                resource = getattr(tick.context.resources, resource_key)
                 changed = record_spans(
-                    tick.context.instance, spend_db_path, moved, now_ms=obs.clock_ms
+                    resource, tick.context.instance, spend_db_path, moved, now_ms=obs.clock_ms
                 )
                 spans = f"; {len(changed)} billed span(s) updated" if changed else ""
             except Exception as exc:  # spend is a side record: never block the events

@@ -7,24 +7,36 @@ folds what it read into the spans (``core/spend.py``), on the API's clock. Only 
 are written: a quiet tick opens no database.
 """
 
+import contextlib
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import dagster as dg
 
 from ..api.models import ModelResource
 from ..core.spend import ResourceSpan, observe_span, observe_spans
-from ..spend_store import SQLiteSpendStore, default_spend_db_path, expand_db_path
+from ..resource import TogetherRLResource
+from ..tables import open_table_store
+
+if TYPE_CHECKING:
+    from ..storage.sql import SQLAlchemyTableStore
 
 PriceFn = Callable[[ModelResource], tuple[float | None, str | None]]
 
 
-def spend_db_location(instance: dg.DagsterInstance, db_path: str | None) -> str:
-    """Where the spend tables are: ``db_path``, else the default under ``DAGSTER_HOME``."""
-    return expand_db_path(db_path) if db_path else default_spend_db_path(instance.root_directory)
+def _tables(
+    resource: TogetherRLResource, instance: dg.DagsterInstance, db_path: str | None
+) -> "contextlib.AbstractContextManager[SQLAlchemyTableStore]":
+    """The library's tables (the resource's ``database_url``, else the instance decides), or
+    the spend asset's ``db_path`` override when the builder was given one."""
+    override = os.path.expanduser(os.path.expandvars(db_path)) if db_path else None
+    return open_table_store(resource, instance, override, url_setting="spend_db_path")
 
 
 def record_spans(
+    resource: TogetherRLResource,
     instance: dg.DagsterInstance,
     db_path: str | None,
     resources: Iterable[ModelResource],
@@ -36,7 +48,7 @@ def record_spans(
     resources = list(resources)
     if not resources:
         return []
-    with SQLiteSpendStore(spend_db_location(instance, db_path)) as store:
+    with _tables(resource, instance, db_path) as store:
         changed = observe_spans(store.load_spans(), resources, now_ms=now_ms, price_of=price_of)
         if changed:
             store.save_spans(changed, now_ms=now_ms)
@@ -44,6 +56,7 @@ def record_spans(
 
 
 def record_stop(
+    resource: TogetherRLResource,
     instance: dg.DagsterInstance,
     db_path: str | None,
     before: ModelResource,
@@ -54,7 +67,7 @@ def record_stop(
 ) -> ResourceSpan:
     """The span of a resource the guard just stopped: READY as read before the stop, ended at
     the moment STOPPING began (``after``, the stop's answer)."""
-    with SQLiteSpendStore(spend_db_location(instance, db_path)) as store:
+    with _tables(resource, instance, db_path) as store:
         span = observe_span(store.load_spans().get(before.id), before, now_ms=now_ms)
         if after is not None:
             span = observe_span(span, after, now_ms=now_ms)

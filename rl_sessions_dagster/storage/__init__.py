@@ -1,43 +1,72 @@
-"""Where the scheduled sync keeps its copy of the RL sessions and checkpoints.
+"""Where the library keeps its tables: sessions and checkpoints (the sync), spend (the spend
+asset and GPU sensors), and every table added later.
 
-The sync asset (``assets/sync.py``) writes two flat tables that analysts can query with plain
-SQL: ``rl_sessions`` (one row per training session) and ``rl_checkpoints`` (one row per
-inference or training checkpoint). The :class:`SessionStore` protocol is all the asset needs:
+One store writes them all: :class:`SQLAlchemyTableStore` on a database URL (the instance's
+PostgreSQL, the team's database) or a SQLite file path. The row types and the
+:class:`SessionStore` / :class:`SpendStore` protocols say what the assets need, so a team can
+pass its own store (BigQuery, ...) as a store factory. No Dagster here: the mapping from API
+objects to rows and the upsert logic are testable alone.
 
-* :class:`SQLiteSessionStore` (``sqlite.py``): the default, one file next to the instance;
-* :class:`SQLAlchemySessionStore` (``sql.py``): any SQLAlchemy URL, e.g. the team's PostgreSQL;
-* a team's own store (BigQuery, ...), passed to the asset as a store factory.
-
-:func:`open_session_store` picks the first or the second from a path or URL. No Dagster here:
-the mapping from API objects to rows and the upsert logic are testable alone.
+SQLAlchemy is imported only when a store is built (the names below load on first use), so
+importing the builders stays cheap. ``SQLAlchemySessionStore``, ``SQLiteSessionStore`` and
+``SessionStoreError`` are the 0.2 names, kept as aliases.
 """
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 from .rows import (
     SCHEMA_VERSION,
     CheckpointRow,
     MarksMissing,
+    ResourceSpendRow,
     SessionRow,
+    SessionSpendRow,
     SessionStore,
+    SpendStore,
     StoreCounts,
     UpsertResult,
     checkpoint_rows,
     iso_utc,
     session_row,
 )
-from .sql import SessionStoreError, SQLAlchemySessionStore, redact_url
-from .sqlite import SQLiteSessionStore
+from .urls import (
+    TableStoreConfigError,
+    TableStoreError,
+    backend_of,
+    check_target,
+    is_database_url,
+    redact_url,
+)
+
+#: The 0.2 name of :class:`TableStoreError`.
+SessionStoreError = TableStoreError
+
+_LAZY = {
+    "SQLAlchemyTableStore": ".sql",
+    "SQLAlchemySessionStore": ".sql",
+    "SQLiteSessionStore": ".sqlite",
+}
 
 __all__ = [
     "SCHEMA_VERSION",
     "CheckpointRow",
     "MarksMissing",
+    "ResourceSpendRow",
     "SQLAlchemySessionStore",
+    "SQLAlchemyTableStore",
     "SQLiteSessionStore",
     "SessionRow",
+    "SessionSpendRow",
     "SessionStore",
     "SessionStoreError",
+    "SpendStore",
     "StoreCounts",
+    "TableStoreConfigError",
+    "TableStoreError",
     "UpsertResult",
+    "backend_of",
+    "check_target",
     "checkpoint_rows",
     "is_database_url",
     "iso_utc",
@@ -46,16 +75,26 @@ __all__ = [
     "session_row",
 ]
 
+if TYPE_CHECKING:
+    from .sql import SQLAlchemyTableStore
+    from .sql import SQLAlchemyTableStore as SQLAlchemySessionStore
+    from .sqlite import SQLiteSessionStore
 
-def is_database_url(target: str) -> bool:
-    """True for a SQLAlchemy URL (``postgresql+psycopg2://...``), False for a file path."""
-    scheme, sep, _ = target.partition("://")
-    return bool(sep) and bool(scheme) and "/" not in scheme
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(
+        import_module(module, __name__), "SQLAlchemyTableStore" if module == ".sql" else name
+    )
+    globals()[name] = value
+    return value
 
 
-def open_session_store(target: str) -> SessionStore:
-    """The default store factory: a SQLAlchemy URL opens :class:`SQLAlchemySessionStore`,
-    anything else is a SQLite file path (or ``":memory:"``)."""
-    if is_database_url(target):
-        return SQLAlchemySessionStore(target)
-    return SQLiteSessionStore(target)
+def open_session_store(target: str) -> "SQLAlchemyTableStore":
+    """The table store for a database URL or a SQLite file path (``":memory:"`` too); a URL no
+    store can use is refused (:class:`TableStoreConfigError`), never taken for a path."""
+    from .sql import SQLAlchemyTableStore
+
+    return SQLAlchemyTableStore(target)

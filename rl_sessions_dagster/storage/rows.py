@@ -7,18 +7,23 @@ session) and ``rl_checkpoints`` (one row per inference or training checkpoint). 
 Pure: no database, no Dagster.
 """
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol, runtime_checkable
 
 from ..api.models import InferenceCheckpoint, TrainingCheckpoint, TrainingSession
+from ..core.spend import ResourceSpan
 
 __all__ = [
+    "SCHEMA_VERSION",
     "CheckpointRow",
     "MarksMissing",
+    "ResourceSpendRow",
     "SessionRow",
+    "SessionSpendRow",
     "SessionStore",
+    "SpendStore",
     "StoreCounts",
     "UpsertResult",
     "checkpoint_rows",
@@ -26,8 +31,8 @@ __all__ = [
     "session_row",
 ]
 
-#: Schema of the tables. 2 added ``rl_sessions.missing_since``; stores add it to older tables.
-SCHEMA_VERSION = 2
+#: Version of the tables' schema (see ``schema.py``); kept in the ``rl_schema_version`` table.
+SCHEMA_VERSION = 3
 
 
 def iso_utc(value: datetime | None) -> str | None:
@@ -174,6 +179,29 @@ def checkpoint_rows(
     return rows
 
 
+@dataclass(frozen=True)
+class ResourceSpendRow:
+    """One row of ``rl_resource_spend``: a model resource's billed span and what it cost."""
+
+    span: ResourceSpan
+    billed_seconds: float
+    idle_seconds: float | None
+    cost: float | None
+    idle_cost: float | None
+
+
+@dataclass(frozen=True)
+class SessionSpendRow:
+    """One row of ``rl_session_spend``: a session's share of its resource's billed time."""
+
+    session_id: str
+    model_resources_id: str
+    display_name: str | None
+    sweep: str
+    billed_seconds: float
+    cost: float | None
+
+
 @dataclass
 class UpsertResult:
     """Rows written by one or more upserts. ``unchanged`` rows were already identical."""
@@ -240,4 +268,27 @@ class MarksMissing(Protocol):
     def mark_missing(self, seen_ids: Collection[str], at: datetime) -> int:
         """Set ``missing_since = at`` on session rows not in ``seen_ids`` and not yet marked;
         returns how many rows were newly marked (one transaction)."""
+        ...
+
+
+@runtime_checkable
+class SpendStore(Protocol):
+    """What the spend asset and the GPU sensors need: spans kept across runs, spend rows."""
+
+    def load_spans(self) -> dict[str, ResourceSpan]:
+        """Every stored span by resource id."""
+        ...
+
+    def save(
+        self,
+        resources: Sequence[ResourceSpendRow],
+        sessions: Iterable[SessionSpendRow],
+        *,
+        now_ms: int,
+    ) -> None:
+        """Replace the rows of these resources and sessions (one transaction)."""
+        ...
+
+    def save_spans(self, spans: Iterable[ResourceSpan], *, now_ms: int) -> None:
+        """Upsert only the span columns; billed and cost columns of existing rows are kept."""
         ...

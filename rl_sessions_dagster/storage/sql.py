@@ -1,47 +1,73 @@
-"""The sync tables in any database SQLAlchemy reaches (PostgreSQL tested for real).
+"""The one table store: every table the library writes, in any database SQLAlchemy reaches.
 
-Same tables, columns and contract as :class:`~rl_sessions_dagster.storage.SQLiteSessionStore`:
-idempotent upserts that write only rows whose content changed, one transaction per call, and
-inserted / updated / unchanged counts. Portable by construction: each batch reads the stored
-rows of its ids, compares them in Python and writes only new rows (``INSERT``) and changed rows
-(``UPDATE``), so no dialect-specific upsert syntax is needed, and the counts are exact.
+Sessions and checkpoints (the sync), spend spans and rows (the spend asset, the GPU sensors) and
+any table added later live in one :class:`SQLAlchemyTableStore`, opened from one URL: a SQLite
+file on a laptop, the Dagster instance's PostgreSQL (its own schema) or the team's database.
+PostgreSQL and SQLite are tested for real.
 
-The URL usually carries a password. It never leaves this module in clear: ``repr``, errors and
-everything the sync asset logs or records use :func:`redact_url`, and database errors are
-re-raised as :class:`SessionStoreError` with the driver's message scrubbed and the statement's
-parameters hidden.
+* Portable by construction: each write reads the stored rows of its ids, compares them in
+  Python and writes only new rows (``INSERT``) and changed rows (``UPDATE``), so no
+  dialect-specific upsert syntax is needed and the inserted / updated / unchanged counts are
+  exact. One transaction per call: a failure leaves nothing of that call written.
+* SQLite runs in WAL mode and every transaction starts with ``BEGIN IMMEDIATE``, so DDL is
+  transactional too and a concurrent writer waits (``timeout``) instead of failing.
+* The URL usually carries a password. It never leaves this module in clear: ``repr``, errors
+  and :attr:`display` use :func:`redact_url`, and database errors are re-raised as
+  :class:`TableStoreError` with the driver's message scrubbed and the statement's parameters
+  hidden. ``setting`` (what the caller configured, e.g. ``TogetherRLResource.database_url``) is
+  named in every error, so the message says what to change.
 """
 
 import importlib.util
-import re
-from collections.abc import Callable, Collection, Iterator, Sequence
+import operator
+import os
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import fields
 from datetime import datetime
+from pathlib import Path
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, Connection, make_url
 
-from .rows import CheckpointRow, SessionRow, StoreCounts, UpsertResult, iso_utc
+from ..core.spend import ResourceSpan
+from .rows import (
+    CheckpointRow,
+    ResourceSpendRow,
+    SessionRow,
+    SessionSpendRow,
+    StoreCounts,
+    UpsertResult,
+    iso_utc,
+)
+from .schema import define_tables, upgrade
+from .urls import TableStoreConfigError, TableStoreError, check_target, is_database_url, redact_url
 
-__all__ = ["SQLAlchemySessionStore", "SessionStoreError", "redact_url"]
+__all__ = ["SQLAlchemyTableStore", "sqlite_url"]
 
 #: Ids per ``SELECT ... WHERE id IN (...)`` / ``UPDATE``: small enough for every dialect.
 _CHUNK = 900
 _R = TypeVar("_R")
+_SESSION_COLUMNS = tuple(f.name for f in fields(SessionRow))
+_CHECKPOINT_COLUMNS = tuple(f.name for f in fields(CheckpointRow))
+_SPAN_COLUMNS = (
+    "status",
+    "base_model",
+    "ready_from_ms",
+    "ready_until_ms",
+    "span_source",
+    "price_per_hour",
+    "currency",
+)
 
 
-class SessionStoreError(RuntimeError):
-    """The sync database could not be reached or refused a write. Never holds a password."""
-
-
-def redact_url(url: "str | URL") -> str:
-    """``url`` with its password replaced by ``***`` (also for strings SQLAlchemy cannot parse)."""
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:
-        return re.sub(r"(//[^/:@]*):[^@/]*@", r"\1:***@", str(url))
+def sqlite_url(path: str | Path) -> URL:
+    """The URL of a SQLite file (``":memory:"``: a private in-memory database)."""
+    text = str(path)
+    if text == ":memory:":
+        return URL.create("sqlite")
+    return URL.create("sqlite", database=os.path.abspath(os.path.expanduser(text)))
 
 
 def _driver_url(url: URL) -> URL:
@@ -56,107 +82,139 @@ def _driver_url(url: URL) -> URL:
     return url
 
 
-def _tables(schema: str | None) -> tuple[sa.MetaData, sa.Table, sa.Table]:
-    meta = sa.MetaData(schema=schema)
-    key = sa.String(255)  # bounded: usable as a key and in an index on every dialect
-    sessions = sa.Table(
-        "rl_sessions",
-        meta,
-        sa.Column("id", key, primary_key=True),
-        sa.Column("display_name", sa.Text),
-        sa.Column("status", sa.String(64), nullable=False, index=True),
-        sa.Column("raw_status", sa.Text, nullable=False),
-        sa.Column("base_model", sa.Text),
-        sa.Column("model_resources_id", sa.Text),
-        sa.Column("created_by", sa.Text),
-        sa.Column("created_at", sa.String(64), index=True),
-        sa.Column("updated_at", sa.String(64)),
-        sa.Column("step", sa.BigInteger),
-        sa.Column("error_code", sa.Text),
-        sa.Column("error_message", sa.Text),
-        sa.Column("wandb_url", sa.Text),
-        sa.Column("wandb_project", sa.Text),
-        sa.Column("n_inference_checkpoints", sa.Integer, nullable=False),
-        sa.Column("synced_at", sa.String(64), nullable=False),
-        sa.Column("missing_since", sa.String(64)),
-    )
-    checkpoints = sa.Table(
-        "rl_checkpoints",
-        meta,
-        sa.Column("id", key, primary_key=True),
-        sa.Column("session_id", key, nullable=False, index=True),
-        sa.Column("type", sa.String(32), nullable=False),
-        sa.Column("step", sa.BigInteger),
-        sa.Column("created_at", sa.String(64)),
-        sa.Column("base_model", sa.Text),
-        sa.Column("model_id", sa.Text),
-        sa.Column("model_revision_id", sa.Text),
-        sa.Column("adapter_id", sa.Text),
-        sa.Column("adapter_revision_id", sa.Text),
-        sa.Column("legacy_model_name", sa.Text),
-        sa.Column("registered", sa.Integer, nullable=False),
-        sa.Column("synced_at", sa.String(64), nullable=False),
-    )
-    return meta, sessions, checkpoints
-
-
-_SESSION_COLUMNS = tuple(f.name for f in fields(SessionRow))
-_CHECKPOINT_COLUMNS = tuple(f.name for f in fields(CheckpointRow))
-#: Columns added after the first release: added to an existing table on open.
-_ADDED_COLUMNS = {"rl_sessions": ("missing_since",)}
-
-
 def _chunks(items: Sequence[_R]) -> Iterator[Sequence[_R]]:
     for i in range(0, len(items), _CHUNK):
         yield items[i : i + _CHUNK]
 
 
-class SQLAlchemySessionStore:
-    """A :class:`~rl_sessions_dagster.storage.SessionStore` on a SQLAlchemy URL.
+def _insert_many(conn: Connection, table: sa.Table, rows: list[dict[str, Any]]) -> None:
+    """One ``executemany`` of a statement compiled once: SQLAlchemy's per-row parameter
+    processing tripled a first sync's time, and these columns (text, integers, floats) need
+    none on any driver."""
+    stmt = sa.insert(table).values({c: sa.bindparam(c) for c in rows[0]})
+    compiled = stmt.compile(dialect=conn.dialect)
+    if compiled.positional:
+        names = compiled.positiontup or []
+        conn.exec_driver_sql(compiled.string, [tuple(r[n] for n in names) for r in rows])
+    else:
+        conn.exec_driver_sql(compiled.string, rows)
 
-    Example: ``SQLAlchemySessionStore("postgresql+psycopg2://sync:PASSWORD@db:5432/analytics")``.
-    Tables are created on first use (in ``schema`` if given). Each call takes a pooled
-    connection (checked with a ping, so a restarted database is reconnected) and runs in one
-    transaction. ``connect_timeout`` (seconds) bounds a connection attempt on PostgreSQL.
+
+def _span_values(span: ResourceSpan) -> dict[str, Any]:
+    return {
+        "status": span.raw_status,
+        "base_model": span.base_model,
+        "ready_from_ms": span.ready_from_ms,
+        "ready_until_ms": span.ready_until_ms,
+        "span_source": span.source,
+        "price_per_hour": span.price_per_hour,
+        "currency": span.currency,
+    }
+
+
+class SQLAlchemyTableStore:
+    """Every table of the library on one database URL (or SQLite file path).
+
+    Example: ``SQLAlchemyTableStore("postgresql+psycopg2://rl:PASSWORD@db:5432/analytics")``.
+    Tables are created or upgraded on open (in ``schema`` if given; PostgreSQL and other
+    schema-capable databases). Each call takes a pooled connection (checked with a ping, so a
+    restarted database is reconnected) and runs in one transaction. ``connect_timeout``
+    (seconds) bounds a connection attempt on PostgreSQL; ``timeout`` is SQLite's lock wait.
     """
 
     def __init__(
         self,
-        url: "str | URL",
+        url: "str | Path | URL",
         *,
         schema: str | None = None,
+        setting: str = "the tables' database URL",
         connect_timeout: float = 10.0,
+        timeout: float = 30.0,
         engine_options: dict[str, Any] | None = None,
     ) -> None:
-        try:
-            parsed = _driver_url(make_url(url))
-        except Exception as exc:  # the message may quote the URL: say only what kind it is
-            raise SessionStoreError(
-                f"not a SQLAlchemy database URL: {redact_url(url)} ({type(exc).__name__})"
-            ) from None
+        self.setting = setting
+        parsed = self._parse(url)
         self.url = parsed
         self._password = parsed.password if isinstance(parsed.password, str) else None
+        backend = parsed.get_backend_name()
+        self.schema = schema if backend != "sqlite" else None
         options: dict[str, Any] = {"pool_pre_ping": True, "hide_parameters": True}
-        if parsed.get_backend_name() == "postgresql":
+        if backend == "postgresql":
             options["connect_args"] = {"connect_timeout": max(1, int(connect_timeout))}
+        elif backend == "sqlite":
+            options["connect_args"] = {"timeout": timeout}
+            if not parsed.database or parsed.database == ":memory:":
+                options["poolclass"] = sa.pool.StaticPool  # one connection: one database
+            else:
+                Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
         options.update(engine_options or {})
         self._engine = self._guard("opening it", lambda: sa.create_engine(parsed, **options))
-        self._meta, self._sessions, self._checkpoints = _tables(schema)
-        self._guard("creating its tables", self._create_tables)
+        if backend == "sqlite":
+            self._sqlite_transactions(self._engine, wal=bool(parsed.database))
+        self._tables = define_tables(self.schema)
+        self._guard("creating or upgrading its tables", self._upgrade)
+
+    def _parse(self, url: "str | Path | URL") -> URL:
+        if isinstance(url, URL):
+            return _driver_url(url)
+        text = str(url)
+        check_target(text, self.setting)
+        if not is_database_url(text):
+            return sqlite_url(text)
+        try:
+            return _driver_url(make_url(text))
+        except Exception as exc:  # the message may quote the URL: say only what kind it is
+            raise TableStoreConfigError(
+                f"{self.setting} is not a SQLAlchemy database URL: {redact_url(text)} "
+                f"({type(exc).__name__})"
+            ) from None
+
+    @staticmethod
+    def _sqlite_transactions(engine: sa.Engine, *, wal: bool) -> None:
+        """pysqlite opens transactions lazily and not for DDL: take them over (SQLAlchemy's
+        documented recipe) so every call, DDL included, is one ``BEGIN IMMEDIATE``."""
+
+        @sa.event.listens_for(engine, "connect")
+        def _connect(dbapi_connection: Any, _record: Any) -> None:
+            dbapi_connection.isolation_level = None
+            if wal:
+                dbapi_connection.execute("PRAGMA journal_mode=WAL")
+                dbapi_connection.execute("PRAGMA synchronous=NORMAL")
+
+        @sa.event.listens_for(engine, "begin")
+        def _begin(conn: Connection) -> None:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
 
     def __repr__(self) -> str:
-        return f"SQLAlchemySessionStore({redact_url(self.url)!r})"
+        return f"{type(self).__name__}({self.display!r})"
 
-    def __enter__(self) -> "SQLAlchemySessionStore":
+    def __enter__(self) -> "SQLAlchemyTableStore":
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     @property
+    def display(self) -> str:
+        """Where the tables are, safe to show: the file path, or the URL with ``***``."""
+        if self.url.get_backend_name() == "sqlite":
+            return self.url.database or ":memory:"
+        shown = redact_url(self.url)
+        return f"{shown} (schema {self.schema})" if self.schema else shown
+
+    @property
+    def is_file(self) -> bool:
+        """True for a SQLite file: a process with another filesystem will not see it."""
+        return self.url.get_backend_name() == "sqlite" and bool(self.url.database)
+
+    @property
     def engine(self) -> sa.Engine:
         """The engine, for ad-hoc reads (do not write behind the store's back)."""
         return self._engine
+
+    def table(self, name: str) -> sa.Table:
+        """One of the tables by name (``rl_sessions``, ...), for ad-hoc reads."""
+        return self._tables.meta.tables[f"{self.schema}.{name}" if self.schema else name]
 
     # --- errors ---------------------------------------------------------------------------------
 
@@ -166,19 +224,22 @@ class SQLAlchemySessionStore:
         return text
 
     def _guard(self, action: str, fn: Callable[[], _R]) -> _R:
-        """Run ``fn``; database errors become a :class:`SessionStoreError` naming the redacted
-        URL. ``from None``: the driver's exception chain is not carried along."""
+        """Run ``fn``; database errors become a :class:`TableStoreError` naming the redacted URL
+        and the setting. ``from None``: the driver's exception chain is not carried along."""
         try:
             return fn()
-        except sa.exc.SQLAlchemyError as exc:
+        except TableStoreError:
+            raise
+        except (sa.exc.SQLAlchemyError, ImportError) as exc:
             orig = getattr(exc, "orig", None) or exc
             detail = " ".join(str(orig).split())  # one line; no statement, no parameters
             unreachable = isinstance(exc, sa.exc.OperationalError | sa.exc.InterfaceError)
             what = "cannot reach" if unreachable else "error from"
-            raise SessionStoreError(
+            raise TableStoreError(
                 self._scrub(
-                    f"{what} the sync database {redact_url(self.url)} while {action} (nothing "
-                    f"of this call was written): {type(orig).__name__}: {detail}"
+                    f"{what} the tables' database {redact_url(self.url)} while {action} "
+                    f"(nothing of this call was written; it is set by {self.setting}): "
+                    f"{type(orig).__name__}: {detail}"
                 )
             ) from None
 
@@ -187,32 +248,22 @@ class SQLAlchemySessionStore:
         with self._engine.begin() as conn:
             yield conn
 
-    # --- schema ---------------------------------------------------------------------------------
-
-    def _create_tables(self) -> None:
+    def _upgrade(self) -> None:
         with self._begin() as conn:
-            self._meta.create_all(conn)
-            inspector = sa.inspect(conn)
-            for table in (self._sessions, self._checkpoints):
-                have = {c["name"] for c in inspector.get_columns(table.name, schema=table.schema)}
-                for name in _ADDED_COLUMNS.get(table.name, ()):
-                    if name not in have:
-                        column = table.c[name]
-                        ddl = column.type.compile(dialect=conn.dialect)
-                        target = conn.dialect.identifier_preparer.format_table(table)
-                        conn.execute(sa.text(f"ALTER TABLE {target} ADD COLUMN {name} {ddl}"))
+            upgrade(conn, self._tables)
 
-    # --- writes ---------------------------------------------------------------------------------
+    # --- sessions and checkpoints ---------------------------------------------------------------
 
     def upsert_sessions(self, rows: Sequence[SessionRow]) -> UpsertResult:
         return self._guard(
-            "writing rl_sessions", lambda: self._upsert(self._sessions, _SESSION_COLUMNS, rows)
+            "writing rl_sessions",
+            lambda: self._upsert(self._tables.sessions, _SESSION_COLUMNS, rows),
         )
 
     def upsert_checkpoints(self, rows: Sequence[CheckpointRow]) -> UpsertResult:
         return self._guard(
             "writing rl_checkpoints",
-            lambda: self._upsert(self._checkpoints, _CHECKPOINT_COLUMNS, rows),
+            lambda: self._upsert(self._tables.checkpoints, _CHECKPOINT_COLUMNS, rows),
         )
 
     def _upsert(
@@ -222,31 +273,45 @@ class SQLAlchemySessionStore:
         rows: Sequence[SessionRow] | Sequence[CheckpointRow],
     ) -> UpsertResult:
         # Last row wins for a repeated id, so the counts describe distinct rows.
-        by_id = {row.id: row for row in rows}
+        values = operator.attrgetter(*columns)  # not dataclasses.asdict: it deep-copies (8x)
+        by_id = {row.id: dict(zip(columns, values(row), strict=True)) for row in rows}
+        with self._begin() as conn:
+            new, changed = self._write(conn, table, "id", by_id, ignore=("synced_at",))
+        return UpsertResult(new, changed, len(by_id) - new - changed)
+
+    @staticmethod
+    def _write(
+        conn: Connection,
+        table: sa.Table,
+        key: str,
+        by_id: dict[str, dict[str, Any]],
+        *,
+        ignore: Collection[str] = (),
+    ) -> tuple[int, int]:
+        """Insert new ids, update ids whose values (but the ``ignore``d) differ; (new, changed).
+        Every row of one call has the same columns; an update sets only those columns."""
         if not by_id:
-            return UpsertResult()
-        data = [c for c in columns if c not in ("id", "synced_at")]
-        selected = [table.c.id, *(table.c[c] for c in data)]
+            return 0, 0
+        some = next(iter(by_id.values()))
+        data = [c for c in some if c != key and c not in ignore]
+        stored: dict[str, tuple[Any, ...]] = {}
+        selected = [table.c[key], *(table.c[c] for c in data)]
+        for chunk in _chunks(list(by_id)):
+            for rec in conn.execute(sa.select(*selected).where(table.c[key].in_(chunk))):
+                stored[rec[0]] = tuple(rec[1:])
         new: list[dict[str, Any]] = []
         changed: list[dict[str, Any]] = []
-        with self._begin() as conn:
-            stored: dict[str, tuple[Any, ...]] = {}
-            for chunk in _chunks(list(by_id)):
-                for rec in conn.execute(sa.select(*selected).where(table.c.id.in_(chunk))):
-                    stored[rec[0]] = tuple(rec[1:])
-            for rid, row in by_id.items():
-                values = {c: getattr(row, c) for c in columns}
-                before = stored.get(rid)
-                if before is None:
-                    new.append(values)
-                elif before != tuple(values[c] for c in data):
-                    values["_id"] = values.pop("id")
-                    changed.append(values)
-            if new:
-                conn.execute(sa.insert(table), new)
-            if changed:
-                conn.execute(sa.update(table).where(table.c.id == sa.bindparam("_id")), changed)
-        return UpsertResult(len(new), len(changed), len(by_id) - len(new) - len(changed))
+        for rid, values in by_id.items():
+            before = stored.get(rid)
+            if before is None:
+                new.append({key: rid, **values})
+            elif before != tuple(values[c] for c in data):
+                changed.append({"_key": rid, **{c: v for c, v in values.items() if c != key}})
+        if new:
+            _insert_many(conn, table, new)
+        if changed:
+            conn.execute(sa.update(table).where(table.c[key] == sa.bindparam("_key")), changed)
+        return len(new), len(changed)
 
     def mark_missing(self, seen_ids: Collection[str], at: datetime) -> int:
         """Flag live rows whose id the last complete sync did not list (one transaction)."""
@@ -254,7 +319,7 @@ class SQLAlchemySessionStore:
 
     def _mark_missing(self, seen_ids: Collection[str], at: datetime) -> int:
         seen = set(seen_ids)
-        table = self._sessions
+        table = self._tables.sessions
         with self._begin() as conn:
             live = conn.execute(sa.select(table.c.id).where(table.c.missing_since.is_(None)))
             gone = [rid for (rid,) in live if rid not in seen]
@@ -264,13 +329,11 @@ class SQLAlchemySessionStore:
                 )
         return len(gone)
 
-    # --- reads ----------------------------------------------------------------------------------
-
     def counts(self) -> StoreCounts:
         return self._guard("counting rows", self._counts)
 
     def _counts(self) -> StoreCounts:
-        s, c = self._sessions, self._checkpoints
+        s, c = self._tables.sessions, self._tables.checkpoints
         with self._begin() as conn:
             sessions = conn.execute(sa.select(sa.func.count()).select_from(s)).scalar_one()
             checkpoints = conn.execute(sa.select(sa.func.count()).select_from(c)).scalar_one()
@@ -284,6 +347,79 @@ class SQLAlchemySessionStore:
                 sa.select(sa.func.count()).select_from(s).where(s.c.missing_since.is_not(None))
             ).scalar_one()
         return StoreCounts(sessions, checkpoints, by_status, missing)
+
+    # --- spend ----------------------------------------------------------------------------------
+
+    def load_spans(self) -> dict[str, ResourceSpan]:
+        """Every resource's stored billed span, by resource id."""
+        return self._guard("reading rl_resource_spend", self._load_spans)
+
+    def _load_spans(self) -> dict[str, ResourceSpan]:
+        t = self._tables.resource_spend
+        with self._begin() as conn:
+            rows = conn.execute(sa.select(t.c.id, *(t.c[c] for c in _SPAN_COLUMNS))).all()
+        return {r[0]: ResourceSpan(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]) for r in rows}
+
+    def save(
+        self,
+        resources: Sequence[ResourceSpendRow],
+        sessions: Iterable[SessionSpendRow],
+        *,
+        now_ms: int,
+    ) -> None:
+        """Write these resources' and sessions' spend rows whole, in one transaction."""
+        by_resource = {
+            r.span.resource_id: {
+                **_span_values(r.span),
+                "billed_seconds": r.billed_seconds,
+                "idle_seconds": r.idle_seconds,
+                "cost": r.cost,
+                "idle_cost": r.idle_cost,
+                "computed_at_ms": now_ms,
+            }
+            for r in resources
+        }
+        by_session = {
+            s.session_id: {
+                "model_resources_id": s.model_resources_id,
+                "display_name": s.display_name,
+                "sweep": s.sweep,
+                "billed_seconds": s.billed_seconds,
+                "cost": s.cost,
+                "computed_at_ms": now_ms,
+            }
+            for s in sessions
+        }
+
+        def write() -> None:
+            with self._begin() as conn:
+                self._write(conn, self._tables.resource_spend, "id", by_resource)
+                self._write(conn, self._tables.session_spend, "session_id", by_session)
+
+        self._guard("writing the spend tables", write)
+
+    def save_spans(self, spans: Iterable[ResourceSpan], *, now_ms: int) -> None:
+        """Upsert only the span columns (status, model, READY span and its source, price):
+        billed and cost columns of existing rows stay as the last spend run wrote them; a new
+        row starts at 0 billed seconds. For sensors that observe spans between spend runs."""
+        values = {s.resource_id: _span_values(s) for s in spans}
+
+        def write() -> None:
+            table = self._tables.resource_spend
+            with self._begin() as conn:
+                stored: set[str] = set()
+                for chunk in _chunks(list(values)):
+                    stored.update(conn.scalars(sa.select(table.c.id).where(table.c.id.in_(chunk))))
+                old = {k: v for k, v in values.items() if k in stored}
+                fresh = {
+                    k: {**v, "billed_seconds": 0.0, "computed_at_ms": now_ms}
+                    for k, v in values.items()
+                    if k not in stored
+                }
+                self._write(conn, table, "id", old)
+                self._write(conn, table, "id", fresh)
+
+        self._guard("writing rl_resource_spend spans", write)
 
     def close(self) -> None:
         self._engine.dispose()

@@ -25,6 +25,7 @@ from rl_sessions_dagster.storage import (
     SessionStoreError,
     SQLAlchemySessionStore,
     SQLiteSessionStore,
+    TableStoreConfigError,
     UpsertResult,
     checkpoint_rows,
     open_session_store,
@@ -161,7 +162,9 @@ def test_a_table_of_release_0_1_gains_the_new_column(pg_server, pg_database, tmp
             assert store.mark_missing(set(), T0) == 1
             assert store.counts().sessions_missing == 1
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+        assert conn.execute("SELECT version FROM rl_schema_version").fetchall() == [
+            (SCHEMA_VERSION,)
+        ]
 
 
 def test_open_session_store_picks_by_target(pg_server, pg_database, tmp_path) -> None:
@@ -170,9 +173,11 @@ def test_open_session_store_picks_by_target(pg_server, pg_database, tmp_path) ->
         # A plain postgresql:// URL works with the psycopg2 that dagster-postgres installs.
         assert pg.engine.dialect.driver == "psycopg2"
         assert pg_server.password not in repr(pg)
-    file_store = open_session_store(str(tmp_path / "x.sqlite"))
-    assert isinstance(file_store, SQLiteSessionStore)
-    file_store.close()
+    with open_session_store(str(tmp_path / "x.sqlite")) as file_store:  # type: ignore[attr-defined]
+        assert file_store.is_file and file_store.engine.dialect.name == "sqlite"
+    with pytest.raises(TableStoreConfigError, match=r"scheme 'postgres'.*write postgresql://"):
+        open_session_store(pg_server.url(pg_database).replace("postgresql", "postgres"))
+    assert not [p for p in tmp_path.iterdir() if "postgres" in p.name or "@" in p.name]
 
 
 def test_unreachable_database_is_a_clear_error_without_the_password(pg_server) -> None:
@@ -180,7 +185,7 @@ def test_unreachable_database_is_a_clear_error_without_the_password(pg_server) -
     with pytest.raises(SessionStoreError) as info:
         SQLAlchemySessionStore(url, connect_timeout=3)
     text = str(info.value)
-    assert text.startswith("cannot reach the sync database postgresql+psycopg2://sync:***@")
+    assert text.startswith("cannot reach the tables' database postgresql+psycopg2://sync:***@")
     assert "Connection refused" in text or "connection" in text.lower()
     assert pg_server.password not in text and pg_server.password not in repr(info.value)
     assert info.value.__cause__ is None and info.value.__suppress_context__

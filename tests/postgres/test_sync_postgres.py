@@ -75,7 +75,8 @@ def test_sync_to_postgres_is_idempotent_and_marks_vanished_sessions(
     n_checkpoints = int(pg_server.psql("SELECT count(*) FROM rl_checkpoints", pg_database))
     assert meta["dagster/row_count"] == 120 and meta["checkpoint_row_count"] == n_checkpoints
     assert meta["rows_inserted"] == 120 + n_checkpoints
-    assert meta["db_path"] == pg_server.url(pg_database).replace(pg_server.password, "***")
+    shown = pg_server.url(pg_database, driver="psycopg2").replace(pg_server.password, "***")
+    assert meta["db_path"] == shown
     assert meta["sessions_missing"] == 0
 
     again = sync(asset, instance, sim, batch_size=50)
@@ -128,7 +129,8 @@ def test_unreachable_database_fails_the_run_clearly_without_the_password(
     assert not result.success
     (failure,) = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
     message = failure.step_failure_data.error.to_string()
-    assert "cannot reach the sync database postgresql+psycopg2://sync:***@127.0.0.1" in message
+    assert "cannot reach the tables' database postgresql+psycopg2://sync:***@127.0.0.1" in message
+    assert "it is set by the asset's db_path" in message
     assert "Connection refused" in message
     assert not result.asset_materializations_for_node(asset.op.name)
     assert pg_server.password not in everything_dagster_kept(instance, result.run_id)
@@ -137,10 +139,16 @@ def test_unreachable_database_fails_the_run_clearly_without_the_password(
 def test_asset_kind_follows_the_target() -> None:
     kinds = {
         target: next(iter(build_session_sync_asset(db_path=target).specs)).kinds
-        for target in ("postgresql://u@db/analytics", "/data/postgres-export/sync.sqlite", None)
+        for target in (
+            "postgresql://u@db/analytics",
+            "/data/postgres-export/sync.sqlite",
+            "$SYNC_DB_URL",
+            None,
+        )
     }
     assert kinds == {
         "postgresql://u@db/analytics": {"together", "postgres"},
         "/data/postgres-export/sync.sqlite": {"together", "sqlite"},
-        None: {"together", "sqlite"},
+        "$SYNC_DB_URL": {"together", "sql"},
+        None: {"together", "sql"},  # chosen at run time (resource, instance)
     }

@@ -1,0 +1,174 @@
+"""Every table the library writes, and how an existing database is brought up to date.
+
+One SQLAlchemy ``MetaData`` holds them all, so a new table is added here once and every
+database (SQLite file, the instance's PostgreSQL, the team's own) gets it. ``rl_schema_version``
+holds one row: the version the tables were last upgraded to. Opening a store runs
+:func:`upgrade` in one transaction (under an advisory lock on PostgreSQL, ``BEGIN IMMEDIATE`` on
+SQLite), so the first sync and spend runs of a deployment may open the same empty database at
+the same moment. Versions:
+
+* 1 (0.1): ``rl_sessions``, ``rl_checkpoints``;
+* 2 (0.2): ``rl_sessions.missing_since``; the spend tables, in SQLite only;
+* 3: ``rl_schema_version``; every table in every backend.
+
+Tables written by an older release are upgraded in place (missing tables created, nullable
+columns added); a database already upgraded by a *newer* release is refused rather than written
+with an older idea of its rows.
+"""
+
+from datetime import UTC, datetime
+from typing import NamedTuple
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from ..version import __version__
+from .rows import SCHEMA_VERSION
+from .urls import TableStoreError
+
+__all__ = ["SCHEMA_VERSION", "Tables", "define_tables", "upgrade"]
+
+#: Columns added after a table's first release (all nullable): added to older tables on open.
+_ADDED_COLUMNS = {"rl_sessions": ("missing_since",)}
+#: Key of the PostgreSQL advisory lock that serialises upgrades ("rl_tbls" in ASCII).
+_LOCK_KEY = 0x726C5F74626C73
+
+
+class Tables(NamedTuple):
+    meta: sa.MetaData
+    sessions: sa.Table
+    checkpoints: sa.Table
+    resource_spend: sa.Table
+    session_spend: sa.Table
+    version: sa.Table
+
+
+def define_tables(schema: str | None = None) -> Tables:
+    meta = sa.MetaData(schema=schema)
+    key = sa.String(255)  # bounded: usable as a key and in an index on every dialect
+    sessions = sa.Table(
+        "rl_sessions",
+        meta,
+        sa.Column("id", key, primary_key=True),
+        sa.Column("display_name", sa.Text),
+        sa.Column("status", sa.String(64), nullable=False, index=True),
+        sa.Column("raw_status", sa.Text, nullable=False),
+        sa.Column("base_model", sa.Text),
+        sa.Column("model_resources_id", sa.Text),
+        sa.Column("created_by", sa.Text),
+        sa.Column("created_at", sa.String(64), index=True),
+        sa.Column("updated_at", sa.String(64)),
+        sa.Column("step", sa.BigInteger),
+        sa.Column("error_code", sa.Text),
+        sa.Column("error_message", sa.Text),
+        sa.Column("wandb_url", sa.Text),
+        sa.Column("wandb_project", sa.Text),
+        sa.Column("n_inference_checkpoints", sa.Integer, nullable=False),
+        sa.Column("synced_at", sa.String(64), nullable=False),
+        sa.Column("missing_since", sa.String(64)),
+    )
+    checkpoints = sa.Table(
+        "rl_checkpoints",
+        meta,
+        sa.Column("id", key, primary_key=True),
+        sa.Column("session_id", key, nullable=False, index=True),
+        sa.Column("type", sa.String(32), nullable=False),
+        sa.Column("step", sa.BigInteger),
+        sa.Column("created_at", sa.String(64)),
+        sa.Column("base_model", sa.Text),
+        sa.Column("model_id", sa.Text),
+        sa.Column("model_revision_id", sa.Text),
+        sa.Column("adapter_id", sa.Text),
+        sa.Column("adapter_revision_id", sa.Text),
+        sa.Column("legacy_model_name", sa.Text),
+        sa.Column("registered", sa.Integer, nullable=False),
+        sa.Column("synced_at", sa.String(64), nullable=False),
+    )
+    resource_spend = sa.Table(
+        "rl_resource_spend",
+        meta,
+        sa.Column("id", key, primary_key=True),
+        sa.Column("status", sa.String(64), nullable=False),
+        sa.Column("base_model", sa.Text),
+        sa.Column("ready_from_ms", sa.BigInteger),
+        sa.Column("ready_until_ms", sa.BigInteger),
+        sa.Column("span_source", sa.String(64), nullable=False),
+        sa.Column("price_per_hour", sa.Float),
+        sa.Column("currency", sa.String(16)),
+        sa.Column("billed_seconds", sa.Float, nullable=False),
+        sa.Column("idle_seconds", sa.Float),
+        sa.Column("cost", sa.Float),
+        sa.Column("idle_cost", sa.Float),
+        sa.Column("computed_at_ms", sa.BigInteger, nullable=False),
+    )
+    session_spend = sa.Table(
+        "rl_session_spend",
+        meta,
+        sa.Column("session_id", key, primary_key=True),
+        sa.Column("model_resources_id", sa.Text, nullable=False),
+        sa.Column("display_name", sa.Text),
+        sa.Column("sweep", sa.Text, nullable=False),
+        sa.Column("billed_seconds", sa.Float, nullable=False),
+        sa.Column("cost", sa.Float),
+        sa.Column("computed_at_ms", sa.BigInteger, nullable=False),
+    )
+    version = sa.Table(
+        "rl_schema_version",
+        meta,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+        sa.Column("version", sa.Integer, nullable=False),
+        sa.Column("library_version", sa.String(64)),
+        sa.Column("upgraded_at", sa.String(64)),
+    )
+    return Tables(meta, sessions, checkpoints, resource_spend, session_spend, version)
+
+
+def _stored_version(conn: Connection, tables: Tables) -> int | None:
+    table = tables.version
+    if not sa.inspect(conn).has_table(table.name, schema=table.schema):
+        return None
+    return conn.execute(sa.select(table.c.version).where(table.c.id == 1)).scalar_one_or_none()
+
+
+def upgrade(conn: Connection, tables: Tables) -> int:
+    """Create or upgrade every table in ``conn``'s transaction; returns the version found (0:
+    none). Idempotent: a database already at :data:`SCHEMA_VERSION` costs one read."""
+    schema = tables.meta.schema
+    if conn.dialect.name == "postgresql":
+        conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _LOCK_KEY})
+        if schema:
+            quoted = conn.dialect.identifier_preparer.quote_schema(schema)
+            conn.execute(sa.text(f"CREATE SCHEMA IF NOT EXISTS {quoted}"))
+    found = _stored_version(conn, tables)
+    if found is not None and found > SCHEMA_VERSION:
+        raise TableStoreError(
+            f"the tables were upgraded to schema version {found} by a newer release of "
+            f"rl-sessions-dagster; this release ({__version__}) writes version {SCHEMA_VERSION}: "
+            "upgrade the package on every process that opens them"
+        )
+    if found == SCHEMA_VERSION:
+        return found
+    tables.meta.create_all(conn, checkfirst=True)
+    inspector = sa.inspect(conn)
+    preparer = conn.dialect.identifier_preparer
+    for table in tables.meta.sorted_tables:
+        added = _ADDED_COLUMNS.get(table.name, ())
+        if not added:
+            continue
+        have = {c["name"] for c in inspector.get_columns(table.name, schema=table.schema)}
+        for name in added:
+            if name not in have:
+                ddl = table.c[name].type.compile(dialect=conn.dialect)
+                target = preparer.format_table(table)
+                conn.execute(sa.text(f"ALTER TABLE {target} ADD COLUMN {name} {ddl}"))
+    values = {
+        "version": SCHEMA_VERSION,
+        "library_version": __version__,
+        "upgraded_at": datetime.now(UTC).isoformat(),
+    }
+    version = tables.version
+    if found is None:
+        conn.execute(sa.insert(version).values(id=1, **values))
+    else:
+        conn.execute(sa.update(version).where(version.c.id == 1).values(**values))
+    return found or 0

@@ -1,0 +1,83 @@
+"""Which database the tables go to, told apart without importing SQLAlchemy.
+
+A target is either a database URL (``postgresql://user:PASSWORD@db/analytics``, ``sqlite:///…``)
+or a plain file path. Anything with ``://`` is a URL and must name a backend the store can use:
+before 0.3 a URL the spend store did not understand was taken for a path, and a directory named
+after it (password included) was created. The URL usually carries a password, so everything
+shown (errors, metadata, ``repr``) goes through :func:`redact_url`.
+
+Stdlib only: definitions load (and the check of a literal setting) must not pay for SQLAlchemy.
+"""
+
+import re
+
+__all__ = [
+    "SUPPORTED_BACKENDS",
+    "TableStoreConfigError",
+    "TableStoreError",
+    "backend_of",
+    "check_target",
+    "is_database_url",
+    "redact_url",
+]
+
+#: SQLAlchemy backends the store's portable SQL runs on (PostgreSQL and SQLite are tested).
+SUPPORTED_BACKENDS = ("postgresql", "sqlite", "mysql", "mariadb", "mssql", "oracle")
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
+
+
+class TableStoreError(RuntimeError):
+    """The tables' database could not be reached or refused a write. Never holds a password."""
+
+
+class TableStoreConfigError(TableStoreError):
+    """The tables' setting cannot work (a URL no store can use, a file runs cannot keep).
+
+    Not a ``ValueError`` on purpose: pydantic turns those into a ValidationError that quotes
+    the input, password included."""
+
+
+def is_database_url(target: str) -> bool:
+    """True for anything with ``scheme://`` (a URL), False for a file path."""
+    return _SCHEME.match(target) is not None
+
+
+def backend_of(target: str) -> str | None:
+    """``postgresql`` for ``postgresql+psycopg2://…``; None for a path."""
+    match = _SCHEME.match(target)
+    return match.group(1).split("+", 1)[0].lower() if match else None
+
+
+def redact_url(url: object) -> str:
+    """``url`` with its password replaced by ``***`` (also for strings SQLAlchemy cannot parse)."""
+    text = str(url)
+    if not is_database_url(text):
+        return text
+    try:
+        from sqlalchemy.engine import make_url
+
+        return make_url(url).render_as_string(hide_password=True)  # type: ignore[arg-type]
+    except Exception:
+        return re.sub(r"(//[^/:@]*):[^@/]*@", r"\1:***@", text)
+
+
+def check_target(target: str, setting: str) -> None:
+    """Refuse a target no store can use, naming ``setting``; a plain path always passes."""
+    if not target.strip():
+        raise TableStoreConfigError(f"{setting} is empty: give a database URL or a file path")
+    backend = backend_of(target)
+    if backend is None:
+        if "://" in target:  # e.g. "://host/db", "1db://…": not a URL, and not a path either
+            raise TableStoreConfigError(
+                f"{setting} is not a database URL and, holding '://', not a file path either: "
+                f"{redact_url(target)}"
+            )
+        return
+    if backend in SUPPORTED_BACKENDS:
+        return
+    hint = " (write postgresql://)" if backend in ("postgres", "pg", "psql") else ""
+    raise TableStoreConfigError(
+        f"{setting} is a URL with the scheme {backend!r}, which the tables' store cannot use"
+        f"{hint}: {redact_url(target)}. Give a SQLAlchemy URL of "
+        f"{', '.join(SUPPORTED_BACKENDS)} or a file path."
+    )
