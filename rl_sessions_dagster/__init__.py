@@ -13,110 +13,62 @@ simulator's command line do not pay for importing Dagster.
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from .version import __version__
+from .version import __version__ as __version__
 
-_EXPORTS = {
-    "RLSessionsClient": ".api",
-    "TogetherRLError": ".api",
-    "CHECKPOINT_ASSET_KEY": ".partitions",
-    "CHECKPOINT_ASSET_SPEC": ".assets",
-    "CHECKPOINT_PARTITIONS": ".partitions",
-    "build_checkpoint_asset_spec": ".assets",
-    "checkpoint_id_for_partition": ".partitions",
-    "EventKind": ".core",
-    "SessionEvent": ".core",
-    "TogetherRLResource": ".resource",
-    "EventRoute": ".sensors",
-    "PollingOptions": ".sensors",
-    "SessionFilter": ".sensors",
-    "TogetherRLComponent": ".components",
-    "build_routed_sensor": ".sensors",
-    "build_checkpoint_sensor": ".sensors",
-    "build_rl_event_sensor": ".sensors",
-    "build_session_status_sensor": ".sensors",
-    "ResourceSpec": ".api",
-    "ResourceEventKind": ".core",
-    "ResourceEvent": ".core",
-    "build_spend_asset": ".assets",
-    "build_evaluation_asset": ".assets",
-    "EvaluationSpec": ".evaluation",
-    "ResourceFilter": ".sensors",
-    "ResourceRoute": ".sensors",
-    "build_model_resource_sensor": ".sensors",
-    "build_idle_guard": ".sensors",
-    "LaunchedSession": ".launch",
-    "TrainingLaunchConfig": ".launch",
-    "build_training_op": ".launch",
-    "launched_session": ".launch",
-}
-
-__all__ = [
-    "CHECKPOINT_ASSET_KEY",
-    "CHECKPOINT_ASSET_SPEC",
-    "CHECKPOINT_PARTITIONS",
-    "EvaluationSpec",
-    "EventKind",
-    "EventRoute",
-    "LaunchedSession",
-    "PollingOptions",
-    "RLSessionsClient",
-    "ResourceEvent",
-    "ResourceEventKind",
-    "ResourceFilter",
-    "ResourceRoute",
-    "ResourceSpec",
-    "SessionEvent",
-    "SessionFilter",
-    "TogetherRLComponent",
-    "TogetherRLError",
-    "TogetherRLResource",
-    "TrainingLaunchConfig",
-    "__version__",
-    "build_checkpoint_asset_spec",
-    "build_checkpoint_sensor",
-    "build_evaluation_asset",
-    "build_idle_guard",
-    "build_model_resource_sensor",
-    "build_rl_event_sensor",
-    "build_routed_sensor",
-    "build_session_status_sensor",
-    "build_spend_asset",
-    "build_training_op",
-    "checkpoint_id_for_partition",
-    "launched_session",
-]
-
+# The public names, written once: type checkers read these imports, and at run time the same
+# lines (read back by ``_lazy_exports``) say where each name is loaded from on first use.
 if TYPE_CHECKING:
-    from .api import ResourceSpec, RLSessionsClient, TogetherRLError
-    from .assets import (
-        CHECKPOINT_ASSET_SPEC,
-        build_checkpoint_asset_spec,
-        build_evaluation_asset,
-        build_spend_asset,
-    )
-    from .components import TogetherRLComponent
-    from .core import EventKind, ResourceEvent, ResourceEventKind, SessionEvent
-    from .evaluation import EvaluationSpec
-    from .launch import LaunchedSession, TrainingLaunchConfig, build_training_op, launched_session
-    from .partitions import (
-        CHECKPOINT_ASSET_KEY,
-        CHECKPOINT_PARTITIONS,
-        checkpoint_id_for_partition,
-    )
-    from .resource import TogetherRLResource
-    from .sensors import (
-        EventRoute,
-        PollingOptions,
-        ResourceFilter,
-        ResourceRoute,
-        SessionFilter,
-        build_checkpoint_sensor,
-        build_idle_guard,
-        build_model_resource_sensor,
-        build_rl_event_sensor,
-        build_routed_sensor,
-        build_session_status_sensor,
-    )
+    from .api import ResourceSpec as ResourceSpec
+    from .api import RLSessionsClient as RLSessionsClient
+    from .api import TogetherRLError as TogetherRLError
+    from .assets import CHECKPOINT_ASSET_SPEC as CHECKPOINT_ASSET_SPEC
+    from .assets import build_checkpoint_asset_spec as build_checkpoint_asset_spec
+    from .assets import build_evaluation_asset as build_evaluation_asset
+    from .assets import build_spend_asset as build_spend_asset
+    from .components import TogetherRLComponent as TogetherRLComponent
+    from .core import EventKind as EventKind
+    from .core import ResourceEvent as ResourceEvent
+    from .core import ResourceEventKind as ResourceEventKind
+    from .core import SessionEvent as SessionEvent
+    from .evaluation import EvaluationSpec as EvaluationSpec
+    from .launch import LaunchedSession as LaunchedSession
+    from .launch import TrainingLaunchConfig as TrainingLaunchConfig
+    from .launch import build_training_op as build_training_op
+    from .launch import launched_session as launched_session
+    from .partitions import CHECKPOINT_ASSET_KEY as CHECKPOINT_ASSET_KEY
+    from .partitions import CHECKPOINT_PARTITIONS as CHECKPOINT_PARTITIONS
+    from .partitions import checkpoint_id_for_partition as checkpoint_id_for_partition
+    from .resource import TogetherRLResource as TogetherRLResource
+    from .sensors import EventRoute as EventRoute
+    from .sensors import PollingOptions as PollingOptions
+    from .sensors import ResourceFilter as ResourceFilter
+    from .sensors import ResourceRoute as ResourceRoute
+    from .sensors import SessionFilter as SessionFilter
+    from .sensors import build_checkpoint_sensor as build_checkpoint_sensor
+    from .sensors import build_idle_guard as build_idle_guard
+    from .sensors import build_model_resource_sensor as build_model_resource_sensor
+    from .sensors import build_rl_event_sensor as build_rl_event_sensor
+    from .sensors import build_routed_sensor as build_routed_sensor
+    from .sensors import build_session_status_sensor as build_session_status_sensor
+
+
+def _lazy_exports() -> dict[str, str]:
+    """Name → module, from the ``TYPE_CHECKING`` imports above (the one list of them)."""
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
+    block = next(n for n in tree.body if isinstance(n, ast.If) and "TYPE_CHECKING" in ast.dump(n))
+    return {
+        alias.asname or alias.name: "." + (node.module or "")
+        for node in block.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+
+
+_EXPORTS = _lazy_exports()
+__all__ = sorted([*_EXPORTS, "__version__"])
 
 
 def __getattr__(name: str) -> Any:

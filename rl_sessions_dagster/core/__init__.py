@@ -1,7 +1,7 @@
 """The pure event core: no HTTP, no Dagster. Previous state + API snapshot → events + state."""
 
 from .events import CHECKPOINT_EVENTS, TERMINAL_EVENTS, EventKind, SessionEvent
-from .idle import Decision, IdlePolicy, ResourceUse, Verdict, decide, idle_since, resource_use
+from .idle import Decision, IdlePolicy, IdleVerdict, ResourceUse, decide, idle_since, resource_use
 from .passes import ScannedPage
 from .resources import (
     ALL_RESOURCE_EVENT_KINDS,
@@ -48,6 +48,7 @@ __all__ = [
     "Decision",
     "EventKind",
     "IdlePolicy",
+    "IdleVerdict",
     "ListOrder",
     "Observation",
     "ResourceEvent",
@@ -65,7 +66,6 @@ __all__ = [
     "TickOutcome",
     "TrackerConfig",
     "TrackerState",
-    "Verdict",
     "advance",
     "advance_resources",
     "attachment",

@@ -106,7 +106,7 @@ def idle_since(resource: ModelResource, last_use_ms: int | None = None) -> int |
     return max(known) if known else None
 
 
-class Verdict(str, Enum):
+class IdleVerdict(str, Enum):
     """Why the guard stops a resource or leaves it."""
 
     STOP = "stop"
@@ -123,14 +123,14 @@ class Decision:
     """One decision about one resource, with the facts it rests on (for logs and metadata)."""
 
     resource: ModelResource
-    verdict: Verdict
+    verdict: IdleVerdict
     idle_since_ms: int | None = None
     now_ms: int = 0
     use: ResourceUse = ResourceUse()
 
     @property
     def stop(self) -> bool:
-        return self.verdict is Verdict.STOP
+        return self.verdict is IdleVerdict.STOP
 
     @property
     def idle_ms(self) -> int:
@@ -138,19 +138,19 @@ class Decision:
 
     def explain(self) -> str:
         rid = self.resource.id
-        if self.verdict is Verdict.STOP:
+        if self.verdict is IdleVerdict.STOP:
             return f"{rid}: idle {self.idle_ms // 1000} s"
-        if self.verdict is Verdict.NOT_READY:
+        if self.verdict is IdleVerdict.NOT_READY:
             return f"{rid}: not READY ({self.resource.raw_status})"
-        if self.verdict is Verdict.BUSY:
+        if self.verdict is IdleVerdict.BUSY:
             shown = ", ".join(f"{sid} {status}" for sid, status in self.use.live[:3])
             more = len(self.use.live) - 3
             return f"{rid}: live session(s) {shown}" + (f" and {more} more" if more > 0 else "")
-        if self.verdict is Verdict.UNREADABLE:
+        if self.verdict is IdleVerdict.UNREADABLE:
             return f"{rid}: {self.use.unreadable} session(s) could not be read, treated as live"
-        if self.verdict is Verdict.RECENTLY_USED:
+        if self.verdict is IdleVerdict.RECENTLY_USED:
             return f"{rid}: used {self.idle_ms // 1000} s ago"
-        if self.verdict is Verdict.IDLE_UNKNOWN:
+        if self.verdict is IdleVerdict.IDLE_UNKNOWN:
             return f"{rid}: no time of last use known"
         return f"{rid}: outside the guard's allow/deny lists"
 
@@ -162,22 +162,22 @@ def decide(
     use is at least ``policy.idle_seconds`` before ``now_ms`` (the API's clock)."""
     since = idle_since(resource, use.last_use_ms)
 
-    def verdict(v: Verdict) -> Decision:
+    def verdict(v: IdleVerdict) -> Decision:
         return Decision(resource, v, since, now_ms, use)
 
     if resource.status is not ModelResourceStatus.READY:
-        return verdict(Verdict.NOT_READY)
+        return verdict(IdleVerdict.NOT_READY)
     if not policy.permits(resource):
-        return verdict(Verdict.NOT_PERMITTED)
+        return verdict(IdleVerdict.NOT_PERMITTED)
     if use.live:
-        return verdict(Verdict.BUSY)
+        return verdict(IdleVerdict.BUSY)
     if use.unreadable:
-        return verdict(Verdict.UNREADABLE)
+        return verdict(IdleVerdict.UNREADABLE)
     if since is None:
-        return verdict(Verdict.IDLE_UNKNOWN)
+        return verdict(IdleVerdict.IDLE_UNKNOWN)
     if now_ms - since < policy.idle_ms:
-        return verdict(Verdict.RECENTLY_USED)
-    return verdict(Verdict.STOP)
+        return verdict(IdleVerdict.RECENTLY_USED)
+    return verdict(IdleVerdict.STOP)
 
 
 def worth_a_look(resource: ModelResource, policy: IdlePolicy, *, now_ms: int) -> bool:

@@ -15,7 +15,6 @@ cursor recovery, one log line) around this family's body, :func:`_session_tick`:
 ``advance`` → run requests. Everything else here only builds and checks definitions.
 """
 
-import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -24,7 +23,6 @@ import dagster as dg
 from dagster._core.definitions.unresolved_asset_job_definition import (
     UnresolvedAssetJobDefinition,
 )
-from typing_extensions import Unpack
 
 from ..core import EventKind, SessionEvent, TrackerConfig, TrackerState, advance
 from ..core.filters import SessionFilter
@@ -33,7 +31,6 @@ from ..partitions import CHECKPOINT_ASSET_KEY, CHECKPOINT_PARTITIONS
 from .definition import QuietSensorDefinition
 from .options import (
     EventRoute,
-    PollingKwargs,
     PollingOptions,
 )
 from .options import event_kinds as parse_event_kinds
@@ -281,23 +278,6 @@ def _is_job(target: object) -> bool:
     return isinstance(target, dg.JobDefinition | dg.GraphDefinition | UnresolvedAssetJobDefinition)
 
 
-def merge_polling(
-    options: PollingOptions | None, polling: PollingKwargs, *, stacklevel: int = 3
-) -> PollingOptions:
-    """``options`` with the 0.1.0 loose knobs applied (with a DeprecationWarning that points at
-    the caller ``stacklevel`` frames up)."""
-    if not polling:
-        return options or PollingOptions()
-    warnings.warn(
-        f"passing {sorted(polling)} as keyword arguments is deprecated; pass "
-        "options=PollingOptions(...) instead",
-        DeprecationWarning,
-        stacklevel=stacklevel,
-    )
-    base = options or PollingOptions()
-    return PollingOptions(**{**base.__dict__, **polling})
-
-
 def build_rl_event_sensor(
     *,
     name: str,
@@ -313,7 +293,6 @@ def build_rl_event_sensor(
     minimum_interval_seconds: int = 30,
     default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
     description: str | None = None,
-    **polling: Unpack[PollingKwargs],
 ) -> dg.SensorDefinition:
     """A sensor that requests one run per wanted session event, on one target.
 
@@ -340,7 +319,7 @@ def build_rl_event_sensor(
         resource_key=resource_key,
         session_filter=session_filter,
         checkpoint_asset_key=checkpoint_asset_key,
-        options=merge_polling(options, polling),
+        options=options,
         minimum_interval_seconds=minimum_interval_seconds,
         default_status=default_status,
         description=description,

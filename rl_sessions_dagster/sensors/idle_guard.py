@@ -38,7 +38,7 @@ from ..api import RLSessionsClient, ServerClock, TogetherRLError
 from ..api.enums import ModelResourceStatus
 from ..api.lifecycle import ResourceSpec, monotonic_deadline, stop_resource
 from ..api.models import ModelResource
-from ..core.idle import Decision, IdlePolicy, ResourceUse, Verdict, decide, resource_use
+from ..core.idle import Decision, IdlePolicy, IdleVerdict, ResourceUse, decide, resource_use
 from ..core.idle import worth_a_look as _worth_a_look
 from ..core.state import CursorError
 from ..core.tracker import to_ms
@@ -308,7 +308,7 @@ def build_idle_guard(
         requests, gave_up, kept = [], [], []
         for d in decisions:
             if not d.stop:
-                if d.verdict not in (Verdict.NOT_PERMITTED, Verdict.RECENTLY_USED):
+                if d.verdict not in (IdleVerdict.NOT_PERMITTED, IdleVerdict.RECENTLY_USED):
                     kept.append(d.explain())
                 continue
             assert d.idle_since_ms is not None

@@ -5,7 +5,7 @@ definitions load, not at the first event."""
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, TypedDict, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import dagster as dg
 
@@ -85,19 +85,6 @@ class PollingOptions:
             backfill=self.backfill,
             unordered_pages_per_tick=self.unordered_pages_per_tick,
         )
-
-
-class PollingKwargs(TypedDict, total=False):
-    """The 0.1.0 spelling: polling knobs as loose keyword arguments (deprecated; use
-    ``options=PollingOptions(...)``)."""
-
-    backfill: bool
-    max_runs_per_tick: int
-    tick_budget_seconds: float
-    lookback_seconds: float
-    registration_wait_seconds: float
-    page_size: int
-    unavailable_alarm_seconds: float
 
 
 class UnknownEventKind(dg.DagsterInvalidDefinitionError, ValueError):

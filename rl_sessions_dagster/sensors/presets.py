@@ -5,13 +5,12 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import dagster as dg
-from typing_extensions import Unpack
 
 from ..core import CHECKPOINT_EVENTS, TERMINAL_EVENTS, EventKind
 from ..core.filters import SessionFilter
 from ..partitions import CHECKPOINT_ASSET_KEY, CHECKPOINT_PARTITIONS
-from .factory import build_rl_event_sensor, merge_polling
-from .options import PollingKwargs, PollingOptions
+from .factory import build_rl_event_sensor
+from .options import PollingOptions
 from .options import event_kinds as _event_kinds
 from .run_requests import RunRequestFn
 
@@ -35,7 +34,6 @@ def build_checkpoint_sensor(
     minimum_interval_seconds: int = 30,
     default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
     description: str | None = None,
-    **polling: Unpack[PollingKwargs],
 ) -> dg.SensorDefinition:
     """One run per newly registered inference checkpoint, partitioned by checkpoint.
 
@@ -56,7 +54,7 @@ def build_checkpoint_sensor(
         partitions_def=partitions_def,
         checkpoint_asset_key=checkpoint_asset_key,
         run_request_fn=run_request_fn,
-        options=merge_polling(options, polling),
+        options=options,
         minimum_interval_seconds=minimum_interval_seconds,
         default_status=default_status,
         description=description,
@@ -76,7 +74,6 @@ def build_session_status_sensor(
     minimum_interval_seconds: int = 30,
     default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
     description: str | None = None,
-    **polling: Unpack[PollingKwargs],
 ) -> dg.SensorDefinition:
     """One run per session that reaches STOPPED, ERROR or EXPIRED (or the kinds given)."""
     return build_rl_event_sensor(
@@ -87,7 +84,7 @@ def build_session_status_sensor(
         resource_key=resource_key,
         session_filter=session_filter,
         run_request_fn=run_request_fn,
-        options=merge_polling(options, polling),
+        options=options,
         minimum_interval_seconds=minimum_interval_seconds,
         default_status=default_status,
         description=description,

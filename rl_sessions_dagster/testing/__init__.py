@@ -5,22 +5,21 @@
 library's own API client, so the simulator stays an independent oracle for both.
 """
 
-from .simulator import (
+from .simulator.clock import SimClock
+from .simulator.constants import (
     CHECKPOINT_INFERENCE,
     CHECKPOINT_TRAINING,
     OPERATION_KINDS,
     RESOURCE_STATUSES,
     SESSION_STATUSES,
     SESSION_TERMINAL,
-    FaultPlan,
-    FaultRule,
-    RequestLog,
-    RequestRecord,
-    RLSimulator,
-    SimClock,
-    SimulatedWorld,
-    SimulatorError,
 )
+from .simulator.errors import SimulatorError
+from .simulator.faults import FaultPlan, FaultRule
+from .simulator.requestlog import RequestLog, RequestRecord
+from .simulator.server import RLSimulator
+from .simulator.state import StopRequest
+from .simulator.world import SimulatedWorld
 
 __all__ = [
     "CHECKPOINT_INFERENCE",
@@ -37,4 +36,5 @@ __all__ = [
     "SimClock",
     "SimulatedWorld",
     "SimulatorError",
+    "StopRequest",
 ]

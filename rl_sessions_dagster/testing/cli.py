@@ -15,7 +15,8 @@ import threading
 from collections.abc import Sequence
 from types import FrameType
 
-from .simulator import RLSimulator, SimulatedWorld
+from .simulator.server import RLSimulator
+from .simulator.world import SimulatedWorld
 
 CONTROL_HELP = """\
 control API (no auth; JSON bodies; bind to 127.0.0.1 only). With URL set to the printed address:

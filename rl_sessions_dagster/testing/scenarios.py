@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .simulator import SimulatedWorld
+from .simulator.world import SimulatedWorld
 
 CAPACITY_MESSAGE = (
     "The session could not start because the selected resource has no available capacity."

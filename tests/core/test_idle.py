@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 from rl_sessions_dagster.api.models import ModelResource, TrainingSession
 from rl_sessions_dagster.core.idle import (
     IdlePolicy,
+    IdleVerdict,
     ResourceUse,
-    Verdict,
     decide,
     idle_since,
     resource_use,
@@ -74,7 +74,7 @@ def test_unreadable_sessions_keep_the_resource():
     use = resource_use([], unreadable=1)
     assert use.busy
     d = decide(res("r"), use, IdlePolicy(idle_seconds=60), now_ms=T0 + 10**9)
-    assert d.verdict is Verdict.UNREADABLE and not d.stop
+    assert d.verdict is IdleVerdict.UNREADABLE and not d.stop
     assert "could not be read" in d.explain()
 
 
@@ -82,7 +82,7 @@ def test_a_session_that_failed_a_moment_ago_is_a_use():
     r = res("r", updated=0)
     use = resource_use([session("x", "ERROR", 1000, 1001)])
     policy = IdlePolicy(idle_seconds=600)
-    assert decide(r, use, policy, now_ms=T0 + 1002_000).verdict is Verdict.RECENTLY_USED
+    assert decide(r, use, policy, now_ms=T0 + 1002_000).verdict is IdleVerdict.RECENTLY_USED
     assert decide(r, use, policy, now_ms=T0 + 1601_000).stop  # exactly idle_seconds: stop
 
 
@@ -90,10 +90,10 @@ def test_verdicts_for_status_and_policy():
     policy = IdlePolicy(idle_seconds=600, deny_ids=frozenset({"denied"}))
     late = T0 + 10**9
     assert decide(res("p", status="PENDING"), ResourceUse(), policy, now_ms=late).verdict is (
-        Verdict.NOT_READY
+        IdleVerdict.NOT_READY
     )
     assert decide(res("denied"), ResourceUse(), policy, now_ms=late).verdict is (
-        Verdict.NOT_PERMITTED
+        IdleVerdict.NOT_PERMITTED
     )
     only_b = IdlePolicy(idle_seconds=600, allow_base_models=frozenset({"m/b"}))
     assert not decide(res("a"), ResourceUse(), only_b, now_ms=late).stop

@@ -23,9 +23,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from rl_sessions_dagster.sensors.idle_guard import build_idle_guard
-from rl_sessions_dagster.testing import RLSimulator
+from rl_sessions_dagster.testing import RLSimulator, SimulatedWorld
 from rl_sessions_dagster.testing.sensor_ticks import SensorTicker
-from rl_sessions_dagster.testing.simulator import SimulatedWorld
 
 from .conftest import API_KEY, make_resource
 

@@ -227,11 +227,15 @@ def test_route_and_option_mistakes_fail_when_built():
         options.page_size = 5  # type: ignore[misc]
 
 
-def test_loose_polling_keywords_still_work_but_warn(sim, ticker):
-    with pytest.warns(DeprecationWarning, match="PollingOptions"):
-        sensor = build_session_status_sensor(name="old", job=report_job, page_size=1)
+def test_the_01_loose_polling_keywords_are_gone(sim, ticker):
+    """0.2.0 carries no deprecated spelling: the knobs go in PollingOptions only."""
+    with pytest.raises(TypeError, match="page_size"):
+        build_session_status_sensor(name="old", job=report_job, page_size=1)  # type: ignore[call-arg]
+    sensor = build_session_status_sensor(
+        name="new", job=report_job, options=PollingOptions(page_size=1)
+    )
     sid = sim.world.create_session()
-    t = ticker(make_defs(sim, sensor), "old")
+    t = ticker(make_defs(sim, sensor), "new")
     t.tick()
     sim.world.stop_session(sid, immediate=True)
     sim.requests.reset()
@@ -240,7 +244,6 @@ def test_loose_polling_keywords_still_work_but_warn(sim, ticker):
     assert last is not None and last.param("limit") == "1"
 
 
-@dg.op(required_resource_keys={"together"})
 def needs_together() -> None: ...
 
 

@@ -219,19 +219,12 @@ def limit_errors(sim, instance, **_):
         assert len(client.list_sessions_page(limit=1).data) <= 1
         assert len(client.list_sessions_page(limit=100).data) <= 100
     assert sim.requests.count() == 2, "a bad limit must fail before any request"
-    # The 0.1 keyword spelling (deprecated, still validated) and PollingOptions alike.
-    def deprecated():
-        return pytest.warns(DeprecationWarning, match="PollingOptions")
-
+    # Bad polling knobs are refused when the sensor is defined, whatever the builder.
     for bad in (0, -5, 101):
-        with pytest.raises(dg.DagsterInvalidDefinitionError, match="page_size"), deprecated():
-            build_session_status_sensor(job=report_job, page_size=bad)
-        with pytest.raises(dg.DagsterInvalidDefinitionError, match="page_size"), deprecated():
-            build_checkpoint_sensor(job=evaluation_job, page_size=bad)
+        with pytest.raises(dg.DagsterInvalidDefinitionError, match="page_size"):
+            build_session_status_sensor(job=report_job, options=PollingOptions(page_size=bad))
         with pytest.raises(dg.DagsterInvalidDefinitionError, match="page_size"):
             build_checkpoint_sensor(job=evaluation_job, options=PollingOptions(page_size=bad))
-    with pytest.raises(dg.DagsterInvalidDefinitionError, match="max_runs_per_tick"), deprecated():
-        build_session_status_sensor(job=report_job, max_runs_per_tick=0)
     with pytest.raises(dg.DagsterInvalidDefinitionError, match="max_runs_per_tick"):
         build_session_status_sensor(job=report_job, options=PollingOptions(max_runs_per_tick=0))
     with pytest.raises(dg.DagsterInvalidDefinitionError, match="event_kinds"):
