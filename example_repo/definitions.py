@@ -16,7 +16,9 @@ import dagster as dg
 from rl_sessions_dagster import (
     CHECKPOINT_ASSET_SPEC,
     CHECKPOINT_PARTITIONS,
+    IdlePolicy,
     ResourceRoute,
+    ResourceSensorOptions,
     TogetherRLResource,
     build_checkpoint_sensor,
     build_idle_guard,
@@ -68,8 +70,10 @@ def checkpoint_evaluation(
             f"checkpoint {checkpoint_id} has no registered model to evaluate", allow_retries=False
         )
     result = evaluate_model(
-        base_url, together.api_key or os.environ.get("TOGETHER_API_KEY", ""),
-        registration.deployable_model, seed=checkpoint.session_id or "rl-eval",
+        base_url,
+        together.api_key or os.environ.get("TOGETHER_API_KEY", ""),
+        registration.deployable_model,
+        seed=checkpoint.session_id or "rl-eval",
         retry=together.retry_policy(),
     )
     previous = _previous_score(context, checkpoint.session_id, checkpoint.step)
@@ -78,9 +82,11 @@ def checkpoint_evaluation(
         check_name=SCORE_CHECK,
         passed=not dropped,
         severity=dg.AssetCheckSeverity.WARN,
-        metadata={"score": result.score,
-                  "previous_score": previous[1] if previous else -1.0,
-                  "previous_step": previous[0] if previous else -1},
+        metadata={
+            "score": result.score,
+            "previous_score": previous[1] if previous else -1.0,
+            "previous_step": previous[0] if previous else -1,
+        },
     )
     context.log.info(f"checkpoint {checkpoint_id} step {checkpoint.step}: score {result.score:.2f}")
     return dg.MaterializeResult(
@@ -93,8 +99,15 @@ def checkpoint_evaluation(
             "checkpoint_id": dg.MetadataValue.text(checkpoint_id),
             "model": dg.MetadataValue.text(result.model),
             # One plot per session under the asset's Overview: "score <session name>".
-            **({f"score {context.partition_key.split('/')[0]}": dg.MetadataValue.float(
-                result.score)} if "/" in context.partition_key else {}),
+            **(
+                {
+                    f"score {context.partition_key.split('/')[0]}": dg.MetadataValue.float(
+                        result.score
+                    )
+                }
+                if "/" in context.partition_key
+                else {}
+            ),
         },
         check_results=[check],
     )
@@ -125,8 +138,9 @@ def _previous_score(
 REPORTS_KEY = dg.AssetKey(["together", "session_reports"])
 
 
-def _report(context: dg.OpExecutionContext | dg.AssetExecutionContext,
-            together: TogetherRLResource) -> tuple[dict, dict]:
+def _report(
+    context: dg.OpExecutionContext | dg.AssetExecutionContext, together: TogetherRLResource
+) -> tuple[dict, dict]:
     """Final step, checkpoints and (for ERROR) error code and message of a finished session."""
     session_id = context.run.tags["together/session_id"]
     with together.get_client() as client:
@@ -150,8 +164,10 @@ def _report(context: dg.OpExecutionContext | dg.AssetExecutionContext,
         "status": dg.MetadataValue.text(session.status.short),
     }
     level = context.log.warning if error else context.log.info
-    level(f"session {session.id} finished {session.status.short} at step {session.step}"
-          + (f": {error.code_raw} {error.message}" if error else ""))
+    level(
+        f"session {session.id} finished {session.status.short} at step {session.step}"
+        + (f": {error.code_raw} {error.message}" if error else "")
+    )
     return report, metadata
 
 
@@ -159,16 +175,23 @@ def _report(context: dg.OpExecutionContext | dg.AssetExecutionContext,
 def session_report(context: dg.OpExecutionContext, together: TogetherRLResource) -> dict:
     """The report as an op (the Python example's status sensor runs this job)."""
     report, metadata = _report(context, together)
-    context.log_event(dg.AssetMaterialization(
-        asset_key=REPORTS_KEY, description=f"Report for session {report['session_id']}",
-        metadata=metadata,
-    ))
+    context.log_event(
+        dg.AssetMaterialization(
+            asset_key=REPORTS_KEY,
+            description=f"Report for session {report['session_id']}",
+            metadata=metadata,
+        )
+    )
     return report
 
 
-@dg.asset(key=REPORTS_KEY, kinds={"together", "python"}, group_name="together_rl",
-          description="The latest finished-session report (the Component routes STOPPED, "
-          "ERROR and EXPIRED sessions here; the run's together/session_id tag says which).")
+@dg.asset(
+    key=REPORTS_KEY,
+    kinds={"together", "python"},
+    group_name="together_rl",
+    description="The latest finished-session report (the Component routes STOPPED, "
+    "ERROR and EXPIRED sessions here; the run's together/session_id tag says which).",
+)
 def session_reports(
     context: dg.AssetExecutionContext, together: TogetherRLResource
 ) -> dg.MaterializeResult:
@@ -207,15 +230,21 @@ spend_asset = build_spend_asset()
 gpu_notice_job = dg.define_asset_job("gpu_notice", selection=[GPU_NOTICES_KEY, spend_asset.key])
 gpu_sensor = build_model_resource_sensor(
     name="together_rl_gpu_events",
-    routes=[ResourceRoute(["resource_ready", "resource_error", "resource_stopped",
-                           "resource_expiring"], job=gpu_notice_job)],
-    expiring_lead_seconds=300,
+    routes=[
+        ResourceRoute(
+            ["resource_ready", "resource_error", "resource_stopped", "resource_expiring"],
+            job=gpu_notice_job,
+        )
+    ],
+    options=ResourceSensorOptions(expiring_lead_seconds=300),
     minimum_interval_seconds=SENSOR_INTERVAL,
     default_status=dg.DefaultSensorStatus.RUNNING,
 )
 guard_job, guard_sensor = build_idle_guard(
-    idle_seconds=float(os.getenv("RL_IDLE_SECONDS", "1800")), dry_run=False,
-    minimum_interval_seconds=SENSOR_INTERVAL, default_status=dg.DefaultSensorStatus.RUNNING,
+    policy=IdlePolicy(idle_seconds=float(os.getenv("RL_IDLE_SECONDS", "1800"))),
+    dry_run=False,
+    minimum_interval_seconds=SENSOR_INTERVAL,
+    default_status=dg.DefaultSensorStatus.RUNNING,
 )
 
 defs = dg.Definitions(

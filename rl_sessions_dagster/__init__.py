@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from .assets import build_spend_asset as build_spend_asset
     from .components import TogetherRLComponent as TogetherRLComponent
     from .core import EventKind as EventKind
+    from .core import IdlePolicy as IdlePolicy
     from .core import ResourceEvent as ResourceEvent
     from .core import ResourceEventKind as ResourceEventKind
     from .core import SessionEvent as SessionEvent
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from .sensors import PollingOptions as PollingOptions
     from .sensors import ResourceFilter as ResourceFilter
     from .sensors import ResourceRoute as ResourceRoute
+    from .sensors import ResourceSensorOptions as ResourceSensorOptions
     from .sensors import SessionFilter as SessionFilter
     from .sensors import build_checkpoint_sensor as build_checkpoint_sensor
     from .sensors import build_idle_guard as build_idle_guard

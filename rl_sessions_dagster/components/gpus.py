@@ -11,7 +11,14 @@ from pydantic import Field
 
 from ..assets import build_spend_asset
 from ..assets.schedules import build_sync_job_and_schedule
-from ..sensors import ResourceFilter, ResourceRoute, build_idle_guard, build_model_resource_sensor
+from ..core.idle import IdlePolicy
+from ..sensors import (
+    ResourceFilter,
+    ResourceRoute,
+    ResourceSensorOptions,
+    build_idle_guard,
+    build_model_resource_sensor,
+)
 
 
 def _sensor_status(running: bool) -> dg.DefaultSensorStatus:
@@ -65,9 +72,11 @@ class ResourceSensorConfig(dg.Model, dg.Resolvable):
             ],
             resource_key=resource_key,
             resource_filter=ResourceFilter(created_by=self.created_by, base_model=self.base_model),
-            expiring_lead_seconds=self.expiring_lead_seconds,
-            queued_long_seconds=self.queued_long_seconds,
-            max_runs_per_tick=self.max_runs_per_tick,
+            options=ResourceSensorOptions(
+                expiring_lead_seconds=self.expiring_lead_seconds,
+                queued_long_seconds=self.queued_long_seconds,
+                max_runs_per_tick=self.max_runs_per_tick,
+            ),
             minimum_interval_seconds=self.minimum_interval_seconds,
             default_status=_sensor_status(self.running),
             spend_db_path=spend_db_path,
@@ -109,18 +118,20 @@ class IdleGuardConfig(dg.Model, dg.Resolvable):
         if not self.enabled:
             return None
         return build_idle_guard(
-            stop_attempts=self.stop_attempts,
-            spend_db_path=spend_db_path,
             name=self.name,
             resource_key=resource_key,
-            idle_seconds=self.idle_seconds,
+            policy=IdlePolicy(
+                idle_seconds=self.idle_seconds,
+                created_by=self.created_by,
+                allow_ids=frozenset(self.allow_ids),
+                deny_ids=frozenset(self.deny_ids),
+                allow_base_models=frozenset(self.allow_base_models),
+                deny_base_models=frozenset(self.deny_base_models),
+                force=self.force,
+            ),
             dry_run=self.dry_run,
-            force=self.force,
-            created_by=self.created_by,
-            allow_ids=self.allow_ids,
-            deny_ids=self.deny_ids,
-            allow_base_models=self.allow_base_models,
-            deny_base_models=self.deny_base_models,
+            stop_attempts=self.stop_attempts,
+            spend_db_path=spend_db_path,
             minimum_interval_seconds=self.minimum_interval_seconds,
             default_status=_sensor_status(self.running),
         )

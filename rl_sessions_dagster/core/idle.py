@@ -28,13 +28,33 @@ from .tracker import to_ms
 
 @dataclass(frozen=True)
 class IdlePolicy:
-    """What the guard may stop. Empty allow lists allow everything."""
+    """What the guard may stop, checked when built.
+
+    Attributes:
+        idle_seconds: how long since a READY resource was last used (a session started or
+            ended on it, or it became READY).
+        created_by: ``"me"`` (the key's own resources, the default), a user id, or None (all).
+        allow_ids / deny_ids / allow_base_models / deny_base_models: deny wins; empty allow
+            lists allow everything.
+        force: also interrupt sessions already STOPPING (never any other status).
+    """
 
     idle_seconds: float = 1800.0
+    created_by: str | None = "me"
     allow_ids: frozenset[str] = frozenset()
     deny_ids: frozenset[str] = frozenset()
     allow_base_models: frozenset[str] = frozenset()
     deny_base_models: frozenset[str] = frozenset()
+    force: bool = False
+
+    def __post_init__(self) -> None:
+        if isinstance(self.idle_seconds, bool) or not self.idle_seconds > 0:
+            raise ValueError(f"idle_seconds must be > 0, got {self.idle_seconds!r}")
+        for name in ("allow_ids", "deny_ids", "allow_base_models", "deny_base_models"):
+            value = getattr(self, name)
+            if isinstance(value, str):
+                raise ValueError(f"{name} takes a list of strings, not the string {value!r}")
+            object.__setattr__(self, name, frozenset(value))
 
     def permits(self, resource: ModelResource) -> bool:
         if resource.id in self.deny_ids or (resource.base_model or "") in self.deny_base_models:

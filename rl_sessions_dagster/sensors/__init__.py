@@ -3,7 +3,7 @@
 from ..core.filters import SessionFilter
 from .factory import build_rl_event_sensor, build_routed_sensor
 from .idle_guard import IdleStopConfig, build_idle_guard
-from .options import EventRoute, PollingOptions, UnknownEventKind
+from .options import EventRoute, PollingOptions, ResourceSensorOptions, UnknownEventKind
 from .presets import build_checkpoint_sensor, build_session_status_sensor
 from .resources import (
     ResourceFilter,
@@ -23,6 +23,7 @@ __all__ = [
     "ResourceFilter",
     "ResourceRoute",
     "ResourceRunRequestFn",
+    "ResourceSensorOptions",
     "RunRequestFn",
     "SessionFilter",
     "UnknownEventKind",

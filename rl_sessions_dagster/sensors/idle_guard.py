@@ -27,7 +27,6 @@ No ``from __future__ import annotations`` here: Dagster must see the real ``cont
 """
 
 import json
-from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -167,48 +166,32 @@ def build_idle_guard(
     *,
     name: str = "together_rl_idle_guard",
     resource_key: str = "together",
-    idle_seconds: float = 1800.0,
+    policy: IdlePolicy | None = None,
     dry_run: bool = True,
-    force: bool = False,
-    created_by: str | None = "me",
-    allow_ids: Iterable[str] = (),
-    deny_ids: Iterable[str] = (),
-    allow_base_models: Iterable[str] = (),
-    deny_base_models: Iterable[str] = (),
-    minimum_interval_seconds: int = 300,
-    tick_budget_seconds: float = DEFAULT_TICK_BUDGET_SECONDS,
-    default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
     stop_attempts: int = DEFAULT_STOP_ATTEMPTS,
-    spend_db_path: str | None = None,
+    minimum_interval_seconds: int = 300,
+    default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
+    tick_budget_seconds: float = DEFAULT_TICK_BUDGET_SECONDS,
     unavailable_alarm_seconds: float = 600.0,
+    spend_db_path: str | None = None,
 ) -> tuple[dg.JobDefinition, dg.SensorDefinition]:
     """A job stopping one idle resource per run, and the sensor that requests those runs.
 
     Args:
-        idle_seconds: how long since a READY resource was last used (a session started or
-            ended on it, or it became READY).
+        policy: what may be stopped (:class:`~rl_sessions_dagster.core.idle.IdlePolicy`:
+            idle time, creator, allow and deny lists, ``force``); default: your own resources
+            unused for 30 min, never forced.
         dry_run: only report what would be stopped and what it would save (default).
-        force: also interrupt sessions already STOPPING (never any other status).
-        created_by: ``"me"`` (default: only the caller's resources), a user id, or None (all).
-        allow_ids / deny_ids / allow_base_models / deny_base_models: the policy lists
-            (deny wins; empty allow lists allow everything).
         stop_attempts: runs per idle stretch before giving up (a failed run is requested again).
-        spend_db_path: where the spend asset keeps its tables (default: its own default), so
-            the span of a stopped resource is recorded there.
-        unavailable_alarm_seconds: fail one tick loudly once every tick has failed to read
-            the API for this long (then keep retrying quietly), as the session sensors do.
+        tick_budget_seconds / unavailable_alarm_seconds: as in ``PollingOptions``.
+        spend_db_path: where the spend asset keeps its tables, when not where the resource's
+            ``database_url`` puts every table (the default).
     """
-    if idle_seconds <= 0:
-        raise dg.DagsterInvalidDefinitionError("idle_seconds must be > 0")
+    policy = policy or IdlePolicy()
     if stop_attempts < 1:
         raise dg.DagsterInvalidDefinitionError("stop_attempts must be at least 1")
-    policy = IdlePolicy(
-        idle_seconds=idle_seconds,
-        allow_ids=frozenset(allow_ids),
-        deny_ids=frozenset(deny_ids),
-        allow_base_models=frozenset(allow_base_models),
-        deny_base_models=frozenset(deny_base_models),
-    )
+    idle_seconds = policy.idle_seconds
+    created_by, force = policy.created_by, policy.force
     op_name = f"{name}_stop"
     budget = tick_budget(tick_budget_seconds)
 

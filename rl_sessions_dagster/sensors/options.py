@@ -1,5 +1,5 @@
-"""The typed, frozen inputs of a sensor: how it polls (:class:`PollingOptions`) and where each
-event kind goes (:class:`EventRoute`). Both are checked when built, so a mistake fails at
+"""The typed, frozen inputs of a sensor: how it polls (:class:`PollingOptions`,
+:class:`ResourceSensorOptions`) and where each event kind goes (:class:`EventRoute`). Both are checked when built, so a mistake fails at
 definitions load, not at the first event."""
 
 from collections.abc import Iterable
@@ -85,6 +85,37 @@ class PollingOptions:
             backfill=self.backfill,
             unordered_pages_per_tick=self.unordered_pages_per_tick,
         )
+
+
+@dataclass(frozen=True)
+class ResourceSensorOptions:
+    """How the model-resource sensor reads and announces, checked when built.
+
+    Attributes:
+        expiring_lead_seconds: ``resource_expiring`` fires when a READY resource's
+            ``expires_at`` is this close (once per deadline; activity moves the deadline).
+        queued_long_seconds: ``resource_queued_long`` fires once a resource has been PENDING
+            this long (tagged with its ``queue_position``).
+        max_runs_per_tick / tick_budget_seconds / lookback_seconds /
+        unavailable_alarm_seconds: as in :class:`PollingOptions`.
+    """
+
+    expiring_lead_seconds: float = 600.0
+    queued_long_seconds: float = 1800.0
+    max_runs_per_tick: int = 25
+    tick_budget_seconds: float = DEFAULT_TICK_BUDGET_SECONDS
+    lookback_seconds: float = 600.0
+    unavailable_alarm_seconds: float = 600.0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.max_runs_per_tick, bool) or not self.max_runs_per_tick >= 1:
+            raise _invalid(f"max_runs_per_tick must be at least 1, got {self.max_runs_per_tick!r}")
+        for name in ("expiring_lead_seconds", "queued_long_seconds", "lookback_seconds"):
+            if not getattr(self, name) >= 0:
+                raise _invalid(f"{name} must be >= 0, got {getattr(self, name)!r}")
+        for name in ("tick_budget_seconds", "unavailable_alarm_seconds"):
+            if not getattr(self, name) > 0:
+                raise _invalid(f"{name} must be > 0, got {getattr(self, name)!r}")
 
 
 class UnknownEventKind(dg.DagsterInvalidDefinitionError, ValueError):

@@ -24,7 +24,7 @@ from ..core.resources import (
     status_changes,
 )
 from .definition import QuietSensorDefinition
-from .options import DEFAULT_TICK_BUDGET_SECONDS, parse_kinds
+from .options import ResourceSensorOptions, parse_kinds
 from .run_requests import TAG_PREFIX
 from .spend_spans import record_spans
 from .tick import SensorFamily, Tick, TickOutcome, run_tick, tick_budget
@@ -161,17 +161,12 @@ def build_model_resource_sensor(
     routes: Iterable[ResourceRoute] | None = None,
     resource_key: str = "together",
     resource_filter: ResourceFilter | None = None,
-    expiring_lead_seconds: float = 600,
-    queued_long_seconds: float = 1800,
     run_request_fn: ResourceRunRequestFn | None = None,
-    max_runs_per_tick: int = 25,
-    tick_budget_seconds: float = DEFAULT_TICK_BUDGET_SECONDS,
-    lookback_seconds: float = 600,
+    options: ResourceSensorOptions | None = None,
     minimum_interval_seconds: int = 30,
     default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
     description: str | None = None,
     spend_db_path: str | None = None,
-    unavailable_alarm_seconds: float = 600.0,
 ) -> dg.SensorDefinition:
     """A sensor that requests one run per wanted model-resource event, and records each
     resource's billed span (READY until it leaves READY) whenever its status changes, so the
@@ -182,17 +177,13 @@ def build_model_resource_sensor(
         routes: each event kind to its own job or asset selection (one poll of the API for
             all; then ``event_kinds`` is the routes' kinds and ``job``/``target`` are not given).
         event_kinds: which :class:`ResourceEventKind` become runs (default: all five).
-        expiring_lead_seconds: ``resource_expiring`` fires when a READY resource's
-            ``expires_at`` is this close (once per deadline; activity moves the deadline).
-        queued_long_seconds: ``resource_queued_long`` fires once a resource has been PENDING
-            this long (tagged with its ``queue_position``).
         resource_filter: which resources (creator, base model, predicate).
         run_request_fn: reshape each RunRequest (run config, tags) or drop it.
-        max_runs_per_tick / tick_budget_seconds / lookback_seconds: as for the session sensors.
-        spend_db_path: where the spend asset keeps its tables (default: its own default).
-        unavailable_alarm_seconds: fail one tick loudly once every tick has failed to read
-            the API for this long (then keep retrying quietly), as the session sensors do.
+        options: thresholds and tick knobs (:class:`ResourceSensorOptions`).
+        spend_db_path: where the spend asset keeps its tables, when not where the resource's
+            ``database_url`` puts every table (the default).
     """
+    options = options or ResourceSensorOptions()
     job_of: dict[ResourceEventKind, str] = {}
     jobs: list[Any] | None = None
     if routes is not None:
@@ -201,19 +192,15 @@ def build_model_resource_sensor(
         kinds, jobs, job_of = _route_jobs(name, routes)
     else:
         kinds = resource_event_kinds(event_kinds)
-    if not max_runs_per_tick >= 1:
-        raise dg.DagsterInvalidDefinitionError("max_runs_per_tick must be at least 1")
-    if expiring_lead_seconds < 0 or queued_long_seconds < 0:
-        raise dg.DagsterInvalidDefinitionError("lead and queue thresholds must be >= 0")
     config = ResourceTrackerConfig(
         kinds=kinds,
-        max_events=max_runs_per_tick,
-        expiring_lead_ms=int(expiring_lead_seconds * 1000),
-        queued_long_ms=int(queued_long_seconds * 1000),
-        lookback_ms=int(lookback_seconds * 1000),
+        max_events=options.max_runs_per_tick,
+        expiring_lead_ms=int(options.expiring_lead_seconds * 1000),
+        queued_long_ms=int(options.queued_long_seconds * 1000),
+        lookback_ms=int(options.lookback_seconds * 1000),
     )
     flt = resource_filter or ResourceFilter()
-    budget = tick_budget(tick_budget_seconds)
+    budget = tick_budget(options.tick_budget_seconds)
 
     def body(tick: Tick, state: ResourceTrackerState) -> TickOutcome[ResourceTrackerState]:
         listed = [
@@ -250,7 +237,9 @@ def build_model_resource_sensor(
             f"{len(listed)} resource(s) listed; tracking {len(outcome.state.tracked)}{spans}"
         )
         if outcome.deferred:
-            summary += f"; more events than max_runs_per_tick={max_runs_per_tick}, rest next tick"
+            summary += (
+                f"; more events than max_runs_per_tick={options.max_runs_per_tick}, rest next tick"
+            )
         return TickOutcome(outcome.state, summary, requests)
 
     def _sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
@@ -260,7 +249,7 @@ def build_model_resource_sensor(
             body,
             resource_key=resource_key,
             budget=budget,
-            alarm_after_s=unavailable_alarm_seconds,
+            alarm_after_s=options.unavailable_alarm_seconds,
         )
 
     # One of target / jobs only: Dagster's copies (with_attributes) pass ``jobs`` back.

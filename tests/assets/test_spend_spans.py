@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from rl_sessions_dagster import TogetherRLResource
+from rl_sessions_dagster import IdlePolicy, TogetherRLResource
 from rl_sessions_dagster.assets.spend import build_spend_asset
 from rl_sessions_dagster.sensors import build_idle_guard, build_model_resource_sensor
 from rl_sessions_dagster.testing import RLSimulator, SimulatedWorld
@@ -61,7 +61,9 @@ def test_a_stopped_idle_resource_is_priced_by_the_guard_run(tmp_path):
     with RLSimulator(api_key=KEY, world=world) as sim, dg.instance_for_test() as instance:
         rid = world.create_model_resource(MODEL)
         world.advance_clock(14 * 60)
-        job, sensor = build_idle_guard(idle_seconds=600, dry_run=False, spend_db_path=db)
+        job, sensor = build_idle_guard(
+            policy=IdlePolicy(idle_seconds=600), dry_run=False, spend_db_path=db
+        )
         defs = dg.Definitions(jobs=[job], sensors=[sensor], resources={"together": resource(sim)})
         (req,) = SensorTicker(defs, sensor.name, instance).tick().run_requests
         result = job.execute_in_process(
@@ -138,7 +140,9 @@ def test_spend_is_within_one_percent_of_the_bill(tmp_path_factory, plans, stop_d
     db = str(tmp_path_factory.mktemp("spans") / "t.sqlite")
     with RLSimulator(api_key=KEY, world=world) as sim, dg.instance_for_test() as instance:
         ticker = events_ticker(sim, instance, db)
-        job, guard = build_idle_guard(idle_seconds=900, dry_run=False, spend_db_path=db)
+        job, guard = build_idle_guard(
+            policy=IdlePolicy(idle_seconds=900), dry_run=False, spend_db_path=db
+        )
         guard_defs = dg.Definitions(
             jobs=[job], sensors=[guard], resources={"together": resource(sim)}
         )

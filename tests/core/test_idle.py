@@ -136,3 +136,14 @@ def test_a_stop_means_nothing_live_and_nothing_recent(sessions, unreadable, read
     marks += [c + dd for s_, c, dd in sessions if s_ in finished]
     safe = all(s_ in finished for s_, _, _ in sessions) and unreadable == 0
     assert d.stop == (safe and now - max(marks) >= 600)
+
+
+def test_the_policy_is_checked_when_built():
+    import pytest
+
+    with pytest.raises(ValueError, match="idle_seconds"):
+        IdlePolicy(idle_seconds=0)
+    with pytest.raises(ValueError, match="list of strings"):
+        IdlePolicy(deny_ids="r-1")  # type: ignore[arg-type]
+    assert IdlePolicy(allow_ids=["a", "a"]).allow_ids == frozenset({"a"})  # type: ignore[arg-type]
+    assert IdlePolicy().created_by == "me" and not IdlePolicy().force

@@ -7,15 +7,19 @@ import re
 import dagster as dg
 import pytest
 
+from rl_sessions_dagster import IdlePolicy
 from rl_sessions_dagster.sensors.idle_guard import build_idle_guard
 
 from .conftest import make_resource
 
 MODEL = "Qwen/Qwen3-8B"
+POLICY_FIELDS = {"created_by", "allow_ids", "deny_ids", "allow_base_models", "deny_base_models",
+                 "force"}  # fmt: skip
 
 
 def setup(sim, instance, **kwargs):
-    job, sensor = build_idle_guard(idle_seconds=600, **kwargs)
+    policy_fields = {k: kwargs.pop(k) for k in list(kwargs) if k in POLICY_FIELDS}
+    job, sensor = build_idle_guard(policy=IdlePolicy(idle_seconds=600, **policy_fields), **kwargs)
     defs = dg.Definitions(jobs=[job], sensors=[sensor], resources={"together": make_resource(sim)})
     return job, defs
 

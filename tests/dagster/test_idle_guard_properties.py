@@ -22,6 +22,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
+from rl_sessions_dagster import IdlePolicy
 from rl_sessions_dagster.sensors.idle_guard import build_idle_guard
 from rl_sessions_dagster.testing import RLSimulator, SimulatedWorld
 from rl_sessions_dagster.testing.sensor_ticks import SensorTicker
@@ -176,7 +177,8 @@ def check_guard(specs, *, faults: float, race: bool, force: bool, lost_answer: b
     world = SimulatedWorld(seed=3, clock="manual", session_stop_delay=4 * IDLE)
     with RLSimulator(api_key=API_KEY, world=world, seed=3) as sim, dg.instance_for_test() as inst:
         kinds, unreadable = build_world(sim, specs)
-        guard = build_idle_guard(idle_seconds=IDLE, dry_run=False, force=force, created_by=None)
+        policy = IdlePolicy(idle_seconds=IDLE, force=force, created_by=None)
+        guard = build_idle_guard(policy=policy, dry_run=False)
         defs = dg.Definitions(
             jobs=[guard[0]],
             sensors=[guard[1]],

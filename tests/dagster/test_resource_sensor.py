@@ -7,6 +7,7 @@ import dagster as dg
 import pytest
 
 from rl_sessions_dagster.core.resources import ResourceTrackerState
+from rl_sessions_dagster.sensors import ResourceSensorOptions
 from rl_sessions_dagster.sensors.resources import ResourceFilter, build_model_resource_sensor
 
 from .conftest import make_resource
@@ -24,8 +25,15 @@ def resource_job() -> None:
     noop()
 
 
+OPTION_FIELDS = {"expiring_lead_seconds", "queued_long_seconds", "max_runs_per_tick",
+                 "unavailable_alarm_seconds"}  # fmt: skip
+
+
 def defs_for(sim, **kwargs):
-    sensor = build_model_resource_sensor(job=resource_job, **kwargs)
+    options = ResourceSensorOptions(
+        **{k: kwargs.pop(k) for k in list(kwargs) if k in OPTION_FIELDS}
+    )
+    sensor = build_model_resource_sensor(job=resource_job, options=options, **kwargs)
     return dg.Definitions(
         jobs=[resource_job], sensors=[sensor], resources={"together": make_resource(sim)}
     )
@@ -285,3 +293,10 @@ def test_routes_are_checked_when_built():
         ResourceRoute(["resource_ready"])
     with pytest.raises(dg.DagsterInvalidDefinitionError, match="routes is empty"):
         build_model_resource_sensor(routes=[])
+    # The knobs are one typed object, checked when built (as PollingOptions is).
+    with pytest.raises(dg.DagsterInvalidDefinitionError, match="max_runs_per_tick"):
+        ResourceSensorOptions(max_runs_per_tick=0)
+    with pytest.raises(dg.DagsterInvalidDefinitionError, match="expiring_lead_seconds"):
+        ResourceSensorOptions(expiring_lead_seconds=-1)
+    with pytest.raises(TypeError):
+        build_model_resource_sensor(job=resource_job, max_runs_per_tick=2)  # type: ignore[call-arg]
