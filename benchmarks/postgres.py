@@ -95,7 +95,7 @@ def measure(n_sessions: int, order: str, seconds: float, pace: float, log: Any) 
             warm_until = time.monotonic() + min(120.0, seconds)
             while time.monotonic() < warm_until:
                 time.sleep(1)
-            known = {t.tick_id for t in sensor_ticks(instance, SENSOR, finished_only=False)}
+            known = {t.tick_id for t in sensor_ticks(instance, SENSOR, statuses=None)}
             rows0, bytes0 = _table_stats(pg, db)
             requests0 = sim.api_requests()
             started = time.monotonic()

@@ -21,7 +21,7 @@ T = TypeVar("T")
 HISTORY_DEPTH = 500
 
 
-def sensor_ticks(context: dg.SensorEvaluationContext, limit: int = HISTORY_DEPTH) -> list:
+def stored_ticks(context: dg.SensorEvaluationContext, limit: int = HISTORY_DEPTH) -> list:
     """The sensor's stored ticks, newest first ([] when no instance or no history).
 
     The sensor is found by name (and code location, when the context knows it); when several
@@ -53,7 +53,7 @@ def restore_from_history(
     context: dg.SensorEvaluationContext, parse: Callable[[str | None], T]
 ) -> tuple[T, int] | None:
     """The newest readable cursor of a past tick, parsed, with that tick's timestamp."""
-    for tick in sensor_ticks(context):
+    for tick in stored_ticks(context):
         cursor = tick.cursor
         if not cursor or cursor == context.cursor:
             continue
@@ -103,7 +103,7 @@ def _iso(epoch_s: int) -> str:
 
 def previous_tick_failed_loudly(context: dg.SensorEvaluationContext, marker: str) -> bool:
     """Whether this sensor's newest stored tick is a failure whose message has ``marker``."""
-    ticks = sensor_ticks(context, limit=1)
+    ticks = stored_ticks(context, limit=1)
     if not ticks:
         return False
     error = ticks[0].error

@@ -11,7 +11,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -147,21 +147,27 @@ def group_alive(pgid: int) -> bool:
     return False
 
 
-def sensor_ticks(instance: Any, sensor_name: str, *, finished_only: bool = True) -> list[Any]:
-    """Ticks of a sensor, newest first; by default only finished ones (SUCCESS / SKIPPED).
+#: The statuses of a tick that has finished well (``TickStatus`` names).
+FINISHED_TICKS = ("SUCCESS", "SKIPPED")
+
+
+def sensor_ticks(
+    instance: Any, sensor_name: str, statuses: Iterable[Any] | None = FINISHED_TICKS
+) -> list[Any]:
+    """Stored ticks of a sensor, newest first; by default only finished ones (SUCCESS /
+    SKIPPED), ``statuses=None`` for every tick, or the ``TickStatus`` values (or names) given.
 
     A tick is stored as STARTED before the sensor function runs, so "a tick happened" must
     mean a finished one: changes made while a first tick is still running would otherwise be
     taken for history.
     """
-    from dagster._core.scheduler.instigation import InstigatorType, TickStatus
+    from dagster._core.scheduler.instigation import InstigatorType
 
+    wanted = None if statuses is None else {getattr(s, "value", s) for s in statuses}
     for state in instance.all_instigator_state(instigator_type=InstigatorType.SENSOR):
         if state.instigator_name == sensor_name:
-            ticks = instance.get_ticks(state.instigator_origin_id, state.selector_id)
-            if not finished_only:
-                return list(ticks)
-            return [t for t in ticks if t.status in (TickStatus.SUCCESS, TickStatus.SKIPPED)]
+            ticks = instance.get_ticks(state.instigator_origin_id, state.selector_id, limit=10_000)
+            return [t for t in ticks if wanted is None or t.status.value in wanted]
     return []
 
 

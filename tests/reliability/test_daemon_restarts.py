@@ -148,12 +148,12 @@ def kill_mid_tick(
 ) -> int:
     """SIGKILL the daemon's process group while its sensor function is blocked in an API read
     of a tick that saw a new checkpoint, with no run executing; returns the tick id."""
-    of_earlier_lives = {t.tick_id for t in sensor_ticks(instance, SENSOR)}
+    of_earlier_lives = {t.tick_id for t in sensor_ticks(instance, SENSOR, statuses=None)}
     if after_progress:
         wait_for(
             lambda: any(
                 t.tick_id not in of_earlier_lives and t.status == TickStatus.SUCCESS
-                for t in sensor_ticks(instance, SENSOR)
+                for t in sensor_ticks(instance, SENSOR, statuses=None)
             ),
             DAEMON_START + PROGRESS,
             "a tick of this daemon that launched runs",
@@ -163,7 +163,7 @@ def kill_mid_tick(
         """No tick of this daemon in progress and no run in flight."""
         busy = any(
             t.status == TickStatus.STARTED and t.tick_id not in of_earlier_lives
-            for t in sensor_ticks(instance, SENSOR)
+            for t in sensor_ticks(instance, SENSOR, statuses=None)
         )
         return not busy and not in_flight(instance)
 
@@ -172,7 +172,7 @@ def kill_mid_tick(
         # The cheap in-memory check first: the instance query can take a while.
         if not list_read_in_progress(sim):
             return None
-        ticks = sensor_ticks(instance, SENSOR)
+        ticks = sensor_ticks(instance, SENSOR, statuses=None)
         newest = ticks[0] if ticks else None
         if newest is None or newest.tick_id in seen:
             return None
@@ -182,7 +182,7 @@ def kill_mid_tick(
     with saver.paused():
         while True:
             wait_for(quiet, 2 * PROGRESS, "this daemon's runs to finish before aiming a kill")
-            seen = {t.tick_id for t in sensor_ticks(instance, SENSOR)}
+            seen = {t.tick_id for t in sensor_ticks(instance, SENSOR, statuses=None)}
             saver.save()  # a fresh event for the tick about to be killed
             tick = wait_for(
                 functools.partial(fresh_tick_reading, seen),
@@ -191,7 +191,7 @@ def kill_mid_tick(
                 interval=0.02,
             )
             time.sleep(rng.uniform(0.0, 0.6))  # somewhere inside the 1 s read
-            newest = sensor_ticks(instance, SENSOR)[0]
+            newest = sensor_ticks(instance, SENSOR, statuses=None)[0]
             still_reading = (
                 not in_flight(instance)
                 and newest.tick_id == tick.tick_id
@@ -312,5 +312,5 @@ def test_sigkilled_daemon_evaluates_every_checkpoint_exactly_once(sim, tmp_path,
     mats = instance.fetch_materializations(dg.AssetKey("evaluation"), limit=1000).records
     assert Counter(m.asset_materialization.partition for m in mats) == partitions
     # The kills did land inside ticks: the daemon found each one dangling and closed it.
-    by_id = {t.tick_id: t for t in sensor_ticks(instance, SENSOR)}
+    by_id = {t.tick_id: t for t in sensor_ticks(instance, SENSOR, statuses=None)}
     assert [by_id[i].status for i in killed] == [TickStatus.SKIPPED] * 3

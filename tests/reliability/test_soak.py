@@ -299,7 +299,10 @@ def run_soak(instance, *, order: str, rounds: int, seed: int) -> dict:
     # Run requests carry what they claim: partition = checkpoint, tags match the world.
     for r in tickers[CKPT].run_requests:
         cid = r.tags["together/checkpoint_id"]
-        assert r.partition_key.endswith(f"/{cid[:8]}") and r.tags["together/session_id"] == cw.checkpoints[cid]
+        assert (
+            r.partition_key.endswith(f"/{cid[:8]}")
+            and r.tags["together/session_id"] == cw.checkpoints[cid]
+        )
 
     ticks = sum(len(t.records) for t in tickers.values())
     failed = sum(
