@@ -30,8 +30,6 @@ from pydantic import (
 
 from .cursor import COMPACT_IDS, CursorError, Id, StateModel, compact_id, expand_id, fork
 
-__all__ = ["CursorError"]
-
 CURSOR_VERSION = 3
 #: versions this code reads through the model (v1 has its own reader).
 _MODEL_VERSIONS = (2, 3)
