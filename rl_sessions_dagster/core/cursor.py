@@ -9,8 +9,11 @@ context) are read that way, so an id of an older cursor is always taken literall
 """
 
 import base64
+import copy
+import functools
 import re
 import uuid
+from dataclasses import is_dataclass
 from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer, ValidationInfo
@@ -26,14 +29,17 @@ COMPACT_IDS = {"compact_ids": True}
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 
+# Both are cached: the same ids are written and read on every tick.
+@functools.lru_cache(maxsize=8192)
 def compact_id(value: str) -> str:
     """A canonical UUID as ``~`` + base64url of its bytes; any other id as itself (with one
     more ``~`` in front if it starts with one, so the two never meet)."""
     if _UUID.match(value):
-        return "~" + base64.urlsafe_b64encode(uuid.UUID(value).bytes).decode()[:22]
+        return "~" + base64.urlsafe_b64encode(bytes.fromhex(value.replace("-", ""))).decode()[:22]
     return "~" + value if value.startswith("~") else value
 
 
+@functools.lru_cache(maxsize=8192)
 def expand_id(value: str) -> str:
     if not value.startswith("~"):
         return value
@@ -68,20 +74,29 @@ M = TypeVar("M", bound=BaseModel)
 def fork(model: M) -> M:
     """A copy whose containers and nested mutable models are copies too (frozen models and
     scalars are shared): what ``advance`` changes, without copying through JSON or paying for
-    ``copy.deepcopy``'s generality."""
-    changes = {
-        name: _fork_value(value)
-        for name, value in model.__dict__.items()
-        if isinstance(value, list | dict | BaseModel)
-    }
-    return model.model_copy(update=changes) if changes else model.model_copy()
+    ``copy.deepcopy``'s generality. Built the way ``model_copy`` builds a copy, minus its
+    per-call overhead (a tick forks every tracked entry)."""
+    copied = object.__new__(type(model))
+    state = {k: v if type(v) in _LEAVES else _fork_value(v) for k, v in model.__dict__.items()}
+    object.__setattr__(copied, "__dict__", state)
+    object.__setattr__(copied, "__pydantic_fields_set__", set(model.__pydantic_fields_set__))
+    object.__setattr__(copied, "__pydantic_extra__", None)
+    object.__setattr__(copied, "__pydantic_private__", None)
+    return copied
+
+
+_LEAVES = frozenset({int, str, bool, float, type(None)})
 
 
 def _fork_value(value: Any) -> Any:
+    if type(value) in _LEAVES:
+        return value
     if isinstance(value, BaseModel):
         return value if value.model_config.get("frozen") else fork(value)
     if isinstance(value, list):
         return [_fork_value(v) for v in value]
     if isinstance(value, dict):
         return {k: _fork_value(v) for k, v in value.items()}
+    if is_dataclass(value) and not isinstance(value, type):
+        return copy.copy(value)
     return value

@@ -11,6 +11,7 @@ grouped by what they share (``pr``). Cursors of 0.2-dev (v2, the same keys with 
 of 0.1.0 (v1, :mod:`._cursor_v1`) are still read, so upgrading never restarts a sensor.
 """
 
+import functools
 import hashlib
 import json
 from dataclasses import dataclass
@@ -59,6 +60,7 @@ def decode_status(code: str) -> str:
 Status = Annotated[str, BeforeValidator(decode_status), PlainSerializer(encode_status)]
 
 
+@functools.lru_cache(maxsize=8192)
 def short_id(checkpoint_id: str) -> str:
     """The 8-hex-digit hash that stands for a checkpoint in a mark (ties of time)."""
     return hashlib.blake2b(checkpoint_id.encode(), digest_size=4).hexdigest()
@@ -398,32 +400,29 @@ def _waiting_key(t: TrackedSession) -> _GroupKey | None:
     created = [p.created_ms for p in t.pending]
     if any(p.first_seen_ms != first_seen for p in t.pending) or None in created:
         return None
-    if t.mark != _implied_mark(t.pending):
+    newest = max(p.created_ms or 0 for p in t.pending)
+    implied = [short_id(p.checkpoint_id) for p in t.pending if p.created_ms == newest]
+    if t.mark.time != newest or t.mark.ids != implied:
         return None
     return first_seen, encode_status(t.status), t.terminal_ms
 
 
-def _implied_mark(pending: list[PendingCheckpoint]) -> CheckpointMark:
-    newest = max(p.created_ms or 0 for p in pending)
-    ids = [short_id(p.checkpoint_id) for p in pending if p.created_ms == newest]
-    return CheckpointMark(time=newest, ids=ids)
-
-
 def _write_waiting(tracked: dict[str, TrackedSession]) -> _Waiting | None:
     groups: dict[_GroupKey, dict[str, list[Any]]] = {}
+    done = []
     for sid, t in tracked.items():
         key = _waiting_key(t)
         if key is not None:
             flat = [x for p in t.pending for x in (compact_id(p.checkpoint_id),
                                                    (p.created_ms or 0) - key[0])]  # fmt: skip
             groups.setdefault(key, {})[compact_id(sid)] = flat
+            done.append(sid)
     if not groups:
         return None
     out, previous = [], 0
     for (first_seen, code, terminal_ms), members in sorted(groups.items()):
         out.append([code, first_seen - previous, terminal_ms - first_seen, members])
         previous = first_seen
-    done = [sid for sid, t in tracked.items() if _waiting_key(t) is not None]
     return _Waiting(groups=out, done=done)
 
 
