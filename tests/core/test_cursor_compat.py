@@ -10,11 +10,19 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rl_sessions_dagster.core import CursorError, EventKind, TrackerConfig, TrackerState
 from rl_sessions_dagster.core.cursor import compact_id, expand_id
 from rl_sessions_dagster.core.resources import ResourceTrackerState
-from rl_sessions_dagster.core.state import CURSOR_VERSION
+from rl_sessions_dagster.core.state import (
+    CURSOR_VERSION,
+    CheckpointMark,
+    PendingCheckpoint,
+    TrackedSession,
+    short_id,
+)
 
 from .cursor_meaning import resource_meaning, session_meaning
 from .test_tracker import tick
@@ -110,3 +118,30 @@ def test_a_v2_cursor_takes_ids_literally():
 def test_a_damaged_current_cursor_raises_cursor_error(bad):
     with pytest.raises(CursorError):
         TrackerState.from_cursor(bad)
+
+
+@given(st.one_of(st.uuids().map(str), st.text(max_size=40)))
+def test_any_id_survives_the_compact_form(value):
+    assert expand_id(compact_id(value)) == value
+
+
+def _waiting(mark_ids):
+    pending = [
+        PendingCheckpoint(checkpoint_id=cid, first_seen_ms=2_000, created_ms=1_500)
+        for cid in ("123e4567-e89b-12d3-a456-426614174009", "c-2")
+    ]
+    return TrackedSession(
+        status="TRAINING_SESSION_STATUS_STOPPED",
+        mark=CheckpointMark(time=1_500, ids=mark_ids),
+        pending=pending,
+        terminal_ms=2_100,
+    )
+
+
+@pytest.mark.parametrize("implied", [True, False])
+def test_a_waiting_session_is_grouped_only_when_its_mark_is_implied(implied):
+    ids = [short_id("123e4567-e89b-12d3-a456-426614174009"), short_id("c-2")]
+    state = TrackerState(initialized=True, tracked={"s-1": _waiting(ids if implied else ids[::-1])})
+    doc = json.loads(state.to_cursor())
+    assert ("pr" in doc) is implied and ("t" in doc) is not implied
+    assert TrackerState.from_cursor(state.to_cursor()) == state
