@@ -80,8 +80,9 @@ def fork(model: M) -> M:
     state = {k: v if type(v) in _LEAVES else _fork_value(v) for k, v in model.__dict__.items()}
     object.__setattr__(copied, "__dict__", state)
     object.__setattr__(copied, "__pydantic_fields_set__", set(model.__pydantic_fields_set__))
-    object.__setattr__(copied, "__pydantic_extra__", None)
-    object.__setattr__(copied, "__pydantic_private__", None)
+    for slot in ("__pydantic_extra__", "__pydantic_private__"):  # None with our config
+        value = getattr(model, slot)
+        object.__setattr__(copied, slot, None if value is None else copy.copy(value))
     return copied
 
 
@@ -98,5 +99,5 @@ def _fork_value(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _fork_value(v) for k, v in value.items()}
     if is_dataclass(value) and not isinstance(value, type):
-        return copy.copy(value)
+        return copy.copy(value)  # OrderEvidence: scalars only
     return value
