@@ -1,7 +1,7 @@
 """Reader of the v1 cursor (release 0.1.0): compact JSON with positional lists.
 
 Only read, never written: a sensor upgraded from 0.1.0 carries on from where it was, and its
-next tick writes v2.
+next tick writes the current format.
 """
 
 from typing import Any
@@ -32,18 +32,27 @@ def state_from_v1(doc: dict[str, Any]) -> TrackerState:
             pass_start_ms=int(doc["p"]),
             order=_ORDERS[doc["o"]],
             verified_ms=int(doc["vt"]),
-            scan=ScanPosition(scan[0], scan[1], OrderEvidence(oldest_ms=scan[2])) if scan else None,
+            scan=ScanPosition(
+                after=scan[0], done_through=scan[1], evidence=OrderEvidence(oldest_ms=scan[2])
+            )
+            if scan
+            else None,
             backfilling=bool(doc.get("k")),
             tracked={str(k): _decode_tracked(v) for k, v in doc["t"].items()},
             recent_terminal={str(k): int(v) for k, v in doc["r"].items()},
         )
     except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
+        # (pydantic's ValidationError is a ValueError)
         raise CursorError(f"unreadable v1 cursor: {type(exc).__name__}: {exc}") from None
 
 
 def _decode_tracked(v: list[Any]) -> TrackedSession:
-    mark = CheckpointMark(int(v[1][0]), [str(i) for i in v[1][1:]]) if v[1] else None
-    pending = [PendingCheckpoint(str(c), int(t)) for c, t in v[2]] if len(v) > 2 else []
+    mark = CheckpointMark(time=int(v[1][0]), ids=[str(i) for i in v[1][1:]]) if v[1] else None
+    pending = (
+        [PendingCheckpoint(checkpoint_id=str(c), first_seen_ms=int(t)) for c, t in v[2]]
+        if len(v) > 2
+        else []
+    )
     terminal_ms = int(v[3]) if len(v) > 3 else None
     return TrackedSession(
         status=decode_status(str(v[0])), mark=mark, pending=pending, terminal_ms=terminal_ms

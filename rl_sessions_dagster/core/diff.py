@@ -92,7 +92,9 @@ def _diff_checkpoints(
 
 
 def pending_of(ckpt: InferenceCheckpoint, now_ms: int) -> PendingCheckpoint:
-    return PendingCheckpoint(ckpt.id, now_ms, to_ms(ckpt.created_at))
+    return PendingCheckpoint(
+        checkpoint_id=ckpt.id, first_seen_ms=now_ms, created_ms=to_ms(ckpt.created_at)
+    )
 
 
 def history_entry(

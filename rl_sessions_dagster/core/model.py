@@ -1,6 +1,5 @@
 """The tracker's inputs and outputs: its policy, what one tick observed, what it decided."""
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -8,7 +7,7 @@ from datetime import datetime
 from ..api.models import InferenceCheckpoint, TrainingSession
 from .events import CHECKPOINT_EVENTS, EventKind, SessionEvent
 from .passes import ScannedPage
-from .state import ListOrder, ScanPosition, TrackerState
+from .state import ListOrder, ScanPosition, TrackerState, short_id
 
 ALL_EVENT_KINDS = frozenset(EventKind)
 
@@ -105,4 +104,4 @@ def checkpoint_key(c: InferenceCheckpoint) -> tuple[int, str]:
     primary = to_ms(c.created_at)
     if primary is None:
         primary = c.step or 0
-    return primary, hashlib.blake2b(c.id.encode(), digest_size=4).hexdigest()
+    return primary, short_id(c.id)

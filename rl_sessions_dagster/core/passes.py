@@ -35,7 +35,11 @@ def run_pass(
     ``handle`` returns False when it could not take the session (a cap): the pass stops there
     and the returned position points at that session. Returns (new position, stopped early).
     """
-    position = ScanPosition(position.after, position.done_through, position.evidence.copy())
+    position = ScanPosition(
+        after=position.after,
+        done_through=position.done_through,
+        evidence=position.evidence.copy(),
+    )
     for page in pages:
         if page.after != position.after:
             continue  # a page from a different position (should not happen); ignore it
@@ -46,5 +50,5 @@ def run_pass(
                 return position, True
             position.done_through = session.id
         evidence = page.evidence.copy() if page.evidence else position.evidence
-        position = ScanPosition(page.next_after, None, evidence)
+        position = ScanPosition(after=page.next_after, evidence=evidence)
     return position, False

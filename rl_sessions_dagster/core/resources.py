@@ -22,17 +22,29 @@ STOPPING produces no event: billing has already ended, and STOPPED follows.
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import (
+    BeforeValidator,
+    Field,
+    PlainSerializer,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 
 from ..api.enums import ModelResourceStatus
 from ..api.models import ModelResource
-from .state import CursorError
+from .cursor import COMPACT_IDS, CursorError, Id, StateModel, fork
 from .tracker import to_ms
 
-RESOURCE_CURSOR_VERSION = 1
+#: v2: the state model with short aliases and compact ids; v1 (0.2-dev) is still read.
+RESOURCE_CURSOR_VERSION = 2
 _KIND = "model_resources"
+_CURRENT_PREFIX = f'{{"v":{RESOURCE_CURSOR_VERSION},'  # only this version has compact ids
 
 _CODES = {
     ModelResourceStatus.PENDING.value: "P",
@@ -108,8 +120,19 @@ class ResourceEvent:
         return f"ResourceEvent({self.key})"
 
 
-@dataclass
-class TrackedResource:
+def _encode_status(raw: str) -> str:
+    return _CODES.get(raw, raw)
+
+
+def _decode_status(code: str) -> str:
+    return _FROM_CODE.get(code, code)
+
+
+#: a raw resource status, written as one letter when known.
+_Status = Annotated[str, BeforeValidator(_decode_status), PlainSerializer(_encode_status)]
+
+
+class TrackedResource(StateModel):
     """What the tracker remembers of a resource that is still moving.
 
     ``status`` is the last raw status applied; ``expiring_ms`` the last deadline announced
@@ -117,50 +140,43 @@ class TrackedResource:
     in for a missing ``created_at``.
     """
 
-    status: str = ""
-    expiring_ms: int = 0
-    queued: bool = False
-    first_seen_ms: int = 0
+    status: _Status = Field("", alias="s")
+    expiring_ms: int = Field(0, alias="e")
+    queued: bool = Field(False, alias="q")
+    first_seen_ms: int = Field(0, alias="f")
     #: READY was announced (or known at the first tick): a status that leaves READY and comes
     #: back (an unknown one, say) does not announce it again.
-    ready: bool = False
+    ready: bool = Field(False, alias="y")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_v1(cls, data: Any) -> Any:
+        """Format v1 (0.2-dev): ``[status, expiring ms, flags (1 queued, 2 ready), first seen]``."""
+        if isinstance(data, list) and len(data) == 4:
+            code, expiring, flags, first = data
+            if not isinstance(flags, int):
+                raise ValueError("flags are not an integer")
+            return {"s": code, "e": expiring, "q": bool(flags & 1), "f": first,
+                    "y": bool(flags & 2)}  # fmt: skip
+        return data
 
 
-@dataclass
-class ResourceTrackerState:
-    """Everything carried from one tick to the next (serialised as a compact JSON cursor)."""
+class ResourceTrackerState(StateModel):
+    """Everything carried from one tick to the next; its JSON is the cursor."""
 
-    initialized: bool = False
+    initialized: bool = Field(False, exclude=True)
     #: resources created before this at the first tick are history.
-    baseline_ms: int = 0
+    baseline_ms: int = Field(0, alias="b")
     #: newest ``created_at`` seen; the look-back window hangs below it.
-    seen_max_ms: int = 0
-    tracked: dict[str, TrackedResource] = field(default_factory=dict)
+    seen_max_ms: int = Field(0, alias="m")
+    tracked: dict[Id, TrackedResource] = Field(default_factory=dict, alias="t")
     #: terminal resources announced (or seen terminal) and created inside the window.
-    recent_terminal: dict[str, int] = field(default_factory=dict)
+    recent_terminal: dict[Id, int] = Field(default_factory=dict, alias="r")
     #: when the ticks started failing to read the API (None: the last tick read it).
-    failing_since_ms: int | None = None
+    failing_since_ms: int | None = Field(None, alias="f")
 
     def to_cursor(self) -> str:
-        doc: dict[str, Any] = {
-            "v": RESOURCE_CURSOR_VERSION,
-            "kind": _KIND,
-            "b": self.baseline_ms,
-            "m": self.seen_max_ms,
-            "t": {
-                rid: [
-                    _CODES.get(t.status, t.status),
-                    t.expiring_ms,
-                    int(t.queued) | (2 if t.ready else 0),
-                    t.first_seen_ms,
-                ]
-                for rid, t in self.tracked.items()
-            },
-            "r": self.recent_terminal,
-        }
-        if self.failing_since_ms is not None:
-            doc["f"] = self.failing_since_ms
-        return json.dumps(doc, separators=(",", ":"), sort_keys=True)
+        return self.model_dump_json(by_alias=True, exclude_defaults=True)
 
     @classmethod
     def from_cursor(cls, cursor: str | None) -> "ResourceTrackerState":
@@ -168,32 +184,39 @@ class ResourceTrackerState:
         if not cursor:
             return cls()
         try:
-            doc = json.loads(cursor)
-            if not isinstance(doc, dict) or doc.get("kind") != _KIND:
-                raise CursorError("not a model-resource sensor cursor")
-            if doc.get("v") != RESOURCE_CURSOR_VERSION:
-                raise CursorError(f"unsupported resource cursor version {doc.get('v')!r}")
-            tracked = {}
-            for rid, (code, expiring, flags, first) in doc["t"].items():
-                tracked[str(rid)] = TrackedResource(
-                    _FROM_CODE.get(code, code),
-                    int(expiring),
-                    bool(int(flags) & 1),
-                    int(first),
-                    bool(int(flags) & 2),
-                )
-            return cls(
-                initialized=True,
-                baseline_ms=int(doc["b"]),
-                seen_max_ms=int(doc["m"]),
-                tracked=tracked,
-                recent_terminal={str(k): int(v) for k, v in doc["r"].items()},
-                failing_since_ms=None if doc.get("f") is None else int(doc["f"]),
-            )
-        except CursorError:
-            raise
-        except (ValueError, TypeError, KeyError, AttributeError) as exc:
-            raise CursorError(f"unreadable model-resource cursor: {exc!r}") from None
+            if cursor.startswith(_CURRENT_PREFIX):  # as written: parsed once, by pydantic
+                state = cls.model_validate_json(cursor, context=COMPACT_IDS)
+            else:
+                doc = json.loads(cursor)
+                current = isinstance(doc, dict) and doc.get("v") == RESOURCE_CURSOR_VERSION
+                state = cls.model_validate(doc, context=COMPACT_IDS if current else None)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise CursorError(
+                f"unreadable model-resource cursor: {where}: {first['msg']}"
+            ) from None
+        except ValueError as exc:  # not JSON
+            raise CursorError(f"unreadable model-resource cursor: {exc}") from None
+        state.initialized = True
+        return state
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_doc(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not data.keys() & {"v", "kind"}:
+            return data  # built in code, by field name
+        doc = dict(data)
+        if doc.pop("kind", None) != _KIND:
+            raise ValueError("not a model-resource sensor cursor")
+        version = doc.pop("v", None)
+        if version not in (1, RESOURCE_CURSOR_VERSION):
+            raise ValueError(f"unsupported resource cursor version {version!r}")
+        return doc
+
+    @model_serializer(mode="wrap")
+    def _to_doc(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return {"v": RESOURCE_CURSOR_VERSION, "kind": _KIND, **handler(self)}
 
 
 @dataclass(frozen=True)
@@ -335,11 +358,7 @@ def advance_resources(
     state: ResourceTrackerState, obs: ResourceObservation, config: ResourceTrackerConfig
 ) -> ResourceTickOutcome:
     """Apply one tick's full resource list. ``state`` is not modified."""
-    state = (
-        ResourceTrackerState.from_cursor(state.to_cursor())
-        if state.initialized
-        else (ResourceTrackerState())
-    )
+    state = fork(state) if state.initialized else ResourceTrackerState()
     notes: list[str] = []
     now = obs.clock_ms
     by_id: dict[str, ModelResource] = {}

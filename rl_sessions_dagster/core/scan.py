@@ -88,7 +88,9 @@ def _tail_anchor(pages: Sequence[ScannedPage], threshold_ms: int) -> ScanPositio
         for s in page.sessions:
             ms = to_ms(s.created_at)
             if ms is not None and ms < threshold_ms:
-                anchor = ScanPosition(page.after, s.id, OrderEvidence(newest_ms=ms))
+                anchor = ScanPosition(
+                    after=page.after, done_through=s.id, evidence=OrderEvidence(newest_ms=ms)
+                )
     return anchor
 
 

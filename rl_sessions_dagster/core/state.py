@@ -1,21 +1,40 @@
-"""The tracker's state and its compact, versioned JSON cursor.
+"""The tracker's state, which is also its compact, versioned JSON cursor.
 
 Dagster copies a sensor's cursor into every tick row, so the cursor must stay small: it holds
 only sessions that are still moving (plus terminal ones created inside the look-back window),
-never history. Times are integer epoch milliseconds; known statuses are one letter.
+never history. Times are integer epoch milliseconds; known statuses are one letter; UUIDs are
+written in 23 characters (:mod:`.cursor`).
 
-Format v2 is a pydantic model with one- or two-letter aliases; v1 cursors (0.1.0) are still
-read (:mod:`._cursor_v1`), so upgrading the library never restarts a sensor.
+:class:`TrackerState` is a pydantic model whose short aliases are the cursor's keys (format
+v3). Finished sessions that only wait for registrations, the bulk of a busy cursor, are written
+grouped by what they share (``pr``). Cursors of 0.2-dev (v2, the same keys with ids in full) and
+of 0.1.0 (v1, :mod:`._cursor_v1`) are still read, so upgrading never restarts a sensor.
 """
 
+import functools
+import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
-from typing import Literal
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BeforeValidator,
+    Field,
+    PlainSerializer,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 
-CURSOR_VERSION = 2
+from .cursor import COMPACT_IDS, CursorError, Id, StateModel, compact_id, expand_id, fork
+
+CURSOR_VERSION = 3
+#: versions this code reads through the model (v1 has its own reader).
+_MODEL_VERSIONS = (2, 3)
+_CURRENT_PREFIX = f'{{"v":{CURSOR_VERSION},'
 
 _STATUS_CODES = {
     "TRAINING_SESSION_STATUS_CREATING": "C",
@@ -37,6 +56,16 @@ def decode_status(code: str) -> str:
     return _STATUS_FROM_CODE.get(code, code)
 
 
+#: a raw session status, written as one letter when known.
+Status = Annotated[str, BeforeValidator(decode_status), PlainSerializer(encode_status)]
+
+
+@functools.lru_cache(maxsize=8192)
+def short_id(checkpoint_id: str) -> str:
+    """The 8-hex-digit hash that stands for a checkpoint in a mark (ties of time)."""
+    return hashlib.blake2b(checkpoint_id.encode(), digest_size=4).hexdigest()
+
+
 class ListOrder(str, Enum):
     """What the tracker knows of the finished-session list's order (it is undocumented).
 
@@ -52,7 +81,10 @@ class ListOrder(str, Enum):
 
 @dataclass
 class OrderEvidence:
-    """What a pass has seen of the list's order so far (carried across ticks)."""
+    """What a pass has seen of the list's order so far (carried across ticks).
+
+    A plain dataclass, not a state model: it is updated once per listed item while a page is
+    read, and is written inside its :class:`ScanPosition`."""
 
     oldest_ms: int | None = None
     newest_ms: int | None = None
@@ -105,30 +137,49 @@ class OrderEvidence:
         return cls(oldest_ms, newest_ms, *(bool(bits & (1 << i)) for i in range(4)))
 
 
-class CursorError(ValueError):
-    """The cursor could not be read (corrupt, foreign, or from another version)."""
-
-
-@dataclass
-class PendingCheckpoint:
+class PendingCheckpoint(StateModel, frozen=True):
     """An inference checkpoint seen without a registration; re-checked until a deadline.
 
     ``created_ms`` lets the re-check page the newest-first checkpoint list only as far down as
     needed (None: unknown, e.g. from a v1 cursor, so the session is fetched by id instead).
+    Written as ``[checkpoint id, first seen ms, created ms or null]``.
     """
 
-    checkpoint_id: str
+    checkpoint_id: Id
     first_seen_ms: int
     created_ms: int | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _from_list(cls, data: Any) -> Any:
+        if isinstance(data, list | tuple) and len(data) == 3:
+            return {"checkpoint_id": data[0], "first_seen_ms": data[1], "created_ms": data[2]}
+        return data
 
-@dataclass
-class CheckpointMark:
+    @model_serializer(mode="plain")
+    def _to_list(self, info: SerializationInfo) -> list[Any]:
+        cid = compact_id(self.checkpoint_id) if info.mode_is_json() else self.checkpoint_id
+        return [cid, self.first_seen_ms, self.created_ms]
+
+
+class CheckpointMark(StateModel):
     """The newest checkpoint time already announced, with the short ids announced *at* that
-    time: timestamps tie (the API may round them), so time alone cannot tell old from new."""
+    time: timestamps tie (the API may round them), so time alone cannot tell old from new.
+    Written as ``[time, short id, ...]``."""
 
     time: int
-    ids: list[str] = field(default_factory=list)
+    ids: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_list(cls, data: Any) -> Any:
+        if isinstance(data, list) and data:
+            return {"time": data[0], "ids": [str(i) for i in data[1:]]}
+        return data
+
+    @model_serializer(mode="plain")
+    def _to_list(self) -> list[Any]:
+        return [self.time, *self.ids]
 
     def is_new(self, key: tuple[int, str]) -> bool:
         return key[0] > self.time or (key[0] == self.time and key[1] not in self.ids)
@@ -140,8 +191,7 @@ class CheckpointMark:
             self.ids.append(key[1])
 
 
-@dataclass
-class TrackedSession:
+class TrackedSession(StateModel):
     """What the tracker remembers of a session it still watches.
 
     ``status`` is the last raw status applied ("" before the first observation was applied);
@@ -150,17 +200,17 @@ class TrackedSession:
     for pending registrations.
     """
 
-    status: str = ""
-    mark: CheckpointMark | None = None
-    pending: list[PendingCheckpoint] = field(default_factory=list)
-    terminal_ms: int | None = None
+    status: Status = Field("", alias="s")
+    mark: CheckpointMark | None = Field(None, alias="m")
+    pending: list[PendingCheckpoint] = Field(default_factory=list, alias="p")
+    terminal_ms: int | None = Field(None, alias="x")
 
     def is_new(self, key: tuple[int, str]) -> bool:
         return self.mark is None or self.mark.is_new(key)
 
     def announce(self, key: tuple[int, str]) -> None:
         if self.mark is None:
-            self.mark = CheckpointMark(key[0], [key[1]])
+            self.mark = CheckpointMark(time=key[0], ids=[key[1]])
         else:
             self.mark.advance(key)
 
@@ -170,72 +220,115 @@ class TrackedSession:
         return self.terminal_ms is not None and bool(self.pending)
 
 
-@dataclass
-class ScanPosition:
+class ScanPosition(StateModel):
     """Where a paged pass over a session list stands: the page's ``after``, the id of the last
     item of that page already done (ids, not counts: sessions that end meanwhile are inserted
-    into the list and would shift a count), and what the pass saw of the order so far."""
+    into the list and would shift a count), and what the pass saw of the order so far.
 
-    after: str | None = None
-    done_through: str | None = None
-    evidence: OrderEvidence = field(default_factory=OrderEvidence)
+    Written flat: ``a``, ``d``, the evidence's oldest and newest times ``o``, ``n`` and its
+    flags ``x`` (bits: not newest first, not oldest first, went older, went newer)."""
+
+    after: Id | None = None
+    done_through: Id | None = None
+    evidence: OrderEvidence = Field(default_factory=OrderEvidence)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_doc(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or data.keys() & {"after", "done_through", "evidence"}:
+            return data
+        doc = dict(data)
+        evidence = OrderEvidence.of(doc.pop("o", None), doc.pop("n", None), doc.pop("x", 0))
+        return {"after": doc.pop("a", None), "done_through": doc.pop("d", None),
+                "evidence": evidence, **doc}  # fmt: skip
+
+    @model_serializer(mode="plain")
+    def _to_doc(self, info: SerializationInfo) -> dict[str, Any]:
+        ev, json_ids = self.evidence, info.mode_is_json()
+        doc = {
+            "a": compact_id(self.after) if json_ids and self.after else self.after,
+            "d": compact_id(self.done_through)
+            if json_ids and self.done_through
+            else self.done_through,
+            "o": ev.oldest_ms,
+            "n": ev.newest_ms,
+            "x": ev.bits,
+        }
+        return {k: v for k, v in doc.items() if v is not None and (k != "x" or v)}
 
 
-@dataclass
-class TrackerState:
-    """Everything the tracker carries from one tick to the next."""
+class TrackerState(StateModel):
+    """Everything the tracker carries from one tick to the next; its JSON is the cursor."""
 
-    initialized: bool = False
+    initialized: bool = Field(False, exclude=True)
     #: created_at floor of history at the first tick; older sessions are history.
-    baseline_ms: int = 0
+    baseline_ms: int = Field(0, alias="b")
     #: sessions created before ``watermark_ms - lookback`` are known (tracked or history).
-    watermark_ms: int = 0
+    watermark_ms: int = Field(0, alias="w")
     #: newest created_at seen so far; becomes the watermark once a scan pass that started
     #: after it completes.
-    seen_max_ms: int = 0
+    seen_max_ms: int = Field(0, alias="m")
     #: ``seen_max_ms`` when the current scan pass started.
-    pass_start_ms: int = 0
+    pass_start_ms: int = Field(0, alias="p")
     #: position of an unfinished scan pass, or None between passes.
-    scan: ScanPosition | None = None
-    order: ListOrder = ListOrder.UNVERIFIED
+    scan: ScanPosition | None = Field(None, alias="a")
+    order: ListOrder = Field(ListOrder.UNVERIFIED, alias="o")
     #: when the order was last verified by a complete pass.
-    verified_ms: int = 0
+    verified_ms: int = Field(0, alias="vt")
     #: True while the one-off backfill pass over history is running.
-    backfilling: bool = False
-    tracked: dict[str, TrackedSession] = field(default_factory=dict)
+    backfilling: bool = Field(False, alias="k")
+    tracked: dict[Id, TrackedSession] = Field(default_factory=dict, alias="t")
     #: terminal sessions created inside the look-back window whose events are done.
-    recent_terminal: dict[str, int] = field(default_factory=dict)
+    recent_terminal: dict[Id, int] = Field(default_factory=dict, alias="r")
     #: non-terminal statuses seen that this library does not know (e.g. a future PAUSED):
     #: added to the active-list filter so sessions in them are never lost.
-    extra_active: list[str] = field(default_factory=list)
+    extra_active: list[str] = Field(default_factory=list, alias="xs")
     #: extra statuses the API refused as filter values (not sent again).
-    unfilterable: list[str] = field(default_factory=list)
+    unfilterable: list[str] = Field(default_factory=list, alias="xu")
     #: oldest-first lists: where the last complete pass ended (the next one resumes there).
-    tail: ScanPosition | None = None
+    tail: ScanPosition | None = Field(None, alias="tl")
     #: position of a pass over the *unfiltered* session list that adopts every non-terminal
     #: session whatever its status; None when no such pass is due.
-    discovery: ScanPosition | None = None
+    discovery: ScanPosition | None = Field(None, alias="d")
     #: when the last discovery pass completed.
-    discovered_ms: int = 0
+    discovered_ms: int = Field(0, alias="dt")
     #: the last history sessions announced by a running backfill pass.
-    backfilled: list[str] = field(default_factory=list)
+    backfilled: list[Id] = Field(default_factory=list, alias="bf")
     #: checkpoint sensors: newest checkpoint time of the last complete read of the checkpoint
     #: list, sessions retired whose checkpoints that list may still show (newest time), and
     #: whether the list was ever seen out of its documented newest-first order.
-    checkpoint_watermark_ms: int = 0
-    recent_checkpoints: dict[str, int] = field(default_factory=dict)
-    checkpoint_list_untrusted: bool = False
+    checkpoint_watermark_ms: int = Field(0, alias="cw")
+    recent_checkpoints: dict[Id, int] = Field(default_factory=dict, alias="rc")
+    checkpoint_list_untrusted: bool = Field(False, alias="cu")
     #: since when every tick failed to read the API (transient errors), if they do.
-    failing_since_ms: int | None = None
+    failing_since_ms: int | None = Field(None, alias="f")
 
     def to_cursor(self) -> str:
-        return _CursorV2.from_state(self).model_dump_json(by_alias=True, exclude_defaults=True)
+        return self.model_dump_json(by_alias=True, exclude_defaults=True)
+
+    def fork(self) -> "TrackerState":
+        """A copy to build the next tick's state in, leaving this one as it was."""
+        return fork(self)
 
     @classmethod
     def from_cursor(cls, cursor: str | None) -> "TrackerState":
         """Parse a cursor; empty means a first tick. Raises CursorError on anything unreadable."""
         if not cursor:
             return cls()
+        try:
+            if cursor.startswith(_CURRENT_PREFIX):  # as written: parsed once, by pydantic
+                state = cls.model_validate_json(cursor, context=COMPACT_IDS)
+            else:
+                state = cls._from_older(cursor)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise CursorError(f"unreadable cursor: {where}: {first['msg']}") from None
+        state.initialized = True
+        return state
+
+    @classmethod
+    def _from_older(cls, cursor: str) -> "TrackerState":
         try:
             doc = json.loads(cursor)
         except ValueError as exc:
@@ -245,148 +338,109 @@ class TrackerState:
             from ._cursor_v1 import state_from_v1
 
             return state_from_v1(doc)
-        if version != CURSOR_VERSION:
+        if version not in _MODEL_VERSIONS:
             raise CursorError(f"unsupported cursor version {version!r}")
-        try:
-            return _CursorV2.model_validate(doc).to_state()
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            raise CursorError(f"unreadable cursor: {where}: {first['msg']}") from None
+        return cls.model_validate(doc, context=COMPACT_IDS if version == 3 else None)
 
+    # --- the cursor's envelope: version, and sessions waiting for registrations -------------
 
-# --- format v2 -------------------------------------------------------------------------------
-
-
-class _Doc(BaseModel):
-    model_config = ConfigDict(populate_by_name=True, frozen=True, extra="forbid")
-
-
-class _PositionDoc(_Doc):
-    after: str | None = Field(None, alias="a")
-    done_through: str | None = Field(None, alias="d")
-    oldest_ms: int | None = Field(None, alias="o")
-    newest_ms: int | None = Field(None, alias="n")
-    #: bits: not newest first, not oldest first, went older, went newer
-    broken: int = Field(0, alias="x")
-
+    @model_validator(mode="before")
     @classmethod
-    def of(cls, p: ScanPosition | None) -> "_PositionDoc | None":
-        if p is None:
-            return None
-        ev = p.evidence
-        return cls(
-            after=p.after,
-            done_through=p.done_through,
-            oldest_ms=ev.oldest_ms,
-            newest_ms=ev.newest_ms,
-            broken=ev.bits,
-        )
+    def _from_doc(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or "v" not in data:
+            return data  # built in code, by field name
+        doc = dict(data)
+        if doc.pop("v") not in _MODEL_VERSIONS:
+            raise ValueError("unsupported cursor version")
+        if "pr" in doc:
+            doc["t"] = {**doc.get("t", {}), **_read_waiting(doc.pop("pr"))}
+        return doc
 
-    def to_position(self) -> ScanPosition:
-        evidence = OrderEvidence.of(self.oldest_ms, self.newest_ms, self.broken)
-        return ScanPosition(self.after, self.done_through, evidence)
-
-
-class _TrackedDoc(_Doc):
-    status: str = Field("", alias="s")
-    #: [time, short id, ...] of the checkpoint mark
-    mark: list[int | str] | None = Field(None, alias="m")
-    #: [checkpoint id, first seen ms, created ms or null]
-    pending: list[tuple[str, int, int | None]] = Field(default_factory=list, alias="p")
-    terminal_ms: int | None = Field(None, alias="x")
-
-    @classmethod
-    def of(cls, t: TrackedSession) -> "_TrackedDoc":
-        return cls(
-            status=encode_status(t.status),
-            mark=[t.mark.time, *t.mark.ids] if t.mark else None,
-            pending=[(p.checkpoint_id, p.first_seen_ms, p.created_ms) for p in t.pending],
-            terminal_ms=t.terminal_ms,
-        )
-
-    def to_tracked(self) -> TrackedSession:
-        mark = None
-        if self.mark:
-            mark = CheckpointMark(int(self.mark[0]), [str(i) for i in self.mark[1:]])
-        return TrackedSession(
-            status=decode_status(self.status),
-            mark=mark,
-            pending=[PendingCheckpoint(c, f, m) for c, f, m in self.pending],
-            terminal_ms=self.terminal_ms,
-        )
+    @model_serializer(mode="wrap")
+    def _to_doc(
+        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
+    ) -> dict[str, Any]:
+        doc = handler(self)
+        if not info.mode_is_json() or not info.by_alias:
+            return doc
+        waiting = _write_waiting(self.tracked)
+        if waiting:
+            tracked = doc.get("t", {})
+            for sid in waiting.done:
+                del tracked[compact_id(sid)]
+            if not tracked:
+                doc.pop("t", None)
+            doc["pr"] = waiting.groups
+        return {"v": CURSOR_VERSION, **doc}
 
 
-class _CursorV2(_Doc):
-    version: Literal[2] = Field(alias="v")
-    baseline_ms: int = Field(alias="b")
-    watermark_ms: int = Field(alias="w")
-    seen_max_ms: int = Field(alias="m")
-    pass_start_ms: int = Field(alias="p")
-    order: ListOrder = Field(ListOrder.UNVERIFIED, alias="o")
-    verified_ms: int = Field(0, alias="vt")
-    scan: _PositionDoc | None = Field(None, alias="a")
-    backfilling: bool = Field(False, alias="k")
-    tracked: dict[str, _TrackedDoc] = Field(default_factory=dict, alias="t")
-    recent_terminal: dict[str, int] = Field(default_factory=dict, alias="r")
-    extra_active: list[str] = Field(default_factory=list, alias="xs")
-    unfilterable: list[str] = Field(default_factory=list, alias="xu")
-    discovery: _PositionDoc | None = Field(None, alias="d")
-    tail: _PositionDoc | None = Field(None, alias="tl")
-    discovered_ms: int = Field(0, alias="dt")
-    failing_since_ms: int | None = Field(None, alias="f")
-    checkpoint_watermark_ms: int = Field(0, alias="cw")
-    backfilled: list[str] = Field(default_factory=list, alias="bf")
-    recent_checkpoints: dict[str, int] = Field(default_factory=dict, alias="rc")
-    checkpoint_list_untrusted: bool = Field(False, alias="cu")
+# --- finished sessions waiting for registrations (``pr``) ------------------------------------
+#
+# Each such session would otherwise cost ~150 bytes (ids, a mark, three epoch times); fifty of
+# them made the cursor 8.5 KB larger. Written instead as groups of what they share, ordered by
+# when their checkpoints were first seen:
+# ``[status, first seen ms - previous group's, terminal ms - first seen ms,
+#   {session: [checkpoint, created ms - first seen ms, ...]}]``.
+# The mark is left out: it is the newest pending checkpoint, as it is when the session's
+# checkpoints stopped with unregistered ones. A session of any other shape stays in ``t``.
 
-    @classmethod
-    def from_state(cls, s: TrackerState) -> "_CursorV2":
-        return cls(
-            version=2,
-            baseline_ms=s.baseline_ms,
-            watermark_ms=s.watermark_ms,
-            seen_max_ms=s.seen_max_ms,
-            pass_start_ms=s.pass_start_ms,
-            order=s.order,
-            verified_ms=s.verified_ms,
-            scan=_PositionDoc.of(s.scan),
-            backfilling=s.backfilling,
-            tracked={sid: _TrackedDoc.of(t) for sid, t in s.tracked.items()},
-            recent_terminal=s.recent_terminal,
-            extra_active=s.extra_active,
-            unfilterable=s.unfilterable,
-            discovery=_PositionDoc.of(s.discovery),
-            tail=_PositionDoc.of(s.tail),
-            discovered_ms=s.discovered_ms,
-            failing_since_ms=s.failing_since_ms,
-            checkpoint_watermark_ms=s.checkpoint_watermark_ms,
-            backfilled=s.backfilled,
-            recent_checkpoints=s.recent_checkpoints,
-            checkpoint_list_untrusted=s.checkpoint_list_untrusted,
-        )
+_GroupKey = tuple[int, str, int]  # first seen, status code, terminal
 
-    def to_state(self) -> TrackerState:
-        return TrackerState(
-            initialized=True,
-            baseline_ms=self.baseline_ms,
-            watermark_ms=self.watermark_ms,
-            seen_max_ms=self.seen_max_ms,
-            pass_start_ms=self.pass_start_ms,
-            scan=self.scan.to_position() if self.scan else None,
-            order=self.order,
-            verified_ms=self.verified_ms,
-            backfilling=self.backfilling,
-            tracked={sid: t.to_tracked() for sid, t in self.tracked.items()},
-            recent_terminal=dict(self.recent_terminal),
-            extra_active=list(self.extra_active),
-            unfilterable=list(self.unfilterable),
-            discovery=self.discovery.to_position() if self.discovery else None,
-            tail=self.tail.to_position() if self.tail else None,
-            discovered_ms=self.discovered_ms,
-            failing_since_ms=self.failing_since_ms,
-            checkpoint_watermark_ms=self.checkpoint_watermark_ms,
-            backfilled=list(self.backfilled),
-            recent_checkpoints=dict(self.recent_checkpoints),
-            checkpoint_list_untrusted=self.checkpoint_list_untrusted,
-        )
+
+@dataclass
+class _Waiting:
+    groups: list[list[Any]]
+    done: list[str]
+
+
+def _waiting_key(t: TrackedSession) -> _GroupKey | None:
+    if t.terminal_ms is None or not t.pending or t.mark is None:
+        return None
+    first_seen = t.pending[0].first_seen_ms
+    created = [p.created_ms for p in t.pending]
+    if any(p.first_seen_ms != first_seen for p in t.pending) or None in created:
+        return None
+    newest = max(p.created_ms or 0 for p in t.pending)
+    implied = [short_id(p.checkpoint_id) for p in t.pending if p.created_ms == newest]
+    if t.mark.time != newest or t.mark.ids != implied:
+        return None
+    return first_seen, encode_status(t.status), t.terminal_ms
+
+
+def _write_waiting(tracked: dict[str, TrackedSession]) -> _Waiting | None:
+    groups: dict[_GroupKey, dict[str, list[Any]]] = {}
+    done = []
+    for sid, t in tracked.items():
+        key = _waiting_key(t)
+        if key is not None:
+            flat = [x for p in t.pending for x in (compact_id(p.checkpoint_id),
+                                                   (p.created_ms or 0) - key[0])]  # fmt: skip
+            groups.setdefault(key, {})[compact_id(sid)] = flat
+            done.append(sid)
+    if not groups:
+        return None
+    out, previous = [], 0
+    for (first_seen, code, terminal_ms), members in sorted(groups.items()):
+        out.append([code, first_seen - previous, terminal_ms - first_seen, members])
+        previous = first_seen
+    return _Waiting(groups=out, done=done)
+
+
+def _read_waiting(groups: Any) -> dict[str, Any]:
+    """The ``pr`` groups as ``t`` entries, in cursor form (ids still compact: the model reads
+    them); only the implied mark needs the checkpoint ids in full."""
+    out: dict[str, Any] = {}
+    first_seen = 0
+    try:
+        for code, seen_delta, terminal_delta, members in groups:
+            first_seen += seen_delta
+            for sid, flat in members.items():
+                pairs = list(zip(flat[::2], flat[1::2], strict=True))
+                pending = [[cid, first_seen, first_seen + delta] for cid, delta in pairs]
+                newest = max(first_seen + delta for _, delta in pairs)
+                ids = [short_id(expand_id(c)) for c, d in pairs if first_seen + d == newest]
+                mark = [newest, *ids]
+                out[sid] = {"s": code, "p": pending, "x": first_seen + terminal_delta, "m": mark}
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise ValueError(f"unreadable waiting sessions: {exc}") from None
+    return out

@@ -109,7 +109,7 @@ def _baseline(state: TrackerState, obs: Observation, config: TrackerConfig) -> N
 def advance(state: TrackerState, obs: Observation, config: TrackerConfig) -> TickOutcome:
     """Apply one tick's observation. ``state`` is not modified; the outcome holds a new one."""
     first_tick = not state.initialized
-    state = TrackerState.from_cursor(state.to_cursor()) if state.initialized else TrackerState()
+    state = state.fork() if state.initialized else TrackerState()
     notes: list[str] = []
     if not config.tracks_checkpoints:
         for entry in state.tracked.values():  # e.g. a cursor written by a checkpoint sensor

@@ -12,6 +12,7 @@ from rl_sessions_dagster.core import (
     TrackerConfig,
     TrackerState,
 )
+from rl_sessions_dagster.core.state import CURSOR_VERSION
 
 from .test_tracker import kinds, tick
 from .world_model import FakeWorld
@@ -145,7 +146,7 @@ def test_pending_registrations_of_finished_sessions_cost_one_request_whatever_th
     assert set(collected.fetched_ids) <= {target} and collected.requests <= 4
 
 
-def test_v1_cursor_from_release_0_1_0_is_read_and_rewritten_as_v2():
+def test_v1_cursor_from_release_0_1_0_is_read_and_rewritten_in_the_current_format():
     v1 = {
         "v": 1, "b": 1000, "w": 2000, "m": 2500, "p": 2000, "o": "n", "vt": 1500,
         "t": {"s1": ["R", [1800, "ab12cd34"], [["c9", 1900]]], "s2": ["S", 0, [], 1950]},
@@ -158,7 +159,7 @@ def test_v1_cursor_from_release_0_1_0_is_read_and_rewritten_as_v2():
     assert state.tracked["s2"].terminal_ms == 1950
     assert state.scan is not None and state.scan.done_through == "s8"
     again = TrackerState.from_cursor(state.to_cursor())
-    assert json.loads(state.to_cursor())["v"] == 2
+    assert json.loads(state.to_cursor())["v"] == CURSOR_VERSION == 3
     assert again == state
 
 

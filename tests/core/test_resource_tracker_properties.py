@@ -101,7 +101,9 @@ def test_exactly_once_quiet_first_tick_bounded(actions, cap, pre):
         if fail:
             return  # the read failed: Dagster keeps the old cursor
         first = cursor is None
+        before = state.to_cursor()
         out = advance_resources(state, ResourceObservation(world.now, snap), config)
+        assert state.to_cursor() == before, "advance changed the previous state"
         if first:
             assert out.events == []
             baseline_ids.update(r.id for r in snap)

@@ -65,9 +65,12 @@ class Harness:
             return  # the tick fails: Dagster keeps the previous cursor
         finally:
             self.world.fail_on_read = None
+        before = state.to_cursor()
         outcome = advance(state, collected.observation, self.config)
+        assert state.to_cursor() == before, "advance changed the previous state"
         self.emitted.extend(outcome.events)
         self.cursor = outcome.state.to_cursor()
+        assert TrackerState.from_cursor(self.cursor) == outcome.state, "cursor round trip"
         self.baseline_done = True
 
     def settle(self) -> None:

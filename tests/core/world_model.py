@@ -3,6 +3,7 @@ point is to explore thousands of world histories per second; HTTP paths are test
 simulator in tests/dagster)."""
 
 import hashlib
+import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -75,7 +76,11 @@ def _iso(ms: int) -> str:
 class FakeWorld:
     """Sessions with a clock; lists paged like the API, in either order; faults on demand."""
 
-    def __init__(self, order: str = "newest_first", page_size: int = 3) -> None:
+    def __init__(
+        self, order: str = "newest_first", page_size: int = 3, uuid_ids: bool = False
+    ) -> None:
+        #: ids as the API issues them (UUIDs) instead of short readable ones.
+        self.uuid_ids = uuid_ids
         self.sessions: dict[str, Sess] = {}
         self.clock_ms = 1_700_000_000_000
         self.order = order
@@ -87,7 +92,7 @@ class FakeWorld:
     # --- world changes -------------------------------------------------------------------
     def new_session(self, status: str = "CREATING") -> str:
         self._n += 1
-        sid = f"s{self._n:04d}"
+        sid = self._id(f"s{self._n:04d}")
         self.sessions[sid] = Sess(sid, self.clock_ms, status, history=[status])
         return sid
 
@@ -100,9 +105,12 @@ class FakeWorld:
     def add_checkpoint(self, sid: str, registered: bool) -> str:
         s = self.sessions[sid]
         self._n += 1
-        cid = f"c{self._n:04d}"
+        cid = self._id(f"c{self._n:04d}")
         s.checkpoints.append(Ckpt(cid, self.clock_ms, len(s.checkpoints) + 1, registered))
         return cid
+
+    def _id(self, short: str) -> str:
+        return str(uuid.UUID(hashlib.md5(short.encode()).hexdigest())) if self.uuid_ids else short
 
     def tick_clock(self, ms: int) -> None:
         self.clock_ms += ms

@@ -12,6 +12,7 @@ import dagster as dg
 import pytest
 
 from rl_sessions_dagster.core import TrackerState
+from rl_sessions_dagster.core.state import CURSOR_VERSION
 from rl_sessions_dagster.testing.daemon import (
     dagster_daemon,
     prepare_dagster_home,
@@ -110,4 +111,4 @@ def test_corrupted_cursor_is_restored_from_tick_history_and_every_event_runs_onc
     assert history not in partitions
     restored = TrackerState.from_cursor(_stored_cursor(instance))
     assert restored.baseline_ms == baseline  # restored, not started over
-    assert json.loads(_stored_cursor(instance) or "{}")["v"] == 2
+    assert json.loads(_stored_cursor(instance) or "{}")["v"] == CURSOR_VERSION

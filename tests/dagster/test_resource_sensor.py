@@ -89,12 +89,13 @@ def test_each_resource_event_once_and_first_tick_quiet(sim, ticker):
     all_keys = t.run_keys()
     assert len(all_keys) == len(set(all_keys)) == 6
     doc = json.loads(t.cursor)
-    assert doc["kind"] == "model_resources" and list(doc["t"]) == [queued]
+    tracked = ResourceTrackerState.from_cursor(t.cursor).tracked
+    assert doc["kind"] == "model_resources" and list(tracked) == [queued]
     # Terminal resources are remembered only inside the look-back window, then forgotten.
     world.advance_clock(700)
     world.create_model_resource()
     t.tick()
-    assert ready not in json.loads(t.cursor)["r"]
+    assert ready not in ResourceTrackerState.from_cursor(t.cursor).recent_terminal
     assert keys(t.tick()) == []
 
 

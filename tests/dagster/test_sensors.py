@@ -15,6 +15,7 @@ from rl_sessions_dagster import (
 )
 from rl_sessions_dagster.api import AuthenticationError
 from rl_sessions_dagster.core import TrackerState
+from rl_sessions_dagster.core.state import CURSOR_VERSION
 
 from .conftest import API_KEY, evaluation_job, make_defs, report_job
 
@@ -247,7 +248,7 @@ def test_unreadable_cursor_is_reset_without_flood(sim, ticker):
     t.cursor = '{"v": 0, "garbage": true}'
     data = t.tick()
     assert data.run_requests == []
-    assert json.loads(t.cursor)["v"] == 2
+    assert json.loads(t.cursor)["v"] == CURSOR_VERSION
 
 
 def test_slow_api_tick_stays_within_budget_and_progress_is_kept(sim, ticker):
