@@ -113,7 +113,7 @@ def test_checkpoint_route_to_unpartitioned_assets_fails_at_load():
     [
         (
             "routes: [{event_kinds: [checkpoint_registred], assets: '*', job_name: j}]",
-            "valid kinds",
+            "Input should be 'checkpoint_created', 'checkpoint_registered'",
         ),
         (
             "sensor: {polling: {page_size: 500}}\nroutes: [{event_kinds: [session_error], "
