@@ -108,6 +108,18 @@ def test_checkpoint_route_to_unpartitioned_assets_fails_at_load():
     assert "CHECKPOINT_PARTITIONS" in f"{info.value} {info.value.__cause__}"
 
 
+@pytest.mark.parametrize("route", [0, 1])
+def test_a_selection_matching_no_asset_says_so_not_partitioning(route):
+    """The asset's module was not loaded (e.g. a .py beside defs.yaml): the error names the
+    empty selection, for checkpoint routes too (whose partition check would blame partitions)."""
+    target = ['key:"checkpoint_evaluation"', 'key:"session_report"'][route]
+    with pytest.raises(dg.DagsterInvalidDefinitionError) as info:
+        dg.Definitions.validate_loadable(component_defs(YAML.replace(target, 'key:"missing"')))
+    text = f"{info.value} {info.value.__cause__}"
+    assert "selection 'key:\"missing\"' matches no asset" in text
+    assert "not partitioned" not in text and "beside a defs.yaml" in text
+
+
 @pytest.mark.parametrize(
     ("yaml", "match"),
     [
