@@ -336,9 +336,9 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
 
     def build_sensor(self) -> dg.SensorDefinition | None:
         routes = self.build_routes()
-        if not routes:
-            return None
         sensor, flt = self.sensor, self.sensor.session_filter
+        if not routes and not sensor.announce:
+            return None
         return build_routed_sensor(
             name=sensor.name,
             routes=routes,
@@ -359,6 +359,7 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
             default_status=(
                 dg.DefaultSensorStatus.RUNNING if sensor.running else dg.DefaultSensorStatus.STOPPED
             ),
+            announce=sensor.announce,
         )
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
