@@ -58,10 +58,7 @@ class PollingOptions:
     def __post_init__(self) -> None:
         if isinstance(self.max_runs_per_tick, bool) or not self.max_runs_per_tick >= 1:
             raise _invalid(f"max_runs_per_tick must be at least 1, got {self.max_runs_per_tick!r}")
-        if (
-            isinstance(self.unordered_pages_per_tick, bool)
-            or not self.unordered_pages_per_tick >= 1
-        ):
+        if isinstance(self.unordered_pages_per_tick, bool) or not self.unordered_pages_per_tick >= 1:
             raise _invalid(
                 f"unordered_pages_per_tick must be at least 1, got {self.unordered_pages_per_tick!r}"
             )
@@ -105,9 +102,7 @@ class UnknownEventKind(dg.DagsterInvalidDefinitionError, ValueError):
     0.1 raised for it, so code that caught that keeps working."""
 
 
-def parse_kinds(
-    enum: type[K], kinds: Iterable[K | str], *, noun: str = "event kind"
-) -> frozenset[K]:
+def parse_kinds(enum: type[K], kinds: Iterable[K | str], *, noun: str = "event kind") -> frozenset[K]:
     """Parse the kinds of one enum (session or model-resource events): an unknown name raises
     :class:`UnknownEventKind` listing the valid ones, an empty list is refused."""
     parsed: set[K] = set()
