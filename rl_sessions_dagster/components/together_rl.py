@@ -257,7 +257,8 @@ class TogetherRLScaffolder(Scaffolder):
             scaffold_component(request, {})
             return
         path = Path(request.target_path) / "defs.yaml"
-        path.write_text(SCAFFOLD_YAML.format(type_name=request.type_name))
+        # replace, not format: the YAML has braces of its own ({type: numeric})
+        path.write_text(SCAFFOLD_YAML.replace("{type_name}", request.type_name))
 
 
 @scaffold_with(TogetherRLScaffolder)
