@@ -36,6 +36,8 @@ attributes:
     name: together_rl_events
     minimum_interval_seconds: 30
     running: false                  # evaluations cost money: turn it on in the UI
+    # announce: [checkpoint_registered]   # no routes needed: only add each checkpoint's
+    #                                     # partition + runless materialization (eager() assets)
   # One sensor, one poll of the API per interval; each event kind goes to one selection.
   # A checkpoint route's assets must use partitions_def=CHECKPOINT_PARTITIONS.
   routes: []

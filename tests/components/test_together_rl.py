@@ -168,3 +168,44 @@ def test_example_projects_load_without_our_warnings(module):
     assert not [line for line in warning_lines if "owners" in line]
     assert not [line for line in warning_lines if "rl_sessions_dagster" in line]
     assert not [line for line in warning_lines if "example_repo" in line]
+
+
+def test_every_field_of_every_section_is_described_in_the_schema():
+    """What `dg utils inspect-component` prints and `dg check yaml` validates against."""
+    from rl_sessions_dagster.components.schema import undescribed
+
+    schema = TogetherRLComponent.get_model_cls().model_json_schema()
+    assert undescribed(schema) == []
+    sensor = schema["$defs"]["SensorConfigModel"]["properties"]
+    assert sensor["minimum_interval_seconds"]["else"] == {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 86400,
+    }
+    assert "anyOf" not in schema["properties"]["sensor"]  # a nested error keeps its own path
+
+
+def test_yaml_event_kind_names_are_the_enums():
+    import typing
+
+    from rl_sessions_dagster.components.gpus import ResourceEventKindName
+    from rl_sessions_dagster.components.together_rl import EventKindName
+    from rl_sessions_dagster.core import EventKind, ResourceEventKind
+
+    assert set(typing.get_args(EventKindName)) == {k.value for k in EventKind}
+    assert set(typing.get_args(ResourceEventKindName)) == {k.value for k in ResourceEventKind}
+
+
+def test_templates_still_resolve_in_bounded_fields(monkeypatch):
+    monkeypatch.setenv("RL_TEST_INTERVAL", "7")
+    component = TogetherRLComponent.resolve_from_yaml(
+        'sensor: {minimum_interval_seconds: "{{ env.RL_TEST_INTERVAL }}"}\n'
+        'evaluation: {items: [], concurrency: "{{ env.RL_TEST_INTERVAL }}", max_calls: null}\n'
+    )
+    assert component.sensor.minimum_interval_seconds == 7
+    assert component.evaluation is not None and component.evaluation.concurrency == 7
+    monkeypatch.setenv("RL_TEST_INTERVAL", "0")
+    with pytest.raises(Exception, match="greater than or equal to 1"):
+        TogetherRLComponent.resolve_from_yaml(
+            'sensor: {minimum_interval_seconds: "{{ env.RL_TEST_INTERVAL }}"}\n'
+        )
