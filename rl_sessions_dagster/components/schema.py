@@ -73,14 +73,22 @@ def _exactly(branches: list[dict[str, Any]]) -> dict[str, Any]:
     return body
 
 
+def _has_ref(branch: dict[str, Any]) -> bool:
+    return "$ref" in branch or "$ref" in branch.get("items", {})
+
+
 def _tighten(prop: dict[str, Any]) -> None:
     branches = prop.get("anyOf")
     if not branches or _ANY_STRING not in branches or len(branches) < 2:
         return
+    declared = [b for b in branches if b != _ANY_STRING]
     del prop["anyOf"]
-    prop.update(
-        {"if": TEMPLATE, "then": True, "else": _exactly([b for b in branches if b != _ANY_STRING])}
-    )
+    prop.update({"if": TEMPLATE, "then": True, "else": _exactly(declared)})
+    if any(_has_ref(b) for b in declared):
+        # For readers of the schema only (`dg utils inspect-component --defs-yaml-schema`
+        # expands a section through anyOf): the trailing {} makes it always valid, so the
+        # if/else above alone decides, and reports errors at their own paths.
+        prop["anyOf"] = [*declared, {}]
 
 
 def _objects(
