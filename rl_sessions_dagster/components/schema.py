@@ -8,10 +8,11 @@ reported as "``sensor`` is not valid under any of the given schemas", at the par
 without the key; an unknown event kind or ``minimum_interval_seconds: abc`` passes.
 
 :func:`exact_schema` puts the descriptions back (from the models' own fields) and replaces each
-such ``anyOf`` by "a template string, or else exactly the declared type". With no ``anyOf`` in
-the way, ``jsonschema`` reports the innermost error at its own path, so ``dg check yaml`` names
-the misspelled key, the unknown kind or the out-of-bounds number at its line. Pydantic
-validation at load is unchanged; templates still resolve as before.
+such ``anyOf`` by "a template string, or else exactly the declared type" (``if``/``else``). With
+no failing ``anyOf`` in the way, ``jsonschema`` reports the innermost error at its own path, so
+``dg check yaml`` names the misspelled key, the unknown kind or the out-of-bounds number at its
+line. Pydantic validation at load is unchanged; templates still resolve as before (see
+:class:`Section` for the bounds).
 """
 
 import types
