@@ -69,14 +69,16 @@ def test_routed_sensor_example_loads_with_the_quick_start(monkeypatch):
 def test_component_yaml_example_resolves():
     from rl_sessions_dagster import TogetherRLComponent
 
-    (block,) = re.findall(r"```yaml\n(type: rl_sessions_dagster.TogetherRLComponent.*?)```",
-                          README, re.S)
+    (block,) = re.findall(
+        r"```yaml\n(type: rl_sessions_dagster.TogetherRLComponent.*?)```", README, re.S
+    )
     attributes = block.split("attributes:\n", 1)[1]
     component = TogetherRLComponent.resolve_from_yaml(
         "\n".join(line[2:] for line in attributes.splitlines())
     )
     assert [r.job_name for r in component.routes] == [
-        "evaluate_checkpoint", "finished_session_report"
+        "evaluate_checkpoint",
+        "finished_session_report",
     ]
     assert component.sync.db_path == "/data/together_rl_sync.sqlite"
 
@@ -137,3 +139,85 @@ def test_evaluation_examples_load(monkeypatch):
         "\n".join(line[2:] for line in section.splitlines())
     )
     assert component.evaluation is not None and component.evaluation.concurrency == 16
+
+
+def _yaml_block(first_line: str) -> str:
+    (block,) = [
+        b for b in re.findall(r"```yaml\n(.*?)```", README, re.S) if b.startswith(first_line)
+    ]
+    return block
+
+
+def _attributes(block: str) -> str:
+    attributes = block.split("attributes:\n", 1)[1]
+    return "\n".join(line[2:] for line in attributes.splitlines())
+
+
+def test_yaml_only_quick_start_resolves_and_its_messages_are_real():
+    """The YAML-only quick start resolves; the dg messages it quotes are this version's
+    (tests/components/test_bad_yaml_dg.py runs dg on the same mistakes)."""
+    from rl_sessions_dagster import TogetherRLComponent
+
+    block = _yaml_block("# src/my_rl/defs/together_rl/defs.yaml\n")
+    component = TogetherRLComponent.resolve_from_yaml(_attributes(block))
+    assert component.sensor.running and component.evaluation is not None
+    assert component.evaluation.dataset == "eval.jsonl"
+    assert [g.type for g in component.evaluation.graders] == ["numeric"]
+    for quoted in (
+        "Additional properties are not allowed ('minimum_interval_secs' was unexpected)",
+        "'checkpoint_registred' is not one of ['checkpoint_created', 'checkpoint_registered'",
+        "-5 is less than the minimum of 1",
+        "'key:\"report\"' matches no asset",
+    ):
+        assert quoted in README
+
+
+def test_announce_only_example_feeds_the_eager_asset(monkeypatch):
+    """The announce-only YAML and the defs module beside it: one tick announces a checkpoint,
+    automation requests the README's asset for that partition, and materializing it reads
+    the checkpoint id back from the recorded event."""
+    from rl_sessions_dagster import TogetherRLComponent
+
+    component = TogetherRLComponent.resolve_from_yaml(
+        _attributes(_yaml_block("# src/my_rl/defs/together_rl/defs.yaml (announce only)\n"))
+    )
+    (module,) = [b for b in BLOCKS if b.startswith("# src/my_rl/defs/my_evaluation.py")]
+    namespace: dict = {}
+    exec(compile(module, "README-announce", "exec"), namespace)
+    asset = namespace["my_evaluation"]
+    key = "sim-readme-announce-0123456789abcdef"
+    with RLSimulator(api_key=key) as sim, dg.instance_for_test() as instance:
+        monkeypatch.setenv("TOGETHER_API_KEY", key)
+        monkeypatch.setenv("TOGETHER_BASE_URL", sim.base_url)
+        defs = dg.Definitions.merge(
+            dg.build_defs_for_component(component=component), dg.Definitions(assets=[asset])
+        )
+        from rl_sessions_dagster.testing.sensor_ticks import SensorTicker
+
+        ticker = SensorTicker(defs, "together_rl_events", instance)
+        sid = sim.world.create_session(display_name="sweep-a")
+        ticker.tick()
+        before = dg.evaluate_automation_conditions(defs=defs, instance=instance)
+        sim.world.advance_steps(sid, 20)
+        sim.world.add_inference_checkpoint(sid)
+        data = ticker.tick()
+        for request in data.dynamic_partitions_requests:
+            instance.add_dynamic_partitions(
+                request.partitions_def_name, list(request.partition_keys)
+            )
+        for event in data.asset_events:
+            instance.report_runless_asset_event(event)
+        after = dg.evaluate_automation_conditions(
+            defs=defs, instance=instance, cursor=before.cursor
+        )
+        (partition,) = after.get_requested_partitions(asset.key)
+        assert partition is not None and partition.startswith("sweep-a/000020/")
+        result = dg.materialize(
+            [asset],
+            partition_key=partition,
+            instance=instance,
+            resources={"together": defs.resources["together"]},
+        )
+        assert result.success
+        (mat,) = result.asset_materializations_for_node("my_evaluation")
+        assert mat.metadata["step"].value == 20

@@ -21,11 +21,12 @@ from ..core import EventKind
 from ..evaluation import EvaluationSpec, GraderSpec
 from ..partitions import CHECKPOINT_PARTITIONS
 from ..sensors import EventRoute
+from .schema import Section
 
 __all__ = ["EvaluationSection", "GraderConfig"]
 
 
-class GraderConfig(GraderSpec, dg.Model, dg.Resolvable):
+class GraderConfig(GraderSpec, Section):
     """One grader in YAML: ``{type: numeric, abs_tol: 0.01}``; ``type`` may also be
     ``package.module:function`` for a grader of your own."""
 
@@ -38,7 +39,7 @@ def _default_graders() -> list[GraderConfig]:
     return [GraderConfig(type="exact")]
 
 
-class EvaluationSection(EvaluationSpec, dg.Model, dg.Resolvable):
+class EvaluationSection(EvaluationSpec, Section):
     """A built-in evaluation of every registered checkpoint: a dataset, graders, how to run
     them, and the score check's tolerance."""
 

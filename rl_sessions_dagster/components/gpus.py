@@ -4,7 +4,7 @@ Each section is off unless written in the YAML (``enabled: false`` also turns it
 ``defs.yaml`` that only watches sessions loads exactly as before. Building makes no API call.
 """
 
-from typing import Any
+from typing import Any, Literal
 
 import dagster as dg
 from pydantic import Field
@@ -19,41 +19,63 @@ from ..sensors import (
     build_idle_guard,
     build_model_resource_sensor,
 )
+from .schema import Section
+
+#: The model-resource event kinds as YAML spells them (``ResourceEventKind`` values).
+ResourceEventKindName = Literal[
+    "resource_ready",
+    "resource_error",
+    "resource_stopped",
+    "resource_expiring",
+    "resource_queued_long",
+]
 
 
 def _sensor_status(running: bool) -> dg.DefaultSensorStatus:
     return dg.DefaultSensorStatus.RUNNING if running else dg.DefaultSensorStatus.STOPPED
 
 
-class ResourceRouteConfig(dg.Model, dg.Resolvable):
+class ResourceRouteConfig(Section):
     """Which model-resource event kinds run which assets (a Dagster asset selection string)."""
 
-    event_kinds: list[str] = Field(
+    event_kinds: list[ResourceEventKindName] = Field(
+        min_length=1,
         description="resource_ready, resource_error, resource_stopped, resource_expiring, "
-        "resource_queued_long."
+        "resource_queued_long.",
     )
-    assets: str = Field(description="Asset selection, e.g. 'key:\"gpu_notices\"'.")
-    job_name: str = Field(description="Name of the asset job the runs execute.")
+    assets: str = Field(min_length=1, description="Asset selection, e.g. 'key:\"gpu_notices\"'.")
+    job_name: str = Field(min_length=1, description="Name of the asset job the runs execute.")
 
 
-class ResourceSensorConfig(dg.Model, dg.Resolvable):
+class ResourceSensorConfig(Section):
     """:func:`~rl_sessions_dagster.build_model_resource_sensor` in YAML: one poll of the
     model-resource list per interval, each event kind to its route."""
 
-    enabled: bool = True
-    name: str = "together_rl_resource_events"
-    minimum_interval_seconds: int = 30
+    enabled: bool = Field(default=True, description="false: no resource sensor.")
+    name: str = Field(
+        default="together_rl_resource_events",
+        min_length=1,
+        description="Sensor name; also the key of its cursor.",
+    )
+    minimum_interval_seconds: int = Field(
+        default=30, ge=1, le=86_400, description="Seconds between ticks (1 to 86400)."
+    )
     running: bool = Field(default=False, description="Default status RUNNING (else STOPPED).")
     expiring_lead_seconds: float = Field(
-        default=600.0, description="resource_expiring fires this long before expires_at."
+        default=600.0, gt=0, description="resource_expiring fires this long before expires_at."
     )
     queued_long_seconds: float = Field(
-        default=1800.0, description="resource_queued_long fires once PENDING this long."
+        default=1800.0, gt=0, description="resource_queued_long fires once PENDING this long."
     )
     created_by: str | None = Field(default=None, description='"me" or a user id.')
-    base_model: str | None = None
-    max_runs_per_tick: int = 25
-    routes: list[ResourceRouteConfig] = Field(default_factory=list)
+    base_model: str | None = Field(default=None, description="Only resources of this base model.")
+    max_runs_per_tick: int = Field(
+        default=25, ge=1, le=1000, description="Most events a tick turns into runs."
+    )
+    routes: list[ResourceRouteConfig] = Field(
+        default_factory=list,
+        description="Which model-resource event kinds run which assets (none: no sensor).",
+    )
 
     def build(
         self, resource_key: str, spend_db_path: str | None = None
@@ -83,13 +105,19 @@ class ResourceSensorConfig(dg.Model, dg.Resolvable):
         )
 
 
-class IdleGuardConfig(dg.Model, dg.Resolvable):
+class IdleGuardConfig(Section):
     """:func:`~rl_sessions_dagster.build_idle_guard` in YAML. Dry run unless ``dry_run: false``."""
 
-    enabled: bool = True
-    name: str = "together_rl_idle_guard"
+    enabled: bool = Field(default=True, description="false: no idle guard.")
+    name: str = Field(
+        default="together_rl_idle_guard",
+        min_length=1,
+        description="Name of the guard's job (its sensor: <name>_sensor).",
+    )
     idle_seconds: float = Field(
         default=1800.0,
+        gt=0,
+        le=30 * 86400,
         description="How long since a READY resource was last used (a session started or "
         "ended on it, or it became READY) before it is stopped.",
     )
@@ -100,16 +128,24 @@ class IdleGuardConfig(dg.Model, dg.Resolvable):
         "other status, known or not, always keep the resource up.",
     )
     stop_attempts: int = Field(
-        default=3, description="Runs per idle stretch before the guard gives up (at least 1)."
+        default=3, ge=1, le=20, description="Runs per idle stretch before the guard gives up."
     )
     created_by: str | None = Field(
         default="me", description='"me" (the key\'s own resources), a user id, or null (all).'
     )
-    allow_ids: list[str] = Field(default_factory=list)
-    deny_ids: list[str] = Field(default_factory=list)
-    allow_base_models: list[str] = Field(default_factory=list)
-    deny_base_models: list[str] = Field(default_factory=list)
-    minimum_interval_seconds: int = 300
+    allow_ids: list[str] = Field(
+        default_factory=list, description="Only these resource ids (empty: any)."
+    )
+    deny_ids: list[str] = Field(default_factory=list, description="Never these resource ids.")
+    allow_base_models: list[str] = Field(
+        default_factory=list, description="Only resources of these base models (empty: any)."
+    )
+    deny_base_models: list[str] = Field(
+        default_factory=list, description="Never resources of these base models."
+    )
+    minimum_interval_seconds: int = Field(
+        default=300, ge=1, le=86_400, description="Seconds between ticks (1 to 86400)."
+    )
     running: bool = Field(default=False, description="Default status RUNNING (else STOPPED).")
 
     def build(
@@ -137,19 +173,27 @@ class IdleGuardConfig(dg.Model, dg.Resolvable):
         )
 
 
-class SpendScheduleConfig(dg.Model, dg.Resolvable):
+class SpendScheduleConfig(Section):
     """The spend asset (cost per resource, session and sweep) on a schedule."""
 
-    enabled: bool = True
-    key: str = "together/rl_spend"
+    enabled: bool = Field(default=True, description="false: no spend asset or schedule.")
+    key: str = Field(
+        default="together/rl_spend", min_length=1, description="Asset key of the spend asset."
+    )
     db_path: str | None = Field(
         default=None,
         description="Override for this asset only (a URL or file path; $VARS expanded at run "
         "time). Leave unset: spend then shares the resource's database_url_env with the sync.",
     )
-    cron_schedule: str = "*/15 * * * *"
+    cron_schedule: str = Field(
+        default="*/15 * * * *", min_length=1, description="When the spend asset refreshes (cron)."
+    )
     running: bool = Field(default=False, description="Default status RUNNING (else STOPPED).")
-    job_name: str = "together_rl_spend_job"
+    job_name: str = Field(
+        default="together_rl_spend_job",
+        min_length=1,
+        description="Name of the spend job (its schedule: <job_name>_schedule).",
+    )
 
     def build(self, resource_key: str, group_name: str | None) -> dg.Definitions | None:
         if not self.enabled:

@@ -9,11 +9,11 @@ loads as is. Building the definitions makes no API call.
 """
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import dagster as dg
 from dagster.components import Scaffolder, ScaffoldRequest, scaffold_component, scaffold_with
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from ..assets import build_checkpoint_asset_spec, build_session_sync_asset
 from ..assets.schedules import build_sync_job_and_schedule
@@ -24,6 +24,7 @@ from ..sensors import EventRoute, PollingOptions, SessionFilter, build_routed_se
 from ..sensors.options import event_kinds
 from .evaluation import EvaluationSection
 from .gpus import IdleGuardConfig, ResourceSensorConfig, SpendScheduleConfig, gpu_defs
+from .schema import Section, exact_model, templatable
 
 SCAFFOLD_YAML = """\
 type: {type_name}
@@ -39,6 +40,8 @@ attributes:
     name: together_rl_events
     minimum_interval_seconds: 30
     running: false                  # evaluations cost money: turn it on in the UI
+    # announce: [checkpoint_registered]   # no routes needed: only add each checkpoint's
+    #                                     # partition + runless materialization (eager() assets)
   # One sensor, one poll of the API per interval; each event kind goes to one selection.
   # A checkpoint route's assets must use partitions_def=CHECKPOINT_PARTITIONS.
   routes: []
@@ -72,32 +75,62 @@ attributes:
 """
 
 
-class ResourceConfig(dg.Model, dg.Resolvable):
+#: The session event kinds as YAML spells them (``EventKind`` values; a test keeps them equal).
+EventKindName = Literal[
+    "checkpoint_created",
+    "checkpoint_registered",
+    "session_stopped",
+    "session_error",
+    "session_expired",
+    "session_status_changed",
+]
+
+
+class ResourceConfig(Section):
     """The ``TogetherRLResource``; the API key comes from ``api_key_env`` at use time."""
 
     api_key_env: str = Field(
-        default="TOGETHER_API_KEY", description="Environment variable holding the API key."
+        default="TOGETHER_API_KEY",
+        min_length=1,
+        description="Environment variable holding the API key (read at run/tick time; the "
+        "key itself never goes in YAML).",
     )
     base_url: str | None = Field(
         default=None,
         description="API origin; default $TOGETHER_BASE_URL, then https://api.together.ai.",
     )
-    request_timeout: float = 30.0
-    max_attempts: int = 4
+    request_timeout: float = Field(
+        default=30.0, gt=0, le=600, description="Seconds per HTTP attempt."
+    )
+    max_attempts: int = Field(
+        default=4,
+        ge=1,
+        le=20,
+        description="Attempts per call on transport errors, 408, 429 and 5xx.",
+    )
     database_url_env: str | None = Field(
         default=None,
         description="Environment variable holding the URL of the database every table goes "
         "to (sessions, checkpoints, spend). Unset: $RL_TABLES_URL if set, else the Dagster "
         "instance's PostgreSQL (schema together_rl), else $DAGSTER_HOME/together_rl_sync.sqlite.",
     )
-    resource_key: str = Field(default="together", description="Key in Definitions.resources.")
+    resource_key: str = Field(
+        default="together", min_length=1, description="Key in Definitions.resources."
+    )
 
 
-class CheckpointAssetConfig(dg.Model, dg.Resolvable):
+class CheckpointAssetConfig(Section):
     """The external checkpoint asset (one partition per checkpoint)."""
 
-    key: str = Field(default=CHECKPOINT_ASSET_KEY.to_user_string())
-    group_name: str | None = "together_rl"
+    key: str = Field(
+        default=CHECKPOINT_ASSET_KEY.to_user_string(),
+        min_length=1,
+        description="Asset key of the external checkpoint asset ('/'-separated).",
+    )
+    group_name: str | None = Field(
+        default="together_rl",
+        description="Asset group of this asset and the other assets the Component builds.",
+    )
     materialize_on_event: bool = Field(
         default=True,
         description="Record a runless materialization per checkpoint event "
@@ -105,12 +138,19 @@ class CheckpointAssetConfig(dg.Model, dg.Resolvable):
     )
 
 
-class RouteConfig(dg.Model, dg.Resolvable):
+class RouteConfig(Section):
     """Which event kinds run which assets (a Dagster asset selection string)."""
 
-    event_kinds: list[str]
-    assets: str = Field(description="Asset selection, e.g. 'key:\"checkpoint_evaluation\"'.")
-    job_name: str = Field(description="Name of the asset job the runs execute.")
+    event_kinds: list[EventKindName] = Field(
+        min_length=1,
+        description="Session events whose runs this route starts: checkpoint_created, "
+        "checkpoint_registered, session_stopped, session_error, session_expired, "
+        "session_status_changed. Each kind in at most one route.",
+    )
+    assets: str = Field(
+        min_length=1, description="Asset selection, e.g. 'key:\"checkpoint_evaluation\"'."
+    )
+    job_name: str = Field(min_length=1, description="Name of the asset job the runs execute.")
     partitioned: bool | None = Field(
         default=None,
         description="Checkpoint runs carry the checkpoint partition key (default: yes when "
@@ -118,48 +158,108 @@ class RouteConfig(dg.Model, dg.Resolvable):
     )
 
 
-class SessionFilterConfig(dg.Model, dg.Resolvable):
+class SessionFilterConfig(Section):
     """Which sessions the sensor watches; every given field must match."""
 
-    model_resources_id: str | None = None
+    model_resources_id: str | None = Field(
+        default=None, description="Only sessions on this model resource (sent to the API)."
+    )
     created_by: str | None = Field(default=None, description='"me" or a user id.')
     display_name: str | None = Field(default=None, description='A glob, e.g. "sweep-*".')
-    wandb_project: str | None = None
+    wandb_project: str | None = Field(
+        default=None, description="Only sessions logging to this W&B project."
+    )
 
 
-class PollingConfig(dg.Model, dg.Resolvable):
+class PollingConfig(Section):
     """:class:`~rl_sessions_dagster.PollingOptions` in YAML."""
 
-    backfill: bool = False
-    max_runs_per_tick: int = 25
-    tick_budget_seconds: float = 40.0
-    lookback_seconds: float = 600.0
-    registration_wait_seconds: float = 3600.0
-    page_size: int = 100
-    unavailable_alarm_seconds: float = 600.0
-    unordered_pages_per_tick: int = 8
+    backfill: bool = Field(
+        default=False,
+        description="On the first tick, announce history too (default: only what happens next).",
+    )
+    max_runs_per_tick: int = Field(
+        default=25,
+        ge=1,
+        le=1000,
+        description="Most events a tick turns into runs; the rest follow next tick, in order.",
+    )
+    tick_budget_seconds: float = Field(
+        default=40.0,
+        gt=0,
+        le=3600,
+        description="Wall time a tick may spend on the API, retries included (kept 15 s "
+        "under DAGSTER_SENSOR_GRPC_TIMEOUT_SECONDS).",
+    )
+    lookback_seconds: float = Field(
+        default=600.0,
+        gt=0,
+        description="How far behind the newest session seen the finished-session scan reaches.",
+    )
+    registration_wait_seconds: float = Field(
+        default=3600.0,
+        gt=0,
+        description="How long an unregistered checkpoint is re-checked.",
+    )
+    page_size: int = Field(default=100, ge=1, le=100, description="List page size (1-100).")
+    unavailable_alarm_seconds: float = Field(
+        default=600.0,
+        gt=0,
+        description="After this long with every tick failing to read the API, one tick fails "
+        "loudly; the sensor keeps retrying.",
+    )
+    unordered_pages_per_tick: int = Field(
+        default=8,
+        ge=1,
+        le=1000,
+        description="Pages of a finished-session list with no time order read per tick.",
+    )
 
 
-class SensorConfig(dg.Model, dg.Resolvable):
-    name: str = "together_rl_events"
-    minimum_interval_seconds: int = 30
+class SensorConfig(Section):
+    """The routed event sensor: one poll of the API per interval."""
+
+    name: str = Field(
+        default="together_rl_events",
+        min_length=1,
+        description="Sensor name; also the key of its cursor (renaming starts over).",
+    )
+    minimum_interval_seconds: int = Field(
+        default=30, ge=1, le=86_400, description="Seconds between ticks (1 to 86400)."
+    )
     running: bool = Field(default=False, description="Default status RUNNING (else STOPPED).")
-    session_filter: SessionFilterConfig = SessionFilterConfig()
-    polling: PollingConfig = PollingConfig()
+    session_filter: SessionFilterConfig = Field(
+        default=SessionFilterConfig(), description="Which sessions the sensor watches."
+    )
+    polling: PollingConfig = Field(
+        default=PollingConfig(), description="How the sensor reads the API."
+    )
+    announce: list[Literal["checkpoint_registered", "checkpoint_created"]] = Field(
+        default_factory=list,
+        description="Checkpoint kinds announced even when no route runs them: the sensor adds "
+        "the checkpoint's partition and records its runless materialization, so your assets "
+        "can follow with AutomationCondition.eager(). With no routes, the sensor only announces.",
+    )
 
 
-class SyncConfig(dg.Model, dg.Resolvable):
+class SyncConfig(Section):
     """The scheduled sync of sessions and checkpoints into the tables' database."""
 
-    enabled: bool = True
+    enabled: bool = Field(default=True, description="false: no sync asset, job or schedule.")
     db_path: str | None = Field(
         default=None,
         description="Override for this asset only (a URL or file path; $VARS expanded at run "
         "time). Leave unset: every table then goes to the resource's database_url_env.",
     )
-    cron_schedule: str = "*/15 * * * *"
+    cron_schedule: str = Field(
+        default="*/15 * * * *", min_length=1, description="When the sync runs (cron)."
+    )
     running: bool = Field(default=False, description="Default status RUNNING (else STOPPED).")
-    job_name: str | None = None
+    job_name: str | None = Field(
+        default=None,
+        description="Name of the sync job (default: from the asset key, "
+        "together__rl_sessions_table_sync_job).",
+    )
 
 
 class TogetherRLScaffolder(Scaffolder):
@@ -170,7 +270,8 @@ class TogetherRLScaffolder(Scaffolder):
             scaffold_component(request, {})
             return
         path = Path(request.target_path) / "defs.yaml"
-        path.write_text(SCAFFOLD_YAML.format(type_name=request.type_name))
+        # replace, not format: the YAML has braces of its own ({type: numeric})
+        path.write_text(SCAFFOLD_YAML.replace("{type_name}", request.type_name))
 
 
 @scaffold_with(TogetherRLScaffolder)
@@ -181,11 +282,23 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
     assets, the idle guard and the spend asset. No API call at load.
     """
 
-    resource: ResourceConfig = ResourceConfig()
-    checkpoint_asset: CheckpointAssetConfig = CheckpointAssetConfig()
-    sensor: SensorConfig = SensorConfig()
-    routes: list[RouteConfig] = Field(default_factory=list)
-    sync: SyncConfig = SyncConfig()
+    resource: ResourceConfig = Field(
+        default=ResourceConfig(), description="The TogetherRLResource (API key from env)."
+    )
+    checkpoint_asset: CheckpointAssetConfig = Field(
+        default=CheckpointAssetConfig(),
+        description="The external checkpoint asset, one partition per checkpoint.",
+    )
+    sensor: SensorConfig = Field(
+        default=SensorConfig(), description="The routed event sensor (one API poll per tick)."
+    )
+    routes: list[RouteConfig] = Field(
+        default_factory=list,
+        description="Which event kinds run which assets; each kind in at most one route.",
+    )
+    sync: SyncConfig = Field(
+        default=SyncConfig(), description="The scheduled sync of sessions and checkpoints."
+    )
     resource_sensor: ResourceSensorConfig | None = Field(
         default=None, description="Model-resource events (ready, error, stopped, ...) to assets."
     )
@@ -200,6 +313,12 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
         description="Built-in evaluation of every registered checkpoint (dataset, graders, "
         "score check), routed from the sensor's checkpoint_registered events.",
     )
+
+    @classmethod
+    def model(cls) -> type[BaseModel]:
+        """Dagster's derived model, whose JSON schema (what ``dg check yaml`` and
+        ``dg utils inspect-component`` read) is made exact by :func:`.schema.exact_schema`."""
+        return exact_model(templatable(super().model()), cls)
 
     def build_resource(self) -> TogetherRLResource:
         res = self.resource
@@ -232,9 +351,9 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
 
     def build_sensor(self) -> dg.SensorDefinition | None:
         routes = self.build_routes()
-        if not routes:
-            return None
         sensor, flt = self.sensor, self.sensor.session_filter
+        if not routes and not sensor.announce:
+            return None
         return build_routed_sensor(
             name=sensor.name,
             routes=routes,
@@ -255,6 +374,7 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
             default_status=(
                 dg.DefaultSensorStatus.RUNNING if sensor.running else dg.DefaultSensorStatus.STOPPED
             ),
+            announce=sensor.announce,
         )
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:

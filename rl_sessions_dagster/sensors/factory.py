@@ -24,7 +24,14 @@ from dagster._core.definitions.unresolved_asset_job_definition import (
     UnresolvedAssetJobDefinition,
 )
 
-from ..core import EventKind, SessionEvent, TrackerConfig, TrackerState, advance
+from ..core import (
+    CHECKPOINT_EVENTS,
+    EventKind,
+    SessionEvent,
+    TrackerConfig,
+    TrackerState,
+    advance,
+)
 from ..core.filters import SessionFilter
 from ..core.poll import collect
 from ..partitions import CHECKPOINT_ASSET_KEY, CHECKPOINT_PARTITIONS
@@ -70,6 +77,7 @@ class SensorPlan:
     targets: tuple[RouteTarget, ...]
     checkpoint_asset_key: dg.AssetKey | None
     name_jobs: bool  # several targets: each RunRequest names its job
+    announce: frozenset[EventKind] = frozenset()  # checkpoint kinds announced with no route
 
     def target_for(self, kind: EventKind) -> RouteTarget | None:
         for target in self.targets:
@@ -162,6 +170,8 @@ def _build_requests(events: Sequence[SessionEvent], plan: SensorPlan) -> _Built:
     for event in events:
         target = plan.target_for(event.kind)
         if target is None:
+            if event.kind in plan.announce:
+                _announce(built, event, plan.checkpoint_asset_key)
             continue
         route = target.route
         request: dg.RunRequest | None = default_run_request(event, partitioned=route.partitioned)
@@ -176,12 +186,18 @@ def _build_requests(events: Sequence[SessionEvent], plan: SensorPlan) -> _Built:
             continue
         if route.partitioned and route.partitions_def is not None and request.partition_key:
             built.add_partition(route.partitions_def, request.partition_key)
-        if plan.checkpoint_asset_key is not None:
-            mat = checkpoint_materialization(event, plan.checkpoint_asset_key)
-            if mat is not None and mat.partition is not None:
-                built.add_partition(CHECKPOINT_PARTITIONS, str(mat.partition))
-                built.asset_events.append(mat)
+        _announce(built, event, plan.checkpoint_asset_key)
     return built
+
+
+def _announce(built: _Built, event: SessionEvent, asset_key: dg.AssetKey | None) -> None:
+    """The checkpoint's partition and the runless materialization of the checkpoint asset."""
+    if asset_key is None:
+        return
+    mat = checkpoint_materialization(event, asset_key)
+    if mat is not None and mat.partition is not None:
+        built.add_partition(CHECKPOINT_PARTITIONS, str(mat.partition))
+        built.asset_events.append(mat)
 
 
 def _overlaps(routes: Sequence[EventRoute]) -> set[EventKind]:
@@ -204,6 +220,7 @@ def build_routed_sensor(
     minimum_interval_seconds: int = 30,
     default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
     description: str | None = None,
+    announce: Iterable[EventKind | str] = (),
 ) -> dg.SensorDefinition:
     """One sensor, one poll of the API per tick, each event kind routed to its own target.
 
@@ -217,13 +234,27 @@ def build_routed_sensor(
             ``CHECKPOINT_PARTITIONS``) per checkpoint event; ``None`` to disable.
         options: polling knobs (:class:`PollingOptions`).
         minimum_interval_seconds, default_status, description: as for ``@dg.sensor``.
+        announce: checkpoint kinds (``checkpoint_registered``, ``checkpoint_created``) whose
+            partition is added and runless materialization recorded even when no route runs
+            them. With ``routes=[]`` the sensor only announces: assets downstream of the
+            checkpoint asset follow with ``AutomationCondition.eager()``.
 
     Raises:
-        DagsterInvalidDefinitionError: no routes, a kind in two routes, or a checkpoint route
+        DagsterInvalidDefinitionError: no routes and nothing announced, a kind in two routes,
+            announce without a checkpoint asset or with a session kind, or a checkpoint route
             whose target is not partitioned by its ``partitions_def`` (``CHECKPOINT_PARTITIONS``).
     """
-    if not routes:
-        raise dg.DagsterInvalidDefinitionError(f"sensor '{name}' needs at least one EventRoute")
+    announced = parse_event_kinds(announce) if announce else frozenset()
+    if not routes and not announced:
+        raise dg.DagsterInvalidDefinitionError(
+            f"sensor '{name}' needs at least one EventRoute, or checkpoint kinds to announce"
+        )
+    if announced and (checkpoint_asset_key is None or not announced <= CHECKPOINT_EVENTS):
+        raise dg.DagsterInvalidDefinitionError(
+            f"sensor '{name}': announce takes checkpoint kinds "
+            f"({', '.join(sorted(k.value for k in CHECKPOINT_EVENTS))}) and needs "
+            "checkpoint_asset_key (the asset whose partitions announce the checkpoints)"
+        )
     overlap = _overlaps(routes)
     if overlap:
         raise dg.DagsterInvalidDefinitionError(
@@ -237,7 +268,7 @@ def build_routed_sensor(
         raise dg.DagsterInvalidDefinitionError(
             f"sensor '{name}': two routes run the same job {names}; merge them into one route"
         )
-    kinds = frozenset().union(*(route.kinds for route in routes))
+    kinds = frozenset().union(announced, *(route.kinds for route in routes))
     plan = SensorPlan(
         name=name,
         resource_key=resource_key,
@@ -248,6 +279,7 @@ def build_routed_sensor(
         targets=targets,
         checkpoint_asset_key=checkpoint_asset_key,
         name_jobs=len(targets) > 1,
+        announce=announced,
     )
 
     body = _session_tick(plan)
@@ -269,8 +301,19 @@ def build_routed_sensor(
         minimum_interval_seconds=minimum_interval_seconds,
         default_status=default_status,
         required_resource_keys={resource_key},
-        description=description
-        or f"Together RL events ({', '.join(sorted(k.value for k in kinds))}) → runs.",
+        description=description or _describe(kinds, targets, checkpoint_asset_key),
+    )
+
+
+def _describe(
+    kinds: frozenset[EventKind], targets: Sequence[RouteTarget], asset_key: dg.AssetKey | None
+) -> str:
+    named = ", ".join(sorted(k.value for k in kinds))
+    if targets:
+        return f"Together RL events ({named}) → runs."
+    shown = asset_key.to_user_string() if asset_key else "the checkpoint asset"
+    return (
+        f"Together RL checkpoints ({named}) → partitions and runless materializations of {shown}."
     )
 
 

@@ -8,6 +8,7 @@ makes for ``assets=`` routes. A user's ``define_asset_job`` without ``partitions
 resolved from assets the sensor cannot see, so it is checked on the sensor's first tick instead.
 """
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -40,17 +41,41 @@ def misrouted_error(
     )
 
 
+def empty_selection_error(
+    sensor: str, job: str, selection: str, matched: Collection[dg.AssetKey]
+) -> dg.DagsterInvalidDefinitionError:
+    what = (
+        "matches no asset in these definitions"
+        if not matched
+        else "matches only assets that cannot run (external: "
+        + ", ".join(sorted(k.to_user_string() for k in matched))
+        + ")"
+    )
+    return dg.DagsterInvalidDefinitionError(
+        f"Sensor '{sensor}' routes events to job '{job}', whose asset selection {selection} "
+        f"{what}. Check the key (`dg list defs`), and that the "
+        "module defining the asset is loaded: dg loads the Python modules of the defs folder "
+        "(e.g. defs/evaluation.py), not a .py file placed beside a defs.yaml."
+    )
+
+
 def partitioned_by(found: object, expected: dg.DynamicPartitionsDefinition) -> bool:
     return isinstance(found, dg.DynamicPartitionsDefinition) and found.name == expected.name
 
 
 class _CheckedAssetJob(UnresolvedAssetJobDefinition):
-    """An asset job that, when Dagster resolves it at load, checks its partitioning."""
+    """An asset job that, when Dagster resolves it at load, checks that its selection matched
+    an asset (else the partition check would blame partitioning) and then its partitioning."""
 
     _rl_sensor: str = ""
     _rl_expected: dg.DynamicPartitionsDefinition | None = None
 
     def resolve(self, asset_graph: Any, *args: Any, **kwargs: Any) -> dg.JobDefinition:
+        matched = self.selection.resolve(asset_graph, allow_missing=True)
+        if not matched & asset_graph.executable_asset_keys:
+            raise empty_selection_error(
+                type(self)._rl_sensor, self.name, _shown(self.selection), matched
+            )
         job = super().resolve(asset_graph, *args, **kwargs)
         expected = type(self)._rl_expected
         if expected is not None and not partitioned_by(job.partitions_def, expected):
@@ -58,8 +83,17 @@ class _CheckedAssetJob(UnresolvedAssetJobDefinition):
         return job
 
 
+def _shown(selection: dg.AssetSelection) -> str:
+    try:
+        return f"'{selection.to_selection_str()}'"
+    except Exception:  # a selection with no string form
+        return repr(selection)
+
+
 def _checked_asset_job(
-    sensor: str, base: UnresolvedAssetJobDefinition, expected: dg.DynamicPartitionsDefinition
+    sensor: str,
+    base: UnresolvedAssetJobDefinition,
+    expected: dg.DynamicPartitionsDefinition | None,
 ) -> UnresolvedAssetJobDefinition:
     cls = type(
         "CheckpointAssetJob", (_CheckedAssetJob,), {"_rl_sensor": sensor, "_rl_expected": expected}
@@ -95,9 +129,7 @@ def resolve_route(sensor: str, index: int, route: EventRoute) -> RouteTarget:
     if route.assets is not None:
         name = route.job_name or f"{sensor}_route_{index}"
         asset_job = dg.define_asset_job(name, selection=route.assets)
-        if expected is not None:
-            asset_job = _checked_asset_job(sensor, asset_job, expected)
-        return RouteTarget(route, asset_job)
+        return RouteTarget(route, _checked_asset_job(sensor, asset_job, expected))
     job = route.job
     assert job is not None  # EventRoute guarantees exactly one of job / assets
     if expected is not None:

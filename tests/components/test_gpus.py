@@ -130,5 +130,5 @@ def test_resource_routes_from_one_poll_and_guard_acts(monkeypatch):
 
 def test_unknown_resource_kind_in_yaml_is_named():
     bad = YAML.replace("[resource_ready]", "[resource_redy]")
-    with pytest.raises(Exception, match="valid kinds: resource_ready"):
+    with pytest.raises(Exception, match="Input should be 'resource_ready'"):
         dg.Definitions.validate_loadable(component_defs(bad))

@@ -108,12 +108,24 @@ def test_checkpoint_route_to_unpartitioned_assets_fails_at_load():
     assert "CHECKPOINT_PARTITIONS" in f"{info.value} {info.value.__cause__}"
 
 
+@pytest.mark.parametrize("route", [0, 1])
+def test_a_selection_matching_no_asset_says_so_not_partitioning(route):
+    """The asset's module was not loaded (e.g. a .py beside defs.yaml): the error names the
+    empty selection, for checkpoint routes too (whose partition check would blame partitions)."""
+    target = ['key:"checkpoint_evaluation"', 'key:"session_report"'][route]
+    with pytest.raises(dg.DagsterInvalidDefinitionError) as info:
+        dg.Definitions.validate_loadable(component_defs(YAML.replace(target, 'key:"missing"')))
+    text = f"{info.value} {info.value.__cause__}"
+    assert "selection 'key:\"missing\"' matches no asset" in text
+    assert "not partitioned" not in text and "beside a defs.yaml" in text
+
+
 @pytest.mark.parametrize(
     ("yaml", "match"),
     [
         (
             "routes: [{event_kinds: [checkpoint_registred], assets: '*', job_name: j}]",
-            "valid kinds",
+            "Input should be 'checkpoint_created', 'checkpoint_registered'",
         ),
         (
             "sensor: {polling: {page_size: 500}}\nroutes: [{event_kinds: [session_error], "
@@ -156,3 +168,46 @@ def test_example_projects_load_without_our_warnings(module):
     assert not [line for line in warning_lines if "owners" in line]
     assert not [line for line in warning_lines if "rl_sessions_dagster" in line]
     assert not [line for line in warning_lines if "example_repo" in line]
+
+
+def test_every_field_of_every_section_is_described_in_the_schema():
+    """What `dg utils inspect-component` prints and `dg check yaml` validates against."""
+    from rl_sessions_dagster.components.schema import undescribed
+
+    schema = TogetherRLComponent.get_model_cls().model_json_schema()
+    assert undescribed(schema) == []
+    sensor = schema["$defs"]["SensorConfigModel"]["properties"]
+    assert sensor["minimum_interval_seconds"]["else"] == {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 86400,
+    }
+    sensor_prop = schema["properties"]["sensor"]
+    assert sensor_prop["else"] == {"$ref": "#/$defs/SensorConfigModel"}  # errors keep their path
+    assert {} in sensor_prop["anyOf"]  # the anyOf kept for readers never fails
+
+
+def test_yaml_event_kind_names_are_the_enums():
+    import typing
+
+    from rl_sessions_dagster.components.gpus import ResourceEventKindName
+    from rl_sessions_dagster.components.together_rl import EventKindName
+    from rl_sessions_dagster.core import EventKind, ResourceEventKind
+
+    assert set(typing.get_args(EventKindName)) == {k.value for k in EventKind}
+    assert set(typing.get_args(ResourceEventKindName)) == {k.value for k in ResourceEventKind}
+
+
+def test_templates_still_resolve_in_bounded_fields(monkeypatch):
+    monkeypatch.setenv("RL_TEST_INTERVAL", "7")
+    component = TogetherRLComponent.resolve_from_yaml(
+        'sensor: {minimum_interval_seconds: "{{ env.RL_TEST_INTERVAL }}"}\n'
+        'evaluation: {items: [], concurrency: "{{ env.RL_TEST_INTERVAL }}", max_calls: null}\n'
+    )
+    assert component.sensor.minimum_interval_seconds == 7
+    assert component.evaluation is not None and component.evaluation.concurrency == 7
+    monkeypatch.setenv("RL_TEST_INTERVAL", "0")
+    with pytest.raises(Exception, match="greater than or equal to 1"):
+        TogetherRLComponent.resolve_from_yaml(
+            'sensor: {minimum_interval_seconds: "{{ env.RL_TEST_INTERVAL }}"}\n'
+        )

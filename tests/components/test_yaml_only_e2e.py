@@ -1,0 +1,167 @@
+"""Issue #19's "done when", end to end: a project made by ``create-dagster`` that holds only a
+``defs.yaml`` and a JSONL dataset passes ``dg check yaml`` and ``dg check defs``, and under the
+real ``dagster-daemon`` (simulator on loopback, faults injected on the API and on the chat
+calls) every checkpoint registered after the sensor's first tick gets exactly one evaluation
+run, which succeeds, and one evaluation materialization with a score.
+
+Report and champion land as sections of the same YAML: add their keys to ``DEFS_YAML`` and a
+check beside ``assert_every_checkpoint_evaluated_once`` (the world below already stops a
+session, fails one and lands a better checkpoint last).
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from rl_sessions_dagster.testing import RLSimulator
+from rl_sessions_dagster.testing.daemon import (
+    dagster_daemon,
+    group_alive,
+    prepare_dagster_home,
+    sensor_ticks,
+    wait_for,
+)
+
+pytestmark = [pytest.mark.daemon, pytest.mark.slow]
+
+BIN = Path(sys.executable).parent
+API_KEY = "sk-yaml-e2e-CANARY-0123456789"
+SENSOR = "together_rl_events"
+JOB = "evaluate_checkpoint"
+EVAL_KEY = dg.AssetKey(["together", "checkpoint_evaluation"])
+# Ceilings, not expectations: each wait returns as soon as its event happens.
+DAEMON_START = 240
+PROGRESS = 420
+
+DEFS_YAML = """\
+type: rl_sessions_dagster.TogetherRLComponent
+
+attributes:
+  resource:
+    max_attempts: 6                 # the faults below are retried, Retry-After honoured
+  sensor:
+    minimum_interval_seconds: 1
+    running: true
+  sync:
+    enabled: false
+  evaluation:
+    dataset: eval.jsonl             # beside this defs.yaml
+    prompt_template: "What is {a} + {b}? Answer with the number only."
+    graders: [{type: numeric}]
+    concurrency: 4
+"""
+
+DATASET = "".join(
+    json.dumps({"a": a, "b": b, "expected": a + b}) + "\n" for a in (3, 8, 21) for b in (4, 9, 15)
+)
+
+
+def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PYTHONPATH": str(cwd / "src"),
+        "NO_COLOR": "1",
+    }
+    env.pop("TOGETHER_API_KEY", None)  # checking must not need the key
+    return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=180)
+
+
+def make_project(root: Path) -> tuple[Path, str]:
+    """``create-dagster project`` (works offline with --no-uv-sync), then the Component's
+    defs.yaml scaffolded by ``dg`` and replaced by ours, and the dataset beside it."""
+    made = run([str(BIN / "create-dagster"), "project", "--no-uv-sync", "rl-yaml"], root)
+    assert made.returncode == 0, made.stdout + made.stderr
+    project = root / "rl-yaml"
+    dg_bin = str(BIN / "dg")
+    done = run(
+        [dg_bin, "scaffold", "defs", "rl_sessions_dagster.TogetherRLComponent", "rl"], project
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    folder = project / "src" / "rl_yaml" / "defs" / "rl"
+    (folder / "defs.yaml").write_text(DEFS_YAML)
+    (folder / "eval.jsonl").write_text(DATASET)
+    written = {
+        p.relative_to(project / "src" / "rl_yaml" / "defs") for p in folder.parent.rglob("*")
+    }
+    assert {p for p in written if p.suffix == ".py"} <= {Path("__init__.py")}  # YAML + JSONL only
+    for check in ("yaml", "defs"):
+        done = run([dg_bin, "check", check], project)
+        assert done.returncode == 0, done.stdout + done.stderr
+    return project, "rl_yaml.definitions"
+
+
+def evaluation_runs(instance: dg.DagsterInstance) -> list[dg.DagsterRun]:
+    return [r for r in instance.get_runs() if r.job_name == JOB]
+
+
+def assert_every_checkpoint_evaluated_once(instance: dg.DagsterInstance, expected: set[str]):
+    runs = evaluation_runs(instance)
+    assert sorted(r.tags["dagster/partition"] for r in runs) == sorted(expected)
+    assert {r.status for r in runs} == {dg.DagsterRunStatus.SUCCESS}
+    mats = instance.fetch_materializations(EVAL_KEY, limit=100).records
+    assert sorted(m.asset_materialization.partition for m in mats) == sorted(expected)
+    for m in mats:
+        score = m.asset_materialization.metadata["score"].value
+        assert isinstance(score, float) and 0.0 <= score <= 1.0
+
+
+@pytest.mark.timeout(1200)
+def test_yaml_only_project_evaluates_every_checkpoint_once_on_the_daemon(tmp_path):
+    project, module = make_project(tmp_path)
+    with RLSimulator(api_key=API_KEY, seed=19) as sim:
+        world = sim.world
+        a = world.create_session(display_name="sweep-a")
+        b = world.create_session(display_name="sweep-b")
+        world.advance_steps(a, 5)
+        world.add_inference_checkpoint(a)  # history: before the first tick, never announced
+        home = prepare_dagster_home(tmp_path / "home")
+        env = {"TOGETHER_API_KEY": API_KEY, "TOGETHER_BASE_URL": sim.base_url}
+        with dagster_daemon(home, module, working_directory=project / "src", env=env) as proc:
+            instance = dg.DagsterInstance.from_config(str(home))
+            wait_for(lambda: sensor_ticks(instance, SENSOR), DAEMON_START, "the first tick")
+
+            # Faults: the session list fails for a few ticks, chat calls are rate limited and
+            # dropped at random (retried inside the evaluation), a checkpoint read fails once.
+            sim.faults.add("GET /v1/rl/training-sessions", status=503, times=3)
+            sim.faults.rate_limit("POST /v1/chat/completions", retry_after=0.05, rate=0.1)
+            sim.faults.drop("POST /v1/chat/completions", rate=0.03)
+            sim.faults.add("GET /v1/rl/checkpoints/{id}", status=502, times=1)
+
+            expected: set[str] = set()  # checkpoint ids
+            for session, n in ((a, 2), (b, 1)):
+                for _ in range(n):
+                    world.advance_steps(session, 10)
+                    expected.add(world.add_inference_checkpoint(session))
+            world.advance_steps(a, 10)
+            lagging = world.add_inference_checkpoint(a, registered=False)  # registered later
+            world.add_inference_checkpoint(b, registered=False)  # never registered: no run
+            world.stop_session(a, immediate=True)
+            world.register_checkpoint(lagging)
+            expected.add(lagging)
+            world.fail_session(b, message="boom")
+
+            def all_evaluated():
+                runs = evaluation_runs(instance)
+                done = {r.tags["together/checkpoint_id"]: r for r in runs if r.is_success}
+                return done if set(done) >= expected else None
+
+            done = wait_for(all_evaluated, PROGRESS, f"{len(expected)} successful evaluations")
+            partitions = {done[c].tags["dagster/partition"] for c in expected}
+            # Quiet afterwards: two more ticks launch nothing new.
+            n = len(sensor_ticks(instance, SENSOR))
+            wait_for(lambda: len(sensor_ticks(instance, SENSOR)) >= n + 2, PROGRESS, "2 ticks")
+            wait_for(
+                lambda: all(r.is_finished for r in instance.get_runs()), PROGRESS, "runs finished"
+            )
+            assert_every_checkpoint_evaluated_once(instance, partitions)
+            assert sim.faults.rules[0].applied == 3  # the API faults were really served
+            pgid = proc.pid
+        assert not group_alive(pgid)
+        daemon_log = (home / "daemon.log").read_text()
+        assert API_KEY not in daemon_log
