@@ -115,4 +115,7 @@ def checkpoint_metadata(
             meta["model_name"] = dg.MetadataValue.text(reg.deployable_model)
     if session.wandb_url:
         meta["wandb_url"] = dg.MetadataValue.url(session.wandb_url)
+    wandb = session.metadata.wandb
+    if wandb is not None and wandb.group:  # with display_name: the sweep (core/sweeps.py)
+        meta["wandb_group"] = dg.MetadataValue.text(wandb.group)
     return meta

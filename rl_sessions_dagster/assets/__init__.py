@@ -1,5 +1,5 @@
-"""Assets: the checkpoint partitions and spec, the built-in checkpoint evaluation, and the
-scheduled session/checkpoint sync."""
+"""Assets: the checkpoint partitions and spec, the built-in checkpoint evaluation, the sweep
+champions, the finished-session report, and the scheduled session/checkpoint sync."""
 
 from ..api.registration import (
     CheckpointNotDownloadableError,
@@ -9,6 +9,17 @@ from ..api.registration import (
     choose_variant,
     deployment_target,
     download_urls,
+)
+from .champion import (
+    CHAMPION_ASSET_KEY,
+    CHAMPION_CHANGED,
+    SWEEP_PARTITIONS,
+    ChampionRule,
+    build_champion_asset_spec,
+    build_champion_definitions,
+    build_champion_sensor,
+    champion_baseline,
+    checkpoint_sweeps,
 )
 from .checkpoints import (
     CHECKPOINT_ASSET_KEY,
@@ -29,6 +40,7 @@ from .evaluation import (
     evaluation_metadata,
     previous_checkpoint_baseline,
 )
+from .report import REPORT_ASSET_KEY, ReportConfig, build_session_report_asset, session_spend
 from .spend import (
     DEFAULT_SPEND_DB_FILENAME,
     SPEND_ASSET_KEY,
@@ -51,6 +63,8 @@ from .sync import (
 )
 
 __all__ = [
+    "CHAMPION_ASSET_KEY",
+    "CHAMPION_CHANGED",
     "CHECKPOINT_ASSET_KEY",
     "CHECKPOINT_ASSET_SPEC",
     "CHECKPOINT_PARTITIONS",
@@ -58,30 +72,40 @@ __all__ = [
     "DEFAULT_DB_FILENAME",
     "DEFAULT_SPEND_DB_FILENAME",
     "EVALUATION_ASSET_KEY",
+    "REPORT_ASSET_KEY",
     "SCORE_CHECK_NAME",
     "SESSION_SYNC_ASSET_KEY",
     "SPEND_ASSET_KEY",
+    "SWEEP_PARTITIONS",
     "Baseline",
     "BaselineFinder",
+    "ChampionRule",
     "CheckpointNotDownloadableError",
     "CheckpointNotRegisteredError",
     "DeploymentKind",
     "DeploymentTarget",
     "EvaluatedCheckpoint",
+    "ReportConfig",
     "SpendConfig",
     "SpendReport",
     "StoreFactory",
     "SyncConfig",
     "SyncStats",
+    "build_champion_asset_spec",
+    "build_champion_definitions",
+    "build_champion_sensor",
     "build_checkpoint_asset_spec",
     "build_evaluation_asset",
+    "build_session_report_asset",
     "build_session_sync_asset",
     "build_spend_asset",
     "build_sync_definitions",
     "build_sync_job_and_schedule",
     "build_sync_schedule",
+    "champion_baseline",
     "checkpoint_metadata",
     "checkpoint_partition_key",
+    "checkpoint_sweeps",
     "choose_variant",
     "deployment_target",
     "download_urls",
@@ -89,4 +113,5 @@ __all__ = [
     "previous_checkpoint_baseline",
     "run_spend",
     "run_sync",
+    "session_spend",
 ]

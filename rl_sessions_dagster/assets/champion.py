@@ -1,0 +1,409 @@
+"""The champion of each sweep: its best evaluated checkpoint, kept up to date by a sensor.
+
+``together/sweep_champion`` is partitioned by sweep (dynamic partitions ``together_rl_sweeps``;
+a sweep is the W&B group, else the display-name prefix: :func:`~..core.sweeps.sweep_name`, the
+definition the spend asset uses). Each tick of the champion sensor reads the evaluation
+materializations recorded since its cursor (no API call), finds each checkpoint's sweep in the
+checkpoint asset's metadata (recorded by the event sensor), folds the new scores into the
+sweep's candidates (a re-evaluation replaces the checkpoint's earlier score) and records a
+runless materialization of the sweep's partition: champion, registered model name, score,
+margin over the runner-up, a leaderboard. The candidates travel in that materialization, so
+each tick reads one record per touched sweep and the cursor stays one storage id.
+
+Why a sensor rather than a run per evaluation: ticks are serial, so two evaluations landing
+together can never race to write the same sweep; the fold is order-independent (ties go to the
+earliest step, then the smallest checkpoint id), so the answer is the same however they land.
+
+When the champion changes, the same tick requests the ``champion_changed`` run (routed to a
+job or an asset selection) with run key ``champion_changed:<sweep>:<checkpoint id>:<n>``
+(``n`` counts the sweep's changes), so each change runs exactly once, even when a re-evaluation
+hands the title back to an earlier champion.
+"""
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import dagster as dg
+
+from ..core.sweeps import Candidate, Direction, Standing, fold, rank, standing, sweep_name
+from ..partitions import CHECKPOINT_ASSET_KEY
+from .evaluation import EVALUATION_ASSET_KEY, Baseline, BaselineFinder, EvaluatedCheckpoint
+
+if TYPE_CHECKING:
+    from dagster._core.definitions.target import ExecutableDefinition
+
+__all__ = [
+    "CHAMPION_ASSET_KEY",
+    "CHAMPION_CHANGED",
+    "SWEEP_PARTITIONS",
+    "ChampionRule",
+    "build_champion_asset_spec",
+    "build_champion_definitions",
+    "build_champion_sensor",
+    "champion_baseline",
+    "checkpoint_sweeps",
+]
+
+SWEEP_PARTITIONS = dg.DynamicPartitionsDefinition(name="together_rl_sweeps")
+CHAMPION_ASSET_KEY = dg.AssetKey(["together", "sweep_champion"])
+CHAMPION_CHANGED = "champion_changed"
+#: Evaluation materializations one tick folds at most (the rest next tick).
+_BATCH = 500
+_LEADERBOARD_ROWS = 10
+_MAX_TAG = 200
+
+
+@dataclass(frozen=True)
+class ChampionRule:
+    """How a sweep's champion is chosen."""
+
+    metric: str = "score"
+    direction: Direction = "higher"
+    min_candidates: int = 1
+    name_separator: str = "-"
+
+
+def _value(meta: dict[str, Any], name: str) -> Any:
+    v = meta.get(name)
+    return v.value if isinstance(v, dg.MetadataValue) else v
+
+
+def _latest_metadata(
+    instance: dg.DagsterInstance, key: dg.AssetKey, partitions: Sequence[str]
+) -> dict[str, dict[str, Any]]:
+    """Each partition's latest materialization metadata (one query)."""
+    if not partitions:
+        return {}
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=key, asset_partitions=list(partitions)),
+        limit=len(partitions) * 4,
+    ).records
+    out: dict[str, dict[str, Any]] = {}
+    for record in records:  # newest first
+        mat = record.asset_materialization
+        if mat is not None and mat.partition and mat.partition not in out:
+            out[mat.partition] = dict(mat.metadata)
+    return out
+
+
+def checkpoint_sweeps(
+    instance: dg.DagsterInstance,
+    partitions: Sequence[str],
+    *,
+    checkpoint_asset_key: dg.AssetKey = CHECKPOINT_ASSET_KEY,
+    separator: str = "-",
+) -> dict[str, str]:
+    """The sweep of each checkpoint partition, from the W&B group and display name the event
+    sensor recorded on the checkpoint asset (else the partition's session label)."""
+    meta = _latest_metadata(instance, checkpoint_asset_key, sorted(set(partitions)))
+    out = {}
+    for p in partitions:
+        m = meta.get(p, {})
+        name = _value(m, "display_name") or (p.split("/")[0] if "/" in p else None)
+        out[p] = sweep_name(_value(m, "wandb_group"), name, separator)
+    return out
+
+
+def _candidate(partition: str, meta: dict[str, Any], metric: str) -> Candidate | None:
+    value = _value(meta, metric)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    step = _value(meta, "step")
+    return Candidate(
+        partition=partition,
+        checkpoint_id=str(_value(meta, "checkpoint_id") or partition),
+        value=float(value),
+        step=step if isinstance(step, int) else None,
+        model_name=_value(meta, "model_name") or _value(meta, "model") or None,
+        session_id=_value(meta, "session_id") or None,
+    )
+
+
+def _previous(meta: dict[str, Any] | None) -> tuple[list[Candidate], str, int]:
+    """Candidates, champion id and change count of the sweep's last materialization."""
+    if not meta:
+        return [], "", 0
+    raw = _value(meta, "candidate_list") or []
+    cands = [c for r in raw if isinstance(r, dict) and (c := Candidate.from_dict(r))]
+    changes = _value(meta, "changes")
+    return cands, str(_value(meta, "champion_checkpoint_id") or ""), int(changes or 0)
+
+
+def _leaderboard(ranked: list[Candidate], metric: str) -> dg.MetadataValue:
+    col = dg.TableColumn
+    return dg.MetadataValue.table(
+        [
+            dg.TableRecord(
+                {
+                    "rank": i + 1,
+                    "checkpoint": c.partition,
+                    metric: c.value,
+                    "step": c.step if c.step is not None else -1,
+                    "model_name": c.model_name or "",
+                }
+            )
+            for i, c in enumerate(ranked[:_LEADERBOARD_ROWS])
+        ],
+        schema=dg.TableSchema(
+            [
+                col("rank", "int"),
+                col("checkpoint", "string"),
+                col(metric, "float"),
+                col("step", "int"),
+                col("model_name", "string"),
+            ]
+        ),
+    )
+
+
+def champion_metadata(
+    sweep: str,
+    candidates: list[Candidate],
+    result: Standing,
+    rule: ChampionRule,
+    *,
+    previous_id: str,
+    changes: int,
+) -> dict[str, Any]:
+    """What the sweep's partition shows: champion, model, score, margin, leaderboard."""
+    champ, runner = result.champion, result.runner_up
+    meta: dict[str, Any] = {
+        "sweep": dg.MetadataValue.text(sweep),
+        "metric": dg.MetadataValue.text(rule.metric),
+        "direction": dg.MetadataValue.text(rule.direction),
+        "candidates": dg.MetadataValue.int(result.candidates),
+        "champion_checkpoint_id": dg.MetadataValue.text(champ.checkpoint_id if champ else ""),
+        "previous_champion_id": dg.MetadataValue.text(previous_id),
+        "changed": dg.MetadataValue.bool(champ is not None and champ.checkpoint_id != previous_id),
+        "changes": dg.MetadataValue.int(changes),
+        "leaderboard": _leaderboard(rank(candidates, rule.direction), rule.metric),
+        "candidate_list": dg.MetadataValue.json([c.to_dict() for c in candidates]),
+    }
+    if champ is not None:
+        meta["champion_partition"] = dg.MetadataValue.text(champ.partition)
+        meta["model_name"] = dg.MetadataValue.text(champ.model_name or "")
+        meta["score"] = dg.MetadataValue.float(champ.value)
+        if champ.step is not None:
+            meta["step"] = dg.MetadataValue.int(champ.step)
+    if runner is not None and result.margin is not None:
+        meta["margin"] = dg.MetadataValue.float(round(result.margin, 9))
+        meta["runner_up_checkpoint_id"] = dg.MetadataValue.text(runner.checkpoint_id)
+        meta["runner_up_score"] = dg.MetadataValue.float(runner.value)
+    return meta
+
+
+def _tag(value: object) -> str:
+    text = str(value)
+    return text if len(text) <= _MAX_TAG else text[: _MAX_TAG - 1] + "…"
+
+
+def champion_changed_request(
+    sweep: str, champ: Candidate, previous_id: str, changes: int, *, partitioned: bool
+) -> dg.RunRequest:
+    tags = {
+        "together/event": CHAMPION_CHANGED,
+        "together/sweep": _tag(sweep),
+        "together/checkpoint_id": champ.checkpoint_id,
+        "together/score": repr(champ.value),
+        "together/change": str(changes),
+    }
+    if champ.model_name:
+        tags["together/model_name"] = _tag(champ.model_name)
+    if champ.session_id:
+        tags["together/session_id"] = champ.session_id
+    if champ.step is not None:
+        tags["together/step"] = str(champ.step)
+    if previous_id:
+        tags["together/previous_checkpoint_id"] = previous_id
+    return dg.RunRequest(
+        run_key=f"{CHAMPION_CHANGED}:{sweep}:{champ.checkpoint_id}:{changes}",
+        tags=tags,
+        partition_key=champ.partition if partitioned else None,
+    )
+
+
+def _read_cursor(cursor: str | None) -> int | None:
+    try:
+        after = json.loads(cursor)["after"] if cursor else None
+    except (ValueError, KeyError, TypeError):
+        return None
+    return after if isinstance(after, int) else None
+
+
+def build_champion_sensor(
+    *,
+    evaluation_key: dg.AssetKey = EVALUATION_ASSET_KEY,
+    key: dg.AssetKey = CHAMPION_ASSET_KEY,
+    rule: ChampionRule = ChampionRule(),
+    checkpoint_asset_key: dg.AssetKey = CHECKPOINT_ASSET_KEY,
+    job: "ExecutableDefinition | None" = None,
+    partitioned_job: bool = False,
+    name: str = "together_rl_champion",
+    minimum_interval_seconds: int = 30,
+    default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
+) -> dg.SensorDefinition:
+    """The sensor that keeps ``key`` (partitioned by ``SWEEP_PARTITIONS``) up to date from the
+    materializations of ``evaluation_key`` and runs ``job`` once per champion change
+    (``partitioned_job``: the run carries the champion's checkpoint partition key)."""
+
+    @dg.sensor(
+        name=name,
+        jobs=[job] if job is not None else None,
+        minimum_interval_seconds=minimum_interval_seconds,
+        default_status=default_status,
+        description=f"Folds each {evaluation_key.to_user_string()} materialization into its "
+        f"sweep's champion ({key.to_user_string()})"
+        + (f"; runs {job.name} when the champion changes." if job is not None else "."),
+    )
+    def _champion_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
+        instance = context.instance
+        after = _read_cursor(context.cursor)
+        records = instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=evaluation_key, after_storage_id=after),
+            limit=_BATCH,
+            ascending=True,
+        ).records
+        if not records:
+            return dg.SkipReason(f"no new {evaluation_key.to_user_string()} materialization")
+        latest: dict[str, Candidate | None] = {}
+        for record in records:  # oldest first: a partition's last one wins
+            mat = record.asset_materialization
+            if mat is not None and mat.partition:
+                latest[mat.partition] = _candidate(mat.partition, dict(mat.metadata), rule.metric)
+        sweeps_of = checkpoint_sweeps(
+            instance, list(latest), checkpoint_asset_key=checkpoint_asset_key,
+            separator=rule.name_separator,
+        )  # fmt: skip
+        by_sweep: dict[str, dict[str, Candidate | None]] = {}
+        for partition, cand in latest.items():
+            by_sweep.setdefault(sweeps_of[partition], {})[partition] = cand
+        previous = _latest_metadata(instance, key, sorted(by_sweep))
+        events, requests, new_sweeps = [], [], []
+        for sweep in sorted(by_sweep):
+            before, previous_id, changes = _previous(previous.get(sweep))
+            if sweep not in previous and not instance.has_dynamic_partition(
+                SWEEP_PARTITIONS.name or "", sweep
+            ):
+                new_sweeps.append(sweep)
+            candidates = fold(before, by_sweep[sweep])
+            result = standing(candidates, rule.direction, rule.min_candidates)
+            champ = result.champion
+            changed = champ is not None and champ.checkpoint_id != previous_id
+            changes += int(changed)
+            meta = champion_metadata(
+                sweep, candidates, result, rule, previous_id=previous_id, changes=changes
+            )
+            what = f"{champ.checkpoint_id} ({rule.metric} {champ.value:g})" if champ else "none"
+            events.append(
+                dg.AssetMaterialization(
+                    asset_key=key,
+                    partition=sweep,
+                    metadata=meta,
+                    description=f"champion of {sweep}: {what}",
+                )
+            )
+            if changed and champ is not None:
+                context.log.info(f"sweep {sweep}: new champion {what}, was {previous_id or '-'}")
+                if job is not None:
+                    requests.append(
+                        champion_changed_request(
+                            sweep, champ, previous_id, changes, partitioned=partitioned_job
+                        )
+                    )
+        context.log.info(
+            f"{len(records)} evaluation(s) folded into {len(by_sweep)} sweep(s); "
+            f"{len(requests)} champion_changed run(s)"
+        )
+        return dg.SensorResult(
+            run_requests=requests,
+            asset_events=events,
+            dynamic_partitions_requests=(
+                [SWEEP_PARTITIONS.build_add_request(new_sweeps)] if new_sweeps else None
+            ),
+            cursor=json.dumps({"after": records[-1].storage_id}),
+        )
+
+    return _champion_sensor
+
+
+def build_champion_asset_spec(
+    key: dg.AssetKey = CHAMPION_ASSET_KEY,
+    *,
+    evaluation_key: dg.AssetKey = EVALUATION_ASSET_KEY,
+    group_name: str | None = "together_rl",
+) -> dg.AssetSpec:
+    """The champion asset: recorded by the champion sensor, one partition per sweep."""
+    return dg.AssetSpec(
+        key,
+        partitions_def=SWEEP_PARTITIONS,
+        deps=[evaluation_key],
+        group_name=group_name,
+        kinds={"together"},
+        description="The best evaluated checkpoint of each sweep (W&B group, else display-name "
+        "prefix): checkpoint, registered model name, score and margin over the runner-up. "
+        "Recorded by the champion sensor as each evaluation lands.",
+    )
+
+
+def build_champion_definitions(
+    *,
+    evaluation_key: dg.AssetKey = EVALUATION_ASSET_KEY,
+    key: dg.AssetKey = CHAMPION_ASSET_KEY,
+    rule: ChampionRule = ChampionRule(),
+    checkpoint_asset_key: dg.AssetKey = CHECKPOINT_ASSET_KEY,
+    on_change: "ExecutableDefinition | dg.AssetSelection | None" = None,
+    job_name: str = "together_rl_champion_changed",
+    partitioned_job: bool = False,
+    group_name: str | None = "together_rl",
+    sensor_name: str = "together_rl_champion",
+    minimum_interval_seconds: int = 30,
+    default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
+) -> dg.Definitions:
+    """The champion asset and its sensor; ``on_change`` (a job, or an asset selection run as
+    ``job_name``) runs once per champion change."""
+    job: Any = on_change
+    if isinstance(on_change, dg.AssetSelection):
+        job = dg.define_asset_job(job_name, selection=on_change)
+    sensor = build_champion_sensor(
+        evaluation_key=evaluation_key, key=key, rule=rule,
+        checkpoint_asset_key=checkpoint_asset_key, job=job, partitioned_job=partitioned_job,
+        name=sensor_name, minimum_interval_seconds=minimum_interval_seconds,
+        default_status=default_status,
+    )  # fmt: skip
+    return dg.Definitions(
+        assets=[
+            build_champion_asset_spec(key, evaluation_key=evaluation_key, group_name=group_name)
+        ],
+        sensors=[sensor],
+    )
+
+
+def champion_baseline(
+    key: dg.AssetKey = CHAMPION_ASSET_KEY,
+    *,
+    checkpoint_asset_key: dg.AssetKey = CHECKPOINT_ASSET_KEY,
+    separator: str = "-",
+) -> BaselineFinder:
+    """A baseline for the evaluation's score check: the champion of the checkpoint's sweep
+    (when it is another checkpoint and its metric is ``score``, higher is better)."""
+
+    def _champion(
+        context: dg.AssetExecutionContext, _: dg.AssetKey, current: EvaluatedCheckpoint
+    ) -> Baseline | None:
+        instance = context.instance
+        sweep = checkpoint_sweeps(
+            instance, [current.partition_key], checkpoint_asset_key=checkpoint_asset_key,
+            separator=separator,
+        )[current.partition_key]  # fmt: skip
+        meta = _latest_metadata(instance, key, [sweep]).get(sweep)
+        if not meta or _value(meta, "metric") != "score" or _value(meta, "direction") != "higher":
+            return None
+        score, partition = _value(meta, "score"), _value(meta, "champion_partition")
+        if not isinstance(score, float) or not partition or partition == current.partition_key:
+            return None
+        step = _value(meta, "step")
+        return Baseline("sweep champion", score, partition, step if isinstance(step, int) else None)
+
+    return _champion
