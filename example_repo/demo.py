@@ -4,8 +4,9 @@
 Together RL API, a fresh Dagster instance under ``.demo/dagster_home`` and ``dagster-daemon``
 loading ``example_repo.component_defs`` (the YAML Component); then a scripted sweep trains.
 Its one routed sensor launches one
-evaluation run per registered checkpoint and one report run per finished session; the sync job
-fills the sessions table. On the GPU side, a model resource is provisioned (PENDING → READY),
+evaluation run per registered checkpoint and one built-in report run per finished session; the
+champion sensor names each sweep's best checkpoint as evaluations land and runs
+``deploy_champion`` once per change; the sync job fills the sessions table. On the GPU side, a model resource is provisioned (PENDING → READY),
 every model-resource event runs ``gpu_notice`` once (which also refreshes the spend asset), and
 the idle guard, acting, stops the resources left READY with no session. It prints live
 progress and a summary (with the spend table), stops every process it started, and exits 0
@@ -13,6 +14,7 @@ when everything expected happened (1 otherwise). No API key or network.
 """
 
 import argparse
+import itertools
 import json
 import os
 import sqlite3
@@ -43,6 +45,9 @@ SENSOR = "together_rl_events"  # one routed sensor: evaluations and reports from
 GPU_SENSOR = "together_rl_gpu_events"  # model-resource events → gpu_notice (and spend)
 GUARD_JOB = "together_rl_idle_guard"
 SPEND_KEY = dg.AssetKey(["together", "rl_spend"])
+REPORT_KEY = dg.AssetKey(["together", "session_report"])  # the built-in report: (report:)
+CHAMPION_KEY = dg.AssetKey(["together", "sweep_champion"])  # the champion: (champion:)
+DEPLOY_JOB = "deploy_champion"  # champion_changed → together/champion_deploy, once per change
 #: Resource events the sweep must cause, per resource role. The sweep holds ``shared`` READY
 #: until the sensor has seen it; the other two may stop before a slow tick sees them READY, so
 #: their ``resource_ready`` is at most once rather than exactly once.
@@ -107,10 +112,60 @@ def _expected_done(instance: dg.DagsterInstance, sweep: DemoSweep) -> bool:
         return False
     if any(r.status not in _DONE for r in runs):  # quiet: nothing left in flight
         return False
+    if not _champion_caught_up(instance):
+        return False
     gpu, guard = _gpu_runs(runs), _guard_runs(runs)
     roles = sweep.outcome.resources
     return all(set(gpu.get(rid, ())) >= EXPECTED_GPU_EVENTS[role] for rid, role in roles.items()
                ) and all(guard[rid] for rid, role in roles.items() if role in GUARDED)
+
+
+def _latest_storage_id(instance: dg.DagsterInstance, key: dg.AssetKey) -> int:
+    records = instance.fetch_materializations(key, limit=1).records
+    return records[0].storage_id if records else 0
+
+
+def _champion_caught_up(instance: dg.DagsterInstance) -> bool:
+    """The champion sensor has folded the latest evaluation (its record comes after it)."""
+    return _latest_storage_id(instance, CHAMPION_KEY) > _latest_storage_id(instance, EVAL_KEY)
+
+
+def _champions(instance: dg.DagsterInstance, runs: list[dg.DagsterRun]) -> dict:
+    """Per sweep: the champion now, and each change in order (the deploy run it caused)."""
+    deploys = {(r.tags.get("together/sweep"), r.tags.get("together/change")): r.status.value
+               for r in runs if r.job_name == DEPLOY_JOB}
+    out: dict = {}
+    records = instance.fetch_materializations(CHAMPION_KEY, limit=1000, ascending=True).records
+    for record in records:
+        mat = record.asset_materialization
+        if mat is None or not mat.partition:
+            continue
+        meta = {k: v.value for k, v in mat.metadata.items()}
+        sweep = out.setdefault(mat.partition, {"history": [], "deploy_runs": 0})
+        sweep.update(champion=meta["champion_checkpoint_id"], score=meta.get("score"),
+                     model=meta.get("model_name"), margin=meta.get("margin"),
+                     runner_up=meta.get("runner_up_checkpoint_id"),
+                     candidates=meta["candidates"], changes=meta["changes"],
+                     standings=meta["candidate_list"])
+        if meta["changed"]:
+            sweep["history"].append({"checkpoint": meta["champion_checkpoint_id"],
+                                     "score": meta["score"], "step": meta.get("step"),
+                                     "deploy_run": deploys.get((mat.partition,
+                                                                str(meta["changes"])))})
+    for sweep, champ in out.items():
+        champ["deploy_runs"] = sum(1 for (s, _) in deploys if s == sweep)
+    return out
+
+
+def _report_statuses(instance: dg.DagsterInstance) -> dict[str, str]:
+    """Session id → the final status its built-in report recorded."""
+    out = {}
+    for record in instance.fetch_materializations(REPORT_KEY, limit=1000).records:
+        mat = record.asset_materialization
+        if mat is not None:
+            out.setdefault(str(mat.metadata["session_id"].value),
+                           str(mat.metadata["status"].value))
+    return out
 
 
 def _run_sync(home: Path, env: dict[str, str]) -> int:
@@ -144,6 +199,7 @@ def summarize(instance: dg.DagsterInstance, sim: RLSimulator, sweep: DemoSweep,
         checkpoints.append({"checkpoint": ckpt, "partition": partitions.get(ckpt),
                             "session": sid, "step": step, "scores": scores.get(ckpt, [])})
     sessions = []
+    reports_seen = _report_statuses(instance)
     for sid, role in sweep.outcome.sessions.items():
         wire = sim.world.session(sid)
         run = reports.get(sid)
@@ -152,6 +208,7 @@ def summarize(instance: dg.DagsterInstance, sim: RLSimulator, sweep: DemoSweep,
             "status": wire["status"].rsplit("_", 1)[-1],
             "error": (wire.get("error") or {}).get("code"),
             "report_run": run.status.value if run else None,
+            "report_status": reports_seen.get(sid),
             "report_runs": sum(r.tags.get("together/session_id") == sid for r in runs
                                if r.job_name == "finished_session_report"),
         })
@@ -175,6 +232,7 @@ def summarize(instance: dg.DagsterInstance, sim: RLSimulator, sweep: DemoSweep,
                 table[name] = conn.execute(f"SELECT COUNT(*) FROM {name}").fetchone()[0]
     return {"checkpoints": checkpoints, "sessions": sessions, "sync_rows": table,
             "resources": resources, "spend": _spend(instance),
+            "champions": _champions(instance, runs),
             "runs": Counter(f"{r.job_name}:{r.status.value}" for r in runs)}
 
 
@@ -215,11 +273,22 @@ def print_summary(summary: dict) -> None:
         label = c["partition"] or c["checkpoint"]
         print(f"  {label:<30} {c['session'][:8]:<10} {c['step']:>5} {score:>6}  "
               f"{len(c['scores'])}")
-    print("\nSessions (one report run each)")
+    print("\nSessions (one report run each; the built-in report's status beside it)")
     print(f"  {'session':<10} {'name':<15} {'final status':<13} {'error':<44} report run")
     for s in summary["sessions"]:
         print(f"  {s['session'][:8]:<10} {s['name'] or '':<15} {s['status']:<13} "
-              f"{s['error'] or '-':<44} {s['report_run'] or 'none'}")
+              f"{s['error'] or '-':<44} {s['report_run'] or 'none'} "
+              f"({s['report_status'] or 'no report'})")
+    print("\nChampions (together/sweep_champion, one partition per sweep; each change runs "
+          f"{DEPLOY_JOB} once)")
+    for sweep, c in summary["champions"].items():
+        margin = f"{c['margin']:.2f}" if c["margin"] is not None else "-"
+        print(f"  sweep {sweep}: {c['champion'][:8]} score {c['score']:.2f}, margin {margin} "
+              f"over {(c['runner_up'] or '-')[:8]}, {c['candidates']} candidates, "
+              f"model {c['model']}")
+        for h in c["history"]:
+            print(f"    became champion: {h['checkpoint'][:8]} (step {h['step']}, score "
+                  f"{h['score']:.2f}) → {DEPLOY_JOB} {h['deploy_run'] or 'not run'}")
     rows = summary["sync_rows"]
     print(f"\nSync table: {rows.get('rl_sessions', 0)} sessions, "
           f"{rows.get('rl_checkpoints', 0)} checkpoints")
@@ -261,6 +330,9 @@ def check(summary: dict) -> list[str]:
         if s["report_runs"] != 1 or s["report_run"] != "SUCCESS":
             problems.append(f"session {s['session']} has {s['report_runs']} report runs "
                             f"({s['report_run']})")
+        if s["report_status"] != s["status"]:
+            problems.append(f"session {s['session']} report says {s['report_status']}")
+    problems += _champion_problems(summary)
     if summary["sync_rows"].get("rl_sessions", 0) < len(summary["sessions"]):
         problems.append(f"sync table has {summary['sync_rows']} rows")
     for r in summary["resources"]:
@@ -280,6 +352,31 @@ def check(summary: dict) -> list[str]:
     spend = summary["spend"]
     if not spend or spend["unpriced_resources"] or not spend["total_cost"] > 0:
         problems.append(f"spend not computed: {spend}")
+    return problems
+
+
+def _champion_problems(summary: dict) -> list[str]:
+    """Each sweep's champion is its best checkpoint (ties: earliest step, then id), every
+    change was to a better score and ran the deploy job exactly once."""
+    problems = []
+    scored = [c for c in summary["checkpoints"] if c["scores"]]
+    if scored and not summary["champions"]:
+        problems.append("no champion recorded")
+    for sweep, c in summary["champions"].items():
+        best = min(c["standings"], key=lambda s: (-s["value"], s["step"], s["checkpoint_id"]))
+        if c["champion"] != best["checkpoint_id"] or c["candidates"] != len(c["standings"]):
+            problems.append(f"sweep {sweep}: champion {c['champion']}, best is {best}")
+        history = c["history"]
+        if any(b["score"] < a["score"] for a, b in itertools.pairwise(history)):
+            problems.append(f"sweep {sweep}: a change to a worse score {history}")
+        if c["deploy_runs"] != len(history) or any(
+                h["deploy_run"] != "SUCCESS" for h in history):
+            problems.append(f"sweep {sweep}: {c['deploy_runs']} deploy runs for "
+                            f"{len(history)} changes")
+    evaluated = {c["checkpoint"] for c in scored}
+    counted = sum(c["candidates"] for c in summary["champions"].values())
+    if counted != len(evaluated):
+        problems.append(f"champions count {counted} candidates, {len(evaluated)} evaluated")
     return problems
 
 
@@ -344,7 +441,8 @@ def main(argv: list[str] | None = None) -> int:
         _say("demo FAILED: " + "; ".join(problems))
         return 1
     _say(f"demo OK in {summary['seconds']} s: every checkpoint evaluated once, every finished "
-         "session reported once, every GPU event noticed once, idle GPUs stopped, no GPU "
+         "session reported once, each sweep's champion named and deployed once per change, "
+         "every GPU event noticed once, idle GPUs stopped, no GPU "
          "billing, spend and sync tables filled; all processes stopped")
     return 0
 

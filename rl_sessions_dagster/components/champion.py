@@ -62,7 +62,7 @@ class ChampionSection(dg.Model, dg.Resolvable):
         default=None, description="Route champion_changed (e.g. to a deploy job)."
     )
     sensor_name: str = "together_rl_champion"
-    minimum_interval_seconds: int = Field(default=30, ge=1)
+    minimum_interval_seconds: int = 30
     running: bool = Field(default=False, description="Default status RUNNING (else STOPPED).")
 
     def rule(self) -> ChampionRule:

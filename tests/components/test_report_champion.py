@@ -2,7 +2,9 @@
 defs.yaml, terminal events routed to the report, the champion asset, sensor and on_change job
 built, and a finished session reported end to end (sensor tick, then the run it requests)."""
 
+import re
 import textwrap
+from pathlib import Path
 
 import dagster as dg
 import pytest
@@ -100,3 +102,27 @@ def test_a_finished_session_is_routed_and_reported(monkeypatch):
         (mat,) = result.asset_materializations_for_node("together__session_report")
         assert mat.metadata["status"].value == "STOPPED" and mat.metadata["steps"].value == 12
         assert "not recorded" in mat.metadata["report"].value
+
+
+def test_readme_report_and_champion_examples_load():
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("### The session report")[1].split("## The GPUs")[0]
+    yamls = re.findall(r"```yaml\nattributes:\n(.*?)```", section, re.S)
+    assert len(yamls) == 2
+    for block in yamls:
+        component = TogetherRLComponent.resolve_from_yaml(textwrap.dedent(block))
+        dg.Definitions.validate_loadable(
+            dg.Definitions.merge(
+                dg.build_defs_for_component(component=component),
+                dg.Definitions(assets=[deploy_champion]),
+            )
+        )
+    (code,) = re.findall(r"```python\n(.*?)```", section.split("### The champion")[1], re.S)
+    namespace: dict = {}
+    exec(compile(code, "README-champion", "exec"), namespace)
+    defs = dg.Definitions.merge(
+        namespace["champion_defs"],
+        dg.Definitions(assets=[deploy_champion]),
+    )
+    dg.Definitions.validate_loadable(defs)
+    assert len(namespace["baselines"]) == 2
