@@ -4,20 +4,23 @@
 a sweep is the W&B group, else the display-name prefix: :func:`~..core.sweeps.sweep_name`, the
 definition the spend asset uses). Each tick of the champion sensor reads the evaluation
 materializations recorded since its cursor (no API call), finds each checkpoint's sweep in the
-checkpoint asset's metadata (recorded by the event sensor), folds the new scores into the
-sweep's candidates (a re-evaluation replaces the checkpoint's earlier score) and records a
-runless materialization of the sweep's partition: champion, registered model name, score,
-margin over the runner-up, a leaderboard. The candidates travel in that materialization, so
-each tick reads one record per touched sweep and the cursor stays one storage id.
+checkpoint asset's metadata (recorded by the event sensor) and folds the scores into the
+sweep's candidates one evaluation at a time, in the order they landed (a re-evaluation replaces
+the checkpoint's earlier score). Each change of champion is recorded as a runless
+materialization of the sweep's partition (champion, registered model name, score, margin over
+the runner-up, a leaderboard), so the history does not depend on how many evaluations one tick
+sees. The candidates travel in that materialization: a tick reads one record per touched sweep
+and the cursor stays one storage id.
 
 Why a sensor rather than a run per evaluation: ticks are serial, so two evaluations landing
-together can never race to write the same sweep; the fold is order-independent (ties go to the
-earliest step, then the smallest checkpoint id), so the answer is the same however they land.
+together can never race to write the same sweep; the standings are order-independent (ties go
+to the earliest step, then the smallest checkpoint id).
 
-When the champion changes, the same tick requests the ``champion_changed`` run (routed to a
-job or an asset selection) with run key ``champion_changed:<sweep>:<checkpoint id>:<n>``
-(``n`` counts the sweep's changes), so each change runs exactly once, even when a re-evaluation
-hands the title back to an earlier champion.
+A tick that ends with another champion than it began with requests one ``champion_changed``
+run (routed to a job or an asset selection), for the champion it ended with, so a deploy job
+never races a champion already superseded. Its run key is
+``champion_changed:<sweep>:<checkpoint id>:<n>`` (``n`` counts the sweep's changes): exactly
+once per change, even when a re-evaluation hands the title back to an earlier champion.
 """
 
 import json
@@ -121,14 +124,27 @@ def _candidate(partition: str, meta: dict[str, Any], metric: str) -> Candidate |
     )
 
 
-def _previous(meta: dict[str, Any] | None) -> tuple[list[Candidate], str, int]:
-    """Candidates, champion id and change count of the sweep's last materialization."""
-    if not meta:
-        return [], "", 0
-    raw = _value(meta, "candidate_list") or []
-    cands = [c for r in raw if isinstance(r, dict) and (c := Candidate.from_dict(r))]
-    changes = _value(meta, "changes")
-    return cands, str(_value(meta, "champion_checkpoint_id") or ""), int(changes or 0)
+@dataclass
+class _SweepState:
+    """One sweep while a tick folds its evaluations, one at a time, in landing order."""
+
+    candidates: list[Candidate]
+    champion_id: str = ""  # the champion now
+    before_id: str = ""  # the champion before the latest change
+    changes: int = 0
+    announced_id: str = ""  # the champion when the tick began
+
+    @classmethod
+    def read(cls, meta: dict[str, Any] | None) -> "_SweepState":
+        if not meta:
+            return cls([])
+        raw = _value(meta, "candidate_list") or []
+        cands = [c for r in raw if isinstance(r, dict) and (c := Candidate.from_dict(r))]
+        champion = str(_value(meta, "champion_checkpoint_id") or "")
+        return cls(
+            cands, champion, str(_value(meta, "previous_champion_id") or ""),
+            int(_value(meta, "changes") or 0), champion,
+        )  # fmt: skip
 
 
 def _leaderboard(ranked: list[Candidate], metric: str) -> dg.MetadataValue:
@@ -166,6 +182,7 @@ def champion_metadata(
     *,
     previous_id: str,
     changes: int,
+    changed: bool,
 ) -> dict[str, Any]:
     """What the sweep's partition shows: champion, model, score, margin, leaderboard."""
     champ, runner = result.champion, result.runner_up
@@ -176,7 +193,7 @@ def champion_metadata(
         "candidates": dg.MetadataValue.int(result.candidates),
         "champion_checkpoint_id": dg.MetadataValue.text(champ.checkpoint_id if champ else ""),
         "previous_champion_id": dg.MetadataValue.text(previous_id),
-        "changed": dg.MetadataValue.bool(champ is not None and champ.checkpoint_id != previous_id),
+        "changed": dg.MetadataValue.bool(changed),
         "changes": dg.MetadataValue.int(changes),
         "leaderboard": _leaderboard(rank(candidates, rule.direction), rule.metric),
         "candidate_list": dg.MetadataValue.json([c.to_dict() for c in candidates]),
@@ -192,6 +209,65 @@ def champion_metadata(
         meta["runner_up_checkpoint_id"] = dg.MetadataValue.text(runner.checkpoint_id)
         meta["runner_up_score"] = dg.MetadataValue.float(runner.value)
     return meta
+
+
+def _fold_sweep(
+    sweep: str,
+    state: _SweepState,
+    landed: list[tuple[str, Candidate | None]],
+    rule: ChampionRule,
+    key: dg.AssetKey,
+) -> list[dg.AssetMaterialization]:
+    """Fold each evaluation in landing order: one materialization per change of champion
+    (so the history does not depend on how many evaluations a tick sees), plus one with the
+    final standings when evaluations after the last change moved them."""
+    events = []
+    pending = False
+    for partition, cand in landed:
+        state.candidates = fold(state.candidates, {partition: cand})
+        result = standing(state.candidates, rule.direction, rule.min_candidates)
+        champ = result.champion
+        if champ is not None and champ.checkpoint_id != state.champion_id:
+            state.before_id, state.champion_id = state.champion_id, champ.checkpoint_id
+            state.changes += 1
+            events.append(_materialization(sweep, state, result, rule, key, changed=True))
+            pending = False
+        else:
+            pending = True
+            if champ is None and state.champion_id:  # re-evaluations left too few candidates
+                state.before_id, state.champion_id = state.champion_id, ""
+    if pending:
+        result = standing(state.candidates, rule.direction, rule.min_candidates)
+        events.append(_materialization(sweep, state, result, rule, key, changed=False))
+    return events
+
+
+def _materialization(
+    sweep: str,
+    state: _SweepState,
+    result: Standing,
+    rule: ChampionRule,
+    key: dg.AssetKey,
+    *,
+    changed: bool,
+) -> dg.AssetMaterialization:
+    champ = result.champion
+    what = f"{champ.checkpoint_id} ({rule.metric} {champ.value:g})" if champ else "none yet"
+    meta = champion_metadata(
+        sweep,
+        state.candidates,
+        result,
+        rule,
+        previous_id=state.before_id,
+        changes=state.changes,
+        changed=changed,
+    )
+    return dg.AssetMaterialization(
+        asset_key=key,
+        partition=sweep,
+        metadata=meta,
+        description=f"champion of {sweep}: {what}" + (" (changed)" if changed else ""),
+    )
 
 
 def _tag(value: object) -> str:
@@ -267,51 +343,42 @@ def build_champion_sensor(
         ).records
         if not records:
             return dg.SkipReason(f"no new {evaluation_key.to_user_string()} materialization")
-        latest: dict[str, Candidate | None] = {}
-        for record in records:  # oldest first: a partition's last one wins
+        landed: list[tuple[str, Candidate | None]] = []  # oldest first
+        for record in records:
             mat = record.asset_materialization
             if mat is not None and mat.partition:
-                latest[mat.partition] = _candidate(mat.partition, dict(mat.metadata), rule.metric)
+                cand = _candidate(mat.partition, dict(mat.metadata), rule.metric)
+                landed.append((mat.partition, cand))
         sweeps_of = checkpoint_sweeps(
-            instance, list(latest), checkpoint_asset_key=checkpoint_asset_key,
+            instance, sorted({p for p, _ in landed}), checkpoint_asset_key=checkpoint_asset_key,
             separator=rule.name_separator,
         )  # fmt: skip
-        by_sweep: dict[str, dict[str, Candidate | None]] = {}
-        for partition, cand in latest.items():
-            by_sweep.setdefault(sweeps_of[partition], {})[partition] = cand
+        by_sweep: dict[str, list[tuple[str, Candidate | None]]] = {}
+        for partition, cand in landed:
+            by_sweep.setdefault(sweeps_of[partition], []).append((partition, cand))
         previous = _latest_metadata(instance, key, sorted(by_sweep))
-        events, requests, new_sweeps = [], [], []
+        events: list[dg.AssetMaterialization] = []
+        requests, new_sweeps = [], []
         for sweep in sorted(by_sweep):
-            before, previous_id, changes = _previous(previous.get(sweep))
             if sweep not in previous and not instance.has_dynamic_partition(
                 SWEEP_PARTITIONS.name or "", sweep
             ):
                 new_sweeps.append(sweep)
-            candidates = fold(before, by_sweep[sweep])
-            result = standing(candidates, rule.direction, rule.min_candidates)
-            champ = result.champion
-            changed = champ is not None and champ.checkpoint_id != previous_id
-            changes += int(changed)
-            meta = champion_metadata(
-                sweep, candidates, result, rule, previous_id=previous_id, changes=changes
-            )
-            what = f"{champ.checkpoint_id} ({rule.metric} {champ.value:g})" if champ else "none"
-            events.append(
-                dg.AssetMaterialization(
-                    asset_key=key,
-                    partition=sweep,
-                    metadata=meta,
-                    description=f"champion of {sweep}: {what}",
+            state = _SweepState.read(previous.get(sweep))
+            events += _fold_sweep(sweep, state, by_sweep[sweep], rule, key)
+            if state.champion_id != state.announced_id and state.champion_id:
+                champ = next(c for c in state.candidates if c.checkpoint_id == state.champion_id)
+                context.log.info(
+                    f"sweep {sweep}: champion {champ.checkpoint_id} ({rule.metric} "
+                    f"{champ.value:g}), was {state.announced_id or '-'}"
                 )
-            )
-            if changed and champ is not None:
-                context.log.info(f"sweep {sweep}: new champion {what}, was {previous_id or '-'}")
                 if job is not None:
                     requests.append(
                         champion_changed_request(
-                            sweep, champ, previous_id, changes, partitioned=partitioned_job
+                            sweep, champ, state.announced_id, state.changes,
+                            partitioned=partitioned_job,
                         )
-                    )
+                    )  # fmt: skip
         context.log.info(
             f"{len(records)} evaluation(s) folded into {len(by_sweep)} sweep(s); "
             f"{len(requests)} champion_changed run(s)"

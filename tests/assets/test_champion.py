@@ -56,6 +56,17 @@ def champion(instance, sweep):
     return {k: v.value for k, v in records[0].asset_materialization.metadata.items()}
 
 
+def history(instance, sweep):
+    """The champion after each change, oldest first."""
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=CHAMPION_ASSET_KEY, asset_partitions=[sweep]),
+        limit=100,
+        ascending=True,
+    ).records
+    metas = [r.asset_materialization.metadata for r in records]
+    return [m["champion_checkpoint_id"].value for m in metas if m["changed"].value]
+
+
 @pytest.fixture
 def sim():
     with RLSimulator(api_key=KEY, seed=5) as simulator:
@@ -205,7 +216,8 @@ def test_ties_and_landing_order_give_the_same_answer_and_re_evaluations_count():
         ticker = SensorTicker(recorded_defs(), "together_rl_champion", instance)
         for item in RECORDED:
             record(instance, *item)
-        apply(instance, ticker.tick())
+        apply(instance, ticker.tick())  # one tick, four evaluations: each change is recorded
+        assert history(instance, "g") == ["a", "b", "c"]
         record(instance, "c", 20, 0.6)  # re-evaluated lower: b takes over
         apply(instance, ticker.tick())
         assert champion(instance, "g")["champion_checkpoint_id"] == "b"
@@ -214,10 +226,12 @@ def test_ties_and_landing_order_give_the_same_answer_and_re_evaluations_count():
         record(instance, "c", 20, 0.9)  # and back: a new change, a new run
         apply(instance, ticker.tick())
         assert champion(instance, "g")["champion_checkpoint_id"] == "c"
+        assert history(instance, "g") == ["a", "b", "c", "b", "c"]
+        # one run per tick whose champion changed, for the champion the tick ended with
         assert ticker.run_keys() == [
-            "champion_changed:g:c:1",
-            "champion_changed:g:b:2",
             "champion_changed:g:c:3",
+            "champion_changed:g:b:4",
+            "champion_changed:g:c:5",
         ]
 
 
