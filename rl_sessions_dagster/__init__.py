@@ -39,6 +39,10 @@ _EXPORTS = {
     "ResourceEvent": ".core",
     "build_spend_asset": ".assets",
     "build_evaluation_asset": ".assets",
+    "build_session_report_asset": ".assets",
+    "champion_baseline": ".assets",
+    "ChampionRule": ".sensors",
+    "build_champion_definitions": ".sensors",
     "EvaluationSpec": ".evaluation",
     "ResourceFilter": ".sensors",
     "ResourceRoute": ".sensors",
@@ -54,6 +58,7 @@ __all__ = [
     "CHECKPOINT_ASSET_KEY",
     "CHECKPOINT_ASSET_SPEC",
     "CHECKPOINT_PARTITIONS",
+    "ChampionRule",
     "EvaluationSpec",
     "EventKind",
     "EventRoute",
@@ -72,6 +77,7 @@ __all__ = [
     "TogetherRLResource",
     "TrainingLaunchConfig",
     "__version__",
+    "build_champion_definitions",
     "build_checkpoint_asset_spec",
     "build_checkpoint_sensor",
     "build_evaluation_asset",
@@ -79,9 +85,11 @@ __all__ = [
     "build_model_resource_sensor",
     "build_rl_event_sensor",
     "build_routed_sensor",
+    "build_session_report_asset",
     "build_session_status_sensor",
     "build_spend_asset",
     "build_training_op",
+    "champion_baseline",
     "checkpoint_id_for_partition",
     "launched_session",
 ]
@@ -92,7 +100,9 @@ if TYPE_CHECKING:
         CHECKPOINT_ASSET_SPEC,
         build_checkpoint_asset_spec,
         build_evaluation_asset,
+        build_session_report_asset,
         build_spend_asset,
+        champion_baseline,
     )
     from .components import TogetherRLComponent
     from .core import EventKind, ResourceEvent, ResourceEventKind, SessionEvent
@@ -105,11 +115,13 @@ if TYPE_CHECKING:
     )
     from .resource import TogetherRLResource
     from .sensors import (
+        ChampionRule,
         EventRoute,
         PollingOptions,
         ResourceFilter,
         ResourceRoute,
         SessionFilter,
+        build_champion_definitions,
         build_checkpoint_sensor,
         build_idle_guard,
         build_model_resource_sensor,

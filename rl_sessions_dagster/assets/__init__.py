@@ -10,17 +10,7 @@ from ..api.registration import (
     deployment_target,
     download_urls,
 )
-from .champion import (
-    CHAMPION_ASSET_KEY,
-    CHAMPION_CHANGED,
-    SWEEP_PARTITIONS,
-    ChampionRule,
-    build_champion_asset_spec,
-    build_champion_definitions,
-    build_champion_sensor,
-    champion_baseline,
-    checkpoint_sweeps,
-)
+from .champion import champion_baseline
 from .checkpoints import (
     CHECKPOINT_ASSET_KEY,
     CHECKPOINT_ASSET_SPEC,
@@ -63,8 +53,6 @@ from .sync import (
 )
 
 __all__ = [
-    "CHAMPION_ASSET_KEY",
-    "CHAMPION_CHANGED",
     "CHECKPOINT_ASSET_KEY",
     "CHECKPOINT_ASSET_SPEC",
     "CHECKPOINT_PARTITIONS",
@@ -76,10 +64,8 @@ __all__ = [
     "SCORE_CHECK_NAME",
     "SESSION_SYNC_ASSET_KEY",
     "SPEND_ASSET_KEY",
-    "SWEEP_PARTITIONS",
     "Baseline",
     "BaselineFinder",
-    "ChampionRule",
     "CheckpointNotDownloadableError",
     "CheckpointNotRegisteredError",
     "DeploymentKind",
@@ -91,9 +77,6 @@ __all__ = [
     "StoreFactory",
     "SyncConfig",
     "SyncStats",
-    "build_champion_asset_spec",
-    "build_champion_definitions",
-    "build_champion_sensor",
     "build_checkpoint_asset_spec",
     "build_evaluation_asset",
     "build_session_report_asset",
@@ -105,7 +88,6 @@ __all__ = [
     "champion_baseline",
     "checkpoint_metadata",
     "checkpoint_partition_key",
-    "checkpoint_sweeps",
     "choose_variant",
     "deployment_target",
     "download_urls",

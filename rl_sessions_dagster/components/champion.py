@@ -13,14 +13,10 @@ from typing import Literal
 import dagster as dg
 from pydantic import Field
 
-from ..assets import (
-    CHAMPION_ASSET_KEY,
-    EVALUATION_ASSET_KEY,
-    BaselineFinder,
-    ChampionRule,
-    build_champion_definitions,
-    champion_baseline,
-)
+from ..assets import BaselineFinder, champion_baseline
+from ..core.sweeps import ChampionRule
+from ..partitions import CHAMPION_ASSET_KEY, EVALUATION_ASSET_KEY
+from ..sensors import build_champion_definitions
 
 __all__ = ["ChampionRouteConfig", "ChampionSection"]
 

@@ -27,6 +27,18 @@ def sweep_name(wandb_group: str | None, display_name: str | None, separator: str
 
 
 @dataclass(frozen=True)
+class ChampionRule:
+    """How a sweep's champion is chosen: by ``metric`` (evaluation metadata), in
+    ``direction``, once ``min_candidates`` checkpoints are evaluated; a sweep without a W&B
+    group is the display name up to the last ``name_separator``."""
+
+    metric: str = "score"
+    direction: Direction = "higher"
+    min_candidates: int = 1
+    name_separator: str = "-"
+
+
+@dataclass(frozen=True)
 class Candidate:
     """One evaluated checkpoint of a sweep (its latest evaluation)."""
 

@@ -9,11 +9,6 @@ import pytest
 
 from rl_sessions_dagster import CHECKPOINT_ASSET_SPEC, CHECKPOINT_PARTITIONS, TogetherRLResource
 from rl_sessions_dagster.assets import (
-    CHAMPION_ASSET_KEY,
-    EVALUATION_ASSET_KEY,
-    SWEEP_PARTITIONS,
-    ChampionRule,
-    build_champion_definitions,
     build_evaluation_asset,
     champion_baseline,
     checkpoint_metadata,
@@ -21,7 +16,13 @@ from rl_sessions_dagster.assets import (
     previous_checkpoint_baseline,
 )
 from rl_sessions_dagster.evaluation import EvaluationSpec
-from rl_sessions_dagster.partitions import CHECKPOINT_ASSET_KEY
+from rl_sessions_dagster.partitions import (
+    CHAMPION_ASSET_KEY,
+    CHECKPOINT_ASSET_KEY,
+    EVALUATION_ASSET_KEY,
+    SWEEP_PARTITIONS,
+)
+from rl_sessions_dagster.sensors import ChampionRule, build_champion_definitions
 from rl_sessions_dagster.testing import RLSimulator
 from rl_sessions_dagster.testing.sensor_ticks import SensorTicker
 

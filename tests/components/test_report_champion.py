@@ -10,7 +10,8 @@ import dagster as dg
 import pytest
 
 from rl_sessions_dagster import TogetherRLComponent
-from rl_sessions_dagster.assets import CHAMPION_ASSET_KEY, REPORT_ASSET_KEY, SWEEP_PARTITIONS
+from rl_sessions_dagster.assets import REPORT_ASSET_KEY
+from rl_sessions_dagster.partitions import CHAMPION_ASSET_KEY, SWEEP_PARTITIONS
 from rl_sessions_dagster.testing import RLSimulator
 from rl_sessions_dagster.testing.sensor_ticks import SensorTicker
 
