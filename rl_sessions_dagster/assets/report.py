@@ -19,10 +19,14 @@ import dagster as dg
 from pydantic import Field
 
 from ..api.models import TrainingSession
-from ..partitions import checkpoint_partition_key
+from ..partitions import (
+    EVALUATION_ASSET_KEY,
+    checkpoint_partition_key,
+    latest_metadata,
+    metadata_value,
+)
 from ..resource import TogetherRLResource
 from ..spend_store import SQLiteSpendStore, default_spend_db_path, expand_db_path
-from .evaluation import EVALUATION_ASSET_KEY
 
 __all__ = [
     "REPORT_ASSET_KEY",
@@ -66,18 +70,10 @@ def session_spend(db_path: str, session_id: str) -> SessionSpend | None:
 def _scores(
     instance: dg.DagsterInstance, key: dg.AssetKey, partitions: Sequence[str]
 ) -> dict[str, dict[str, Any]]:
-    if not partitions:
-        return {}
-    records = instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=key, asset_partitions=list(partitions)),
-        limit=len(partitions) * 4,
-    ).records
-    out: dict[str, dict[str, Any]] = {}
-    for record in records:  # newest first
-        mat = record.asset_materialization
-        if mat is not None and mat.partition and mat.partition not in out:
-            out[mat.partition] = {k: v.value for k, v in mat.metadata.items()}
-    return out
+    return {
+        p: {k: metadata_value(meta, k) for k in meta}
+        for p, meta in latest_metadata(instance, key, partitions).items()
+    }
 
 
 def _checkpoint_rows(
