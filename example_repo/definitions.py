@@ -1,8 +1,8 @@
 """The example project in Python: sensors, a per-checkpoint evaluation with a score check, a
 report job for finished sessions, the scheduled sync table, and the GPUs (resource events,
 the idle guard, spend). The same project configured
-with the YAML Component is ``example_repo/component_defs.py`` (the demo runs that one); its
-evaluation and report assets are defined here.
+with the YAML Component is ``example_repo/component_defs.py`` (the demo runs that one, with
+the built-in report and champion); its evaluation asset is defined here.
 
 Environment: ``TOGETHER_API_KEY`` (required), ``TOGETHER_BASE_URL`` (optional; the demo points
 it at the local simulator), ``RL_SENSOR_INTERVAL_SECONDS`` (default 30),
@@ -138,9 +138,7 @@ def _previous_score(
 REPORTS_KEY = dg.AssetKey(["together", "session_reports"])
 
 
-def _report(
-    context: dg.OpExecutionContext | dg.AssetExecutionContext, together: TogetherRLResource
-) -> tuple[dict, dict]:
+def _report(context: dg.OpExecutionContext, together: TogetherRLResource) -> tuple[dict, dict]:
     """Final step, checkpoints and (for ERROR) error code and message of a finished session."""
     session_id = context.run.tags["together/session_id"]
     with together.get_client() as client:
@@ -183,20 +181,6 @@ def session_report(context: dg.OpExecutionContext, together: TogetherRLResource)
         )
     )
     return report
-
-
-@dg.asset(
-    key=REPORTS_KEY,
-    kinds={"together", "python"},
-    group_name="together_rl",
-    description="The latest finished-session report (the Component routes STOPPED, "
-    "ERROR and EXPIRED sessions here; the run's together/session_id tag says which).",
-)
-def session_reports(
-    context: dg.AssetExecutionContext, together: TogetherRLResource
-) -> dg.MaterializeResult:
-    _, metadata = _report(context, together)
-    return dg.MaterializeResult(metadata=metadata)
 
 
 @dg.job(tags={"together/job": "finished_session_report"})

@@ -4,8 +4,9 @@
 Together RL API, a fresh Dagster instance under ``.demo/dagster_home`` and ``dagster-daemon``
 loading ``example_repo.component_defs`` (the YAML Component); then a scripted sweep trains.
 Its one routed sensor launches one
-evaluation run per registered checkpoint and one report run per finished session; the sync job
-fills the sessions table. On the GPU side, a model resource is provisioned (PENDING → READY),
+evaluation run per registered checkpoint and one built-in report run per finished session; the
+champion sensor names each sweep's best checkpoint as evaluations land and runs
+``deploy_champion`` once per change; the sync job fills the sessions table. On the GPU side, a model resource is provisioned (PENDING → READY),
 every model-resource event runs ``gpu_notice`` once (which also refreshes the spend asset), and
 the idle guard, acting, stops the resources left READY with no session. It prints live
 progress and a summary (with the spend table), stops every process it started, and exits 0
@@ -24,6 +25,8 @@ from pathlib import Path
 
 import dagster as dg
 
+from rl_sessions_dagster.core.sweeps import Candidate, fold, standing
+from rl_sessions_dagster.partitions import checkpoint_sweeps
 from rl_sessions_dagster.testing import RLSimulator
 from rl_sessions_dagster.testing.daemon import (
     dagster_daemon,
@@ -43,6 +46,9 @@ SENSOR = "together_rl_events"  # one routed sensor: evaluations and reports from
 GPU_SENSOR = "together_rl_gpu_events"  # model-resource events → gpu_notice (and spend)
 GUARD_JOB = "together_rl_idle_guard"
 SPEND_KEY = dg.AssetKey(["together", "rl_spend"])
+REPORT_KEY = dg.AssetKey(["together", "session_report"])  # the built-in report: (report:)
+CHAMPION_KEY = dg.AssetKey(["together", "sweep_champion"])  # the champion: (champion:)
+DEPLOY_JOB = "deploy_champion"  # champion_changed → together/champion_deploy, once per change
 #: Resource events the sweep must cause, per resource role. The sweep holds ``shared`` READY
 #: until the sensor has seen it; the other two may stop before a slow tick sees them READY, so
 #: their ``resource_ready`` is at most once rather than exactly once.
@@ -107,10 +113,96 @@ def _expected_done(instance: dg.DagsterInstance, sweep: DemoSweep) -> bool:
         return False
     if any(r.status not in _DONE for r in runs):  # quiet: nothing left in flight
         return False
+    if not _champion_caught_up(instance, runs):
+        return False
     gpu, guard = _gpu_runs(runs), _guard_runs(runs)
     roles = sweep.outcome.resources
     return all(set(gpu.get(rid, ())) >= EXPECTED_GPU_EVENTS[role] for rid, role in roles.items()
                ) and all(guard[rid] for rid, role in roles.items() if role in GUARDED)
+
+
+def _latest_storage_id(instance: dg.DagsterInstance, key: dg.AssetKey) -> int:
+    records = instance.fetch_materializations(key, limit=1).records
+    return records[0].storage_id if records else 0
+
+
+def _champion_caught_up(instance: dg.DagsterInstance, runs: list[dg.DagsterRun]) -> bool:
+    """The champion sensor has folded the latest evaluation (its record comes after it) and
+    each sweep's champion has had its deploy run."""
+    if _latest_storage_id(instance, CHAMPION_KEY) <= _latest_storage_id(instance, EVAL_KEY):
+        return False
+    deployed = {(r.tags.get("together/sweep"), r.tags.get("together/checkpoint_id"))
+                for r in runs if r.job_name == DEPLOY_JOB and r.status in _DONE}
+    for sweep in instance.get_dynamic_partitions("together_rl_sweeps"):
+        records = instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=CHAMPION_KEY, asset_partitions=[sweep]), limit=1
+        ).records
+        mat = records[0].asset_materialization if records else None
+        champ = mat.metadata["champion_checkpoint_id"].value if mat is not None else ""
+        if champ and (sweep, champ) not in deployed:
+            return False
+    return True
+
+
+def _replayed(instance: dg.DagsterInstance) -> dict[str, list[str]]:
+    """Per sweep, the champion after each change, replayed from the evaluations in the order
+    they landed: what the champion's history must be."""
+    records = instance.fetch_materializations(EVAL_KEY, limit=1000, ascending=True).records
+    mats = [m for r in records if (m := r.asset_materialization) is not None and m.partition]
+    sweep_of = checkpoint_sweeps(instance, sorted({str(m.partition) for m in mats}))
+    standings: dict[str, list[Candidate]] = {}
+    out: dict[str, list[str]] = {}
+    for m in mats:
+        sweep, meta = sweep_of[str(m.partition)], m.metadata
+        cand = Candidate(str(m.partition), str(meta["checkpoint_id"].value),
+                         float(meta["score"].value), int(meta["step"].value))
+        standings[sweep] = fold(standings.get(sweep, []), {cand.partition: cand})
+        champ = standing(standings[sweep]).champion
+        history = out.setdefault(sweep, [])
+        if champ is not None and (not history or history[-1] != champ.checkpoint_id):
+            history.append(champ.checkpoint_id)
+    return out
+
+
+def _champions(instance: dg.DagsterInstance, runs: list[dg.DagsterRun]) -> dict:
+    """Per sweep: the champion now, each change in order, and the deploy runs it caused."""
+    out: dict = {}
+    records = instance.fetch_materializations(CHAMPION_KEY, limit=1000, ascending=True).records
+    for record in records:
+        mat = record.asset_materialization
+        if mat is None or not mat.partition:
+            continue
+        meta = {k: v.value for k, v in mat.metadata.items()}
+        sweep = out.setdefault(mat.partition, {"history": []})
+        sweep.update(champion=meta["champion_checkpoint_id"], score=meta.get("score"),
+                     model=meta.get("model_name"), margin=meta.get("margin"),
+                     runner_up=meta.get("runner_up_checkpoint_id"),
+                     candidates=meta["candidates"], changes=meta["changes"],
+                     standings=meta["candidate_list"])
+        if meta["changed"]:
+            sweep["history"].append({"checkpoint": meta["champion_checkpoint_id"],
+                                     "score": meta["score"], "step": meta.get("step")})
+    replayed = _replayed(instance)
+    for name, champ in out.items():
+        champ["replayed"] = replayed.get(name, [])
+        deploys = [r for r in runs if r.job_name == DEPLOY_JOB
+                   and r.tags.get("together/sweep") == name]
+        champ["deploys"] = sorted(({"change": int(r.tags["together/change"]),
+                                    "checkpoint": r.tags["together/checkpoint_id"],
+                                    "status": r.status.value} for r in deploys),
+                                  key=lambda d: d["change"])
+    return out
+
+
+def _report_statuses(instance: dg.DagsterInstance) -> dict[str, str]:
+    """Session id → the final status its built-in report recorded."""
+    out = {}
+    for record in instance.fetch_materializations(REPORT_KEY, limit=1000).records:
+        mat = record.asset_materialization
+        if mat is not None:
+            out.setdefault(str(mat.metadata["session_id"].value),
+                           str(mat.metadata["status"].value))
+    return out
 
 
 def _run_sync(home: Path, env: dict[str, str]) -> int:
@@ -144,6 +236,7 @@ def summarize(instance: dg.DagsterInstance, sim: RLSimulator, sweep: DemoSweep,
         checkpoints.append({"checkpoint": ckpt, "partition": partitions.get(ckpt),
                             "session": sid, "step": step, "scores": scores.get(ckpt, [])})
     sessions = []
+    reports_seen = _report_statuses(instance)
     for sid, role in sweep.outcome.sessions.items():
         wire = sim.world.session(sid)
         run = reports.get(sid)
@@ -152,6 +245,7 @@ def summarize(instance: dg.DagsterInstance, sim: RLSimulator, sweep: DemoSweep,
             "status": wire["status"].rsplit("_", 1)[-1],
             "error": (wire.get("error") or {}).get("code"),
             "report_run": run.status.value if run else None,
+            "report_status": reports_seen.get(sid),
             "report_runs": sum(r.tags.get("together/session_id") == sid for r in runs
                                if r.job_name == "finished_session_report"),
         })
@@ -175,6 +269,7 @@ def summarize(instance: dg.DagsterInstance, sim: RLSimulator, sweep: DemoSweep,
                 table[name] = conn.execute(f"SELECT COUNT(*) FROM {name}").fetchone()[0]
     return {"checkpoints": checkpoints, "sessions": sessions, "sync_rows": table,
             "resources": resources, "spend": _spend(instance),
+            "champions": _champions(instance, runs),
             "runs": Counter(f"{r.job_name}:{r.status.value}" for r in runs)}
 
 
@@ -215,11 +310,24 @@ def print_summary(summary: dict) -> None:
         label = c["partition"] or c["checkpoint"]
         print(f"  {label:<30} {c['session'][:8]:<10} {c['step']:>5} {score:>6}  "
               f"{len(c['scores'])}")
-    print("\nSessions (one report run each)")
+    print("\nSessions (one report run each; the built-in report's status beside it)")
     print(f"  {'session':<10} {'name':<15} {'final status':<13} {'error':<44} report run")
     for s in summary["sessions"]:
         print(f"  {s['session'][:8]:<10} {s['name'] or '':<15} {s['status']:<13} "
-              f"{s['error'] or '-':<44} {s['report_run'] or 'none'}")
+              f"{s['error'] or '-':<44} {s['report_run'] or 'none'} "
+              f"({s['report_status'] or 'no report'})")
+    print("\nChampions (together/sweep_champion, one partition per sweep; a sensor tick that "
+          f"ends with a new champion runs {DEPLOY_JOB} once)")
+    for sweep, c in summary["champions"].items():
+        margin = f"{c['margin']:.2f}" if c["margin"] is not None else "-"
+        print(f"  sweep {sweep}: {c['champion'][:8]} score {c['score']:.2f}, margin {margin} "
+              f"over {(c['runner_up'] or '-')[:8]}, {c['candidates']} candidates, "
+              f"model {c['model']}")
+        for h in c["history"]:
+            print(f"    became champion: {h['checkpoint'][:8]} (step {h['step']}, score "
+                  f"{h['score']:.2f})")
+        for d in c["deploys"]:
+            print(f"    {DEPLOY_JOB} (change {d['change']}): {d['checkpoint'][:8]} {d['status']}")
     rows = summary["sync_rows"]
     print(f"\nSync table: {rows.get('rl_sessions', 0)} sessions, "
           f"{rows.get('rl_checkpoints', 0)} checkpoints")
@@ -261,6 +369,9 @@ def check(summary: dict) -> list[str]:
         if s["report_runs"] != 1 or s["report_run"] != "SUCCESS":
             problems.append(f"session {s['session']} has {s['report_runs']} report runs "
                             f"({s['report_run']})")
+        if s["report_status"] != s["status"]:
+            problems.append(f"session {s['session']} report says {s['report_status']}")
+    problems += _champion_problems(summary)
     if summary["sync_rows"].get("rl_sessions", 0) < len(summary["sessions"]):
         problems.append(f"sync table has {summary['sync_rows']} rows")
     for r in summary["resources"]:
@@ -280,6 +391,34 @@ def check(summary: dict) -> list[str]:
     spend = summary["spend"]
     if not spend or spend["unpriced_resources"] or not spend["total_cost"] > 0:
         problems.append(f"spend not computed: {spend}")
+    return problems
+
+
+def _champion_problems(summary: dict) -> list[str]:
+    """Each sweep's champion is its best checkpoint (ties: earliest step, then id), it changed
+    each time a better checkpoint landed (the history equals the replay of the evaluations in
+    landing order), and each deploy run ran once, the last one for the champion."""
+    problems = []
+    scored = [c for c in summary["checkpoints"] if c["scores"]]
+    if scored and not summary["champions"]:
+        problems.append("no champion recorded")
+    for sweep, c in summary["champions"].items():
+        best = min(c["standings"], key=lambda s: (-s["value"], s["step"], s["checkpoint_id"]))
+        if c["champion"] != best["checkpoint_id"]:
+            problems.append(f"sweep {sweep}: champion {c['champion']}, best is {best}")
+        history = [h["checkpoint"] for h in c["history"]]
+        if history != c["replayed"]:
+            problems.append(f"sweep {sweep}: champions {history}, landing order gives "
+                            f"{c['replayed']}")
+        deploys = c["deploys"]
+        if (not deploys or deploys[-1]["checkpoint"] != c["champion"]
+                or any(d["status"] != "SUCCESS" for d in deploys)
+                or len({d["change"] for d in deploys}) != len(deploys)):
+            problems.append(f"sweep {sweep}: deploy runs {deploys}")
+    evaluated = {c["checkpoint"] for c in scored}
+    counted = sum(c["candidates"] for c in summary["champions"].values())
+    if counted != len(evaluated):
+        problems.append(f"champions count {counted} candidates, {len(evaluated)} evaluated")
     return problems
 
 
@@ -344,7 +483,8 @@ def main(argv: list[str] | None = None) -> int:
         _say("demo FAILED: " + "; ".join(problems))
         return 1
     _say(f"demo OK in {summary['seconds']} s: every checkpoint evaluated once, every finished "
-         "session reported once, every GPU event noticed once, idle GPUs stopped, no GPU "
+         "session reported once, each sweep's champion named as better checkpoints landed, "
+         "every GPU event noticed once, idle GPUs stopped, no GPU "
          "billing, spend and sync tables filled; all processes stopped")
     return 0
 

@@ -24,7 +24,9 @@ if TYPE_CHECKING:
     from .assets import CHECKPOINT_ASSET_SPEC as CHECKPOINT_ASSET_SPEC
     from .assets import build_checkpoint_asset_spec as build_checkpoint_asset_spec
     from .assets import build_evaluation_asset as build_evaluation_asset
+    from .assets import build_session_report_asset as build_session_report_asset
     from .assets import build_spend_asset as build_spend_asset
+    from .assets import champion_baseline as champion_baseline
     from .components import TogetherRLComponent as TogetherRLComponent
     from .core import EventKind as EventKind
     from .core import IdlePolicy as IdlePolicy
@@ -40,12 +42,14 @@ if TYPE_CHECKING:
     from .partitions import CHECKPOINT_PARTITIONS as CHECKPOINT_PARTITIONS
     from .partitions import checkpoint_id_for_partition as checkpoint_id_for_partition
     from .resource import TogetherRLResource as TogetherRLResource
+    from .sensors import ChampionRule as ChampionRule
     from .sensors import EventRoute as EventRoute
     from .sensors import PollingOptions as PollingOptions
     from .sensors import ResourceFilter as ResourceFilter
     from .sensors import ResourceRoute as ResourceRoute
     from .sensors import ResourceSensorOptions as ResourceSensorOptions
     from .sensors import SessionFilter as SessionFilter
+    from .sensors import build_champion_definitions as build_champion_definitions
     from .sensors import build_checkpoint_sensor as build_checkpoint_sensor
     from .sensors import build_idle_guard as build_idle_guard
     from .sensors import build_model_resource_sensor as build_model_resource_sensor

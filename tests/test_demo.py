@@ -1,5 +1,6 @@
 """The README's demo command, end to end: simulator, real dagster-daemon, sweep, sync."""
 
+import itertools
 import json
 import subprocess
 import sys
@@ -52,6 +53,29 @@ def test_demo_runs_the_whole_story(tmp_path):
     assert Counter(r.tags["together/session_id"] for r in reports) == Counter(
         {s["session"]: 1 for s in summary["sessions"]}
     )
+    assert {s["role"]: s["report_status"] for s in summary["sessions"]} == {
+        "trains": "STOPPED", "no-capacity": "ERROR", "goes-idle": "EXPIRED"
+    }  # the built-in report (report:) read each session's final status
+
+    # The champion (champion:): both sessions with checkpoints are in W&B group lr-sweep. It is
+    # the best checkpoint, and it changed each time a better one landed: its history is the
+    # replay of the evaluations in landing order (the simulator's scores rise with step: unless
+    # the best checkpoint's evaluation landed first, a better one displaced the first champion).
+    assert instance.get_dynamic_partitions("together_rl_sweeps") == ["lr-sweep"]
+    champ = summary["champions"]["lr-sweep"]
+    scores = {c["checkpoint"]: c["scores"][0] for c in summary["checkpoints"]}
+    assert champ["candidates"] == len(scores)
+    assert champ["score"] == max(scores.values()) == scores[champ["champion"]]
+    history = champ["history"]
+    assert [h["checkpoint"] for h in history] == champ["replayed"]
+    first_landed = champ["replayed"][0]
+    if scores[first_landed] < max(scores.values()):
+        assert len(history) >= 2
+    assert all(b["score"] > a["score"] for a, b in itertools.pairwise(history))
+    deploys = [r for r in instance.get_runs() if r.job_name == "deploy_champion"]
+    assert deploys and len({r.tags["dagster/run_key"] for r in deploys}) == len(deploys)
+    assert max(deploys, key=lambda r: int(r.tags["together/change"])).tags[
+        "together/checkpoint_id"] == champ["champion"]  # fmt: skip
     assert summary["sync_rows"]["rl_sessions"] == 3
     assert summary["sync_rows"]["rl_checkpoints"] >= len(summary["checkpoints"])
     assert "sim-demo-key" not in done.stdout + done.stderr

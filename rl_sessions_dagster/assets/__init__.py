@@ -1,5 +1,5 @@
-"""Assets: the checkpoint partitions and spec, the built-in checkpoint evaluation, and the
-scheduled session/checkpoint sync."""
+"""Assets: the checkpoint partitions and spec, the built-in checkpoint evaluation, the sweep
+champions, the finished-session report, and the scheduled session/checkpoint sync."""
 
 from ..api.registration import (
     CheckpointNotDownloadableError,
@@ -10,6 +10,7 @@ from ..api.registration import (
     deployment_target,
     download_urls,
 )
+from .champion import champion_baseline
 from .checkpoints import (
     CHECKPOINT_ASSET_KEY,
     CHECKPOINT_ASSET_SPEC,
@@ -29,6 +30,7 @@ from .evaluation import (
     evaluation_metadata,
     previous_checkpoint_baseline,
 )
+from .report import REPORT_ASSET_KEY, ReportConfig, build_session_report_asset, session_spend
 from .spend import (
     DEFAULT_SPEND_DB_FILENAME,
     SPEND_ASSET_KEY,
@@ -58,6 +60,7 @@ __all__ = [
     "DEFAULT_DB_FILENAME",
     "DEFAULT_SPEND_DB_FILENAME",
     "EVALUATION_ASSET_KEY",
+    "REPORT_ASSET_KEY",
     "SCORE_CHECK_NAME",
     "SESSION_SYNC_ASSET_KEY",
     "SPEND_ASSET_KEY",
@@ -68,6 +71,7 @@ __all__ = [
     "DeploymentKind",
     "DeploymentTarget",
     "EvaluatedCheckpoint",
+    "ReportConfig",
     "SpendConfig",
     "SpendReport",
     "StoreFactory",
@@ -75,11 +79,13 @@ __all__ = [
     "SyncStats",
     "build_checkpoint_asset_spec",
     "build_evaluation_asset",
+    "build_session_report_asset",
     "build_session_sync_asset",
     "build_spend_asset",
     "build_sync_definitions",
     "build_sync_job_and_schedule",
     "build_sync_schedule",
+    "champion_baseline",
     "checkpoint_metadata",
     "checkpoint_partition_key",
     "choose_variant",
@@ -89,4 +95,5 @@ __all__ = [
     "previous_checkpoint_baseline",
     "run_spend",
     "run_sync",
+    "session_spend",
 ]

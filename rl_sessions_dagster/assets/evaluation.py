@@ -27,7 +27,12 @@ from ..api.errors import TogetherRLError
 from ..api.registration import CheckpointNotRegisteredError, deployment_target
 from ..evaluation import EvaluationFailed, EvaluationResult, EvaluationSpec, LoadedEvaluation
 from ..evaluation import run_evaluation as run_engine
-from ..partitions import CHECKPOINT_ASSET_KEY, CHECKPOINT_PARTITIONS, checkpoint_id_for_partition
+from ..partitions import (
+    CHECKPOINT_ASSET_KEY,
+    CHECKPOINT_PARTITIONS,
+    EVALUATION_ASSET_KEY,
+    checkpoint_id_for_partition,
+)
 from ..resource import TogetherRLResource
 
 __all__ = [
@@ -41,7 +46,6 @@ __all__ = [
     "previous_checkpoint_baseline",
 ]
 
-EVALUATION_ASSET_KEY = dg.AssetKey(["together", "checkpoint_evaluation"])
 SCORE_CHECK_NAME = "score_not_dropping"
 _TEXT_CHARS = 200
 #: Earlier partitions of the session looked at for the previous checkpoint's score.

@@ -16,7 +16,13 @@ from typing import Literal
 import dagster as dg
 from pydantic import Field
 
-from ..assets import EVALUATION_ASSET_KEY, SCORE_CHECK_NAME, build_evaluation_asset
+from ..assets import (
+    EVALUATION_ASSET_KEY,
+    SCORE_CHECK_NAME,
+    BaselineFinder,
+    build_evaluation_asset,
+    previous_checkpoint_baseline,
+)
 from ..core import EventKind
 from ..evaluation import EvaluationSpec, GraderSpec
 from ..partitions import CHECKPOINT_PARTITIONS
@@ -84,6 +90,7 @@ class EvaluationSection(EvaluationSpec, Section):
         resource_key: str,
         group_name: str | None,
         checkpoint_asset_key: dg.AssetKey,
+        baselines: Sequence[BaselineFinder] = (),
     ) -> dg.AssetsDefinition:
         return build_evaluation_asset(
             self.to_spec(),
@@ -94,6 +101,7 @@ class EvaluationSection(EvaluationSpec, Section):
             group_name=group_name,
             check_name=self.check_name,
             check_severity=dg.AssetCheckSeverity(self.check_severity),
+            baselines=(previous_checkpoint_baseline, *baselines),
         )
 
     def routes(self, existing: Sequence[EventRoute]) -> list[EventRoute]:

@@ -22,8 +22,10 @@ from ..partitions import CHECKPOINT_ASSET_KEY, CHECKPOINT_PARTITIONS
 from ..resource import TogetherRLResource
 from ..sensors import EventRoute, PollingOptions, SessionFilter, build_routed_sensor
 from ..sensors.options import event_kinds
+from .champion import ChampionSection
 from .evaluation import EvaluationSection
 from .gpus import IdleGuardConfig, ResourceSensorConfig, SpendScheduleConfig, gpu_defs
+from .report import ReportSection
 from .schema import Section, exact_model, templatable
 
 SCAFFOLD_YAML = """\
@@ -313,6 +315,42 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
         description="Built-in evaluation of every registered checkpoint (dataset, graders, "
         "score check), routed from the sensor's checkpoint_registered events.",
     )
+    # -- issue #19: report and champion (components/report.py, components/champion.py) --
+    report: ReportSection | None = Field(
+        default=None,
+        description="One report per finished session (status, error, steps, checkpoints "
+        "with scores, spend, W&B link), routed from the terminal session events.",
+    )
+    champion: ChampionSection | None = Field(
+        default=None,
+        description="The best evaluated checkpoint of each sweep, by one metric; "
+        "champion_changed routed to an asset selection.",
+    )
+
+    def _report_and_champion_defs(self, checkpoint_key: dg.AssetKey) -> dg.Definitions:
+        """The report and champion sections' definitions (each optional)."""
+        evaluation_key = self.evaluation.key if self.evaluation is not None else None
+        spend_db = self.spend.db_path if self.spend is not None else None
+        parts = []
+        if self.report is not None and self.report.enabled:
+            report = self.report.build(
+                resource_key=self.resource.resource_key,
+                group_name=self.checkpoint_asset.group_name,
+                evaluation_key=evaluation_key,
+                spend_db_path=spend_db,
+            )
+            parts.append(dg.Definitions(assets=[report]))
+        if self.champion is not None:
+            parts.append(
+                self.champion.build(
+                    evaluation_key=evaluation_key,
+                    checkpoint_asset_key=checkpoint_key,
+                    group_name=self.checkpoint_asset.group_name,
+                )
+            )
+        return dg.Definitions.merge(*parts) if parts else dg.Definitions()
+
+    # -- end of issue #19 block --
 
     @classmethod
     def model(cls) -> type[BaseModel]:
@@ -347,6 +385,8 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
             )
         if self.evaluation is not None:
             routes += self.evaluation.routes(routes)
+        if self.report is not None:  # issue #19
+            routes += self.report.routes(routes)
         return routes
 
     def build_sensor(self) -> dg.SensorDefinition | None:
@@ -412,6 +452,13 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
                     resource_key=key,
                     group_name=self.checkpoint_asset.group_name,
                     checkpoint_asset_key=dg.AssetKey.from_user_string(self.checkpoint_asset.key),
+                    baselines=(  # issue #19: also against the sweep's champion
+                        self.champion.baselines(
+                            dg.AssetKey.from_user_string(self.checkpoint_asset.key)
+                        )
+                        if self.champion is not None
+                        else []
+                    ),
                 )
             )
         return dg.Definitions.merge(
@@ -428,5 +475,8 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
                 self.resource_sensor,
                 self.idle_guard,
                 self.spend,
+            ),
+            self._report_and_champion_defs(  # issue #19
+                dg.AssetKey.from_user_string(self.checkpoint_asset.key)
             ),
         )

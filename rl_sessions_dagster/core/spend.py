@@ -29,6 +29,7 @@ from itertools import pairwise
 
 from ..api.enums import ModelResourceStatus
 from ..api.models import ModelResource, TrainingSession
+from .sweeps import sweep_name
 from .tracker import to_ms
 
 HOUR_MS = 3_600_000
@@ -216,14 +217,9 @@ def _split(
 
 
 def sweep_of_auto(a: Attachment, separator: str = "-") -> str:
-    """The sweep a session belongs to: its W&B group, else its display name up to the last
-    ``separator`` (``"gsm8k-lr3e-5-seed2"`` → ``"gsm8k-lr3e-5"``), else ``"(none)"``."""
-    if a.wandb_group:
-        return a.wandb_group
-    if a.display_name:
-        head, sep, _ = a.display_name.rpartition(separator)
-        return head if sep and head else a.display_name
-    return "(none)"
+    """The sweep a session belongs to (:func:`~.sweeps.sweep_name`, shared with the champion):
+    its W&B group, else its display name up to the last ``separator``, else ``"(none)"``."""
+    return sweep_name(a.wandb_group, a.display_name, separator)
 
 
 def sweep_totals(

@@ -1,6 +1,14 @@
-"""Dagster sensors that turn Together RL session events into runs."""
+"""Dagster sensors that turn Together RL session events into runs (and evaluations into
+sweep champions)."""
 
 from ..core.filters import SessionFilter
+from ..core.sweeps import ChampionRule
+from .champion import (
+    CHAMPION_CHANGED,
+    build_champion_asset_spec,
+    build_champion_definitions,
+    build_champion_sensor,
+)
 from .factory import build_rl_event_sensor, build_routed_sensor
 from .idle_guard import IdleStopConfig, build_idle_guard
 from .options import EventRoute, PollingOptions, ResourceSensorOptions, UnknownEventKind
@@ -16,7 +24,9 @@ from .run_requests import RunRequestFn, event_tags
 from .tick import TRANSIENT_ERRORS
 
 __all__ = [
+    "CHAMPION_CHANGED",
     "TRANSIENT_ERRORS",
+    "ChampionRule",
     "EventRoute",
     "IdleStopConfig",
     "PollingOptions",
@@ -27,6 +37,9 @@ __all__ = [
     "RunRequestFn",
     "SessionFilter",
     "UnknownEventKind",
+    "build_champion_asset_spec",
+    "build_champion_definitions",
+    "build_champion_sensor",
     "build_checkpoint_sensor",
     "build_idle_guard",
     "build_model_resource_sensor",

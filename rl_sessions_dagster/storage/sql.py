@@ -360,6 +360,20 @@ class SQLAlchemyTableStore:
             rows = conn.execute(sa.select(t.c.id, *(t.c[c] for c in _SPAN_COLUMNS))).all()
         return {r[0]: ResourceSpan(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]) for r in rows}
 
+    def load_session_spend(self, session_id: str) -> tuple[float, float | None, str] | None:
+        """One session's spend row (billed seconds, cost, sweep), if a spend run wrote it."""
+        return self._guard("reading rl_session_spend", lambda: self._load_session(session_id))
+
+    def _load_session(self, session_id: str) -> tuple[float, float | None, str] | None:
+        t = self._tables.session_spend
+        with self._begin() as conn:
+            row = conn.execute(
+                sa.select(t.c.billed_seconds, t.c.cost, t.c.sweep).where(
+                    t.c.session_id == session_id
+                )
+            ).first()
+        return None if row is None else (float(row[0]), row[1], str(row[2]))
+
     def save(
         self,
         resources: Sequence[ResourceSpendRow],

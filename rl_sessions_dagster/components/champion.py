@@ -1,0 +1,116 @@
+"""The ``champion:`` section of ``TogetherRLComponent``: the best checkpoint of each sweep.
+
+Builds the sweep-partitioned champion asset and its sensor
+(:func:`~rl_sessions_dagster.assets.build_champion_definitions`), fed by the evaluation asset
+(the ``evaluation:`` section's key unless ``evaluation_key`` is given). ``on_change`` routes the
+``champion_changed`` event to an asset selection, like a route under ``routes:``. With
+``baseline: true`` (and metric ``score``, higher is better) the evaluation's score check also
+compares each checkpoint with its sweep's champion.
+"""
+
+from typing import Literal
+
+import dagster as dg
+from pydantic import Field
+
+from ..assets import BaselineFinder, champion_baseline
+from ..core.sweeps import ChampionRule
+from ..partitions import CHAMPION_ASSET_KEY, EVALUATION_ASSET_KEY
+from ..sensors import build_champion_definitions
+from .schema import Section
+
+__all__ = ["ChampionRouteConfig", "ChampionSection"]
+
+
+class ChampionRouteConfig(Section):
+    """Where the ``champion_changed`` event goes (once per change)."""
+
+    assets: str = Field(description="Asset selection, e.g. 'key:\"deploy_champion\"'.")
+    job_name: str = Field(description="Name of the asset job the runs execute.")
+    partitioned: bool = Field(
+        default=False,
+        description="The run carries the champion's checkpoint partition key (the assets "
+        "must use CHECKPOINT_PARTITIONS).",
+    )
+
+
+class ChampionSection(Section):
+    """The champion of each sweep (W&B group, else display-name prefix) by one metric."""
+
+    enabled: bool = Field(default=True, description="false: no champion asset, no sensor.")
+    key: str = Field(default=CHAMPION_ASSET_KEY.to_user_string(), description="Asset key.")
+    evaluation_key: str | None = Field(
+        default=None, description="Evaluation asset (default: the evaluation: section's key)."
+    )
+    metric: str = Field(default="score", description="Evaluation metadata entry compared.")
+    direction: Literal["higher", "lower"] = Field(
+        default="higher", description="Whether a higher or a lower metric is better."
+    )
+    min_candidates: int = Field(
+        default=1,
+        ge=1,
+        le=10_000,
+        description="Evaluated checkpoints a sweep needs before a champion.",
+    )
+    name_separator: str = Field(
+        default="-", description="Sweep without W&B group: display name up to the last one."
+    )
+    baseline: bool = Field(
+        default=True, description="Also check each evaluation's score against the champion."
+    )
+    on_change: ChampionRouteConfig | None = Field(
+        default=None, description="Route champion_changed (e.g. to a deploy job)."
+    )
+    sensor_name: str = Field(
+        default="together_rl_champion", min_length=1, description="Name of the champion sensor."
+    )
+    minimum_interval_seconds: int = Field(
+        default=30, ge=1, le=86400, description="Seconds between the champion sensor's ticks."
+    )
+    running: bool = Field(default=False, description="Default status RUNNING (else STOPPED).")
+
+    def rule(self) -> ChampionRule:
+        return ChampionRule(
+            metric=self.metric,
+            direction=self.direction,
+            min_candidates=self.min_candidates,
+            name_separator=self.name_separator,
+        )
+
+    def baselines(self, checkpoint_asset_key: dg.AssetKey) -> list[BaselineFinder]:
+        """The champion baseline for the evaluation's score check, if it applies."""
+        if not (self.enabled and self.baseline and self.metric == "score"):
+            return []
+        if self.direction != "higher":
+            return []
+        return [
+            champion_baseline(
+                dg.AssetKey.from_user_string(self.key),
+                checkpoint_asset_key=checkpoint_asset_key,
+                separator=self.name_separator,
+            )
+        ]
+
+    def build(
+        self, *, evaluation_key: str | None, checkpoint_asset_key: dg.AssetKey,
+        group_name: str | None,
+    ) -> dg.Definitions:  # fmt: skip
+        if not self.enabled:
+            return dg.Definitions()
+        eval_key = self.evaluation_key or evaluation_key or EVALUATION_ASSET_KEY.to_user_string()
+        route = self.on_change
+        return build_champion_definitions(
+            evaluation_key=dg.AssetKey.from_user_string(eval_key),
+            key=dg.AssetKey.from_user_string(self.key),
+            rule=self.rule(),
+            checkpoint_asset_key=checkpoint_asset_key,
+            on_change=dg.AssetSelection.from_string(route.assets) if route else None,
+            job_name=route.job_name if route else "together_rl_champion_changed",
+            partitioned_job=route.partitioned if route else False,
+            group_name=group_name,
+            sensor_name=self.sensor_name,
+            minimum_interval_seconds=self.minimum_interval_seconds,
+            default_status=(
+                dg.DefaultSensorStatus.RUNNING if self.running else dg.DefaultSensorStatus.STOPPED
+            ),
+        )

@@ -1,0 +1,124 @@
+"""Sweeps and their champions, pure (no I/O).
+
+One definition of a sweep, shared by the spend asset and the champion: a session's W&B group,
+else its display name up to the last separator. The champion of a sweep is its best evaluated
+checkpoint by one metric; ties go to the earliest step, then the smallest checkpoint id, so the
+same scores always name the same champion, whatever order the evaluations landed in.
+"""
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+Direction = Literal["higher", "lower"]
+NO_SWEEP = "(none)"
+
+
+def sweep_name(wandb_group: str | None, display_name: str | None, separator: str = "-") -> str:
+    """The W&B group, else the display name up to the last ``separator``
+    (``"gsm8k-lr3e-5-seed2"`` → ``"gsm8k-lr3e-5"``), else ``"(none)"``."""
+    if wandb_group:
+        return wandb_group
+    if display_name:
+        head, sep, _ = display_name.rpartition(separator)
+        return head if sep and head else display_name
+    return NO_SWEEP
+
+
+@dataclass(frozen=True)
+class ChampionRule:
+    """How a sweep's champion is chosen: by ``metric`` (evaluation metadata), in
+    ``direction``, once ``min_candidates`` checkpoints are evaluated; a sweep without a W&B
+    group is the display name up to the last ``name_separator``."""
+
+    metric: str = "score"
+    direction: Direction = "higher"
+    min_candidates: int = 1
+    name_separator: str = "-"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One evaluated checkpoint of a sweep (its latest evaluation)."""
+
+    partition: str
+    checkpoint_id: str
+    value: float
+    step: int | None = None
+    model_name: str | None = None
+    session_id: str | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "partition": self.partition,
+            "checkpoint_id": self.checkpoint_id,
+            "value": self.value,
+            "step": self.step,
+            "model_name": self.model_name,
+            "session_id": self.session_id,
+        }
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, object]) -> "Candidate | None":
+        value, step = raw.get("value"), raw.get("step")
+        if not isinstance(value, int | float) or not raw.get("partition"):
+            return None
+        return cls(
+            partition=str(raw["partition"]),
+            checkpoint_id=str(raw.get("checkpoint_id") or raw["partition"]),
+            value=float(value),
+            step=step if isinstance(step, int) else None,
+            model_name=str(raw["model_name"]) if raw.get("model_name") else None,
+            session_id=str(raw["session_id"]) if raw.get("session_id") else None,
+        )
+
+
+def rank(candidates: Iterable[Candidate], direction: Direction = "higher") -> list[Candidate]:
+    """Best first: by value in ``direction``, then earliest step, then checkpoint id.
+    NaN values rank last."""
+    sign = -1.0 if direction == "higher" else 1.0
+
+    def key(c: Candidate) -> tuple[bool, float, float, str]:
+        bad = math.isnan(c.value)
+        step = float(c.step) if c.step is not None else math.inf
+        return (bad, 0.0 if bad else sign * c.value, step, c.checkpoint_id)
+
+    return sorted(candidates, key=key)
+
+
+@dataclass(frozen=True)
+class Standing:
+    """Who leads a sweep: ``champion`` is None until ``min_candidates`` are evaluated."""
+
+    champion: Candidate | None
+    runner_up: Candidate | None
+    candidates: int
+
+    @property
+    def margin(self) -> float | None:
+        """How far the champion is ahead of the runner-up (positive, in the metric's units)."""
+        if self.champion is None or self.runner_up is None:
+            return None
+        return abs(self.champion.value - self.runner_up.value)
+
+
+def standing(
+    candidates: Iterable[Candidate], direction: Direction = "higher", min_candidates: int = 1
+) -> Standing:
+    ranked = [c for c in rank(candidates, direction) if not math.isnan(c.value)]
+    if len(ranked) < max(1, min_candidates):
+        return Standing(None, None, len(ranked))
+    return Standing(ranked[0], ranked[1] if len(ranked) > 1 else None, len(ranked))
+
+
+def fold(previous: Iterable[Candidate], latest: dict[str, Candidate | None]) -> list[Candidate]:
+    """The sweep's candidates after new evaluations: ``latest`` maps a checkpoint partition to
+    its newest evaluation (None: that evaluation has no value, so it drops out)."""
+    merged = {c.partition: c for c in previous}
+    for partition, cand in latest.items():
+        if cand is None:
+            merged.pop(partition, None)
+        else:
+            merged[partition] = cand
+    return sorted(merged.values(), key=lambda c: c.partition)
