@@ -40,7 +40,6 @@ from ..storage import (
     checkpoint_rows,
     is_database_url,
     open_session_store,
-    redact_url,
     session_row,
 )
 from .schedules import build_sync_job_and_schedule, build_sync_schedule
@@ -264,6 +263,8 @@ def sync_metadata(
     for status, n in sorted(counts.sessions_by_status.items()):
         meta[f"sessions_{status.lower()}"] = dg.MetadataValue.int(n)
     if is_database_url(db_path):  # the URL may hold a password: never record it
+        from ..storage import redact_url  # imports SQLAlchemy: only for a database URL
+
         meta["db_path"] = dg.MetadataValue.text(redact_url(db_path))
     elif db_path != ":memory:":
         meta["db_path"] = dg.MetadataValue.path(db_path)

@@ -12,6 +12,8 @@ inference or training checkpoint). The :class:`SessionStore` protocol is all the
 the mapping from API objects to rows and the upsert logic are testable alone.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from .rows import (
     SCHEMA_VERSION,
     CheckpointRow,
@@ -24,8 +26,10 @@ from .rows import (
     iso_utc,
     session_row,
 )
-from .sql import SessionStoreError, SQLAlchemySessionStore, redact_url
 from .sqlite import SQLiteSessionStore
+
+if TYPE_CHECKING:
+    from .sql import SessionStoreError, SQLAlchemySessionStore, redact_url
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -57,5 +61,17 @@ def open_session_store(target: str) -> SessionStore:
     """The default store factory: a SQLAlchemy URL opens :class:`SQLAlchemySessionStore`,
     anything else is a SQLite file path (or ``":memory:"``)."""
     if is_database_url(target):
+        from .sql import SQLAlchemySessionStore
+
         return SQLAlchemySessionStore(target)
     return SQLiteSessionStore(target)
+
+
+def __getattr__(name: str) -> Any:
+    """The SQLAlchemy names load on first use: importing SQLAlchemy costs more than the rest
+    of this package over ``import dagster``, and most deployments use the SQLite store."""
+    if name in ("SessionStoreError", "SQLAlchemySessionStore", "redact_url"):
+        from . import sql
+
+        return getattr(sql, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
