@@ -5,12 +5,15 @@ fresh :class:`~rl_sessions_dagster.api.RLSessionsClient` in :meth:`get_client`. 
 calls the API at definition load.
 """
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 from pydantic import Field
 
-from .api import API_KEY_ENV, DEFAULT_BASE_URL, RetryPolicy, RLSessionsClient, ServerClock
+from .api import API_KEY_ENV, DEFAULT_BASE_URL, RetryPolicy, ServerClock
+
+if TYPE_CHECKING:  # imported in get_client: the client (and httpx) load when a tick needs it
+    from .api import RLSessionsClient
 
 _SECRET: dict[str, Any] = {"dagster__is_secret": True}
 
@@ -82,12 +85,14 @@ class TogetherRLResource(dg.ConfigurableResource):
             deadline=self.call_deadline,
         )
 
-    def get_client(self, *, server_clock: ServerClock | None = None) -> RLSessionsClient:
+    def get_client(self, *, server_clock: ServerClock | None = None) -> "RLSessionsClient":
         """A new client; close it (or use ``with``) when done.
 
         Raises :class:`~rl_sessions_dagster.api.ConfigurationError` naming ``TOGETHER_API_KEY``
         when no key is configured, and for a malformed or plain-http non-loopback base URL.
         """
+        from .api.client import RLSessionsClient
+
         return RLSessionsClient(
             api_key=self.api_key,
             base_url=self.base_url,

@@ -17,12 +17,12 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 from pydantic import Field
 
-from ..api import RLSessionsClient, TogetherRLError
+from ..api import TogetherRLError
 from ..api.lifecycle import ResourceSpec
 from ..api.models import ModelResource
 from ..core.spend import (
@@ -39,6 +39,9 @@ from ..core.spend import (
 from ..resource import TogetherRLResource
 from ..spend_store import ResourceSpendRow, SessionSpendRow, SQLiteSpendStore
 from .sync import DEFAULT_DB_FILENAME
+
+if TYPE_CHECKING:  # the client (and httpx) load when a run or tick builds one
+    from ..api import RLSessionsClient
 
 __all__ = [
     "DEFAULT_SPEND_DB_FILENAME",
@@ -79,7 +82,7 @@ class PriceCache:
     """``price_per_hour`` per configuration (``ResourceSpec.price_key``); failures are kept
     as None so one unpriceable configuration costs one request per run."""
 
-    def __init__(self, client: RLSessionsClient) -> None:
+    def __init__(self, client: "RLSessionsClient") -> None:
         self.client = client
         self.prices: dict[str, tuple[float | None, str | None]] = {}
         self.requests = 0
@@ -122,7 +125,7 @@ def sweep_function(group_by: str, separator: str = "-") -> Callable[[Attachment]
 
 
 def run_spend(
-    client: RLSessionsClient,
+    client: "RLSessionsClient",
     store: SQLiteSpendStore,
     *,
     now_ms: int | None = None,

@@ -17,11 +17,11 @@ No ``from __future__ import annotations`` here: Dagster must see the real ``cont
 import time
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
-from ..api import RLSessionsClient, ServerClock, TogetherRLError
+from ..api import ServerClock, TogetherRLError
 from ..api.enums import ModelResourceStatus
 from ..api.lifecycle import ResourceSpec, monotonic_deadline, stop_resource
 from ..api.models import ModelResource
@@ -32,6 +32,9 @@ from .definition import QuietSensorDefinition
 from .factory import DEFAULT_TICK_BUDGET_SECONDS, TRANSIENT_ERRORS, _tick_budget
 from .run_requests import TAG_PREFIX
 from .source import ACTIVE, TERMINAL
+
+if TYPE_CHECKING:  # the client (and httpx) load when a run or tick builds one
+    from ..api import RLSessionsClient
 
 __all__ = ["IdleStopConfig", "build_idle_guard"]
 
@@ -49,7 +52,7 @@ def _now_ms() -> int:
     return int(datetime.now(UTC).timestamp() * 1000)
 
 
-def _last_session_end(client: RLSessionsClient, rid: str, deadline: float) -> int | None:
+def _last_session_end(client: "RLSessionsClient", rid: str, deadline: float) -> int | None:
     ends = [
         ms
         for s in client.list_sessions(model_resources_id=rid, status=TERMINAL, deadline=deadline)
@@ -59,7 +62,7 @@ def _last_session_end(client: RLSessionsClient, rid: str, deadline: float) -> in
 
 
 def find_idle(
-    client: RLSessionsClient,
+    client: "RLSessionsClient",
     policy: IdlePolicy,
     *,
     created_by: str | None,
@@ -89,7 +92,7 @@ def find_idle(
     return final, now_ms
 
 
-def _price(client: RLSessionsClient, r: ModelResource) -> float | None:
+def _price(client: "RLSessionsClient", r: ModelResource) -> float | None:
     spec = ResourceSpec.of(r)
     try:
         return client.estimate_model_resource_cost(
