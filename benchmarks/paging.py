@@ -1,15 +1,18 @@
-"""Row 3: client paging throughput over every page of a world (page size 100).
+"""Row 3: client paging throughput over every page of a list (page size 100).
 
-Readers of the same simulator (own process): this project's ``RLSessionsClient.list_sessions``
+Two payloads, each served by its own process: the simulator's populated world (10 inference
+checkpoints and 1 training checkpoint per session, the issue #20 case) and the payload corpus
+(``corpus_server.py``: the sessions of ``tests/api/fixtures``, 0-2 checkpoints each, every
+shape the client is tested on). Readers: this project's ``RLSessionsClient.list_sessions``
 (typed ``TrainingSession`` models), raw ``httpx`` + ``json.loads`` (dicts, the floor), and the
-official ``together`` SDK 3.1.1 (its own models, in its own venv, see ``sdk_python``). Every
-pass runs in a fresh interpreter after an untimed warm-up pass, readers interleaved, so none
-inherits another's heap: the garbage collector's cost grows with the live heap, and a process
-that imported Dagster pays more per page (measured as extra rows). The ``*_gc`` rows pause the
-collector while a page decodes, in the benchmark child only, to show what collection costs:
-the library itself never touches the process-wide collector (a guest in a code server that
-runs other threads). A parse-only measurement (same page bytes, no HTTP) splits HTTP from
-decoding.
+official ``together`` SDK 3.1.1 (its own models, in its own venv, see ``sdk_python``); ours and
+raw also in a process that imported Dagster (a code server's heap, where the collector's full
+passes cost more), and ours reading every inference checkpoint's registration (the lists are
+built into models on first use, see ``api/lazy.py``: this row pays for all of them).
+
+Every pass runs in a fresh interpreter after an untimed warm-up pass, readers interleaved, so
+none inherits another's heap. A parse-only measurement (same page bytes, no HTTP) splits HTTP
+from decoding. ``python -m benchmarks.paging --sessions N --repeats R`` prints the section.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ import os
 import subprocess
 import sys
 import timeit
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +32,8 @@ import httpx
 from rl_sessions_dagster.api import RLSessionsClient
 from rl_sessions_dagster.api.models import Page, TrainingSession
 
-from .simproc import simulator
+from .corpus_server import corpus_server
+from .simproc import API_KEY, simulator
 
 HERE = Path(__file__).resolve().parent
 SDK_VENV = HERE / ".venv-sdk"
@@ -71,8 +77,14 @@ def sdk_python(create: bool, log: Any) -> tuple[Path | None, str]:
     return py, ""
 
 
-def _ours(client: RLSessionsClient) -> int:
-    return sum(1 for _ in client.list_sessions(page_size=100))
+def _ours(client: RLSessionsClient, touch: bool = False) -> int:
+    count = 0
+    for session in client.list_sessions(page_size=100):
+        count += 1
+        if touch:
+            for checkpoint in session.inference_checkpoints:
+                _ = checkpoint.is_registered
+    return count
 
 
 def _raw(http: httpx.Client) -> int:
@@ -91,107 +103,139 @@ def _raw(http: httpx.Client) -> int:
             return count
 
 
-def _pause_gc_while_decoding() -> None:
-    """A measurement, in this child process only: no garbage collection while a response is
-    decoded, to show the collector's share of the cost. Not something a library may do."""
-    import gc
-
-    from rl_sessions_dagster.api._http import BaseClient
-
-    decode = BaseClient._decode
-
-    def _decode(self: Any, response: Any, model: Any) -> Any:
-        if not gc.isenabled():
-            return decode(self, response, model)
-        gc.disable()
-        try:
-            return decode(self, response, model)
-        finally:
-            gc.enable()
-
-    BaseClient._decode = _decode  # type: ignore[method-assign]
-
-
 def child(base_url: str, api_key: str, mode: str) -> dict[str, Any]:
     """One warm-up pass, then one timed pass, in a fresh interpreter."""
-    if "dagster" in mode:
+    if mode.endswith("_dagster"):
         import dagster  # noqa: F401 - a code server's heap, as a sensor tick sees it
-    if mode.endswith("gc"):
-        _pause_gc_while_decoding()
-    if mode == "raw":
+    if mode.startswith("raw"):
         headers = {"Authorization": f"Bearer {api_key}"}
         with httpx.Client(base_url=base_url, headers=headers, timeout=60) as http:
             _raw(http)
             started = timeit.default_timer()
             count = _raw(http)
             return {"count": count, "seconds": timeit.default_timer() - started}
+    touch = mode == "ours_touch"
     with RLSessionsClient(api_key, base_url=base_url) as client:
-        _ours(client)
+        _ours(client, touch)
         started = timeit.default_timer()
-        count = _ours(client)
+        count = _ours(client, touch)
         return {"count": count, "seconds": timeit.default_timer() - started}
 
 
+PAYLOADS = {
+    "sim10": "simulator world: 10 inference + 1 training checkpoints per session",
+    "corpus": "payload corpus (tests/api/fixtures sessions, 0-2 checkpoints each)",
+}
 READERS = {
     "ours": "ours: `RLSessionsClient.list_sessions` (typed models)",
     "raw": "raw `httpx` + `json.loads` (dicts)",
     "sdk": "official `together` SDK",
-    "ours_gc": "(measurement only) ours with GC paused while a page is decoded",
     "ours_dagster": "ours, in a process that imported dagster (as in a code server)",
-    "ours_dagster_gc": "(measurement only) ours, imported dagster, GC paused while decoding",
+    "raw_dagster": "raw `httpx` + `json.loads`, in a process that imported dagster",
+    "ours_touch": "ours, reading every inference checkpoint's registration",
 }
 
 
+@contextmanager
+def _served(payload: str, n_sessions: int) -> Iterator[str]:
+    if payload == "sim10":
+        with simulator(n_sessions, checkpoints_per_session=10) as sim:
+            yield sim.base_url
+    else:
+        with corpus_server(n_sessions) as url:
+            yield url
+
+
 def run_paging(n_sessions: int, *, repeats: int, create_sdk_venv: bool, log: Any) -> dict[str, Any]:
-    """Each pass of each reader runs in a fresh interpreter (one untimed warm-up pass first),
-    readers interleaved pass by pass, so no reader inherits another's heap."""
-    result: dict[str, Any] = {"n_sessions": n_sessions, "repeats": repeats}
+    """Per payload, each pass of each reader runs in a fresh interpreter (one untimed warm-up
+    pass first), readers interleaved pass by pass, so no reader inherits another's heap."""
+    result: dict[str, Any] = {"n_sessions": n_sessions, "repeats": repeats, "payloads": {}}
     py, why = sdk_python(create_sdk_venv, log)
     readers = [k for k in READERS if k != "sdk" or py is not None]
     if py is None:
         result["sdk_skipped"] = why
-    runs: dict[str, list[float]] = {k: [] for k in readers}
-    with simulator(n_sessions) as sim:
-        for i in range(repeats):
-            shift = i % len(readers)
-            for key in readers[shift:] + readers[:shift]:
-                if key == "sdk":
-                    assert py is not None
-                    cmd = [str(py), str(HERE / "sdk_paging.py"), sim.base_url, sim.api_key, "1"]
-                else:
-                    cmd = [sys.executable, "-m", "benchmarks.paging", sim.base_url, sim.api_key]
-                    cmd.append(key)
-                proc = subprocess.run(
-                    cmd, capture_output=True, text=True, timeout=1800,
-                    env={**os.environ, "TOGETHER_API_KEY": sim.api_key},
-                )  # fmt: skip
-                if proc.returncode != 0:
-                    raise RuntimeError(f"paging child {key} failed: {proc.stderr.strip()[-800:]}")
-                doc = json.loads(proc.stdout.strip().splitlines()[-1])
-                if key == "sdk":
-                    result["sdk_version"] = doc["version"]
-                    doc = {"count": doc["counts"][0], "seconds": doc["times"][0]}
-                if doc["count"] != n_sessions:
-                    raise RuntimeError(f"{key} counted {doc['count']} sessions, not {n_sessions}")
-                runs[key].append(n_sessions / doc["seconds"])
-        headers = {"Authorization": f"Bearer {sim.api_key}"}
-        with httpx.Client(base_url=sim.base_url, headers=headers, timeout=60) as http:
-            page = http.get("/v1/rl/training-sessions", params={"limit": 100}).content
-    result.update(runs)
-    # Parse only: the same 100-session page, no HTTP.
-    model = Page[TrainingSession]
-    n_page = len(json.loads(page)["data"])
-    result["parse_page_sessions"] = n_page
-    result["parse_json_ms"] = 1000 * min(
-        timeit.repeat(lambda: json.loads(page), number=1, repeat=max(20, 5 * repeats))
-    )
-    result["parse_ours_ms"] = 1000 * min(
-        timeit.repeat(
-            lambda: model.model_validate_json(page), number=1, repeat=max(20, 5 * repeats)
-        )
-    )
+    for payload in PAYLOADS:
+        log(f"  paging {payload}: {n_sessions} sessions, {repeats} passes per reader")
+        runs: dict[str, list[float]] = {k: [] for k in readers}
+        with _served(payload, n_sessions) as base_url:
+            for i in range(repeats):
+                shift = i % len(readers)
+                for key in readers[shift:] + readers[:shift]:
+                    runs[key].append(n_sessions / _pass(key, py, base_url, n_sessions, result))
+            if payload == "sim10":
+                _parse_only(base_url, repeats, result)
+        result["payloads"][payload] = runs
     return result
 
 
+def _pass(
+    key: str, py: Path | None, base_url: str, n_sessions: int, result: dict[str, Any]
+) -> float:
+    if key == "sdk":
+        assert py is not None
+        cmd = [str(py), str(HERE / "sdk_paging.py"), base_url, API_KEY, "1"]
+    else:
+        cmd = [sys.executable, "-m", "benchmarks.paging", base_url, API_KEY, key]
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=1800, cwd=HERE.parent,
+        env={**os.environ, "TOGETHER_API_KEY": API_KEY},
+    )  # fmt: skip
+    if proc.returncode != 0:
+        raise RuntimeError(f"paging child {key} failed: {proc.stderr.strip()[-800:]}")
+    doc = json.loads(proc.stdout.strip().splitlines()[-1])
+    if key == "sdk":
+        result["sdk_version"] = doc["version"]
+        doc = {"count": doc["counts"][0], "seconds": doc["times"][0]}
+    if doc["count"] != n_sessions:
+        raise RuntimeError(f"{key} counted {doc['count']} sessions, not {n_sessions}")
+    return float(doc["seconds"])
+
+
+def _parse_only(base_url: str, repeats: int, result: dict[str, Any]) -> None:
+    """The same 100-session page, no HTTP, best of many, in this process."""
+    headers = {"Authorization": f"Bearer {API_KEY}"}
+    with httpx.Client(base_url=base_url, headers=headers, timeout=60) as http:
+        page = http.get("/v1/rl/training-sessions", params={"limit": 100}).content
+    model = Page[TrainingSession]
+
+    def touched() -> None:
+        for session in model.model_validate_json(page).data:
+            for checkpoint in session.inference_checkpoints:
+                _ = checkpoint.is_registered
+
+    n = max(20, 5 * repeats)
+    result["parse_page_sessions"] = len(json.loads(page)["data"])
+    result["parse_json_ms"] = 1000 * min(
+        timeit.repeat(lambda: json.loads(page), number=1, repeat=n)
+    )
+    result["parse_ours_ms"] = 1000 * min(
+        timeit.repeat(lambda: model.model_validate_json(page), number=1, repeat=n)
+    )
+    result["parse_ours_touch_ms"] = 1000 * min(timeit.repeat(touched, number=1, repeat=n))
+
+
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+
+    from .report import paging_section
+
+    p = argparse.ArgumentParser(prog="python -m benchmarks.paging")
+    p.add_argument("--sessions", type=int, default=10_000)
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--no-sdk", action="store_true", help="do not create the SDK venv")
+    args = p.parse_args(argv)
+    result = run_paging(
+        args.sessions,
+        repeats=args.repeats,
+        create_sdk_venv=not args.no_sdk,
+        log=lambda m: print(m, file=sys.stderr, flush=True),
+    )
+    print(json.dumps(result), file=sys.stderr)
+    print("\n".join(paging_section(result)))
+
+
 if __name__ == "__main__":
-    print(json.dumps(child(sys.argv[1], sys.argv[2], sys.argv[3])))
+    if len(sys.argv) == 4 and not sys.argv[1].startswith("-"):
+        print(json.dumps(child(sys.argv[1], sys.argv[2], sys.argv[3])))
+    else:
+        main()

@@ -16,7 +16,17 @@ from rl_sessions_dagster.testing import RLSimulator
 ROOT = Path(__file__).resolve().parents[1]
 
 _IMPORT = "import time; t = time.perf_counter(); {m}; print(time.perf_counter() - t)"
-_DEFS_NAMES = ("TogetherRLResource", "build_checkpoint_sensor", "build_session_status_sensor")
+#: What a definitions file imports: the resource, every builder and the Component.
+_DEFS_NAMES = (
+    "TogetherRLResource",
+    "TogetherRLComponent",
+    "build_checkpoint_sensor",
+    "build_session_status_sensor",
+    "build_rl_event_sensor",
+    "build_model_resource_sensor",
+    "build_idle_guard",
+    "build_spend_asset",
+)
 _LOAD = (
     "import time; t = time.perf_counter()\n"
     "import dagster as dg\n"
@@ -37,6 +47,7 @@ def _python(code: str, env: dict[str, str] | None = None) -> float:
 
 
 def run_startup(repeats: int) -> dict[str, Any]:
+    """Fresh interpreters, interleaved (the order flips every round); medians."""
     ours: list[float] = []
     base: list[float] = []
     full: list[float] = []
@@ -44,7 +55,7 @@ def run_startup(repeats: int) -> dict[str, Any]:
         trio = [
             (ours, "import rl_sessions_dagster"),
             (base, "import dagster"),
-            (full, f"from rl_sessions_dagster import {', '.join(_DEFS_NAMES)}"),
+            (full, f"import dagster; from rl_sessions_dagster import {', '.join(_DEFS_NAMES)}"),
         ]
         for out, statement in trio if i % 2 == 0 else trio[::-1]:
             out.append(_python(_IMPORT.format(m=statement)))
@@ -65,3 +76,10 @@ def run_startup(repeats: int) -> dict[str, Any]:
         result["load_defs_s"] = _python(_LOAD, env)
         result["load_api_calls"] = sim.requests.count()
     return result
+
+
+if __name__ == "__main__":
+    from .report import startup_section
+
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 11
+    print("\n".join(startup_section(run_startup(n))))

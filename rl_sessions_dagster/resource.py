@@ -7,14 +7,17 @@ calls the API at definition load.
 
 import dataclasses
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 from pydantic import Field, field_validator
 
-from .api import API_KEY_ENV, DEFAULT_BASE_URL, RetryPolicy, RLSessionsClient, ServerClock
+from .api import API_KEY_ENV, DEFAULT_BASE_URL, RetryPolicy, ServerClock
 from .retry_log import Log, RetryLog, current_tick_retry_log
 from .storage.urls import check_target
+
+if TYPE_CHECKING:  # imported in get_client: the client (and httpx) load when a tick needs it
+    from .api import RLSessionsClient
 
 #: Read when ``database_url`` is unset: where every table of the library goes.
 TABLES_URL_ENV = "RL_TABLES_URL"
@@ -126,7 +129,7 @@ class TogetherRLResource(dg.ConfigurableResource):
 
     def get_client(
         self, *, server_clock: ServerClock | None = None, log: Log | None = None
-    ) -> RLSessionsClient:
+    ) -> "RLSessionsClient":
         """A new client; close it (or use ``with``) when done.
 
         Each retry of the client is written as a WARNING to ``log`` (e.g. ``context.log`` of
@@ -136,6 +139,8 @@ class TogetherRLResource(dg.ConfigurableResource):
         Raises :class:`~rl_sessions_dagster.api.ConfigurationError` naming ``TOGETHER_API_KEY``
         when no key is configured, and for a malformed or plain-http non-loopback base URL.
         """
+        from .api.client import RLSessionsClient
+
         return RLSessionsClient(
             api_key=self.api_key,
             base_url=self.base_url,

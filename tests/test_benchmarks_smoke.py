@@ -51,10 +51,12 @@ def test_quick_benchmark_completes_with_every_row(tmp_path):
         "ours: `RLSessionsClient.list_sessions`",
         "raw `httpx`",
         "`together` SDK",
-        "GC paused while decoding",
         "imported dagster",
+        "every inference checkpoint",
     ):
         assert reader in text
+    for payload in ("10 inference + 1 training checkpoints per session", "payload corpus"):
+        assert payload in text
     assert "API calls made while loading" in text
     assert "| every change → its expected events exactly once, all sensors |" in text
 

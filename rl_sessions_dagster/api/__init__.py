@@ -1,7 +1,13 @@
-"""Typed HTTP client for Together AI's RL (post-training) API. No Dagster in this package."""
+"""Typed HTTP client for Together AI's RL (post-training) API. No Dagster in this package.
 
-from ._http import API_KEY_ENV, DEFAULT_BASE_URL, ClientStats
-from .client import OPERATION_KINDS, OperationKind, RLSessionsClient
+The client and its stats load on first use (see ``__getattr__``): they import ``httpx``
+(which imports ``rich``), and a definitions file that only reads models, errors and
+constants should not pay for it.
+"""
+
+from typing import TYPE_CHECKING, Any
+
+from .chat import ChatChoice, ChatCompletion, ChatMessage, ChatUsage
 from .clock import ServerClock
 from .enums import (
     ACTIVE_SESSION_STATUSES,
@@ -19,6 +25,7 @@ from .enums import (
     StopReason,
     WeightSyncType,
 )
+from .env import API_KEY_ENV, DEFAULT_BASE_URL
 from .errors import (
     APIStatusError,
     AuthenticationError,
@@ -37,7 +44,6 @@ from .errors import (
     UnprocessableEntityError,
     UnreachableHostError,
 )
-from .inference import ChatChoice, ChatCompletion, ChatMessage, ChatUsage
 from .lifecycle import (
     CheckpointFailed,
     ResourceFailed,
@@ -101,6 +107,28 @@ from .operation_results import (
 )
 from .pages import Page, PageMeta, SkippedItem
 from .retries import RetryEvent, RetryPolicy
+
+if TYPE_CHECKING:
+    from ._http import ClientStats
+    from .client import OPERATION_KINDS, OperationKind, RLSessionsClient
+
+_LAZY = {
+    "ClientStats": "._http",
+    "OPERATION_KINDS": ".client",
+    "OperationKind": ".client",
+    "RLSessionsClient": ".client",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from importlib import import_module
+
+        value = getattr(import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "ACTIVE_SESSION_STATUSES",

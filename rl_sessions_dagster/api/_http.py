@@ -22,6 +22,7 @@ import httpx
 import pydantic
 
 from ..version import __version__
+from .env import API_KEY_ENV, BASE_URL_ENV, DEFAULT_BASE_URL
 from .errors import (
     ConfigurationError,
     DecodeError,
@@ -38,9 +39,6 @@ from .retries import RetryPolicy, parse_retry_after
 M = TypeVar("M", bound=pydantic.BaseModel)
 T = TypeVar("T")
 
-DEFAULT_BASE_URL = "https://api.together.ai"
-API_KEY_ENV = "TOGETHER_API_KEY"
-BASE_URL_ENV = "TOGETHER_BASE_URL"
 MAX_PAGE_SIZE = 100
 
 

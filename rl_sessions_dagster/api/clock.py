@@ -1,9 +1,13 @@
 """The API's own clock, read from the HTTP ``Date`` header of each response."""
 
+from __future__ import annotations
+
 import contextlib
 import email.utils
+from typing import TYPE_CHECKING
 
-import httpx
+if TYPE_CHECKING:
+    import httpx
 
 
 class ServerClock:

@@ -20,9 +20,10 @@ import re
 import socket
 import ssl
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
+if TYPE_CHECKING:  # imported where used: a definitions file reads these classes, not httpx
+    import httpx
 
 #: Longest excerpt of a response body kept in an error message.
 BODY_EXCERPT_CHARS = 400
@@ -330,10 +331,6 @@ def error_from_response(
     )
 
 
-# Transport failures after which the request surely never reached the server.
-_NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
-
-
 def transport_error(
     exc: httpx.RequestError, *, method: str, url: httpx.URL, secrets: Iterable[str | None]
 ) -> TransportError:
@@ -342,11 +339,15 @@ def transport_error(
     The caller must raise the result *outside* its ``except`` block (or ``from None``), so the
     original exception, whose request carries the auth header, is not chained.
     """
+    import httpx
+
+    # Transport failures after which the request surely never reached the server.
+    not_sent = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
     secrets = tuple(secrets)
     reason = scrub(str(exc) or "no detail", secrets)
     return TransportError(
         f"{method} {url.path}: {type(exc).__name__}: {reason}",
-        may_have_reached_server=not isinstance(exc, _NOT_SENT),
+        may_have_reached_server=not isinstance(exc, not_sent),
         method=method,
         url=scrub(path_and_query(url), secrets),
     )
@@ -390,6 +391,8 @@ def configuration_failure(
     Like :func:`transport_error`, the result holds no httpx object: raise it outside the
     ``except`` block.
     """
+    import httpx
+
     if not isinstance(exc, httpx.ConnectError):
         return None
     secrets = tuple(secrets)

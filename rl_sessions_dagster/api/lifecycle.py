@@ -13,10 +13,8 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from ._http import compact
-from .client import RLSessionsClient
 from .enums import ModelResourceStatus, OperationStatus, SessionStatus
 from .errors import (
     BadRequestError,
@@ -33,6 +31,9 @@ from .models import (
     TrainingCheckpoint,
     TrainingSession,
 )
+
+if TYPE_CHECKING:  # the client (and httpx) load when a call is made, not with ResourceSpec
+    from .client import RLSessionsClient
 
 __all__ = [
     "CheckpointFailed",
@@ -113,6 +114,8 @@ class ResourceSpec:
     def request_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of ``create_model_resource`` / ``estimate_model_resource_cost``
         (without ``base_model``)."""
+        from ._http import compact
+
         compute = compact(
             gpu_type=self.gpu_type, num_generator_replicas=self.num_generator_replicas
         )

@@ -28,6 +28,7 @@ from .enums import (
     SessionStatus,
 )
 from .fields import EmptyIsNone, ListOrNull, RawEnum, Timestamp
+from .lazy import LazyList
 from .pages import Page, PageMeta, SkippedItem
 
 if TYPE_CHECKING:
@@ -224,8 +225,13 @@ class TrainingSession(TopLevelModel):
     display_name: str | None = None
     metadata: MetadataOrNull = Field(default_factory=SessionMetadata)
     error: SessionError | None = None
-    inference_checkpoints: ListOrNull[InferenceCheckpoint] = Field(default_factory=list)
-    training_checkpoints: ListOrNull[TrainingCheckpoint] = Field(default_factory=list)
+    #: Read-only lists; from JSON the models are built on first use (see ``lazy.py``).
+    inference_checkpoints: LazyList[InferenceCheckpoint] = Field(
+        default_factory=lambda: LazyList(InferenceCheckpoint)
+    )
+    training_checkpoints: LazyList[TrainingCheckpoint] = Field(
+        default_factory=lambda: LazyList(TrainingCheckpoint)
+    )
     step: int | None = None
     policy_state: PolicyState | None = None
     lora_config: LoraConfig | None = None

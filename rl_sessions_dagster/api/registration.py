@@ -10,12 +10,16 @@ surfacing as an HTTP 404 three steps later.
 No Dagster import: usable from any asset, op or script.
 """
 
-from dataclasses import dataclass
-from typing import Literal
+from __future__ import annotations
 
-from .client import RLSessionsClient
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
 from .enums import CheckpointType, CheckpointVariant
 from .models import Checkpoint, CheckpointFile, InferenceCheckpoint, Registration
+
+if TYPE_CHECKING:  # the client (and httpx) load when a call is made
+    from .client import RLSessionsClient
 
 __all__ = [
     "CheckpointNotDownloadableError",

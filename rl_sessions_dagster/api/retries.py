@@ -27,14 +27,16 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Literal, NoReturn, TypeVar
 
-import httpx
 import tenacity
 from tenacity.stop import stop_base
 from tenacity.wait import wait_base
 
 from .errors import DeadlineExceeded, TogetherRLError, TransportError
+
+if TYPE_CHECKING:
+    import httpx
 
 T = TypeVar("T")
 log = logging.getLogger("rl_sessions_dagster.api")

@@ -18,12 +18,12 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 from pydantic import Field
 
-from ..api import RLSessionsClient, ServerClock, TogetherRLError
+from ..api import ServerClock, TogetherRLError
 from ..api.lifecycle import ResourceSpec
 from ..api.models import ModelResource
 from ..core.spend import (
@@ -40,6 +40,9 @@ from ..core.spend import (
 from ..resource import TogetherRLResource
 from ..storage import ResourceSpendRow, SessionSpendRow, SpendStore
 from ..tables import DEFAULT_DB_FILENAME, db_metadata, open_table_store
+
+if TYPE_CHECKING:  # the client (and httpx) load when a run or tick builds one
+    from ..api import RLSessionsClient
 
 __all__ = [
     "DEFAULT_SPEND_DB_FILENAME",
@@ -85,7 +88,7 @@ class PriceCache:
     """``price_per_hour`` per configuration (``ResourceSpec.price_key``); failures are kept
     as None so one unpriceable configuration costs one request per run."""
 
-    def __init__(self, client: RLSessionsClient) -> None:
+    def __init__(self, client: "RLSessionsClient") -> None:
         self.client = client
         self.prices: dict[str, tuple[float | None, str | None]] = {}
         self.requests = 0
@@ -130,7 +133,7 @@ def sweep_function(group_by: str, separator: str = "-") -> Callable[[Attachment]
 
 
 def run_spend(
-    client: RLSessionsClient,
+    client: "RLSessionsClient",
     store: SpendStore,
     *,
     now_ms: int | None = None,

@@ -17,8 +17,8 @@ from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ..api.chat import ChatCompletion
 from ..api.errors import TogetherRLError
-from ..api.inference import ChatCompletion
 from .dataset import Dataset, EvalItem
 from .graders import Grade, Grader, Verdict
 

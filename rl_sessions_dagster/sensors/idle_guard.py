@@ -29,11 +29,11 @@ No ``from __future__ import annotations`` here: Dagster must see the real ``cont
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
-from ..api import RLSessionsClient, ServerClock, TogetherRLError
+from ..api import ServerClock, TogetherRLError
 from ..api.enums import ModelResourceStatus
 from ..api.lifecycle import ResourceSpec, monotonic_deadline, stop_resource
 from ..api.models import ModelResource
@@ -47,6 +47,9 @@ from .options import DEFAULT_TICK_BUDGET_SECONDS
 from .run_requests import TAG_PREFIX
 from .spend_spans import record_stop
 from .tick import SensorFamily, Tick, TickOutcome, run_tick, tick_budget
+
+if TYPE_CHECKING:  # the client (and httpx) load when a run or tick builds one
+    from ..api import RLSessionsClient
 
 __all__ = ["IdleStopConfig", "build_idle_guard", "find_idle"]
 
@@ -98,7 +101,7 @@ def _now_ms() -> int:
     return int(datetime.now(UTC).timestamp() * 1000)
 
 
-def read_use(client: RLSessionsClient, rid: str, *, force: bool, deadline: float) -> ResourceUse:
+def read_use(client: "RLSessionsClient", rid: str, *, force: bool, deadline: float) -> ResourceUse:
     """Every session on ``rid`` (no status filter: unknown statuses must be seen), and how
     many list items could not be read."""
     skipped: list[Any] = []
@@ -109,7 +112,7 @@ def read_use(client: RLSessionsClient, rid: str, *, force: bool, deadline: float
 
 
 def find_idle(
-    client: RLSessionsClient,
+    client: "RLSessionsClient",
     policy: IdlePolicy,
     *,
     created_by: str | None,
@@ -141,7 +144,7 @@ def find_idle(
     return decisions
 
 
-def _price(client: RLSessionsClient, r: ModelResource) -> tuple[float | None, str | None]:
+def _price(client: "RLSessionsClient", r: ModelResource) -> tuple[float | None, str | None]:
     spec = ResourceSpec.of(r)
     try:
         est = client.estimate_model_resource_cost(spec.base_model, **spec.request_kwargs())

@@ -5,13 +5,16 @@ applied to every session read, so the core never tracks a session the user did n
 """
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..api import BadRequestError, DecodeError, NotFoundError, RLSessionsClient, ServerClock
+from ..api import BadRequestError, DecodeError, NotFoundError, ServerClock
 from ..api.enums import ACTIVE_SESSION_STATUSES, TERMINAL_SESSION_STATUSES, CheckpointType
 from ..api.models import Checkpoint, TrainingSession
 from ..core.filters import SessionFilter
 from ..core.poll import ItemUnreadable, ListCursorRejected, StatusFilterRejected
+
+if TYPE_CHECKING:  # the client (and httpx) load when a tick builds one
+    from ..api import RLSessionsClient
 
 _ORDER = ("CREATING", "RUNNING", "STOPPING", "STOPPED", "ERROR", "EXPIRED")
 ACTIVE = sorted((s.short for s in ACTIVE_SESSION_STATUSES), key=_ORDER.index)
@@ -23,7 +26,7 @@ class ClientSessionSource:
 
     def __init__(
         self,
-        client: RLSessionsClient,
+        client: "RLSessionsClient",
         session_filter: SessionFilter,
         *,
         deadline: float,

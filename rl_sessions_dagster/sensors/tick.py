@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 import dagster as dg
 
@@ -29,7 +29,6 @@ from ..api import (
     DeadlineExceeded,
     DecodeError,
     RateLimitError,
-    RLSessionsClient,
     ServerClock,
     ServerError,
     TransportError,
@@ -37,6 +36,9 @@ from ..api import (
 from ..resource import TogetherRLResource
 from ..retry_log import current_tick_retry_log
 from .cursor_history import previous_tick_failed_loudly, read_state
+
+if TYPE_CHECKING:  # the client (and httpx) load when a tick builds one
+    from ..api import RLSessionsClient
 
 #: Failures that end a tick quietly (SkipReason, cursor kept): the next tick retries.
 TRANSIENT_ERRORS = (TransportError, ServerError, RateLimitError, DeadlineExceeded, DecodeError)
@@ -80,7 +82,7 @@ class Tick:
     """One tick's context, client, clock and deadline, handed to a family's body."""
 
     context: dg.SensorEvaluationContext
-    client: RLSessionsClient
+    client: "RLSessionsClient"
     clock: ServerClock
     started: float
     deadline: float

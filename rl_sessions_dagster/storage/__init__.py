@@ -48,6 +48,11 @@ _LAZY = {
     "SQLiteSessionStore": ".sqlite",
 }
 
+if TYPE_CHECKING:
+    from .sql import SQLAlchemyTableStore
+    from .sql import SQLAlchemyTableStore as SQLAlchemySessionStore
+    from .sqlite import SQLiteSessionStore
+
 __all__ = [
     "SCHEMA_VERSION",
     "CheckpointRow",

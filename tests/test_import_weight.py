@@ -1,0 +1,59 @@
+"""What a definitions file imports stays light: no SQLAlchemy, httpx or rich until used.
+
+A guard on *which* modules load, in fresh interpreters, not on timings: the import time
+itself is measured by ``benchmarks/startup.py`` (BENCHMARKS.md, "Import and load").
+SQLAlchemy loads with a SQL session store, httpx (and rich, which httpx imports) with the
+first client; a code server that never syncs to a database pays for neither at load.
+"""
+
+import subprocess
+import sys
+
+import pytest
+
+import rl_sessions_dagster.api
+
+HEAVY = ("sqlalchemy", "httpx", "rich")
+DEFINITIONS = (
+    "from rl_sessions_dagster import TogetherRLResource, TogetherRLComponent, "
+    "build_checkpoint_sensor, build_session_status_sensor, build_rl_event_sensor, "
+    "build_model_resource_sensor, build_idle_guard, build_spend_asset, "
+    "build_checkpoint_asset_spec"
+)
+
+
+def loaded_after(code: str) -> set[str]:
+    probe = f"{code}\nimport sys\nprint('\\n'.join(sys.modules))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return {name.split(".")[0] for name in out.stdout.split()}
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        DEFINITIONS,
+        "import rl_sessions_dagster.sensors",
+        "import rl_sessions_dagster.components",
+        "import rl_sessions_dagster.assets",
+        "import rl_sessions_dagster.storage",
+        "import rl_sessions_dagster.api",
+    ],
+)
+def test_loading_definitions_imports_no_heavy_dependency(code: str) -> None:
+    heavy = loaded_after(code).intersection(HEAVY)
+    assert not heavy, f"{code!r} imports {sorted(heavy)}"
+
+
+def test_the_heavy_dependencies_load_where_used() -> None:
+    client = "from rl_sessions_dagster.api import RLSessionsClient; RLSessionsClient('k')"
+    assert "httpx" in loaded_after(client)
+    store = (
+        "from rl_sessions_dagster.storage import open_session_store\n"
+        "open_session_store('sqlite:///:memory:')"
+    )
+    assert "sqlalchemy" in loaded_after(store)
+
+
+def test_lazy_api_exports_resolve() -> None:
+    for name in rl_sessions_dagster.api.__all__:
+        assert getattr(rl_sessions_dagster.api, name) is not None, name
