@@ -1,12 +1,14 @@
 """Issue #19's "done when", end to end: a project made by ``create-dagster`` that holds only a
 ``defs.yaml`` and a JSONL dataset passes ``dg check yaml`` and ``dg check defs``, and under the
 real ``dagster-daemon`` (simulator on loopback, faults injected on the API and on the chat
-calls) every checkpoint registered after the sensor's first tick gets exactly one evaluation
-run, which succeeds, and one evaluation materialization with a score.
+calls):
 
-Report and champion land as sections of the same YAML: add their keys to ``DEFS_YAML`` and a
-check beside ``assert_every_checkpoint_evaluated_once`` (the world below already stops a
-session, fails one and lands a better checkpoint last).
+* every checkpoint registered after the sensor's first tick gets exactly one evaluation run,
+  which succeeds, and one evaluation materialization with a score;
+* every finished session (one stopped, one failed) gets exactly one report, with its status;
+* the sweep gets a champion, the best checkpoint, and its history of changes is exactly the
+  replay of the evaluations in the order they landed (a better checkpoint landing later makes
+  it change; the highest step is registered last).
 """
 
 import json
@@ -34,6 +36,9 @@ API_KEY = "sk-yaml-e2e-CANARY-0123456789"
 SENSOR = "together_rl_events"
 JOB = "evaluate_checkpoint"
 EVAL_KEY = dg.AssetKey(["together", "checkpoint_evaluation"])
+REPORT_KEY = dg.AssetKey(["together", "session_report"])
+CHAMPION_KEY = dg.AssetKey(["together", "sweep_champion"])
+REPORT_JOB = "together_rl_session_report"
 # Ceilings, not expectations: each wait returns as soon as its event happens.
 DAEMON_START = 240
 PROGRESS = 420
@@ -54,6 +59,10 @@ attributes:
     prompt_template: "What is {a} + {b}? Answer with the number only."
     graders: [{type: numeric}]
     concurrency: 4
+  report: {}                        # one report per finished session
+  champion:                         # the best checkpoint of each sweep
+    running: true
+    minimum_interval_seconds: 1
 """
 
 DATASET = "".join(
@@ -111,6 +120,46 @@ def assert_every_checkpoint_evaluated_once(instance: dg.DagsterInstance, expecte
         assert isinstance(score, float) and 0.0 <= score <= 1.0
 
 
+def records(instance: dg.DagsterInstance, key: dg.AssetKey) -> list:
+    """Materializations of ``key``, in the order they landed."""
+    found = instance.fetch_materializations(key, limit=1000, ascending=True).records
+    return [r.asset_materialization for r in found if r.asset_materialization is not None]
+
+
+def latest_storage_id(instance: dg.DagsterInstance, key: dg.AssetKey) -> int:
+    found = instance.fetch_materializations(key, limit=1).records
+    return found[0].storage_id if found else 0
+
+
+def assert_every_finished_session_reported_once(instance, statuses: dict[str, str]):
+    runs = [r for r in instance.get_runs() if r.job_name == REPORT_JOB]
+    assert sorted(r.tags["together/session_id"] for r in runs) == sorted(statuses)
+    assert {r.status for r in runs} == {dg.DagsterRunStatus.SUCCESS}
+    reported = {m.metadata["session_id"].value: m.metadata["status"].value
+                for m in records(instance, REPORT_KEY)}  # fmt: skip
+    assert reported == statuses
+
+
+def assert_the_champion_follows_the_evaluations(instance: dg.DagsterInstance) -> list[str]:
+    """The oracle, written here: in landing order, the champion is the best so far (higher
+    score; ties: earlier step, then smaller id); the asset records each change, in order."""
+    best = None
+    replay: list[str] = []
+    for m in records(instance, EVAL_KEY):
+        meta = m.metadata
+        key = (-meta["score"].value, meta["step"].value, meta["checkpoint_id"].value)
+        if best is None or key < best:
+            best = key
+            replay.append(meta["checkpoint_id"].value)
+    champions = [m for m in records(instance, CHAMPION_KEY) if m.partition == "sweep"]
+    assert champions, "no champion recorded for the sweep"
+    changes = [m.metadata["champion_checkpoint_id"].value
+               for m in champions if m.metadata["changed"].value]  # fmt: skip
+    assert changes == replay
+    assert champions[-1].metadata["champion_checkpoint_id"].value == replay[-1]
+    return replay
+
+
 @pytest.mark.timeout(1200)
 def test_yaml_only_project_evaluates_every_checkpoint_once_on_the_daemon(tmp_path):
     project, module = make_project(tmp_path)
@@ -152,6 +201,21 @@ def test_yaml_only_project_evaluates_every_checkpoint_once_on_the_daemon(tmp_pat
                 return done if set(done) >= expected else None
 
             done = wait_for(all_evaluated, PROGRESS, f"{len(expected)} successful evaluations")
+            reported = {a, b}
+            wait_for(
+                lambda: {r.tags["together/session_id"] for r in instance.get_runs()
+                         if r.job_name == REPORT_JOB and r.is_success} >= reported,
+                PROGRESS,
+                "a report of each finished session",
+            )  # fmt: skip
+            wait_for(
+                lambda: (
+                    latest_storage_id(instance, CHAMPION_KEY)
+                    > latest_storage_id(instance, EVAL_KEY)
+                ),
+                PROGRESS,
+                "the champion sensor to fold the last evaluation",
+            )
             partitions = {done[c].tags["dagster/partition"] for c in expected}
             # Quiet afterwards: two more ticks launch nothing new.
             n = len(sensor_ticks(instance, SENSOR))
@@ -160,6 +224,8 @@ def test_yaml_only_project_evaluates_every_checkpoint_once_on_the_daemon(tmp_pat
                 lambda: all(r.is_finished for r in instance.get_runs()), PROGRESS, "runs finished"
             )
             assert_every_checkpoint_evaluated_once(instance, partitions)
+            assert_every_finished_session_reported_once(instance, {a: "STOPPED", b: "ERROR"})
+            assert_the_champion_follows_the_evaluations(instance)
             assert sim.faults.rules[0].applied == 3  # the API faults were really served
             pgid = proc.pid
         assert not group_alive(pgid)
