@@ -28,7 +28,6 @@ No ``from __future__ import annotations`` here: Dagster must see the real ``cont
 
 import json
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import dagster as dg
@@ -46,7 +45,7 @@ from .definition import QuietSensorDefinition
 from .options import DEFAULT_TICK_BUDGET_SECONDS
 from .run_requests import TAG_PREFIX
 from .spend_spans import record_stop
-from .tick import SensorFamily, Tick, TickOutcome, run_tick, tick_budget
+from .tick import SensorFamily, Tick, TickOutcome, local_now_ms, run_tick, tick_budget
 
 if TYPE_CHECKING:  # the client (and httpx) load when a run or tick builds one
     from ..api import RLSessionsClient
@@ -97,10 +96,6 @@ class IdleStopConfig(dg.Config):
     force: bool = False
 
 
-def _now_ms() -> int:
-    return int(datetime.now(UTC).timestamp() * 1000)
-
-
 def read_use(client: "RLSessionsClient", rid: str, *, force: bool, deadline: float) -> ResourceUse:
     """Every session on ``rid`` (no status filter: unknown statuses must be seen), and how
     many list items could not be read."""
@@ -124,7 +119,7 @@ def find_idle(
     (HTTP ``Date``) right after its sessions were read, else on the local clock."""
 
     def now() -> int:
-        return (clock.last_ms if clock is not None else None) or _now_ms()
+        return (clock.last_ms if clock is not None else None) or local_now_ms()
 
     ready = list(
         client.list_model_resources(
@@ -212,7 +207,7 @@ def build_idle_guard(
             # The resource first, then its sessions: a session attached in between is seen.
             r = client.get_model_resource(rid, deadline=deadline)
             use = read_use(client, rid, force=config.force, deadline=deadline)
-            now = clock.last_ms or _now_ms()
+            now = clock.last_ms or local_now_ms()
             decision = decide(r, use, policy, now_ms=now)
             price = _price(client, r)
             outcome = None
