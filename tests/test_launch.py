@@ -14,8 +14,8 @@ from rl_sessions_dagster.api.lifecycle import (
     ResourceSpec,
     create_inference_checkpoint_and_wait,
 )
-from rl_sessions_dagster.launch import build_training_op, launched_session
 from rl_sessions_dagster.testing import RLSimulator
+from rl_sessions_dagster.training import build_training_op, launched_session
 
 API_KEY = "sk-test-CANARY-launch"
 MODEL = "Qwen/Qwen3-8B"

@@ -31,6 +31,7 @@ from ..api.models import TrainingSession
 from ..api.pages import SkippedItem
 from ..core.filters import SessionFilter
 from ..resource import TogetherRLResource
+from ..resource.tables import DEFAULT_DB_FILENAME, db_metadata, open_table_store
 from ..storage import (
     CheckpointRow,
     MarksMissing,
@@ -42,7 +43,6 @@ from ..storage import (
     checkpoint_rows,
     session_row,
 )
-from ..tables import DEFAULT_DB_FILENAME, db_metadata, open_table_store
 from .schedules import build_sync_job_and_schedule, build_sync_schedule
 
 __all__ = [
@@ -369,7 +369,7 @@ def build_session_sync_asset(
         db_path: override of the tables' database for this asset (a URL such as
             ``$SYNC_DB_URL``, expanded at run time, or a file path) unless the run config sets
             ``db_path``. Default: the one tables' database of every asset, chosen by
-            :func:`~rl_sessions_dagster.tables.open_table_store` (the resource's
+            :func:`~rl_sessions_dagster.resource.open_table_store` (the resource's
             ``database_url``, ``$RL_TABLES_URL``, the instance's PostgreSQL, else
             ``<DAGSTER_HOME>/together_rl_sync.sqlite``).
         store_factory: build another :class:`~rl_sessions_dagster.storage.SessionStore` from the
