@@ -37,7 +37,7 @@ from pydantic import (
 
 from ..api.enums import ModelResourceStatus
 from ..api.models import ModelResource
-from .cursor import COMPACT_IDS, CursorError, Id, StateModel, fork
+from .cursor import COMPACT_IDS, CursorError, Id, LetterCodes, StateModel, fork
 from .resource_events import (
     _STATUS_EVENTS,
     ALL_RESOURCE_EVENT_KINDS,
@@ -52,27 +52,18 @@ RESOURCE_CURSOR_VERSION = 2
 _KIND = "model_resources"
 _CURRENT_PREFIX = f'{{"v":{RESOURCE_CURSOR_VERSION},'  # only this version has compact ids
 
-_CODES = {
-    ModelResourceStatus.PENDING.value: "P",
-    ModelResourceStatus.CREATING.value: "C",
-    ModelResourceStatus.READY.value: "R",
-    ModelResourceStatus.STOPPING.value: "s",
-    ModelResourceStatus.STOPPED.value: "S",
-    ModelResourceStatus.ERROR.value: "E",
-}
-_FROM_CODE = {v: k for k, v in _CODES.items()}
-
-
-def _encode_status(raw: str) -> str:
-    return _CODES.get(raw, raw)
-
-
-def _decode_status(code: str) -> str:
-    return _FROM_CODE.get(code, code)
-
-
 #: a raw resource status, written as one letter when known.
-_Status = Annotated[str, BeforeValidator(_decode_status), PlainSerializer(_encode_status)]
+_LETTERS = LetterCodes(
+    {
+        ModelResourceStatus.PENDING.value: "P",
+        ModelResourceStatus.CREATING.value: "C",
+        ModelResourceStatus.READY.value: "R",
+        ModelResourceStatus.STOPPING.value: "s",
+        ModelResourceStatus.STOPPED.value: "S",
+        ModelResourceStatus.ERROR.value: "E",
+    }
+)
+_Status = Annotated[str, BeforeValidator(_LETTERS.decode), PlainSerializer(_LETTERS.encode)]
 
 
 class TrackedResource(StateModel):

@@ -28,7 +28,16 @@ from pydantic import (
     model_validator,
 )
 
-from .cursor import COMPACT_IDS, CursorError, Id, StateModel, compact_id, expand_id, fork
+from .cursor import (
+    COMPACT_IDS,
+    CursorError,
+    Id,
+    LetterCodes,
+    StateModel,
+    compact_id,
+    expand_id,
+    fork,
+)
 from .list_order import ListOrder, OrderEvidence
 
 CURSOR_VERSION = 3
@@ -36,24 +45,19 @@ CURSOR_VERSION = 3
 _MODEL_VERSIONS = (2, 3)
 _CURRENT_PREFIX = f'{{"v":{CURSOR_VERSION},'
 
-_STATUS_CODES = {
-    "TRAINING_SESSION_STATUS_CREATING": "C",
-    "TRAINING_SESSION_STATUS_RUNNING": "R",
-    "TRAINING_SESSION_STATUS_STOPPING": "s",
-    "TRAINING_SESSION_STATUS_STOPPED": "S",
-    "TRAINING_SESSION_STATUS_ERROR": "E",
-    "TRAINING_SESSION_STATUS_EXPIRED": "X",
-    "TRAINING_SESSION_STATUS_UNSPECIFIED": "U",
-}
-_STATUS_FROM_CODE = {code: raw for raw, code in _STATUS_CODES.items()}
-
-
-def encode_status(raw: str) -> str:
-    return _STATUS_CODES.get(raw, raw)
-
-
-def decode_status(code: str) -> str:
-    return _STATUS_FROM_CODE.get(code, code)
+_STATUS_LETTERS = LetterCodes(
+    {
+        "TRAINING_SESSION_STATUS_CREATING": "C",
+        "TRAINING_SESSION_STATUS_RUNNING": "R",
+        "TRAINING_SESSION_STATUS_STOPPING": "s",
+        "TRAINING_SESSION_STATUS_STOPPED": "S",
+        "TRAINING_SESSION_STATUS_ERROR": "E",
+        "TRAINING_SESSION_STATUS_EXPIRED": "X",
+        "TRAINING_SESSION_STATUS_UNSPECIFIED": "U",
+    }
+)
+encode_status = _STATUS_LETTERS.encode
+decode_status = _STATUS_LETTERS.decode
 
 
 #: a raw session status, written as one letter when known.
