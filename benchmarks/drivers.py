@@ -32,7 +32,7 @@ from rl_sessions_dagster.core.poll import collect
 from rl_sessions_dagster.resource import ServerClock
 from rl_sessions_dagster.sensors import TRANSIENT_ERRORS, SessionFilter
 from rl_sessions_dagster.sensors.options import DEFAULT_TICK_BUDGET_SECONDS
-from rl_sessions_dagster.sensors.source import ClientSessionSource
+from rl_sessions_dagster.sensors.client_source import ClientSessionSource
 from rl_sessions_dagster.sensors.tick import tick_budget
 
 Event = tuple[str, str, str | None]

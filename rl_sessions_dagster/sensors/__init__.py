@@ -9,11 +9,11 @@ from .champion import (
     build_champion_definitions,
     build_champion_sensor,
 )
-from .factory import build_rl_event_sensor, build_routed_sensor
+from .session_sensor import build_rl_event_sensor, build_routed_sensor
 from .idle_guard import IdleStopConfig, build_idle_guard
 from .options import EventRoute, PollingOptions, ResourceSensorOptions, UnknownEventKind
 from .presets import build_checkpoint_sensor, build_session_status_sensor
-from .resources import (
+from .resource_sensor import (
     ResourceFilter,
     ResourceRoute,
     ResourceRunRequestFn,

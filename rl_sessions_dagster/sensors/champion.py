@@ -39,7 +39,7 @@ from ..partitions import (
     latest_metadata,
     metadata_value,
 )
-from .definition import QuietSensorDefinition
+from .quiet_sensor import QuietSensorDefinition
 
 if TYPE_CHECKING:
     from dagster._core.definitions.target import ExecutableDefinition

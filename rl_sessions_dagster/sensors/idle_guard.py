@@ -41,7 +41,7 @@ from ..core.idle import worth_a_look as _worth_a_look
 from ..core.state import CursorError
 from ..core.tracker import to_ms
 from ..resource import TogetherRLResource
-from .definition import QuietSensorDefinition
+from .quiet_sensor import QuietSensorDefinition
 from .options import DEFAULT_TICK_BUDGET_SECONDS
 from .run_requests import TAG_PREFIX
 from .spend_spans import record_stop

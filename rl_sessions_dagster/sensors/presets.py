@@ -1,5 +1,5 @@
 """The two usual single-target sensors, typed: evaluate each checkpoint; report each finished
-session. For both with one poll, use :func:`~.factory.build_routed_sensor`."""
+session. For both with one poll, use :func:`~.session_sensor.build_routed_sensor`."""
 
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -9,7 +9,7 @@ import dagster as dg
 from ..core import CHECKPOINT_EVENTS, TERMINAL_EVENTS, EventKind
 from ..core.filters import SessionFilter
 from ..partitions import CHECKPOINT_ASSET_KEY, CHECKPOINT_PARTITIONS
-from .factory import build_rl_event_sensor
+from .session_sensor import build_rl_event_sensor
 from .options import PollingOptions
 from .options import event_kinds as _event_kinds
 from .run_requests import RunRequestFn

@@ -8,7 +8,7 @@ import pytest
 
 from rl_sessions_dagster.core.resources import ResourceTrackerState
 from rl_sessions_dagster.sensors import ResourceSensorOptions
-from rl_sessions_dagster.sensors.resources import ResourceFilter, build_model_resource_sensor
+from rl_sessions_dagster.sensors.resource_sensor import ResourceFilter, build_model_resource_sensor
 
 from .conftest import make_resource
 

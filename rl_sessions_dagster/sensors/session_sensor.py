@@ -35,14 +35,14 @@ from ..core import (
 from ..core.filters import SessionFilter
 from ..core.poll import collect
 from ..partitions import CHECKPOINT_ASSET_KEY, CHECKPOINT_PARTITIONS
-from .definition import QuietSensorDefinition
+from .quiet_sensor import QuietSensorDefinition
 from .options import (
     EventRoute,
     PollingOptions,
 )
 from .options import event_kinds as parse_event_kinds
 from .run_requests import RunRequestFn, checkpoint_materialization, default_run_request
-from .source import ClientSessionSource
+from .client_source import ClientSessionSource
 from .targets import RouteTarget, check_at_tick, resolve_route
 from .tick import (
     TRANSIENT_ERRORS,

@@ -23,7 +23,7 @@ from ..core.resources import (
     advance_resources,
     status_changes,
 )
-from .definition import QuietSensorDefinition
+from .quiet_sensor import QuietSensorDefinition
 from .options import ResourceSensorOptions, parse_kinds
 from .run_requests import TAG_PREFIX
 from .spend_spans import record_spans
