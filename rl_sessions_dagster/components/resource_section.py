@@ -20,7 +20,7 @@ from .schema import Section
 __all__ = ["ResourceSection", "resolve_resource"]
 
 #: Bounds ``dg check yaml`` checks (the resource takes any value of each type).
-_BOUNDS: dict[str, dict[str, float]] = {
+_BOUNDS: dict[str, dict[str, Any]] = {
     "request_timeout": {"gt": 0, "le": 600},
     "max_attempts": {"ge": 1, "le": 20},
     "backoff_initial": {"ge": 0, "le": 600},
@@ -75,7 +75,7 @@ def _derived_fields() -> dict[str, Any]:
     return fields
 
 
-ResourceSection = create_model(  # type: ignore[call-overload]
+ResourceSection = create_model(
     "ResourceSection",
     __base__=_ResourceSectionBase,
     __module__=__name__,
