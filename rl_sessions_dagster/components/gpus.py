@@ -20,6 +20,7 @@ from .sensors import ResourceSensorSection, sensor_status
 _GUARD = IdleGuardOptions()
 _POLICY = IdlePolicy()
 
+
 class IdleGuardConfig(Section):
     """:func:`~rl_sessions_dagster.build_idle_guard` in YAML. Dry run unless ``dry_run: false``."""
 

@@ -27,9 +27,6 @@ import json
 from typing import TYPE_CHECKING
 
 import dagster as dg
-from dagster._core.definitions.unresolved_asset_job_definition import (
-    UnresolvedAssetJobDefinition,
-)
 
 from ..core.sweeps import Candidate, ChampionRule
 from ..partitions import (
@@ -42,6 +39,7 @@ from ..partitions import (
 from .champion_fold import SweepState, candidate, fold_sweep
 from .options import ChampionOptions
 from .quiet_sensor import QuietSensorDefinition
+from .targets import is_job
 
 if TYPE_CHECKING:
     from dagster._core.definitions.asset_selection import CoercibleToAssetSelection
@@ -112,9 +110,7 @@ def _champion_job(
             f"sensor '{name}' takes at most one of job= and target="
         )
     chosen = job if job is not None else target
-    if chosen is None or isinstance(
-        chosen, dg.JobDefinition | dg.GraphDefinition | UnresolvedAssetJobDefinition
-    ):
+    if chosen is None or is_job(chosen):
         return chosen
     return dg.define_asset_job(options.job_name, selection=chosen)
 

@@ -20,9 +20,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import dagster as dg
-from dagster._core.definitions.unresolved_asset_job_definition import (
-    UnresolvedAssetJobDefinition,
-)
 
 from ..core import (
     CHECKPOINT_EVENTS,
@@ -40,7 +37,7 @@ from .options import EventRoute, PollingOptions
 from .options import event_kinds as parse_event_kinds
 from .quiet_sensor import QuietSensorDefinition
 from .run_requests import checkpoint_materialization, default_run_request
-from .targets import RouteTarget, check_at_tick, resolve_routes
+from .targets import RouteTarget, check_at_tick, is_job, resolve_routes
 from .tick import (
     TRANSIENT_ERRORS,
     SensorFamily,
@@ -293,10 +290,6 @@ def _describe(
     )
 
 
-def _is_job(target: object) -> bool:
-    return isinstance(target, dg.JobDefinition | dg.GraphDefinition | UnresolvedAssetJobDefinition)
-
-
 def single_route(
     sensor: str,
     kinds: Iterable[EventKind | str],
@@ -311,11 +304,11 @@ def single_route(
             f"sensor '{sensor}' takes exactly one of job= and target="
         )
     chosen = job if job is not None else target
-    if _is_job(chosen):
-        return EventRoute(kinds, job=chosen, partitions_def=partitions_def)  # type: ignore[arg-type]
+    if is_job(chosen):
+        return EventRoute(kinds, job=chosen, partitions_def=partitions_def)
     return EventRoute(
         kinds,
-        assets=chosen,  # type: ignore[arg-type]
+        assets=chosen,
         job_name=f"{sensor}_assets",
         partitions_def=partitions_def,
     )

@@ -21,6 +21,7 @@ from .options import EventRoute, ResourceRoute
 
 if TYPE_CHECKING:
     from dagster._core.definitions.target import ExecutableDefinition
+    from typing_extensions import TypeIs
 
 #: A route of either family: both are resolved here, by the same code.
 R = TypeVar("R", EventRoute, ResourceRoute)
@@ -103,6 +104,11 @@ def _checked_asset_job(
     )
     fields = {name: getattr(base, name) for name in base._fields}  # type: ignore[attr-defined]
     return cls(**fields)
+
+
+def is_job(target: object) -> "TypeIs[ExecutableDefinition]":
+    """A job (rather than an asset selection) as a sensor's ``job=``/``target=`` may give it."""
+    return isinstance(target, dg.JobDefinition | dg.GraphDefinition | UnresolvedAssetJobDefinition)
 
 
 def expected_partitions(route: EventRoute | ResourceRoute) -> dg.DynamicPartitionsDefinition | None:

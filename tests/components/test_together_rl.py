@@ -124,8 +124,7 @@ def test_a_selection_matching_no_asset_says_so_not_partitioning(route):
     ("yaml", "match"),
     [
         (
-            "sessions: {routes: [{event_kinds: [checkpoint_registred], assets: '*', "
-            "job_name: j}]}",
+            "sessions: {routes: [{event_kinds: [checkpoint_registred], assets: '*', job_name: j}]}",
             "Input should be 'checkpoint_created', 'checkpoint_registered'",
         ),
         (

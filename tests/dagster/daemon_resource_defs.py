@@ -39,7 +39,9 @@ defs = dg.Definitions(
     jobs=[training_job],
     sensors=[
         build_model_resource_sensor(
-            routes=[ResourceRoute(["resource_ready"], job=training_job, run_request_fn=with_config)],
+            routes=[
+                ResourceRoute(["resource_ready"], job=training_job, run_request_fn=with_config)
+            ],
             resource_filter=ResourceFilter(base_model=TRIGGER_MODEL),
             minimum_interval_seconds=1,
             default_status=dg.DefaultSensorStatus.RUNNING,
