@@ -7,7 +7,7 @@ import time
 import dagster as dg
 
 from rl_sessions_dagster import TogetherRLResource, build_model_resource_sensor, build_training_op
-from rl_sessions_dagster.sensors import ResourceFilter
+from rl_sessions_dagster.sensors import ResourceFilter, ResourceRoute
 
 TRIGGER_MODEL = "Qwen/Qwen3-32B"
 TRAIN_MODEL = "Qwen/Qwen3-8B"
@@ -39,10 +39,10 @@ defs = dg.Definitions(
     jobs=[training_job],
     sensors=[
         build_model_resource_sensor(
-            job=training_job,
-            event_kinds=["resource_ready"],
+            routes=[
+                ResourceRoute(["resource_ready"], job=training_job, run_request_fn=with_config)
+            ],
             resource_filter=ResourceFilter(base_model=TRIGGER_MODEL),
-            run_request_fn=with_config,
             minimum_interval_seconds=1,
             default_status=dg.DefaultSensorStatus.RUNNING,
         )
