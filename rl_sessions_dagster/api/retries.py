@@ -190,10 +190,24 @@ class RetryPolicy:
         if deadline is not None and deadline - self.clock() < self.min_attempt_budget:
             raise DeadlineExceeded(f"{endpoint}: deadline already passed; no request sent")
 
-        attempts = 0
+        # The first attempt runs outside tenacity: most calls succeed at once, and building
+        # and driving a ``Retrying`` was most of this client's per-request overhead.
+        try:
+            return attempt(None if deadline is None else max(deadline - self.clock(), 0.0))
+        except TogetherRLError as exc:
+            exc.attempts = 1
+            if self.max_attempts == 1 or not should_retry(exc, idempotent=idempotent):
+                raise
+            first: TogetherRLError | None = exc
+        # A retryable failure: tenacity takes over, and sees that failure as its attempt 1
+        # (replayed, not re-sent), so waits, stops, events and give-ups are what they were.
+        attempts = 1
 
         def run() -> T:
-            nonlocal attempts
+            nonlocal attempts, first
+            if first is not None:
+                replay, first = first, None
+                raise replay
             attempts += 1
             try:
                 return attempt(None if deadline is None else max(deadline - self.clock(), 0.0))
