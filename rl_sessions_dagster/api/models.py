@@ -30,9 +30,14 @@ from .lazy import LazyList
 
 
 class APIModel(BaseModel):
-    """Base: keep unknown fields, allow field names and aliases, coerce numeric strings."""
+    """Base: keep unknown fields, allow field names and aliases, coerce numeric strings.
 
-    model_config = ConfigDict(extra="allow", populate_by_name=True, frozen=False)
+    Schemas are built on first use (``defer_build``), not at import: a definitions file that
+    imports this package reads few of these models, and building all of them was most of the
+    package's import time.
+    """
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True, frozen=False, defer_build=True)
 
 
 class TopLevelModel(APIModel):

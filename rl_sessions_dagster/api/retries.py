@@ -29,14 +29,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, NoReturn, TypeVar
 
-import tenacity
-from tenacity.stop import stop_base
-from tenacity.wait import wait_base
-
 from .errors import DeadlineExceeded, TogetherRLError, TransportError
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # tenacity loads on the first retry: most calls never need it
     import httpx
+    import tenacity
 
 T = TypeVar("T")
 log = logging.getLogger("rl_sessions_dagster.api")
@@ -215,6 +212,8 @@ class RetryPolicy:
                 exc.attempts = attempts  # also right for a 404 that follows two 503s
                 raise
 
+        import tenacity
+
         retrying = tenacity.Retrying(
             stop=tenacity.stop_after_attempt(self.max_attempts) | give_up_at,
             wait=_Wait(self),
@@ -278,10 +277,12 @@ def _failure(state: tenacity.RetryCallState) -> TogetherRLError:
     return error
 
 
-class _Wait(wait_base):
+class _Wait:
     """Retry-After when the server sent one, else tenacity's exponential backoff with jitter."""
 
     def __init__(self, policy: RetryPolicy) -> None:
+        import tenacity
+
         self._policy = policy
         # == wait_exponential_jitter, spelled so it works on tenacity 8.2 and 9.x alike (9.x
         # deprecates ``initial``; 8.2 lacks ``multiplier``).
@@ -295,7 +296,7 @@ class _Wait(wait_base):
         return self._backoff(retry_state) if delay is None else delay
 
 
-class _GiveUpAt(stop_base):
+class _GiveUpAt:
     """Stop when the upcoming sleep plus a minimal attempt would end past the deadline.
 
     Remembers that it fired, so the give-up callback can tell a deadline from exhausted attempts.
