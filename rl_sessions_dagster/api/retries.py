@@ -214,8 +214,10 @@ class RetryPolicy:
 
         import tenacity
 
+        out_of_attempts = tenacity.stop_after_attempt(self.max_attempts)
         retrying = tenacity.Retrying(
-            stop=tenacity.stop_after_attempt(self.max_attempts) | give_up_at,
+            # Attempts first, and only then the deadline (which remembers that it fired).
+            stop=lambda rs: out_of_attempts(rs) or give_up_at(rs),
             wait=_Wait(self),
             retry=tenacity.retry_if_exception(lambda e: should_retry(e, idempotent=idempotent)),
             sleep=self.sleep,
@@ -247,7 +249,7 @@ class RetryPolicy:
         self, state: tenacity.RetryCallState, endpoint: str, by_deadline: bool
     ) -> NoReturn:
         error = _failure(state)
-        if by_deadline:  # (stop_any short-circuits: exhausted attempts never set this)
+        if by_deadline:  # (``or`` short-circuits: exhausted attempts never set this)
             exc = DeadlineExceeded(
                 f"{endpoint}: deadline reached after {state.attempt_number} attempt(s); "
                 f"last error: {error}",
