@@ -4,7 +4,7 @@ Functions taking the client rather than client methods, so the client module sta
 mapping of endpoints. Every wait is bounded: ``timeout`` seconds and/or an absolute
 ``deadline`` on the client's retry clock (the earlier wins); none loops forever. A wait that
 sees its object fail raises a typed error carrying the object, so callers can report the API's
-own code and message.
+own code and message. Saving a checkpoint and waiting for it is in ``checkpoint_ops.py``.
 """
 
 from __future__ import annotations
