@@ -1,30 +1,32 @@
 """Field types that read the API's "not set" spellings natively, without slowing a page down.
 
 ``null`` for a list or a block, ``{}`` for an unset registration and ``""`` for a timestamp
-all mean "not set". The conversions here run *after* pydantic-core has validated the value:
-a ``mode="before"`` validator on a list or object field makes pydantic-core build that whole
-value as Python objects first and validate it a second time from them, which was most of the
-cost of reading a page (``Page.data`` is such a field). Only strings go through a before
-validator (cheap: nothing to build).
+all mean "not set". The conversions run in pydantic-core: a Python validator per field was
+most of the cost of reading a page (a 100-session page of the simulator's world made ~1,500
+calls), and a ``mode="before"`` validator on a list or object field also makes pydantic-core
+build that whole value as Python objects first and validate it a second time from them.
+
+Each marker (:class:`_BlankIsNone`, :class:`_NullIsBlank`, :class:`NullIs`) wraps the type's own
+schema without a union at the top: a union would add its branch name to the location of every
+error (``pages.salvage`` follows locations into the input) and report each branch's error.
+Instead, a step that can never fail rewrites the "not set" spelling, and the type's own schema
+reports errors exactly where and as it did before. ``ListOrNull`` and ``EmptyIsNone`` still use
+an after validator (one call per page, per checkpoint of a checkpoint page).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator
+from pydantic import AfterValidator, BaseModel, GetCoreSchemaHandler, GetJsonSchemaHandler
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import core_schema as cs
 
 T = TypeVar("T")
 B = TypeVar("B", bound=BaseModel)
-
-
-def _blank_is_none(value: Any) -> Any:
-    return None if value == "" else value
-
-
-def _null_is_blank(value: Any) -> Any:
-    return "" if value is None else value
 
 
 def _none_is_empty_list(value: list[Any] | None) -> list[Any]:
@@ -40,10 +42,96 @@ def _empty_is_none(value: Any) -> Any:
     return value
 
 
+def _replace(value: Any, spelling: cs.CoreSchema) -> cs.CoreSchema:
+    """Turn an input ``spelling`` accepts into ``value``; natively, and never an error.
+
+    ``with_default`` over a schema that rejects what ``spelling`` let through returns the
+    default without calling Python (the default is immutable: not copied).
+    """
+    return cs.chain_schema(
+        [spelling, cs.with_default_schema(cs.is_instance_schema(_Never), default=value, on_error="default")]
+    )
+
+
+class _Never:
+    """No value is an instance: ``_replace`` always falls back to its default."""
+
+
+class _Marker:
+    """Base: the JSON schema is the wrapped type's own (the last step of the chain)."""
+
+    def __get_pydantic_json_schema__(
+        self, schema: cs.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        if schema.get("type") == "chain":
+            return handler(schema["steps"][-1])  # type: ignore[typeddict-item]
+        return handler(schema)
+
+
+@dataclass(frozen=True)
+class _BlankIsNone(_Marker):
+    """``""`` reads as None; everything else goes to the type's schema unchanged.
+
+    Like the ``mode="before"`` validator this replaces, the type's schema validates the
+    Python value of the input (``any`` step): same accepted values, errors and locations.
+    """
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> cs.CoreSchema:
+        before = cs.union_schema(
+            [
+                cs.str_schema(strict=True, min_length=1),  # the common case: no error built
+                cs.none_schema(),
+                _replace(None, cs.literal_schema([""])),
+                cs.any_schema(),  # never fails: this union never reports an error
+            ],
+            mode="left_to_right",
+        )
+        return cs.chain_schema([before, handler(source)])
+
+
+@dataclass(frozen=True)
+class _NullIsBlank(_Marker):
+    """``null`` reads as ``""``; everything else goes to the type's schema unchanged."""
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> cs.CoreSchema:
+        before = cs.union_schema(
+            [cs.str_schema(strict=True), _replace("", cs.none_schema()), cs.any_schema()],
+            mode="left_to_right",
+        )
+        return cs.chain_schema([before, handler(source)])
+
+
+@dataclass(frozen=True)
+class NullIs(_Marker):
+    """On ``X | None``: ``null`` reads as ``factory()`` (called only for a null).
+
+    The type's schema validates the input first (natively, from JSON: no Python copy of a
+    nested object), then a None becomes ``factory()``, then the type's schema runs once
+    more on the result (an instance of ``X``: returned as is) so that serialization and
+    the JSON schema are the type's own.
+    """
+
+    factory: Callable[[], Any]
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> cs.CoreSchema:
+        schema = handler(source)
+        if schema.get("type") != "nullable":
+            raise TypeError(f"NullIs needs an optional type, got {source!r}")
+        instance = cs.is_instance_schema(type(self.factory()))
+        fill = cs.with_default_schema(instance, default_factory=self.factory, on_error="default")
+        return cs.chain_schema([schema, fill, schema])
+
+
 #: A timestamp that may be missing, null or ``""`` (all mean "not set").
-Timestamp = Annotated[datetime | None, BeforeValidator(_blank_is_none)]
+Timestamp = Annotated[datetime | None, _BlankIsNone()]
 #: A raw enum string; ``null`` reads as ``""`` (which parses to ``UNKNOWN``).
-RawEnum = Annotated[str, BeforeValidator(_null_is_blank)]
+RawEnum = Annotated[str, _NullIsBlank()]
 
 if TYPE_CHECKING:  # what the attribute holds
     ListOrNull = Annotated[list[T], "null reads as []"]
