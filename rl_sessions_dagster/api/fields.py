@@ -49,7 +49,12 @@ def _replace(value: Any, spelling: cs.CoreSchema) -> cs.CoreSchema:
     default without calling Python (the default is immutable: not copied).
     """
     return cs.chain_schema(
-        [spelling, cs.with_default_schema(cs.is_instance_schema(_Never), default=value, on_error="default")]
+        [
+            spelling,
+            cs.with_default_schema(
+                cs.is_instance_schema(_Never), default=value, on_error="default"
+            ),
+        ]
     )
 
 
@@ -64,7 +69,7 @@ class _Marker:
         self, schema: cs.CoreSchema, handler: GetJsonSchemaHandler
     ) -> JsonSchemaValue:
         if schema.get("type") == "chain":
-            return handler(schema["steps"][-1])  # type: ignore[typeddict-item]
+            schema = schema["steps"][-1]
         return handler(schema)
 
 
