@@ -1,22 +1,23 @@
 """Field types that read the API's "not set" spellings natively, without slowing a page down.
 
 ``null`` for a list or a block, ``{}`` for an unset registration and ``""`` for a timestamp
-all mean "not set". The conversions run in pydantic-core: a Python validator per field was
-most of the cost of reading a page (a 100-session page of the simulator's world made ~1,500
-calls), and a ``mode="before"`` validator on a list or object field also makes pydantic-core
-build that whole value as Python objects first and validate it a second time from them.
+all mean "not set". ``Timestamp`` and ``RawEnum`` (about 13 fields per session of the
+simulator's populated world, checkpoints included) convert in pydantic-core: the ``mode="before"``
+validators they replace cost a Python call per field and, worse, made pydantic-core build a
+Python string of every timestamp before parsing it (about 7% of reading that page). Their
+markers wrap the type's own schema without a union at the top: a union adds its branch name
+to every error's location (``pages.salvage`` follows locations into the input) and reports
+each branch's error; see :func:`_spelled`.
 
-Each marker (:class:`_BlankIsNone`, :class:`_NullIsBlank`, :class:`NullIs`) wraps the type's own
-schema without a union at the top: a union would add its branch name to the location of every
-error (``pages.salvage`` follows locations into the input) and report each branch's error.
-Instead, a step that can never fail rewrites the "not set" spelling, and the type's own schema
-reports errors exactly where and as it did before. ``ListOrNull`` and ``EmptyIsNone`` still use
-an after validator (one call per page, per checkpoint of a checkpoint page).
+``ListOrNull`` and ``EmptyIsNone`` run *after* pydantic-core has validated the value (one
+call per page, per checkpoint of a checkpoint page): a ``mode="before"`` validator on a list
+or object field makes pydantic-core build that whole value as Python objects first and
+validate it a second time from them. A native version of such an after validator (as tried
+for ``MetadataOrNull``) measured no faster: the call is cheap, the object is not.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
@@ -73,64 +74,39 @@ class _Marker:
         return handler(schema)
 
 
+def _spelled(schema: cs.CoreSchema, spelling: cs.CoreSchema, value: Any) -> cs.CoreSchema:
+    """``schema``, except that an input ``spelling`` accepts (and ``schema`` rejects) is ``value``.
+
+    Step 1 never fails: ``schema`` on the raw input (from JSON: no Python copy first), else
+    ``value`` for the spelling, else the input's Python value unchanged (``any``). Step 2 is
+    ``schema`` again: a value step 1 produced passes as is, and a rejected input is rejected
+    by ``schema`` alone, with its own error and location, as the before validator this
+    replaces let it be (it, too, gave ``schema`` the Python value of the input).
+    """
+    first = cs.union_schema(
+        [schema, _replace(value, spelling), cs.any_schema()], mode="left_to_right"
+    )
+    return cs.chain_schema([first, schema])
+
+
 @dataclass(frozen=True)
 class _BlankIsNone(_Marker):
-    """``""`` reads as None; everything else goes to the type's schema unchanged.
-
-    Like the ``mode="before"`` validator this replaces, the type's schema validates the
-    Python value of the input (``any`` step): same accepted values, errors and locations.
-    """
+    """``""`` reads as None; everything else goes to the type's schema."""
 
     def __get_pydantic_core_schema__(
         self, source: Any, handler: GetCoreSchemaHandler
     ) -> cs.CoreSchema:
-        before = cs.union_schema(
-            [
-                cs.str_schema(strict=True, min_length=1),  # the common case: no error built
-                cs.none_schema(),
-                _replace(None, cs.literal_schema([""])),
-                cs.any_schema(),  # never fails: this union never reports an error
-            ],
-            mode="left_to_right",
-        )
-        return cs.chain_schema([before, handler(source)])
+        return _spelled(handler(source), cs.literal_schema([""]), None)
 
 
 @dataclass(frozen=True)
 class _NullIsBlank(_Marker):
-    """``null`` reads as ``""``; everything else goes to the type's schema unchanged."""
+    """``null`` reads as ``""``; everything else goes to the type's schema."""
 
     def __get_pydantic_core_schema__(
         self, source: Any, handler: GetCoreSchemaHandler
     ) -> cs.CoreSchema:
-        before = cs.union_schema(
-            [cs.str_schema(strict=True), _replace("", cs.none_schema()), cs.any_schema()],
-            mode="left_to_right",
-        )
-        return cs.chain_schema([before, handler(source)])
-
-
-@dataclass(frozen=True)
-class NullIs(_Marker):
-    """On ``X | None``: ``null`` reads as ``factory()`` (called only for a null).
-
-    The type's schema validates the input first (natively, from JSON: no Python copy of a
-    nested object), then a None becomes ``factory()``, then the type's schema runs once
-    more on the result (an instance of ``X``: returned as is) so that serialization and
-    the JSON schema are the type's own.
-    """
-
-    factory: Callable[[], Any]
-
-    def __get_pydantic_core_schema__(
-        self, source: Any, handler: GetCoreSchemaHandler
-    ) -> cs.CoreSchema:
-        schema = handler(source)
-        if schema.get("type") != "nullable":
-            raise TypeError(f"NullIs needs an optional type, got {source!r}")
-        instance = cs.is_instance_schema(type(self.factory()))
-        fill = cs.with_default_schema(instance, default_factory=self.factory, on_error="default")
-        return cs.chain_schema([schema, fill, schema])
+        return _spelled(handler(source), cs.none_schema(), "")
 
 
 #: A timestamp that may be missing, null or ``""`` (all mean "not set").

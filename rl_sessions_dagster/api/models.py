@@ -15,7 +15,7 @@ the slow path (see ``pages.py``): a well-formed response is parsed natively in o
 
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from .enums import (
     CheckpointType,
@@ -25,7 +25,7 @@ from .enums import (
     SessionErrorCode,
     SessionStatus,
 )
-from .fields import EmptyIsNone, ListOrNull, NullIs, RawEnum, Timestamp
+from .fields import EmptyIsNone, ListOrNull, RawEnum, Timestamp
 from .lazy import LazyList
 
 
@@ -199,10 +199,14 @@ class PolicyState(APIModel):
     trainer_step: int | None = None
 
 
+def _metadata_or_empty(value: SessionMetadata | None) -> SessionMetadata:
+    return SessionMetadata() if value is None else value
+
+
 if TYPE_CHECKING:
     MetadataOrNull = SessionMetadata
-else:  # ``null`` reads as ``SessionMetadata()``
-    MetadataOrNull = Annotated[SessionMetadata | None, NullIs(SessionMetadata)]
+else:
+    MetadataOrNull = Annotated[SessionMetadata | None, AfterValidator(_metadata_or_empty)]
 
 
 class TrainingSession(TopLevelModel):

@@ -3,7 +3,8 @@
 A differential test: each tricky input goes through a model built on the old definitions (a
 private copy below) and one built on the new ones, from JSON and from Python, and must give
 the same value (and type) or the same errors (type, location, message, context).
-Serialization and JSON schema must not change either.
+Serialization and JSON schema must not change either. ``MetadataOrNull`` (still an after
+validator) is read alongside, so that errors of several fields are compared together.
 """
 
 from __future__ import annotations
@@ -141,9 +142,6 @@ def test_serialization_and_json_schema_unchanged() -> None:
     for mode in ("validation", "serialization"):
         old_schema = Old.model_json_schema(mode=mode)
         old_schema["title"] = "New"
-        # The one difference: pydantic titles a field unless its schema is a model (or an
-        # optional one) seen through *Python* validators; ``metadata`` now gets "Metadata".
-        old_schema["properties"]["metadata"]["title"] = "Metadata"
         assert New.model_json_schema(mode=mode) == old_schema
 
 
