@@ -34,7 +34,7 @@ from rl_sessions_dagster.storage import (
 )
 from tests.pg_server import PostgresServer
 
-from ..test_storage import T0, make_session
+from .test_sync_store import T0, make_session
 
 
 def query(store: Any, sql: str) -> list[tuple[Any, ...]]:
