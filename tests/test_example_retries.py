@@ -7,7 +7,6 @@ evaluated, once.
 """
 
 from collections import Counter
-from collections.abc import Iterator
 
 import dagster as dg
 import pytest
@@ -23,9 +22,13 @@ CHAT = "POST /v1/chat/completions"
 
 
 @pytest.fixture
-def sim() -> Iterator[RLSimulator]:
-    with RLSimulator(api_key=API_KEY, seed=21) as simulator:
-        yield simulator
+def sim_key() -> str:
+    return API_KEY
+
+
+@pytest.fixture
+def sim_seed() -> int:
+    return 21
 
 
 def checkpoints(sim: RLSimulator, n: int) -> list[str]:

@@ -23,7 +23,6 @@ from rl_sessions_dagster.partitions import (
     SWEEP_PARTITIONS,
 )
 from rl_sessions_dagster.sensors import ChampionRule, build_champion_definitions
-from rl_sessions_dagster.testing import RLSimulator
 from rl_sessions_dagster.testing.sensor_ticks import SensorTicker
 
 KEY = "sk-champion-CANARY-0424242"
@@ -69,9 +68,13 @@ def history(instance, sweep):
 
 
 @pytest.fixture
-def sim():
-    with RLSimulator(api_key=KEY, seed=5) as simulator:
-        yield simulator
+def sim_key() -> str:
+    return KEY
+
+
+@pytest.fixture
+def sim_seed() -> int:
+    return 5
 
 
 def test_best_checkpoint_per_sweep_changes_once_per_change_and_checks_scores(sim):

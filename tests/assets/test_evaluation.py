@@ -16,7 +16,6 @@ from rl_sessions_dagster.assets import (
     checkpoint_partition_key,
 )
 from rl_sessions_dagster.evaluation import DatasetError, EvaluationSpec
-from rl_sessions_dagster.testing import RLSimulator
 
 KEY = "sk-evalasset-CANARY-0123456789"
 ITEMS = [{"a": a, "b": b, "expected": a + b} for a in range(21, 27) for b in range(2, 7)]
@@ -33,15 +32,18 @@ SPEC = EvaluationSpec(
 
 
 @pytest.fixture
-def sim():
-    with RLSimulator(api_key=KEY, seed=5) as simulator:
-        yield simulator
+def sim_key() -> str:
+    return KEY
 
 
 @pytest.fixture
-def resource(sim):
-    return TogetherRLResource(api_key=KEY, base_url=sim.base_url, max_attempts=2,
-                              backoff_initial=0.01, backoff_jitter=0.0)  # fmt: skip
+def sim_seed() -> int:
+    return 5
+
+
+@pytest.fixture
+def resource_options() -> dict:
+    return {"max_attempts": 2, "backoff_initial": 0.01, "backoff_jitter": 0.0}
 
 
 def new_checkpoint(sim, instance, resource, sid, step, **kw):

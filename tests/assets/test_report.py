@@ -14,7 +14,6 @@ from rl_sessions_dagster.assets import (
 )
 from rl_sessions_dagster.evaluation import EvaluationSpec
 from rl_sessions_dagster.spend_store import SessionSpendRow, SQLiteSpendStore
-from rl_sessions_dagster.testing import RLSimulator
 
 KEY = "sk-report-CANARY-31337"
 SPEC = EvaluationSpec(
@@ -27,9 +26,13 @@ WANDB = {"group": "lr-sweep", "url": "https://wandb.ai/demo/p/runs/r1"}
 
 
 @pytest.fixture
-def sim():
-    with RLSimulator(api_key=KEY, seed=3) as simulator:
-        yield simulator
+def sim_key() -> str:
+    return KEY
+
+
+@pytest.fixture
+def sim_seed() -> int:
+    return 3
 
 
 def report(asset, instance, resource, sid):

@@ -11,17 +11,25 @@ from rl_sessions_dagster import TogetherRLResource
 from rl_sessions_dagster.api import RLSessionsClient
 from rl_sessions_dagster.assets.spend import build_spend_asset, run_spend
 from rl_sessions_dagster.spend_store import SQLiteSpendStore
-from rl_sessions_dagster.testing import RLSimulator, SimulatedWorld
+from rl_sessions_dagster.testing import SimulatedWorld
 
 KEY = "sk-test-CANARY-spend"
 MODEL = "Qwen/Qwen3-8B"
 
 
 @pytest.fixture
-def sim():
-    world = SimulatedWorld(seed=5, clock="manual")
-    with RLSimulator(api_key=KEY, world=world, seed=5) as simulator:
-        yield simulator
+def sim_key() -> str:
+    return KEY
+
+
+@pytest.fixture
+def sim_seed() -> int:
+    return 5
+
+
+@pytest.fixture
+def sim_world() -> SimulatedWorld:
+    return SimulatedWorld(seed=5, clock="manual")
 
 
 def materialize(sim, instance, db):

@@ -1,4 +1,5 @@
-"""A simulator on 127.0.0.1 and a client whose retries record their sleeps instead of sleeping."""
+"""The simulator's key and seed (``sim`` is the root's), and a client whose retries record their
+sleeps instead of sleeping."""
 
 from collections.abc import Iterator
 
@@ -12,9 +13,13 @@ KEY = "sk-eval-CANARY-0123456789"
 
 
 @pytest.fixture
-def sim() -> Iterator[RLSimulator]:
-    with RLSimulator(api_key=KEY, seed=3) as simulator:
-        yield simulator
+def sim_key() -> str:
+    return KEY
+
+
+@pytest.fixture
+def sim_seed() -> int:
+    return 3
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ things: event log, run config, metadata, captured logs, error messages.
 """
 
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,25 +16,24 @@ from dagster._serdes import serialize_value
 from rl_sessions_dagster import TogetherRLResource
 from rl_sessions_dagster.assets import build_session_sync_asset
 from rl_sessions_dagster.testing import RLSimulator
+from tests.support import sim_resource
 
 pytestmark = pytest.mark.postgres
 API_KEY = "sim-key"
 
 
 @pytest.fixture
-def sim() -> Iterator[RLSimulator]:
-    with RLSimulator(api_key=API_KEY, seed=5) as simulator:
-        yield simulator
+def sim_key() -> str:
+    return API_KEY
 
 
 @pytest.fixture
-def instance() -> Iterator[dg.DagsterInstance]:
-    with dg.instance_for_test() as inst:
-        yield inst
+def sim_seed() -> int:
+    return 5
 
 
 def resource(sim: RLSimulator) -> TogetherRLResource:
-    return TogetherRLResource(api_key=API_KEY, base_url=sim.base_url, max_attempts=1)
+    return sim_resource(sim, max_attempts=1)
 
 
 def sync(asset, instance, sim, **config: Any) -> Any:

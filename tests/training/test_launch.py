@@ -15,28 +15,24 @@ from rl_sessions_dagster.api.lifecycle import (
     create_inference_checkpoint_and_wait,
 )
 from rl_sessions_dagster.launch import build_training_op, launched_session
-from rl_sessions_dagster.testing import RLSimulator
+from tests.support import sim_resource
 
 API_KEY = "sk-test-CANARY-launch"
 MODEL = "Qwen/Qwen3-8B"
 
 
 @pytest.fixture
-def sim():
-    with RLSimulator(api_key=API_KEY, seed=3) as simulator:
-        yield simulator
+def sim_key() -> str:
+    return API_KEY
 
 
 @pytest.fixture
-def instance():
-    with dg.instance_for_test() as inst:
-        yield inst
+def sim_seed() -> int:
+    return 3
 
 
 def resource(sim) -> TogetherRLResource:
-    return TogetherRLResource(
-        api_key=API_KEY, base_url=sim.base_url, max_attempts=2, backoff_initial=0.01
-    )
+    return sim_resource(sim, max_attempts=2, backoff_initial=0.01)
 
 
 def active_sessions(world):
