@@ -13,7 +13,7 @@ from rl_sessions_dagster.assets import (
     checkpoint_partition_key,
 )
 from rl_sessions_dagster.evaluation import EvaluationSpec
-from rl_sessions_dagster.spend_store import SessionSpendRow, SQLiteSpendStore
+from rl_sessions_dagster.storage import SessionSpendRow, SQLAlchemyTableStore
 
 KEY = "sk-report-CANARY-31337"
 SPEC = EvaluationSpec(
@@ -55,7 +55,7 @@ def test_report_of_a_stopped_session_with_scores_and_spend(sim, tmp_path):
     sim.world.advance_steps(sid, 40)
     not_evaluated = sim.world.add_inference_checkpoint(sid)
     sim.world.stop_session(sid, immediate=True)
-    with SQLiteSpendStore(spend_db) as store:
+    with SQLAlchemyTableStore(spend_db) as store:
         store.save([], [SessionSpendRow(sid, "r1", "sweep-lr-1e-5", "lr-sweep", 1800.0, 1.25)],
                    now_ms=0)  # fmt: skip
     with dg.instance_for_test() as instance, resource.get_client() as client:

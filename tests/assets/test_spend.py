@@ -10,7 +10,7 @@ import pytest
 from rl_sessions_dagster import TogetherRLResource
 from rl_sessions_dagster.api import RLSessionsClient
 from rl_sessions_dagster.assets.spend import build_spend_asset, run_spend
-from rl_sessions_dagster.spend_store import SQLiteSpendStore
+from rl_sessions_dagster.storage import SQLAlchemyTableStore
 from rl_sessions_dagster.testing import SimulatedWorld
 
 KEY = "sk-test-CANARY-spend"
@@ -104,7 +104,7 @@ def test_resource_never_seen_ready_is_billed_from_its_first_session(sim, tmp_pat
     world.stop_model_resource(rid)
     with (
         RLSessionsClient(KEY, base_url=sim.base_url) as client,
-        SQLiteSpendStore(tmp_path / "s.sqlite") as store,
+        SQLAlchemyTableStore(tmp_path / "s.sqlite") as store,
     ):
         report = run_spend(client, store)
     (span,) = report.spans
@@ -119,7 +119,7 @@ def test_unpriceable_configuration_is_reported_not_fatal(sim, tmp_path):
     world.create_model_resource("some/retired-model")  # estimate-cost answers 400
     with (
         RLSessionsClient(KEY, base_url=sim.base_url) as client,
-        SQLiteSpendStore(tmp_path / "s.sqlite") as store,
+        SQLAlchemyTableStore(tmp_path / "s.sqlite") as store,
     ):
         report = run_spend(client, store)
     assert report.spend.unpriced and report.price_errors and report.spend.total_cost == 0
