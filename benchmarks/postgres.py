@@ -29,7 +29,12 @@ from typing import Any
 
 import dagster as dg
 
-from rl_sessions_dagster.testing.daemon import dagster_daemon, prepare_dagster_home, sensor_ticks
+from rl_sessions_dagster.testing.daemon import (
+    dagster_daemon,
+    prepare_dagster_home,
+    sensor_ticks,
+    wait_for,
+)
 from tests.daemon_defs import daemon_env
 from tests.pg_server import postgres_server
 
@@ -87,11 +92,7 @@ def measure(n_sessions: int, order: str, seconds: float, pace: float, log: Any) 
         active = sim.session_ids("RUNNING")
         with dagster_daemon(home, "tests.daemon_defs", working_directory=ROOT, env=env):
             instance = dg.DagsterInstance.from_config(str(home))
-            deadline = time.monotonic() + 900
-            while not sensor_ticks(instance, SENSOR):
-                if time.monotonic() > deadline:
-                    raise TimeoutError("no finished tick after 900 s")
-                time.sleep(0.5)
+            wait_for(lambda: sensor_ticks(instance, SENSOR), 900, "a finished tick", interval=0.5)
             # Warm-up: let the sensor finish verifying the list order before measuring.
             warm_until = time.monotonic() + min(120.0, seconds)
             while time.monotonic() < warm_until:

@@ -29,10 +29,6 @@ if TYPE_CHECKING:
 _database_numbers = itertools.count(1)
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "postgres: needs a real PostgreSQL server (started here)")
-
-
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[PostgresServer]:
     try:
@@ -68,69 +64,62 @@ def dagster_storage(request: pytest.FixtureRequest) -> dict[str, Any] | None:
 
 # --- the simulator, a Dagster instance and a resource: one definition each -----------------------
 #
-# Knobs are fixtures, overridden the pytest way (in a folder's conftest or a test module):
+# The simulator's options, nearest first: the ``sim`` marker of a test, class or module
 #
-#     @pytest.fixture
-#     def sim_seed() -> int:
-#         return 7
+#     pytestmark = pytest.mark.sim(api_key=KEY, seed=5, world={"clock": "manual"})
 #
-# ``sim_key`` (the API key the simulator accepts; every folder uses a recognisable canary),
-# ``sim_seed``, ``sim_world`` (a prepared ``SimulatedWorld``, e.g. a manual clock; None builds
-# one from the seed), ``sim_faults`` (``FaultPlan.add`` keyword sets applied before the test) and
-# ``resource_options`` (keywords of ``TogetherRLResource``). ``make_sim`` starts more simulators
-# with the same knobs (stopped after the test).
+# then the ``sim_options`` fixture (a folder's conftest overrides it), then the defaults below.
+# ``api_key`` is the key the simulator accepts (each folder names a recognisable canary),
+# ``world`` the keywords of the ``SimulatedWorld`` built for each test (or override the
+# ``sim_world`` fixture with a prepared one), ``faults`` keyword sets of ``FaultPlan.add``.
+# ``make_sim(**options)`` starts more simulators the same way; all stop after the test.
 
-#: The default key; a folder or module overrides ``sim_key`` with its own canary.
+#: The default key of the simulator (and of the ``resource`` fixture that talks to it).
 SIM_KEY = "sk-test-CANARY-0123456789"
+SIM_DEFAULTS: dict[str, Any] = {"api_key": SIM_KEY, "seed": 0, "world": None, "faults": ()}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "postgres: needs a real PostgreSQL server (started here)")
+    config.addinivalue_line(
+        "markers",
+        "sim(api_key=, seed=, world={...}, faults=[...]): options of the `sim` fixture",
+    )
 
 
 @pytest.fixture
-def sim_key() -> str:
-    return SIM_KEY
-
-
-@pytest.fixture
-def sim_seed() -> int:
-    return 0
+def sim_options() -> dict[str, Any]:
+    """Options of every ``sim`` of a folder (override in its conftest); markers come first."""
+    return {}
 
 
 @pytest.fixture
 def sim_world() -> "SimulatedWorld | None":
+    """A prepared world for ``sim`` (None: built from the options)."""
     return None
 
 
 @pytest.fixture
-def sim_faults() -> list[dict[str, Any]]:
-    return []
-
-
-@pytest.fixture
 def make_sim(
-    sim_key: str,
-    sim_seed: int,
-    sim_world: "SimulatedWorld | None",
-    sim_faults: list[dict[str, Any]],
+    request: pytest.FixtureRequest, sim_options: dict[str, Any]
 ) -> Iterator[Callable[..., "RLSimulator"]]:
-    """``make_sim(**overrides)``: a running simulator (``api_key``, ``world``, ``seed``, ``faults``
-    default to the knobs), stopped after the test."""
-    from rl_sessions_dagster.testing import RLSimulator
+    """``make_sim(**options)``: a simulator serving on 127.0.0.1, stopped after the test."""
+    from rl_sessions_dagster.testing import RLSimulator, SimulatedWorld
 
+    marker = request.node.get_closest_marker("sim")
+    defaults = {**SIM_DEFAULTS, **sim_options, **(marker.kwargs if marker else {})}
     with ExitStack() as stack:
 
-        def make(
-            *,
-            api_key: str | None = None,
-            world: "SimulatedWorld | None" = None,
-            seed: int | None = None,
-            faults: list[dict[str, Any]] | None = None,
-        ) -> RLSimulator:
-            simulator = RLSimulator(
-                api_key=sim_key if api_key is None else api_key,
-                world=world,
-                seed=sim_seed if seed is None else seed,
-            )
+        def make(**options: Any) -> RLSimulator:
+            unknown = options.keys() - SIM_DEFAULTS.keys()
+            assert not unknown, f"unknown simulator options {sorted(unknown)}"
+            chosen = {**defaults, **options}
+            world = chosen["world"]
+            if isinstance(world, dict):
+                world = SimulatedWorld(seed=chosen["seed"], **world)
+            simulator = RLSimulator(api_key=chosen["api_key"], world=world, seed=chosen["seed"])
             stack.enter_context(simulator)
-            for rule in sim_faults if faults is None else faults:
+            for rule in chosen["faults"]:
                 simulator.faults.add(**rule)
             return simulator
 
@@ -141,9 +130,8 @@ def make_sim(
 def sim(
     make_sim: Callable[..., "RLSimulator"], sim_world: "SimulatedWorld | None"
 ) -> "RLSimulator":
-    """A simulator serving on 127.0.0.1 for the test (its knobs: ``sim_key``, ``sim_seed``,
-    ``sim_world``, ``sim_faults``)."""
-    return make_sim(world=sim_world)
+    """The test's simulator (options: the ``sim`` marker, ``sim_options``, ``sim_world``)."""
+    return make_sim() if sim_world is None else make_sim(world=sim_world)
 
 
 @pytest.fixture

@@ -18,17 +18,8 @@ from rl_sessions_dagster.api import RetryPolicy, ServerError, TogetherRLError
 from rl_sessions_dagster.testing import RLSimulator
 
 API_KEY = "sk-eval-CANARY-5150"
+pytestmark = pytest.mark.sim(api_key=API_KEY, seed=21)
 CHAT = "POST /v1/chat/completions"
-
-
-@pytest.fixture
-def sim_key() -> str:
-    return API_KEY
-
-
-@pytest.fixture
-def sim_seed() -> int:
-    return 21
 
 
 def checkpoints(sim: RLSimulator, n: int) -> list[str]:

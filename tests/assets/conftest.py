@@ -13,13 +13,8 @@ API_KEY = "sim-key"
 
 
 @pytest.fixture
-def sim_key() -> str:
-    return API_KEY
-
-
-@pytest.fixture
-def sim_seed() -> int:
-    return 11
+def sim_options() -> dict[str, Any]:
+    return {"api_key": API_KEY, "seed": 11}
 
 
 @pytest.fixture

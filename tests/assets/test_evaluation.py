@@ -18,6 +18,7 @@ from rl_sessions_dagster.assets import (
 from rl_sessions_dagster.evaluation import DatasetError, EvaluationSpec
 
 KEY = "sk-evalasset-CANARY-0123456789"
+pytestmark = pytest.mark.sim(api_key=KEY, seed=5)
 ITEMS = [{"a": a, "b": b, "expected": a + b} for a in range(21, 27) for b in range(2, 7)]
 SPEC = EvaluationSpec(
     items=ITEMS,
@@ -29,16 +30,6 @@ SPEC = EvaluationSpec(
     price_prompt_per_million=1.0,
     price_completion_per_million=1.0,
 )
-
-
-@pytest.fixture
-def sim_key() -> str:
-    return KEY
-
-
-@pytest.fixture
-def sim_seed() -> int:
-    return 5
 
 
 @pytest.fixture

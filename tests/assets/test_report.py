@@ -16,6 +16,7 @@ from rl_sessions_dagster.evaluation import EvaluationSpec
 from rl_sessions_dagster.storage import SessionSpendRow, SQLAlchemyTableStore
 
 KEY = "sk-report-CANARY-31337"
+pytestmark = pytest.mark.sim(api_key=KEY, seed=3)
 SPEC = EvaluationSpec(
     items=[{"a": a, "b": 3, "expected": a + 3} for a in range(10, 20)],
     prompt_template="What is {a} + {b}?",
@@ -23,16 +24,6 @@ SPEC = EvaluationSpec(
     tolerance=1.0,
 )
 WANDB = {"group": "lr-sweep", "url": "https://wandb.ai/demo/p/runs/r1"}
-
-
-@pytest.fixture
-def sim_key() -> str:
-    return KEY
-
-
-@pytest.fixture
-def sim_seed() -> int:
-    return 3
 
 
 def report(asset, instance, resource, sid):

@@ -11,25 +11,10 @@ from rl_sessions_dagster import TogetherRLResource
 from rl_sessions_dagster.api import RLSessionsClient
 from rl_sessions_dagster.assets.spend import build_spend_asset, run_spend
 from rl_sessions_dagster.storage import SQLAlchemyTableStore
-from rl_sessions_dagster.testing import SimulatedWorld
 
 KEY = "sk-test-CANARY-spend"
+pytestmark = pytest.mark.sim(api_key=KEY, seed=5, world={"clock": "manual"})
 MODEL = "Qwen/Qwen3-8B"
-
-
-@pytest.fixture
-def sim_key() -> str:
-    return KEY
-
-
-@pytest.fixture
-def sim_seed() -> int:
-    return 5
-
-
-@pytest.fixture
-def sim_world() -> SimulatedWorld:
-    return SimulatedWorld(seed=5, clock="manual")
 
 
 def materialize(sim, instance, db):

@@ -2,6 +2,7 @@
 sleeps instead of sleeping."""
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -13,13 +14,8 @@ KEY = "sk-eval-CANARY-0123456789"
 
 
 @pytest.fixture
-def sim_key() -> str:
-    return KEY
-
-
-@pytest.fixture
-def sim_seed() -> int:
-    return 3
+def sim_options() -> dict[str, Any]:
+    return {"api_key": KEY, "seed": 3}
 
 
 @pytest.fixture

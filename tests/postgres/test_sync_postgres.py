@@ -18,18 +18,8 @@ from rl_sessions_dagster.assets import build_session_sync_asset
 from rl_sessions_dagster.testing import RLSimulator
 from tests.support import sim_resource
 
-pytestmark = pytest.mark.postgres
 API_KEY = "sim-key"
-
-
-@pytest.fixture
-def sim_key() -> str:
-    return API_KEY
-
-
-@pytest.fixture
-def sim_seed() -> int:
-    return 5
+pytestmark = [pytest.mark.postgres, pytest.mark.sim(api_key=API_KEY, seed=5)]
 
 
 def resource(sim: RLSimulator) -> TogetherRLResource:

@@ -6,6 +6,7 @@ The key is recognisable on purpose: every test here may grep for it.
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import dagster as dg
 import pytest
@@ -92,13 +93,8 @@ class RecordingTicker(SensorTicker):
 
 
 @pytest.fixture
-def sim_key() -> str:
-    return API_KEY
-
-
-@pytest.fixture
-def sim_seed() -> int:
-    return 11
+def sim_options() -> dict[str, Any]:
+    return {"api_key": API_KEY, "seed": 11}
 
 
 # --- the real daemon ----------------------------------------------------------------------------

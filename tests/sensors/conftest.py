@@ -1,6 +1,8 @@
 """Sensor tests: the simulator's key and seed (``sim`` and ``instance`` are the root's), and
 small definitions wired the way a user would wire them."""
 
+from typing import Any
+
 import dagster as dg
 import pytest
 
@@ -25,13 +27,8 @@ API_KEY = "sk-test-CANARY-0123456789"
 
 
 @pytest.fixture
-def sim_key() -> str:
-    return API_KEY
-
-
-@pytest.fixture
-def sim_seed() -> int:
-    return 7
+def sim_options() -> dict[str, Any]:
+    return {"api_key": API_KEY, "seed": 7}
 
 
 def make_resource(sim: RLSimulator, **overrides) -> TogetherRLResource:

@@ -26,13 +26,8 @@ def sim_world(world: SimulatedWorld) -> SimulatedWorld:
 
 
 @pytest.fixture
-def sim_key() -> str:
-    return API_KEY
-
-
-@pytest.fixture
-def sim_seed() -> int:
-    return 42
+def sim_options() -> dict[str, Any]:
+    return {"api_key": API_KEY, "seed": 42}
 
 
 @pytest.fixture

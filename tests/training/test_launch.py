@@ -18,17 +18,8 @@ from rl_sessions_dagster.launch import build_training_op, launched_session
 from tests.support import sim_resource
 
 API_KEY = "sk-test-CANARY-launch"
+pytestmark = pytest.mark.sim(api_key=API_KEY, seed=3)
 MODEL = "Qwen/Qwen3-8B"
-
-
-@pytest.fixture
-def sim_key() -> str:
-    return API_KEY
-
-
-@pytest.fixture
-def sim_seed() -> int:
-    return 3
 
 
 def resource(sim) -> TogetherRLResource:
