@@ -106,8 +106,10 @@ def make_sim(
     """``make_sim(**options)``: a simulator serving on 127.0.0.1, stopped after the test."""
     from rl_sessions_dagster.testing import RLSimulator, SimulatedWorld
 
-    marker = request.node.get_closest_marker("sim")
-    defaults = {**SIM_DEFAULTS, **sim_options, **(marker.kwargs if marker else {})}
+    marked: dict[str, Any] = {}
+    for marker in reversed(list(request.node.iter_markers("sim"))):  # the nearest wins
+        marked.update(marker.kwargs)
+    defaults = {**SIM_DEFAULTS, **sim_options, **marked}
     with ExitStack() as stack:
 
         def make(**options: Any) -> RLSimulator:

@@ -52,7 +52,7 @@ def everything_dagster_kept(instance: dg.DagsterInstance, run_id: str) -> str:
 
 
 def test_sync_to_postgres_is_idempotent_and_marks_vanished_sessions(
-    sim, instance, pg_server, pg_database, monkeypatch
+    sim, make_sim, instance, pg_server, pg_database, monkeypatch
 ) -> None:
     monkeypatch.setenv("SYNC_DB_URL", pg_server.url(pg_database))
     sim.world.populate(120, 2, active=6)
@@ -75,9 +75,9 @@ def test_sync_to_postgres_is_idempotent_and_marks_vanished_sessions(
     }
 
     # The same database synced from an account where those 120 sessions no longer exist.
-    with RLSimulator(api_key=API_KEY, seed=99) as other:
-        other.world.populate(7, 0, active=1)
-        result = dg.materialize([asset], instance=instance, resources={"together": resource(other)})
+    other = make_sim(seed=99)
+    other.world.populate(7, 0, active=1)
+    result = dg.materialize([asset], instance=instance, resources={"together": resource(other)})
     moved = metadata(result, asset)
     assert (moved["sessions_marked_missing"], moved["sessions_missing"]) == (120, 120)
     assert moved["dagster/row_count"] == 127

@@ -6,9 +6,9 @@ import pytest
 from rl_sessions_dagster import TogetherRLResource
 from rl_sessions_dagster.api import ConfigurationError
 from rl_sessions_dagster.resource import ServerClock
-from rl_sessions_dagster.testing import RLSimulator
 
 KEY = "sk-resource-CANARY-42"
+pytestmark = pytest.mark.sim(api_key=KEY)
 
 
 def test_key_is_a_masked_secret_and_not_in_repr():
@@ -18,22 +18,22 @@ def test_key_is_a_masked_secret_and_not_in_repr():
     assert field.is_secret
 
 
-def test_env_var_is_resolved_at_use_time(monkeypatch):
-    with RLSimulator(api_key=KEY) as sim:
-        monkeypatch.setenv("RL_TEST_KEY", KEY)
+def test_env_var_is_resolved_at_use_time(sim, monkeypatch):
+    monkeypatch.setenv("RL_TEST_KEY", KEY)
 
-        @dg.asset
-        def probe(together: TogetherRLResource) -> int:
-            with together.get_client() as client:
-                return len(list(client.list_sessions()))
+    @dg.asset
+    def probe(together: TogetherRLResource) -> int:
+        with together.get_client() as client:
+            return len(list(client.list_sessions()))
 
-        defs = dg.Definitions(
-            assets=[probe],
-            resources={"together": TogetherRLResource(api_key=dg.EnvVar("RL_TEST_KEY"),
-                                                      base_url=sim.base_url)},
-        )
-        result = dg.materialize([probe], resources=defs.resources)
-        assert result.success and sim.requests.count() == 1
+    defs = dg.Definitions(
+        assets=[probe],
+        resources={
+            "together": TogetherRLResource(api_key=dg.EnvVar("RL_TEST_KEY"), base_url=sim.base_url)
+        },
+    )
+    result = dg.materialize([probe], resources=defs.resources)
+    assert result.success and sim.requests.count() == 1
 
 
 def test_missing_key_is_a_configuration_error_naming_the_variable(monkeypatch):
@@ -47,13 +47,13 @@ def test_plain_http_to_a_remote_host_is_refused():
         TogetherRLResource(api_key=KEY, base_url="http://api.example.com").get_client()
 
 
-def test_knobs_reach_the_client_and_the_server_clock_reads_date():
-    with RLSimulator(api_key=KEY) as sim:
-        clock = ServerClock()
-        resource = TogetherRLResource(api_key=KEY, base_url=sim.base_url, max_attempts=7,
-                                      request_timeout=3.0, call_deadline=9.0)
-        with resource.get_client(server_clock=clock) as client:
-            assert client.retry.max_attempts == 7 and client.retry.deadline == 9.0
-            client.list_supported_models()
-        assert clock.last_ms is not None
-        assert abs(clock.last_ms - sim.world.now().timestamp() * 1000) < 5_000
+def test_knobs_reach_the_client_and_the_server_clock_reads_date(sim):
+    clock = ServerClock()
+    resource = TogetherRLResource(
+        api_key=KEY, base_url=sim.base_url, max_attempts=7, request_timeout=3.0, call_deadline=9.0
+    )
+    with resource.get_client(server_clock=clock) as client:
+        assert client.retry.max_attempts == 7 and client.retry.deadline == 9.0
+        client.list_supported_models()
+    assert clock.last_ms is not None
+    assert abs(clock.last_ms - sim.world.now().timestamp() * 1000) < 5_000
