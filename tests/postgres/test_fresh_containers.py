@@ -33,6 +33,7 @@ from rl_sessions_dagster.testing.daemon import (
     stop_process_group,
     wait_for,
 )
+from tests import daemon_defs
 
 ROOT = Path(__file__).resolve().parents[2]
 API_KEY = "sk-fresh-CANARY-3141"
@@ -107,7 +108,7 @@ def test_tables_accumulate_when_every_run_starts_in_a_fresh_directory(
     sessions = [world.create_session(mine[i % 2], display_name=f"sweep-e2e-{i}") for i in range(2)]
 
     with RLSimulator(api_key=API_KEY, world=world) as sim:
-        common = daemon_env(
+        common = daemon_defs.daemon_env(
             "rounds",
             sim.base_url,
             API_KEY,
