@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from .simproc import stop_child
+
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "api" / "fixtures"
 PATH = "/v1/rl/training-sessions"
 
@@ -102,14 +104,7 @@ def corpus_server(n_sessions: int) -> Iterator[str]:
             raise RuntimeError(f"the corpus server did not start (rc={proc.poll()})")
         yield line.rsplit(" ", 1)[-1].strip()
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
-        if proc.stdout is not None:
-            proc.stdout.close()
+        stop_child(proc)
 
 
 if __name__ == "__main__":

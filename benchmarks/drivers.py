@@ -25,11 +25,10 @@ from datetime import UTC, datetime
 import dagster as dg
 
 from rl_sessions_dagster import EventKind, TogetherRLResource, build_rl_event_sensor
-from rl_sessions_dagster.api import RLSessionsClient, TrainingSession
+from rl_sessions_dagster.api import RLSessionsClient, ServerClock, TrainingSession
 from rl_sessions_dagster.core import TrackerConfig, TrackerState, advance
 from rl_sessions_dagster.core.events import TERMINAL_EVENT_FOR_STATUS
 from rl_sessions_dagster.core.poll import collect
-from rl_sessions_dagster.resource import ServerClock
 from rl_sessions_dagster.sensors import TRANSIENT_ERRORS, SessionFilter
 from rl_sessions_dagster.sensors.options import DEFAULT_TICK_BUDGET_SECONDS
 from rl_sessions_dagster.sensors.source import ClientSessionSource

@@ -85,6 +85,19 @@ def _read_url(proc: subprocess.Popen[str], timeout: float) -> str:
     raise RuntimeError(f"the simulator did not start within {timeout} s (rc={proc.poll()})")
 
 
+def stop_child(proc: subprocess.Popen[Any]) -> None:
+    """Stop a benchmark's child server: SIGTERM, then kill after 10 s; close its stdout."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+    if proc.stdout is not None:
+        proc.stdout.close()
+
+
 @contextmanager
 def simulator(
     n_sessions: int,
@@ -119,12 +132,4 @@ def simulator(
     finally:
         if sim is not None:
             sim.close()
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=5)
-        if proc.stdout is not None:
-            proc.stdout.close()
+        stop_child(proc)

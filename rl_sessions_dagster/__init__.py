@@ -34,10 +34,6 @@ if TYPE_CHECKING:
     from .core import ResourceEventKind as ResourceEventKind
     from .core import SessionEvent as SessionEvent
     from .evaluation import EvaluationSpec as EvaluationSpec
-    from .launch import LaunchedSession as LaunchedSession
-    from .launch import TrainingLaunchConfig as TrainingLaunchConfig
-    from .launch import build_training_op as build_training_op
-    from .launch import launched_session as launched_session
     from .partitions import CHECKPOINT_ASSET_KEY as CHECKPOINT_ASSET_KEY
     from .partitions import CHECKPOINT_PARTITIONS as CHECKPOINT_PARTITIONS
     from .partitions import checkpoint_id_for_partition as checkpoint_id_for_partition
@@ -56,6 +52,10 @@ if TYPE_CHECKING:
     from .sensors import build_rl_event_sensor as build_rl_event_sensor
     from .sensors import build_routed_sensor as build_routed_sensor
     from .sensors import build_session_status_sensor as build_session_status_sensor
+    from .training import LaunchedSession as LaunchedSession
+    from .training import TrainingLaunchConfig as TrainingLaunchConfig
+    from .training import build_training_op as build_training_op
+    from .training import launched_session as launched_session
 
 
 def _lazy_exports() -> dict[str, str]:

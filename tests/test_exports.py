@@ -21,9 +21,12 @@ PACKAGES = [
     "rl_sessions_dagster.components",
     "rl_sessions_dagster.core",
     "rl_sessions_dagster.evaluation",
+    "rl_sessions_dagster.partitions",
+    "rl_sessions_dagster.resource",
     "rl_sessions_dagster.sensors",
     "rl_sessions_dagster.storage",
     "rl_sessions_dagster.testing",
+    "rl_sessions_dagster.training",
 ]
 #: Same name, deliberately separate objects: the simulator is an oracle independent of the
 #: client, so it keeps its own copy of the wire constants.

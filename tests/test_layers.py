@@ -23,7 +23,11 @@ def modules_after_import(module: str) -> set[str]:
         ("rl_sessions_dagster.evaluation", {"dagster", "rl_sessions_dagster.core"}),
         ("rl_sessions_dagster.testing", {"dagster", "rl_sessions_dagster.api"}),
         ("rl_sessions_dagster", {"dagster"}),
-        ("rl_sessions_dagster.retry_log", {"dagster"}),  # the routing of retries to logs
+        ("rl_sessions_dagster.training", {"rl_sessions_dagster.sensors", "rl_sessions_dagster.assets"}),
+        (
+            "rl_sessions_dagster.resource",
+            {"rl_sessions_dagster.sensors", "rl_sessions_dagster.assets", "sqlalchemy", "httpx"},
+        ),
         ("rl_sessions_dagster.sensors", {"rl_sessions_dagster.assets"}),
         (
             "rl_sessions_dagster.partitions",
@@ -164,3 +168,35 @@ def test_dagster_layers_hold_no_dagster_free_helpers():
         if path.name != "__init__.py" and _dagster_free(path)
     ]
     assert sorted(set(free) - GLUE_WITHOUT_DAGSTER) == []
+
+
+#: Each package and the packages of ours it may import: the layer map, one floor at a time.
+#: ``api`` → ``core``, ``evaluation``, ``storage`` (no Dagster) → ``resource``, ``partitions``
+#: (glue both families share) → ``training``, ``sensors``, ``assets`` → ``components``.
+#: ``testing`` (the simulator) is an oracle independent of the client: it imports none of them.
+ALLOWED = {
+    "api": {"version"},
+    "core": {"api"},
+    "evaluation": {"api"},
+    "storage": {"api", "core", "version"},
+    "resource": {"api", "storage"},
+    "partitions": {"api", "core"},
+    "training": {"api", "resource"},
+    "sensors": {"api", "core", "storage", "resource", "partitions"},
+    "assets": {"api", "core", "evaluation", "storage", "resource", "partitions"},
+    "components": {"api", "core", "evaluation", "resource", "partitions", "sensors", "assets"},
+    "testing": {"version"},
+}
+
+
+def test_every_package_imports_only_the_floors_below_it():
+    packages = {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert packages == set(ALLOWED), "a new package needs its place in the layer map"
+    bad = [
+        f"{path.relative_to(PACKAGE)} imports {module}"
+        for package in sorted(packages)
+        for path in _modules(package)
+        for module, _ in _imports(path)
+        if _layer(module) not in (None, package, *ALLOWED[package])
+    ]
+    assert bad == []

@@ -12,16 +12,10 @@ from ..api.registration import (
 )
 from .champion import champion_baseline
 from .checkpoints import (
-    CHECKPOINT_ASSET_KEY,
     CHECKPOINT_ASSET_SPEC,
-    CHECKPOINT_PARTITIONS,
-    CHECKPOINT_PARTITIONS_NAME,
     build_checkpoint_asset_spec,
-    checkpoint_metadata,
-    checkpoint_partition_key,
 )
 from .evaluation import (
-    EVALUATION_ASSET_KEY,
     SCORE_CHECK_NAME,
     Baseline,
     BaselineFinder,
@@ -53,13 +47,9 @@ from .sync import (
 )
 
 __all__ = [
-    "CHECKPOINT_ASSET_KEY",
     "CHECKPOINT_ASSET_SPEC",
-    "CHECKPOINT_PARTITIONS",
-    "CHECKPOINT_PARTITIONS_NAME",
     "DEFAULT_DB_FILENAME",
     "DEFAULT_SPEND_DB_FILENAME",
-    "EVALUATION_ASSET_KEY",
     "REPORT_ASSET_KEY",
     "SCORE_CHECK_NAME",
     "SESSION_SYNC_ASSET_KEY",
@@ -86,8 +76,6 @@ __all__ = [
     "build_sync_job_and_schedule",
     "build_sync_schedule",
     "champion_baseline",
-    "checkpoint_metadata",
-    "checkpoint_partition_key",
     "choose_variant",
     "deployment_target",
     "download_urls",

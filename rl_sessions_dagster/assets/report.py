@@ -26,8 +26,8 @@ from ..partitions import (
     metadata_value,
 )
 from ..resource import TogetherRLResource
+from ..resource.tables import open_table_store
 from ..storage import TableStoreConfigError, TableStoreError
-from ..tables import open_table_store
 
 __all__ = [
     "REPORT_ASSET_KEY",

@@ -1,7 +1,7 @@
 """The spend asset: estimated GPU cost per model resource, per session and per sweep.
 
 Each run lists the model resources and the sessions, folds what it sees into the billed spans
-kept in the library's tables (:func:`~rl_sessions_dagster.tables.open_table_store`, the same
+kept in the library's tables (:func:`~rl_sessions_dagster.resource.open_table_store`, the same
 database as the sync's), prices each configuration
 once with ``estimate-cost`` (no side effects; cached per configuration within the run and
 stored per resource, so a resource is priced once in its life), and writes the two spend
@@ -38,8 +38,8 @@ from ..core.spend import (
     sweep_totals,
 )
 from ..resource import TogetherRLResource
+from ..resource.tables import DEFAULT_DB_FILENAME, db_metadata, open_table_store
 from ..storage import ResourceSpendRow, SessionSpendRow, SpendStore
-from ..tables import DEFAULT_DB_FILENAME, db_metadata, open_table_store
 
 if TYPE_CHECKING:  # the client (and httpx) load when a run or tick builds one
     from ..api import RLSessionsClient

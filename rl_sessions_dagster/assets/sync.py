@@ -16,10 +16,8 @@ No ``from __future__ import annotations`` here: Dagster must see the real ``cont
 
 import contextlib
 import dataclasses
-import heapq
 import os
 import time
-from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -31,19 +29,18 @@ from ..api.models import TrainingSession
 from ..api.pages import SkippedItem
 from ..core.filters import SessionFilter
 from ..resource import TogetherRLResource
+from ..resource.tables import DEFAULT_DB_FILENAME, open_table_store
 from ..storage import (
     CheckpointRow,
     MarksMissing,
     SessionRow,
     SessionStore,
-    StoreCounts,
-    UpsertResult,
     backend_of,
     checkpoint_rows,
     session_row,
 )
-from ..tables import DEFAULT_DB_FILENAME, db_metadata, open_table_store
 from .schedules import build_sync_job_and_schedule, build_sync_schedule
+from .sync_metadata import SESSION_TABLE_SCHEMA, SyncStats, sync_metadata
 
 __all__ = [
     "DEFAULT_DB_FILENAME",
@@ -100,44 +97,6 @@ class SyncConfig(dg.Config):
         description="Log a progress line (pages, sessions, checkpoints, retries so far) at most "
         "this often while the sync runs; 0 logs one per session.",
     )
-
-
-class SyncStats:
-    """What one sync did: rows per table, sessions by status, newest sessions, requests."""
-
-    def __init__(self, newest_limit: int = 10) -> None:
-        self.sessions_seen = 0
-        self.checkpoints_seen = 0
-        self.duplicates_skipped = 0
-        self.sessions_marked_missing = 0
-        self.sessions_written = UpsertResult()
-        self.checkpoints_written = UpsertResult()
-        self.seen_by_status: Counter[str] = Counter()
-        self.api_requests = 0
-        self.api_calls = 0
-        #: Requests sent again after a transient failure (each one is a WARNING in the run log).
-        self.api_retries = 0
-        self.seconds = 0.0
-        #: List items the API sent that could not be read (not in the table; see metadata).
-        self.skipped: list[SkippedItem] = []
-        self._newest_limit = newest_limit
-        self._newest: list[tuple[str, str, SessionRow]] = []  # min-heap on (created_at, id)
-
-    def observe(self, row: SessionRow, n_checkpoints: int) -> None:
-        self.sessions_seen += 1
-        self.checkpoints_seen += n_checkpoints
-        self.seen_by_status[row.status] += 1
-        if self._newest_limit:
-            item = (row.created_at or "", row.id, row)
-            if len(self._newest) < self._newest_limit:
-                heapq.heappush(self._newest, item)
-            elif item[:2] > self._newest[0][:2]:
-                heapq.heapreplace(self._newest, item)
-
-    @property
-    def newest(self) -> list[SessionRow]:
-        """The newest sessions seen, newest first."""
-        return [row for *_, row in sorted(self._newest, key=lambda t: t[:2], reverse=True)]
 
 
 def _resolve_db_path(configured: str | None, default: str | None) -> str | None:
@@ -216,99 +175,6 @@ def run_sync(
     return stats
 
 
-def _md_cell(value: object) -> str:
-    text = "" if value is None else str(value)
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-#: Skipped items listed in the metadata table (the count covers all of them).
-SKIPPED_SHOWN = 20
-
-
-def _skipped_table(items: Sequence[SkippedItem]) -> str:
-    lines = ["| session id | field | reason |", "|---|---|---|"]
-    for item in items[:SKIPPED_SHOWN]:
-        cells = (f"`{item.id}`" if item.id else "(no id)", item.field or "(item)", item.reason)
-        lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
-    if len(items) > SKIPPED_SHOWN:
-        lines.append(f"| … {len(items) - SKIPPED_SHOWN} more | | |")
-    return "\n".join(lines)
-
-
-def _newest_table(rows: Sequence[SessionRow]) -> str:
-    lines = [
-        "| created (UTC) | display_name | status | step | checkpoints | W&B | session id |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for r in rows:
-        created = (r.created_at or "")[:19].replace("T", " ")
-        wandb = f"[{_md_cell(r.wandb_project or 'run')}]({r.wandb_url})" if r.wandb_url else ""
-        cells = (created, r.display_name, r.status, r.step, r.n_inference_checkpoints)
-        lines.append("| " + " | ".join(_md_cell(c) for c in cells) + f" | {wandb} | `{r.id}` |")
-    return "\n".join(lines)
-
-
-def sync_metadata(
-    stats: SyncStats, counts: StoreCounts, db_path: str
-) -> dict[str, dg.MetadataValue]:
-    """The materialization's metadata: table size, status mix, what this run wrote, cost."""
-    written = stats.sessions_written + stats.checkpoints_written
-    meta: dict[str, dg.MetadataValue] = {
-        "dagster/row_count": dg.MetadataValue.int(counts.sessions),
-        "checkpoint_row_count": dg.MetadataValue.int(counts.checkpoints),
-        "sessions_by_status": dg.MetadataValue.json(dict(counts.sessions_by_status)),
-        "newest_sessions": dg.MetadataValue.md(_newest_table(stats.newest)),
-        "sessions_seen": dg.MetadataValue.int(stats.sessions_seen),
-        "checkpoints_seen": dg.MetadataValue.int(stats.checkpoints_seen),
-        "rows_inserted": dg.MetadataValue.int(written.inserted),
-        "rows_updated": dg.MetadataValue.int(written.updated),
-        "rows_unchanged": dg.MetadataValue.int(written.unchanged),
-        "rows_written": dg.MetadataValue.json(
-            {
-                "rl_sessions": stats.sessions_written.as_dict(),
-                "rl_checkpoints": stats.checkpoints_written.as_dict(),
-            }
-        ),
-        "sessions_missing": dg.MetadataValue.int(counts.sessions_missing),
-        "sessions_marked_missing": dg.MetadataValue.int(stats.sessions_marked_missing),
-        "api_requests": dg.MetadataValue.int(stats.api_requests),
-        "api_retries": dg.MetadataValue.int(stats.api_retries),
-        "sync_seconds": dg.MetadataValue.float(round(stats.seconds, 3)),
-        # Sessions the API listed but this library could not read: not in the table.
-        "skipped_items": dg.MetadataValue.int(len(stats.skipped)),
-    }
-    if stats.skipped:
-        meta["skipped_sessions"] = dg.MetadataValue.md(_skipped_table(stats.skipped))
-    # One number per status too: numeric metadata is plotted across materializations.
-    for status, n in sorted(counts.sessions_by_status.items()):
-        meta[f"sessions_{status.lower()}"] = dg.MetadataValue.int(n)
-    if db_path != ":memory:":  # the URL may hold a password: recorded masked
-        meta["db_path"] = db_metadata(db_path)
-    return meta
-
-
-_COLUMN_SCHEMA = dg.TableSchema(
-    columns=[
-        dg.TableColumn("id", "text", description="Session id (primary key)."),
-        dg.TableColumn("display_name", "text"),
-        dg.TableColumn("status", "text", description="Short status, e.g. RUNNING."),
-        dg.TableColumn("raw_status", "text", description="Status constant as sent by the API."),
-        dg.TableColumn("base_model", "text"),
-        dg.TableColumn("model_resources_id", "text"),
-        dg.TableColumn("created_by", "text"),
-        dg.TableColumn("created_at", "text", description="ISO 8601 UTC."),
-        dg.TableColumn("updated_at", "text", description="ISO 8601 UTC."),
-        dg.TableColumn("step", "integer"),
-        dg.TableColumn("error_code", "text"),
-        dg.TableColumn("error_message", "text"),
-        dg.TableColumn("wandb_url", "text"),
-        dg.TableColumn("wandb_project", "text"),
-        dg.TableColumn("n_inference_checkpoints", "integer"),
-        dg.TableColumn("synced_at", "text", description="When a sync last wrote this row."),
-    ]
-)
-
-
 def _build_filter(
     session_filter: "SessionFilter | None",
     created_by: str | None,
@@ -369,7 +235,7 @@ def build_session_sync_asset(
         db_path: override of the tables' database for this asset (a URL such as
             ``$SYNC_DB_URL``, expanded at run time, or a file path) unless the run config sets
             ``db_path``. Default: the one tables' database of every asset, chosen by
-            :func:`~rl_sessions_dagster.tables.open_table_store` (the resource's
+            :func:`~rl_sessions_dagster.resource.open_table_store` (the resource's
             ``database_url``, ``$RL_TABLES_URL``, the instance's PostgreSQL, else
             ``<DAGSTER_HOME>/together_rl_sync.sqlite``).
         store_factory: build another :class:`~rl_sessions_dagster.storage.SessionStore` from the
@@ -410,7 +276,7 @@ def build_session_sync_asset(
         required_resource_keys={resource_key},
         metadata={
             "dagster/table_name": "rl_sessions",
-            "dagster/column_schema": dg.MetadataValue.table_schema(_COLUMN_SCHEMA),
+            "dagster/column_schema": dg.MetadataValue.table_schema(SESSION_TABLE_SCHEMA),
         },
         retry_policy=retry_policy,
         pool=pool,

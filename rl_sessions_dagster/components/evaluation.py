@@ -17,7 +17,6 @@ import dagster as dg
 from pydantic import Field
 
 from ..assets import (
-    EVALUATION_ASSET_KEY,
     SCORE_CHECK_NAME,
     BaselineFinder,
     build_evaluation_asset,
@@ -25,7 +24,7 @@ from ..assets import (
 )
 from ..core import EventKind
 from ..evaluation import EvaluationSpec, GraderSpec
-from ..partitions import CHECKPOINT_PARTITIONS
+from ..partitions import CHECKPOINT_PARTITIONS, EVALUATION_ASSET_KEY
 from ..sensors import EventRoute
 from .schema import Section
 

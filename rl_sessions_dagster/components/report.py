@@ -13,7 +13,8 @@ from typing import Literal
 import dagster as dg
 from pydantic import Field
 
-from ..assets import EVALUATION_ASSET_KEY, REPORT_ASSET_KEY, build_session_report_asset
+from ..assets import REPORT_ASSET_KEY, build_session_report_asset
+from ..partitions import EVALUATION_ASSET_KEY
 from ..sensors import EventRoute
 from ..sensors.options import event_kinds
 from .schema import Section

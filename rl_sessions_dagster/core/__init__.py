@@ -2,11 +2,10 @@
 
 from .events import CHECKPOINT_EVENTS, TERMINAL_EVENTS, EventKind, SessionEvent
 from .idle import Decision, IdlePolicy, IdleVerdict, ResourceUse, decide, idle_since, resource_use
-from .passes import ScannedPage
-from .resources import (
-    ALL_RESOURCE_EVENT_KINDS,
-    ResourceEvent,
-    ResourceEventKind,
+from .list_order import ListOrder
+from .list_pass import ScannedPage
+from .resource_events import ALL_RESOURCE_EVENT_KINDS, ResourceEvent, ResourceEventKind
+from .resource_tracker import (
     ResourceObservation,
     ResourceTickOutcome,
     ResourceTrackerConfig,
@@ -23,7 +22,7 @@ from .spend import (
     sweep_of_auto,
     sweep_totals,
 )
-from .state import CursorError, ListOrder, TrackerState
+from .state import CursorError, TrackerState
 from .tracker import (
     ALL_EVENT_KINDS,
     Observation,

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from ..api.models import Checkpoint
-from .reading import Reader, SessionSource
+from .session_source import Reader, SessionSource
 from .state import TrackerState
 from .tracker import TrackerConfig, to_ms
 

@@ -61,6 +61,21 @@ def _read_id(value: Any, info: ValidationInfo) -> Any:
 Id = Annotated[str, BeforeValidator(_read_id), PlainSerializer(compact_id, when_used="json")]
 
 
+class LetterCodes:
+    """Known raw statuses written as one letter each; any other status (one newer than this
+    library) is written and read back as sent, so drift never breaks a cursor."""
+
+    def __init__(self, codes: dict[str, str]) -> None:
+        self.codes = dict(codes)
+        self.raws = {code: raw for raw, code in codes.items()}
+
+    def encode(self, raw: str) -> str:
+        return self.codes.get(raw, raw)
+
+    def decode(self, code: str) -> str:
+        return self.raws.get(code, code)
+
+
 class StateModel(BaseModel):
     """Base of the state models: mutable (the trackers update the next state in place), read
     by field name or alias, and strict about unknown keys (a foreign cursor is an error)."""

@@ -6,8 +6,8 @@ diff part-way, the entry holds exactly what was announced, so the rest follows n
 
 from ..api.models import InferenceCheckpoint, TrainingSession
 from .events import TERMINAL_EVENT_FOR_STATUS, EventKind, SessionEvent
-from .model import TrackerConfig, checkpoint_key, to_ms
 from .state import PendingCheckpoint, TrackedSession, TrackerState
+from .tracker_io import TrackerConfig, checkpoint_key, to_ms
 
 
 class Budget:

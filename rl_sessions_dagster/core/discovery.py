@@ -7,9 +7,9 @@ hours) adopts every non-terminal one, and the status joins the active-list filte
 
 from ..api.models import TrainingSession
 from .diff import Budget, adopt, diff_session
-from .model import Observation, TrackerConfig
-from .passes import run_pass
+from .list_pass import run_pass
 from .state import ScanPosition, TrackerState
+from .tracker_io import Observation, TrackerConfig
 
 #: the prefix a status needs to be sent back to the API as a filter value.
 STATUS_PREFIX = "TRAINING_SESSION_STATUS_"

@@ -20,8 +20,10 @@ from .checkpoint_list import (
     registration_fetches,
     sessions_with_new_checkpoints,
 )
-from .passes import ScannedPage
-from .reading import (
+from .list_order import ListOrder
+from .list_pass import ScannedPage
+from .scan import checkpoint_floor
+from .session_source import (
     Collected,
     Interrupted,
     ItemUnreadable,
@@ -30,8 +32,7 @@ from .reading import (
     SessionSource,
     StatusFilterRejected,
 )
-from .scan import checkpoint_floor
-from .state import ListOrder, TrackerState
+from .state import TrackerState
 from .tracker import (
     Observation,
     TrackerConfig,

@@ -9,9 +9,10 @@ from collections.abc import Mapping, Sequence
 
 from ..api.models import TrainingSession
 from .diff import Budget, diff_session, remember_checkpoints
-from .model import Observation, ScanPlan, TrackerConfig, to_ms
-from .passes import ScannedPage, run_pass
-from .state import ListOrder, OrderEvidence, ScanPosition, TrackedSession, TrackerState
+from .list_order import ListOrder, OrderEvidence
+from .list_pass import ScannedPage, run_pass
+from .state import ScanPosition, TrackedSession, TrackerState
+from .tracker_io import Observation, ScanPlan, TrackerConfig, to_ms
 
 #: history sessions a backfill pass remembers having announced (see ``_discover``).
 BACKFILL_MEMORY = 200

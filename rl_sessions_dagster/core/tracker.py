@@ -39,7 +39,10 @@ from .discovery import (
     note_unknown_status,
     run_discovery,
 )
-from .model import (
+from .list_pass import ScannedPage
+from .scan import checkpoint_floor, floor_ms, move_watermark, plan_scan, scan_finished
+from .state import ScanPosition, TrackerState
+from .tracker_io import (
     ALL_EVENT_KINDS,
     Observation,
     ScanPlan,
@@ -48,9 +51,6 @@ from .model import (
     checkpoint_key,
     to_ms,
 )
-from .passes import ScannedPage
-from .scan import checkpoint_floor, floor_ms, move_watermark, plan_scan, scan_finished
-from .state import ScanPosition, TrackerState
 
 __all__ = [
     "ALL_EVENT_KINDS",

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
-from ..retry_log import tick_retry_log
+from ..resource.retry_log import tick_retry_log
 
 if TYPE_CHECKING:
     from dagster._core.definitions.target import ExecutableDefinition

@@ -13,10 +13,8 @@ from typing import Any
 import dagster as dg
 
 from ..api.models import ModelResource
-from ..core.resources import (
-    ALL_RESOURCE_EVENT_KINDS,
-    ResourceEvent,
-    ResourceEventKind,
+from ..core.resource_events import ALL_RESOURCE_EVENT_KINDS, ResourceEvent, ResourceEventKind
+from ..core.resource_tracker import (
     ResourceObservation,
     ResourceTrackerConfig,
     ResourceTrackerState,

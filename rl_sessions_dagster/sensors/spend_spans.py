@@ -18,7 +18,7 @@ import dagster as dg
 from ..api.models import ModelResource
 from ..core.spend import ResourceSpan, observe_span, observe_spans
 from ..resource import TogetherRLResource
-from ..tables import open_table_store
+from ..resource.tables import open_table_store
 
 if TYPE_CHECKING:
     from ..storage.sql import SQLAlchemyTableStore

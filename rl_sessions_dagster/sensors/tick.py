@@ -34,7 +34,7 @@ from ..api import (
     TransportError,
 )
 from ..resource import TogetherRLResource
-from ..retry_log import current_tick_retry_log
+from ..resource.retry_log import current_tick_retry_log
 from .cursor_history import previous_tick_failed_loudly, read_state
 
 if TYPE_CHECKING:  # the client (and httpx) load when a tick builds one

@@ -11,8 +11,6 @@ from rl_sessions_dagster import CHECKPOINT_ASSET_SPEC, CHECKPOINT_PARTITIONS, To
 from rl_sessions_dagster.assets import (
     build_evaluation_asset,
     champion_baseline,
-    checkpoint_metadata,
-    checkpoint_partition_key,
     previous_checkpoint_baseline,
 )
 from rl_sessions_dagster.evaluation import EvaluationSpec
@@ -21,6 +19,8 @@ from rl_sessions_dagster.partitions import (
     CHECKPOINT_ASSET_KEY,
     EVALUATION_ASSET_KEY,
     SWEEP_PARTITIONS,
+    checkpoint_metadata,
+    checkpoint_partition_key,
 )
 from rl_sessions_dagster.sensors import ChampionRule, build_champion_definitions
 from rl_sessions_dagster.testing.sensor_ticks import SensorTicker

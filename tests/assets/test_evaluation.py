@@ -8,14 +8,9 @@ import dagster as dg
 import pytest
 
 from rl_sessions_dagster import CHECKPOINT_PARTITIONS, TogetherRLResource
-from rl_sessions_dagster.assets import (
-    EVALUATION_ASSET_KEY,
-    SCORE_CHECK_NAME,
-    Baseline,
-    build_evaluation_asset,
-    checkpoint_partition_key,
-)
+from rl_sessions_dagster.assets import SCORE_CHECK_NAME, Baseline, build_evaluation_asset
 from rl_sessions_dagster.evaluation import DatasetError, EvaluationSpec
+from rl_sessions_dagster.partitions import EVALUATION_ASSET_KEY, checkpoint_partition_key
 
 KEY = "sk-evalasset-CANARY-0123456789"
 pytestmark = pytest.mark.sim(api_key=KEY, seed=5)

@@ -10,9 +10,9 @@ from rl_sessions_dagster.assets import (
     REPORT_ASSET_KEY,
     build_evaluation_asset,
     build_session_report_asset,
-    checkpoint_partition_key,
 )
 from rl_sessions_dagster.evaluation import EvaluationSpec
+from rl_sessions_dagster.partitions import checkpoint_partition_key
 from rl_sessions_dagster.storage import SessionSpendRow, SQLAlchemyTableStore
 
 KEY = "sk-report-CANARY-31337"

@@ -136,7 +136,7 @@ def small_jitter(monkeypatch):
     """
     import functools
 
-    import rl_sessions_dagster.resource as resource_module
+    import rl_sessions_dagster.resource.together_rl as resource_module
     from rl_sessions_dagster.api import RetryPolicy
 
     monkeypatch.setattr(resource_module, "RetryPolicy", functools.partial(RetryPolicy, jitter=0.01))

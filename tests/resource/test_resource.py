@@ -4,8 +4,7 @@ import dagster as dg
 import pytest
 
 from rl_sessions_dagster import TogetherRLResource
-from rl_sessions_dagster.api import ConfigurationError
-from rl_sessions_dagster.resource import ServerClock
+from rl_sessions_dagster.api import ConfigurationError, ServerClock
 
 KEY = "sk-resource-CANARY-42"
 pytestmark = pytest.mark.sim(api_key=KEY)

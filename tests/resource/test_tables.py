@@ -19,6 +19,11 @@ import sqlalchemy as sa
 from rl_sessions_dagster import TogetherRLComponent, TogetherRLResource
 from rl_sessions_dagster.assets import build_session_sync_asset, build_spend_asset
 from rl_sessions_dagster.core.spend import ResourceSpan
+from rl_sessions_dagster.resource.tables import (
+    TABLES_URL_ENV,
+    open_table_store,
+    resolve_tables_target,
+)
 from rl_sessions_dagster.storage import (
     SCHEMA_VERSION,
     ResourceSpendRow,
@@ -26,11 +31,6 @@ from rl_sessions_dagster.storage import (
     SQLAlchemyTableStore,
     TableStoreConfigError,
     TableStoreError,
-)
-from rl_sessions_dagster.tables import (
-    TABLES_URL_ENV,
-    open_table_store,
-    resolve_tables_target,
 )
 from rl_sessions_dagster.testing import RLSimulator
 
@@ -263,7 +263,7 @@ def test_importing_the_builders_does_not_load_the_store() -> None:
     """SQLAlchemy's store module (and its table definitions) load when a run opens the tables."""
     code = (
         "import sys, rl_sessions_dagster.assets, rl_sessions_dagster.components, "
-        "rl_sessions_dagster.tables, rl_sessions_dagster.storage; "
+        "rl_sessions_dagster.resource.tables, rl_sessions_dagster.storage; "
         "print([m for m in sys.modules if m.startswith('rl_sessions_dagster.storage.s')])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -6,7 +6,7 @@ import json
 import dagster as dg
 import pytest
 
-from rl_sessions_dagster.core.resources import ResourceTrackerState
+from rl_sessions_dagster.core.resource_tracker import ResourceTrackerState
 from rl_sessions_dagster.sensors import ResourceSensorOptions
 from rl_sessions_dagster.sensors.resources import ResourceFilter, build_model_resource_sensor
 

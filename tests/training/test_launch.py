@@ -14,7 +14,7 @@ from rl_sessions_dagster.api.lifecycle import (
     ResourceSpec,
     create_inference_checkpoint_and_wait,
 )
-from rl_sessions_dagster.launch import build_training_op, launched_session
+from rl_sessions_dagster.training import build_training_op, launched_session
 from tests.support import sim_resource
 
 API_KEY = "sk-test-CANARY-launch"

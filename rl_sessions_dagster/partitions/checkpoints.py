@@ -1,7 +1,5 @@
-"""What the sensors and the assets both need: the checkpoint partitions, their keys, the
-metadata a person wants on a checkpoint's page, and the sweep partitions of the champion.
-
-A neutral module so that ``sensors/`` and ``assets/`` never import each other.
+"""The checkpoint partitions: one dynamic partition per inference checkpoint, its key, and the
+metadata a person wants on a checkpoint's page.
 
 Partition keys are readable and sortable: ``<session name>/<step, 6 digits>/<checkpoint id,
 first 8 characters>`` (e.g. ``sweep-lr-1e-5/000020/6b65a6a4``). Short on purpose: the Dagster
@@ -14,13 +12,10 @@ it back. Partitions added by release 0.1.0 are bare checkpoint ids; that functio
 """
 
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any
 
 import dagster as dg
 
-from .api.models import InferenceCheckpoint, TrainingSession
-from .core.sweeps import sweep_name
+from ..api.models import InferenceCheckpoint, TrainingSession
 
 CHECKPOINT_PARTITIONS_NAME = "together_rl_checkpoints"
 CHECKPOINT_PARTITIONS = dg.DynamicPartitionsDefinition(name=CHECKPOINT_PARTITIONS_NAME)
@@ -122,55 +117,3 @@ def checkpoint_metadata(
     if wandb is not None and wandb.group:  # with display_name: the sweep (core/sweeps.py)
         meta["wandb_group"] = dg.MetadataValue.text(wandb.group)
     return meta
-
-
-# -- sweeps: the champion's partitions (one per sweep) and how a checkpoint finds its sweep --
-
-SWEEP_PARTITIONS_NAME = "together_rl_sweeps"
-SWEEP_PARTITIONS = dg.DynamicPartitionsDefinition(name=SWEEP_PARTITIONS_NAME)
-CHAMPION_ASSET_KEY = dg.AssetKey(["together", "sweep_champion"])
-#: The built-in evaluation's key, which the champion and the report read by default.
-EVALUATION_ASSET_KEY = dg.AssetKey(["together", "checkpoint_evaluation"])
-
-
-def metadata_value(meta: Mapping[str, Any], name: str) -> Any:
-    """The plain value of a metadata entry (None when absent)."""
-    v = meta.get(name)
-    return v.value if isinstance(v, dg.MetadataValue) else v
-
-
-def latest_metadata(
-    instance: dg.DagsterInstance, key: dg.AssetKey, partitions: Sequence[str]
-) -> dict[str, dict[str, Any]]:
-    """Each partition's latest materialization metadata, in one query."""
-    if not partitions:
-        return {}
-    records = instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=key, asset_partitions=list(partitions)),
-        limit=len(partitions) * 4,
-    ).records
-    out: dict[str, dict[str, Any]] = {}
-    for record in records:  # newest first
-        mat = record.asset_materialization
-        if mat is not None and mat.partition and mat.partition not in out:
-            out[mat.partition] = dict(mat.metadata)
-    return out
-
-
-def checkpoint_sweeps(
-    instance: dg.DagsterInstance,
-    partitions: Sequence[str],
-    *,
-    checkpoint_asset_key: dg.AssetKey = CHECKPOINT_ASSET_KEY,
-    separator: str = "-",
-) -> dict[str, str]:
-    """The sweep of each checkpoint partition (:func:`~.core.sweeps.sweep_name`, as spend
-    groups sessions), from the W&B group and display name the event sensor recorded on the
-    checkpoint asset, else from the partition's session label."""
-    meta = latest_metadata(instance, checkpoint_asset_key, sorted(set(partitions)))
-    out = {}
-    for p in partitions:
-        m = meta.get(p, {})
-        name = metadata_value(m, "display_name") or (p.split("/")[0] if "/" in p else None)
-        out[p] = sweep_name(metadata_value(m, "wandb_group"), name, separator)
-    return out

@@ -9,22 +9,16 @@ the resource when it was created for this launch and nothing else is attached, s
 never leaves a GPU billing. A stop the API refuses (other sessions attached) is reported, not
 retried with ``force``.
 
-:func:`build_training_op` wraps that around a user's training function as a Dagster op whose
-run config (``TrainingLaunchConfig``) describes the resource and the session.
-
-No ``from __future__ import annotations`` here: Dagster must see the real ``context`` type.
+:func:`~.op.build_training_op` wraps that around a user's training function as a Dagster op.
 """
 
 import contextlib
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import dagster as dg
-from pydantic import Field
-
-from .api import (
+from ..api import (
     ACTIVE_SESSION_STATUSES,
     DeadlineExceeded,
     RateLimitError,
@@ -32,8 +26,8 @@ from .api import (
     TogetherRLError,
     TransportError,
 )
-from .api.enums import ModelResourceStatus
-from .api.lifecycle import (
+from ..api.enums import ModelResourceStatus
+from ..api.lifecycle import (
     ResourceSpec,
     StopOutcome,
     find_ready_resource,
@@ -43,15 +37,10 @@ from .api.lifecycle import (
     wait_for_resource_ready,
     wait_for_session_running,
 )
-from .api.models import ModelResource, TrainingSession
-from .resource import TogetherRLResource
+from ..api.models import ModelResource, TrainingSession
+from ..resource.together_rl import TogetherRLResource
 
-__all__ = [
-    "LaunchedSession",
-    "TrainingLaunchConfig",
-    "build_training_op",
-    "launched_session",
-]
+__all__ = ["LaunchedSession", "launched_session"]
 
 _log = logging.getLogger(__name__)
 
@@ -302,110 +291,3 @@ def _cleanup(
         except TogetherRLError as exc:
             logger.error(f"could not stop model resource {resource_id}: {exc}")
     return outcomes
-
-
-class TrainingLaunchConfig(dg.Config):
-    """Run config of a training op: the model resource, the session, and the waits."""
-
-    base_model: str = Field(description="Base model (from supported-models).")
-    lora_enabled: bool = True
-    gpu_type: str | None = None
-    num_generator_replicas: int | None = None
-    inactive_timeout: int | None = Field(default=None, description="Seconds (300-86400).")
-    base_weights_ref: str | None = None
-    reuse_ready_resource: bool = Field(
-        default=True, description="Attach to one of your READY resources with this configuration."
-    )
-    display_name: str | None = None
-    wandb_entity: str | None = None
-    wandb_project: str | None = None
-    wandb_group: str | None = None
-    wandb_run_name: str | None = None
-    lora_rank: int | None = None
-    lora_alpha: float | None = None
-    resume_from_checkpoint_id: str | None = None
-    load_optimizer: bool | None = None
-    ready_timeout_seconds: float = 3600.0
-    running_timeout_seconds: float = 1800.0
-    poll_interval_seconds: float = 5.0
-    keep_resource: bool = Field(
-        default=False, description="Leave a resource created by this run up after success."
-    )
-
-    def spec(self) -> ResourceSpec:
-        return ResourceSpec(
-            base_model=self.base_model,
-            lora_enabled=self.lora_enabled,
-            gpu_type=self.gpu_type,
-            num_generator_replicas=self.num_generator_replicas,
-            inactive_timeout=self.inactive_timeout,
-            base_weights_ref=self.base_weights_ref,
-        )
-
-    def session_kwargs(self) -> dict[str, Any]:
-        wandb = {
-            k: v
-            for k, v in {
-                "entity": self.wandb_entity,
-                "project": self.wandb_project,
-                "group": self.wandb_group,
-                "run_name": self.wandb_run_name,
-            }.items()
-            if v is not None
-        }
-        lora = {k: v for k, v in {"rank": self.lora_rank, "alpha": self.lora_alpha}.items() if v}
-        return {
-            "display_name": self.display_name,
-            "metadata": {"wandb": wandb} if wandb else None,
-            "lora_config": lora or None,
-            "resume_from_checkpoint_id": self.resume_from_checkpoint_id,
-            "load_optimizer": self.load_optimizer,
-        }
-
-
-#: ``train(context, launched) -> result``: runs while the session is RUNNING.
-TrainFn = Callable[[dg.OpExecutionContext, LaunchedSession], Any]
-
-
-def build_training_op(
-    train_fn: TrainFn,
-    *,
-    name: str = "together_rl_training",
-    resource_key: str = "together",
-    description: str | None = None,
-    tags: dict[str, str] | None = None,
-) -> dg.OpDefinition:
-    """An op that launches a session (per its ``TrainingLaunchConfig``), calls
-    ``train_fn(context, launched)`` and stops the session, and the resource if created for the
-    run, however the op ends (success, exception, cancelled run). The run gets
-    ``together/session_id`` and ``together/model_resources_id`` tags once they exist."""
-
-    @dg.op(
-        name=name,
-        required_resource_keys={resource_key},
-        description=description or (train_fn.__doc__ or "Train on a Together RL session."),
-        tags=tags,
-    )
-    def _training_op(context: dg.OpExecutionContext, config: TrainingLaunchConfig) -> Any:
-        resource: TogetherRLResource = getattr(context.resources, resource_key)
-        with launched_session(
-            resource,
-            config.spec(),
-            reuse_ready_resource=config.reuse_ready_resource,
-            ready_timeout=config.ready_timeout_seconds,
-            running_timeout=config.running_timeout_seconds,
-            poll_interval=config.poll_interval_seconds,
-            keep_resource=config.keep_resource,
-            log=context.log,
-            **config.session_kwargs(),
-        ) as launched:
-            context.instance.add_run_tags(
-                context.run_id,
-                {
-                    "together/session_id": launched.session_id,
-                    "together/model_resources_id": launched.resource.id,
-                },
-            )
-            return train_fn(context, launched)
-
-    return _training_op

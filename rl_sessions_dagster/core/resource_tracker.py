@@ -1,4 +1,4 @@
-"""Model-resource events: the pure tracker behind the resource sensor.
+"""The pure tracker behind the resource sensor: model-resource list + cursor → events + cursor.
 
 Model resources are few per account (tens), so every tick reads the whole list and this module
 diffs it against a small cursor. The guarantees mirror the session tracker's:
@@ -23,7 +23,6 @@ STOPPING produces no event: billing has already ended, and STOPPED follows.
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import Enum
 from typing import Annotated, Any
 
 from pydantic import (
@@ -38,7 +37,14 @@ from pydantic import (
 
 from ..api.enums import ModelResourceStatus
 from ..api.models import ModelResource
-from .cursor import COMPACT_IDS, CursorError, Id, StateModel, fork
+from .cursor import COMPACT_IDS, CursorError, Id, LetterCodes, StateModel, fork
+from .resource_events import (
+    _STATUS_EVENTS,
+    ALL_RESOURCE_EVENT_KINDS,
+    TERMINAL_RESOURCE_STATUSES,
+    ResourceEvent,
+    ResourceEventKind,
+)
 from .tracker import to_ms
 
 #: v2: the state model with short aliases and compact ids; v1 (0.2-dev) is still read.
@@ -46,90 +52,18 @@ RESOURCE_CURSOR_VERSION = 2
 _KIND = "model_resources"
 _CURRENT_PREFIX = f'{{"v":{RESOURCE_CURSOR_VERSION},'  # only this version has compact ids
 
-_CODES = {
-    ModelResourceStatus.PENDING.value: "P",
-    ModelResourceStatus.CREATING.value: "C",
-    ModelResourceStatus.READY.value: "R",
-    ModelResourceStatus.STOPPING.value: "s",
-    ModelResourceStatus.STOPPED.value: "S",
-    ModelResourceStatus.ERROR.value: "E",
-}
-_FROM_CODE = {v: k for k, v in _CODES.items()}
-
-#: Statuses a resource never leaves (there is no restart endpoint).
-TERMINAL_RESOURCE_STATUSES = frozenset({ModelResourceStatus.STOPPED, ModelResourceStatus.ERROR})
-
-
-class ResourceEventKind(str, Enum):
-    """What happened to a model resource."""
-
-    RESOURCE_READY = "resource_ready"
-    RESOURCE_ERROR = "resource_error"
-    RESOURCE_STOPPED = "resource_stopped"
-    RESOURCE_EXPIRING = "resource_expiring"
-    RESOURCE_QUEUED_LONG = "resource_queued_long"
-
-
-ALL_RESOURCE_EVENT_KINDS = frozenset(ResourceEventKind)
-_STATUS_EVENTS = {
-    ModelResourceStatus.READY: ResourceEventKind.RESOURCE_READY,
-    ModelResourceStatus.ERROR: ResourceEventKind.RESOURCE_ERROR,
-    ModelResourceStatus.STOPPED: ResourceEventKind.RESOURCE_STOPPED,
-}
-
-
-@dataclass(frozen=True)
-class ResourceEvent:
-    """One fact about a model resource, with the snapshot it was seen in.
-
-    ``expires_at_ms`` is set for ``resource_expiring``; ``queued_ms`` (how long it has been
-    PENDING) for ``resource_queued_long``.
-    """
-
-    kind: ResourceEventKind
-    resource: ModelResource
-    previous_status: str | None = None
-    expires_at_ms: int | None = None
-    queued_ms: int | None = None
-
-    @property
-    def resource_id(self) -> str:
-        return self.resource.id
-
-    @property
-    def queue_position(self) -> int | None:
-        details = self.resource.status_details
-        return details.queue_position if details is not None else None
-
-    @property
-    def error_code(self) -> str | None:
-        """The raw error code (a code newer than this library is passed through as sent)."""
-        return self.resource.error.code_raw if self.resource.error is not None else None
-
-    @property
-    def error_message(self) -> str | None:
-        return self.resource.error.message if self.resource.error is not None else None
-
-    @property
-    def key(self) -> str:
-        if self.kind is ResourceEventKind.RESOURCE_EXPIRING:
-            return f"{self.kind.value}:{self.resource.id}:{self.expires_at_ms}"
-        return f"{self.kind.value}:{self.resource.id}"
-
-    def __repr__(self) -> str:
-        return f"ResourceEvent({self.key})"
-
-
-def _encode_status(raw: str) -> str:
-    return _CODES.get(raw, raw)
-
-
-def _decode_status(code: str) -> str:
-    return _FROM_CODE.get(code, code)
-
-
 #: a raw resource status, written as one letter when known.
-_Status = Annotated[str, BeforeValidator(_decode_status), PlainSerializer(_encode_status)]
+_LETTERS = LetterCodes(
+    {
+        ModelResourceStatus.PENDING.value: "P",
+        ModelResourceStatus.CREATING.value: "C",
+        ModelResourceStatus.READY.value: "R",
+        ModelResourceStatus.STOPPING.value: "s",
+        ModelResourceStatus.STOPPED.value: "S",
+        ModelResourceStatus.ERROR.value: "E",
+    }
+)
+_Status = Annotated[str, BeforeValidator(_LETTERS.decode), PlainSerializer(_LETTERS.encode)]
 
 
 class TrackedResource(StateModel):

@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any
 import dagster as dg
 from pydantic import Field, field_validator
 
-from .api import API_KEY_ENV, DEFAULT_BASE_URL, RetryPolicy, ServerClock
+from ..api import API_KEY_ENV, DEFAULT_BASE_URL, RetryPolicy, ServerClock
+from ..storage.urls import check_target
 from .retry_log import Log, RetryLog, current_tick_retry_log
-from .storage.urls import check_target
 
 if TYPE_CHECKING:  # imported in get_client: the client (and httpx) load when a tick needs it
-    from .api import RLSessionsClient
+    from ..api import RLSessionsClient
 
 #: Read when ``database_url`` is unset: where every table of the library goes.
 TABLES_URL_ENV = "RL_TABLES_URL"
@@ -139,7 +139,7 @@ class TogetherRLResource(dg.ConfigurableResource):
         Raises :class:`~rl_sessions_dagster.api.ConfigurationError` naming ``TOGETHER_API_KEY``
         when no key is configured, and for a malformed or plain-http non-loopback base URL.
         """
-        from .api.client import RLSessionsClient
+        from ..api.client import RLSessionsClient
 
         return RLSessionsClient(
             api_key=self.api_key,
@@ -168,4 +168,4 @@ class TogetherRLResource(dg.ConfigurableResource):
         return None if run_log is None else RetryLog(run_log)
 
 
-__all__ = ["TABLES_URL_ENV", "ServerClock", "TogetherRLResource"]
+__all__ = ["TABLES_URL_ENV", "TogetherRLResource"]

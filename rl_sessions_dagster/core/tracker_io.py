@@ -6,8 +6,9 @@ from datetime import datetime
 
 from ..api.models import InferenceCheckpoint, TrainingSession
 from .events import CHECKPOINT_EVENTS, EventKind, SessionEvent
-from .passes import ScannedPage
-from .state import ListOrder, ScanPosition, TrackerState, short_id
+from .list_order import ListOrder
+from .list_pass import ScannedPage
+from .state import ScanPosition, TrackerState, short_id
 
 ALL_EVENT_KINDS = frozenset(EventKind)
 

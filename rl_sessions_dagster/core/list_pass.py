@@ -11,7 +11,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..api.models import TrainingSession
-from .state import OrderEvidence, ScanPosition
+from .list_order import OrderEvidence
+from .state import ScanPosition
 
 
 @dataclass

@@ -28,11 +28,11 @@ from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
-from .resource import TABLES_URL_ENV, TogetherRLResource
-from .storage.urls import TableStoreConfigError, backend_of, check_target, is_database_url
+from ..storage.urls import TableStoreConfigError, backend_of, check_target, is_database_url
+from .together_rl import TABLES_URL_ENV, TogetherRLResource
 
 if TYPE_CHECKING:
-    from .storage.sql import SQLAlchemyTableStore
+    from ..storage.sql import SQLAlchemyTableStore
 
 __all__ = [
     "DEFAULT_DB_FILENAME",
@@ -81,7 +81,7 @@ class TablesTarget:
     setting: str
 
     def __repr__(self) -> str:
-        from .storage.urls import redact_url
+        from ..storage.urls import redact_url
 
         return f"TablesTarget({redact_url(self.url)!r}, schema={self.schema!r})"
 
@@ -179,7 +179,7 @@ def open_table_store(
     that cannot work and :class:`~rl_sessions_dagster.storage.TableStoreError` when the
     database cannot be reached; neither quotes a password.
     """
-    from .storage.sql import SQLAlchemyTableStore
+    from ..storage.sql import SQLAlchemyTableStore
 
     target = resolve_tables_target(resource, instance, url, url_setting=url_setting)
     store = SQLAlchemyTableStore(
@@ -193,7 +193,7 @@ def open_table_store(
 
 def db_metadata(display: str) -> dg.MetadataValue:
     """The ``db_path`` metadata entry: a file path, or the URL with its password masked."""
-    from .storage.urls import redact_url
+    from ..storage.urls import redact_url
 
     if is_database_url(display):  # a URL has no space: after one comes e.g. "(schema x)"
         url, space, rest = display.partition(" ")
