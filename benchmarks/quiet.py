@@ -27,8 +27,9 @@ from typing import Any
 import dagster as dg
 
 from rl_sessions_dagster import (
+    EventKind,
     TogetherRLResource,
-    build_checkpoint_sensor,
+    build_rl_event_sensor,
     build_session_status_sensor,
 )
 from rl_sessions_dagster.core import TrackerState
@@ -124,7 +125,11 @@ def run_case(n: int, order: str, samples: int, ticks: int) -> list[Row]:
     with simulator(n, list_order=order) as sim, dg.instance_for_test() as instance:
         sensors = [
             Sensor(
-                build_checkpoint_sensor(job=quiet_job, partitions_def=None),
+                build_rl_event_sensor(  # the checkpoint preset, unpartitioned runs
+                    name="together_rl_checkpoint_sensor",
+                    event_kinds=[EventKind.CHECKPOINT_REGISTERED],
+                    job=quiet_job,
+                ),
                 sim.base_url,
                 instance,
             ),

@@ -1,6 +1,6 @@
 """The GPU notices of the example project: one run per model-resource event.
 
-The Component's ``resource_sensor`` routes ``resource_ready``, ``resource_error``,
+The Component's ``model_resources`` sensor routes ``resource_ready``, ``resource_error``,
 ``resource_stopped`` and ``resource_expiring`` here; the run's ``together/*`` tags say which
 resource and what happened. A real team would page someone on ``resource_error`` or extend a
 resource about to expire; the example records the event as the asset's metadata.

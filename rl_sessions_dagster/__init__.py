@@ -33,18 +33,20 @@ if TYPE_CHECKING:
     from .core import ResourceEvent as ResourceEvent
     from .core import ResourceEventKind as ResourceEventKind
     from .core import SessionEvent as SessionEvent
+    from .core.filters import SessionFilter as SessionFilter
+    from .core.sweeps import ChampionRule as ChampionRule
     from .evaluation import EvaluationSpec as EvaluationSpec
     from .partitions import CHECKPOINT_ASSET_KEY as CHECKPOINT_ASSET_KEY
     from .partitions import CHECKPOINT_PARTITIONS as CHECKPOINT_PARTITIONS
     from .partitions import checkpoint_id_for_partition as checkpoint_id_for_partition
     from .resource import TogetherRLResource as TogetherRLResource
-    from .sensors import ChampionRule as ChampionRule
+    from .sensors import ChampionOptions as ChampionOptions
     from .sensors import EventRoute as EventRoute
+    from .sensors import IdleGuardOptions as IdleGuardOptions
     from .sensors import PollingOptions as PollingOptions
     from .sensors import ResourceFilter as ResourceFilter
     from .sensors import ResourceRoute as ResourceRoute
     from .sensors import ResourceSensorOptions as ResourceSensorOptions
-    from .sensors import SessionFilter as SessionFilter
     from .sensors import build_champion_definitions as build_champion_definitions
     from .sensors import build_checkpoint_sensor as build_checkpoint_sensor
     from .sensors import build_idle_guard as build_idle_guard

@@ -44,7 +44,7 @@ from rl_sessions_dagster import (
     checkpoint_id_for_partition,
 )
 from rl_sessions_dagster.assets import build_session_sync_asset
-from rl_sessions_dagster.sensors import ResourceFilter
+from rl_sessions_dagster.sensors import ResourceFilter, ResourceRoute
 
 #: The variable naming the definitions to load.
 DEFS_ENV = "RL_TEST_DEFS"
@@ -158,10 +158,8 @@ def training() -> dg.Definitions:
         )
 
     sensor = build_model_resource_sensor(
-        job=training_job,
-        event_kinds=["resource_ready"],
+        routes=[ResourceRoute(["resource_ready"], job=training_job, run_request_fn=with_config)],
         resource_filter=ResourceFilter(base_model=TRIGGER_MODEL),
-        run_request_fn=with_config,
         **RUNNING,
     )
     return dg.Definitions(

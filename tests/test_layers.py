@@ -157,7 +157,7 @@ def test_new_glue_modules_import_dagster():
 #: Dagster-free on purpose: the adapter that turns the HTTP client into the core's session
 #: source sits between api/ and core/, so neither may hold it (api never imports core, core
 #: never imports the client); it is part of the sensor glue.
-GLUE_WITHOUT_DAGSTER = {"sensors/source.py"}
+GLUE_WITHOUT_DAGSTER = {"sensors/client_source.py"}
 
 
 def test_dagster_layers_hold_no_dagster_free_helpers():

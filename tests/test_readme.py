@@ -5,7 +5,6 @@ from pathlib import Path
 
 import dagster as dg
 
-from rl_sessions_dagster import build_session_status_sensor
 from rl_sessions_dagster.testing import RLSimulator
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
@@ -31,7 +30,7 @@ def test_quick_start_definitions_load_without_calling_the_api(monkeypatch):
 
 def test_run_request_hook_example_runs():
     (hook,) = [b for b in BLOCKS if "def shape(event, request)" in b]
-    namespace: dict = {"build_session_status_sensor": build_session_status_sensor}
+    namespace: dict = {}
 
     @dg.op
     def report() -> None:
@@ -43,6 +42,7 @@ def test_run_request_hook_example_runs():
 
     namespace["report_job"] = report_job
     exec(compile(hook, "README-hook", "exec"), namespace)
+    assert namespace["reports"].run_request_fn is namespace["shape"]
     from rl_sessions_dagster.api.models import TrainingSession
     from rl_sessions_dagster.core import EventKind, SessionEvent
 
@@ -76,7 +76,7 @@ def test_component_yaml_example_resolves():
     component = TogetherRLComponent.resolve_from_yaml(
         "\n".join(line[2:] for line in attributes.splitlines())
     )
-    assert [r.job_name for r in component.routes] == [
+    assert [r.job_name for r in component.sessions.routes] == [
         "evaluate_checkpoint",
         "finished_session_report",
     ]
@@ -160,7 +160,7 @@ def test_yaml_only_quick_start_resolves_and_its_messages_are_real():
 
     block = _yaml_block("# src/my_rl/defs/together_rl/defs.yaml\n")
     component = TogetherRLComponent.resolve_from_yaml(_attributes(block))
-    assert component.sensor.running and component.evaluation is not None
+    assert component.sessions.running and component.evaluation is not None
     assert component.evaluation.dataset == "eval.jsonl"
     assert [g.type for g in component.evaluation.graders] == ["numeric"]
     for quoted in (

@@ -3,7 +3,7 @@
 Builds the sweep-partitioned champion asset and its sensor
 (:func:`~rl_sessions_dagster.assets.build_champion_definitions`), fed by the evaluation asset
 (the ``evaluation:`` section's key unless ``evaluation_key`` is given). ``on_change`` routes the
-``champion_changed`` event to an asset selection, like a route under ``routes:``. With
+``champion_changed`` event to an asset selection, like a route under ``sessions.routes:``. With
 ``baseline: true`` (and metric ``score``, higher is better) the evaluation's score check also
 compares each checkpoint with its sweep's champion.
 """
@@ -16,8 +16,9 @@ from pydantic import Field
 from ..assets import BaselineFinder, champion_baseline
 from ..core.sweeps import ChampionRule
 from ..partitions import CHAMPION_ASSET_KEY, EVALUATION_ASSET_KEY
-from ..sensors import build_champion_definitions
+from ..sensors import ChampionOptions, build_champion_definitions
 from .schema import Section
+from .sensors import sensor_status
 
 __all__ = ["ChampionRouteConfig", "ChampionSection"]
 
@@ -100,17 +101,17 @@ class ChampionSection(Section):
         eval_key = self.evaluation_key or evaluation_key or EVALUATION_ASSET_KEY.to_user_string()
         route = self.on_change
         return build_champion_definitions(
-            evaluation_key=dg.AssetKey.from_user_string(eval_key),
-            key=dg.AssetKey.from_user_string(self.key),
+            name=self.sensor_name,
+            target=dg.AssetSelection.from_string(route.assets) if route else None,
             rule=self.rule(),
-            checkpoint_asset_key=checkpoint_asset_key,
-            on_change=dg.AssetSelection.from_string(route.assets) if route else None,
-            job_name=route.job_name if route else "together_rl_champion_changed",
-            partitioned_job=route.partitioned if route else False,
-            group_name=group_name,
-            sensor_name=self.sensor_name,
-            minimum_interval_seconds=self.minimum_interval_seconds,
-            default_status=(
-                dg.DefaultSensorStatus.RUNNING if self.running else dg.DefaultSensorStatus.STOPPED
+            options=ChampionOptions(
+                key=dg.AssetKey.from_user_string(self.key),
+                evaluation_key=dg.AssetKey.from_user_string(eval_key),
+                checkpoint_asset_key=checkpoint_asset_key,
+                job_name=route.job_name if route else ChampionOptions.job_name,
+                partitioned_job=route.partitioned if route else False,
+                group_name=group_name,
             ),
+            minimum_interval_seconds=self.minimum_interval_seconds,
+            default_status=sensor_status(self.running),
         )

@@ -64,7 +64,7 @@ class EvaluationSection(EvaluationSpec, Section):
     route: bool = Field(
         default=True,
         description="Route checkpoint_registered events to this asset on the Component's "
-        "sensor (false: route them yourself under routes:).",
+        "sensor (false: route them yourself under sessions.routes:).",
     )
     check_name: str = Field(default=SCORE_CHECK_NAME, description="Name of the score check.")
     check_severity: Literal["WARN", "ERROR"] = Field(
@@ -110,8 +110,8 @@ class EvaluationSection(EvaluationSpec, Section):
             return []
         if any(EventKind.CHECKPOINT_REGISTERED in r.kinds for r in existing):
             raise ValueError(
-                "evaluation: checkpoint_registered is already routed under routes:; remove "
-                "that route or set evaluation.route: false"
+                "evaluation: checkpoint_registered is already routed under sessions.routes:; "
+                "remove that route or set evaluation.route: false"
             )
         return [
             EventRoute(

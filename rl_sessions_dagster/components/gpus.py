@@ -1,10 +1,11 @@
-"""The GPU side of ``TogetherRLComponent``: model-resource events, the idle guard and spend.
+"""The GPU side of ``TogetherRLComponent``: the idle guard and spend (model-resource events are
+the ``model_resources:`` sensor section, :mod:`.sensors`).
 
 Each section is off unless written in the YAML (``enabled: false`` also turns it off), so a
 ``defs.yaml`` that only watches sessions loads exactly as before. Building makes no API call.
 """
 
-from typing import Any, Literal
+from typing import Any
 
 import dagster as dg
 from pydantic import Field
@@ -12,97 +13,12 @@ from pydantic import Field
 from ..assets import build_spend_asset
 from ..assets.schedules import build_sync_job_and_schedule
 from ..core.idle import IdlePolicy
-from ..sensors import (
-    ResourceFilter,
-    ResourceRoute,
-    ResourceSensorOptions,
-    build_idle_guard,
-    build_model_resource_sensor,
-)
+from ..sensors import IdleGuardOptions, build_idle_guard
 from .schema import Section
+from .sensors import ResourceSensorSection, sensor_status
 
-#: The model-resource event kinds as YAML spells them (``ResourceEventKind`` values).
-ResourceEventKindName = Literal[
-    "resource_ready",
-    "resource_error",
-    "resource_stopped",
-    "resource_expiring",
-    "resource_queued_long",
-]
-
-
-def _sensor_status(running: bool) -> dg.DefaultSensorStatus:
-    return dg.DefaultSensorStatus.RUNNING if running else dg.DefaultSensorStatus.STOPPED
-
-
-class ResourceRouteConfig(Section):
-    """Which model-resource event kinds run which assets (a Dagster asset selection string)."""
-
-    event_kinds: list[ResourceEventKindName] = Field(
-        min_length=1,
-        description="resource_ready, resource_error, resource_stopped, resource_expiring, "
-        "resource_queued_long.",
-    )
-    assets: str = Field(min_length=1, description="Asset selection, e.g. 'key:\"gpu_notices\"'.")
-    job_name: str = Field(min_length=1, description="Name of the asset job the runs execute.")
-
-
-class ResourceSensorConfig(Section):
-    """:func:`~rl_sessions_dagster.build_model_resource_sensor` in YAML: one poll of the
-    model-resource list per interval, each event kind to its route."""
-
-    enabled: bool = Field(default=True, description="false: no resource sensor.")
-    name: str = Field(
-        default="together_rl_resource_events",
-        min_length=1,
-        description="Sensor name; also the key of its cursor.",
-    )
-    minimum_interval_seconds: int = Field(
-        default=30, ge=1, le=86_400, description="Seconds between ticks (1 to 86400)."
-    )
-    running: bool = Field(default=False, description="Default status RUNNING (else STOPPED).")
-    expiring_lead_seconds: float = Field(
-        default=600.0, gt=0, description="resource_expiring fires this long before expires_at."
-    )
-    queued_long_seconds: float = Field(
-        default=1800.0, gt=0, description="resource_queued_long fires once PENDING this long."
-    )
-    created_by: str | None = Field(default=None, description='"me" or a user id.')
-    base_model: str | None = Field(default=None, description="Only resources of this base model.")
-    max_runs_per_tick: int = Field(
-        default=25, ge=1, le=1000, description="Most events a tick turns into runs."
-    )
-    routes: list[ResourceRouteConfig] = Field(
-        default_factory=list,
-        description="Which model-resource event kinds run which assets (none: no sensor).",
-    )
-
-    def build(
-        self, resource_key: str, spend_db_path: str | None = None
-    ) -> dg.SensorDefinition | None:
-        if not self.enabled or not self.routes:
-            return None
-        return build_model_resource_sensor(
-            name=self.name,
-            routes=[
-                ResourceRoute(
-                    r.event_kinds,
-                    assets=dg.AssetSelection.from_string(r.assets),
-                    job_name=r.job_name,
-                )
-                for r in self.routes
-            ],
-            resource_key=resource_key,
-            resource_filter=ResourceFilter(created_by=self.created_by, base_model=self.base_model),
-            options=ResourceSensorOptions(
-                expiring_lead_seconds=self.expiring_lead_seconds,
-                queued_long_seconds=self.queued_long_seconds,
-                max_runs_per_tick=self.max_runs_per_tick,
-            ),
-            minimum_interval_seconds=self.minimum_interval_seconds,
-            default_status=_sensor_status(self.running),
-            spend_db_path=spend_db_path,
-        )
+_GUARD = IdleGuardOptions()
+_POLICY = IdlePolicy()
 
 
 class IdleGuardConfig(Section):
@@ -115,7 +31,7 @@ class IdleGuardConfig(Section):
         description="Name of the guard's job (its sensor: <name>_sensor).",
     )
     idle_seconds: float = Field(
-        default=1800.0,
+        default=_POLICY.idle_seconds,
         gt=0,
         le=30 * 86400,
         description="How long since a READY resource was last used (a session started or "
@@ -128,10 +44,14 @@ class IdleGuardConfig(Section):
         "other status, known or not, always keep the resource up.",
     )
     stop_attempts: int = Field(
-        default=3, ge=1, le=20, description="Runs per idle stretch before the guard gives up."
+        default=_GUARD.stop_attempts,
+        ge=1,
+        le=20,
+        description="Runs per idle stretch before the guard gives up.",
     )
     created_by: str | None = Field(
-        default="me", description='"me" (the key\'s own resources), a user id, or null (all).'
+        default=_POLICY.created_by,
+        description='"me" (the key\'s own resources), a user id, or null (all).',
     )
     allow_ids: list[str] = Field(
         default_factory=list, description="Only these resource ids (empty: any)."
@@ -155,7 +75,6 @@ class IdleGuardConfig(Section):
             return None
         return build_idle_guard(
             name=self.name,
-            resource_key=resource_key,
             policy=IdlePolicy(
                 idle_seconds=self.idle_seconds,
                 created_by=self.created_by,
@@ -166,10 +85,13 @@ class IdleGuardConfig(Section):
                 force=self.force,
             ),
             dry_run=self.dry_run,
-            stop_attempts=self.stop_attempts,
-            spend_db_path=spend_db_path,
+            options=IdleGuardOptions(
+                resource_key=resource_key,
+                stop_attempts=self.stop_attempts,
+                spend_db_path=spend_db_path,
+            ),
             minimum_interval_seconds=self.minimum_interval_seconds,
-            default_status=_sensor_status(self.running),
+            default_status=sensor_status(self.running),
         )
 
 
@@ -221,7 +143,7 @@ class SpendScheduleConfig(Section):
 def gpu_defs(
     resource_key: str,
     group_name: str | None,
-    resource_sensor: ResourceSensorConfig | None,
+    model_resources: ResourceSensorSection | None,
     idle_guard: IdleGuardConfig | None,
     spend: SpendScheduleConfig | None,
 ) -> dg.Definitions:
@@ -229,7 +151,7 @@ def gpu_defs(
     parts: list[Any] = []
     # Spans observed by the sensor and the guard go where the spend asset reads them.
     db = spend.db_path if spend is not None and spend.enabled else None
-    if resource_sensor is not None and (sensor := resource_sensor.build(resource_key, db)):
+    if model_resources is not None and (sensor := model_resources.build(resource_key, db)):
         parts.append(dg.Definitions(sensors=[sensor]))
     if idle_guard is not None and (guard := idle_guard.build(resource_key, db)):
         parts.append(dg.Definitions(jobs=[guard[0]], sensors=[guard[1]]))

@@ -41,7 +41,7 @@ class ReportSection(Section):
     route: bool = Field(
         default=True,
         description="Route event_kinds to the report on the Component's sensor (false: route "
-        "them yourself under routes:).",
+        "them yourself under sessions.routes:).",
     )
     metric: str = Field(default="score", description="Evaluation metadata shown per checkpoint.")
     evaluation_key: str | None = Field(
@@ -71,14 +71,14 @@ class ReportSection(Section):
 
     def routes(self, existing: Sequence[EventRoute]) -> list[EventRoute]:
         """The route of the terminal events to the report (raises if one of them is already
-        routed under routes:: each kind goes to one route)."""
+        routed under sessions.routes:: each kind goes to one route)."""
         if not self.enabled or not self.route:
             return []
         kinds = event_kinds(self.event_kinds)
         taken = sorted(k.value for r in existing for k in r.kinds & kinds)
         if taken:
             raise ValueError(
-                f"report: {taken} already routed under routes:; remove them there or set "
+                f"report: {taken} already routed under sessions.routes:; remove them there or set "
                 "report.route: false"
             )
         return [

@@ -46,6 +46,8 @@ def models_in(root: type[BaseModel]) -> dict[str, type[BaseModel]]:
             found[name] = tp
             for field in tp.model_fields.values():
                 visit(field.annotation)
+                for meta in field.metadata:  # a dg.Resolver's model: the section it derives from
+                    visit(getattr(getattr(meta, "model_field_type", None), "__rl_section__", None))
             return
         for arg in typing.get_args(tp):
             visit(arg)

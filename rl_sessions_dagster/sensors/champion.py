@@ -24,24 +24,25 @@ once per change, even when a re-evaluation hands the title back to an earlier ch
 """
 
 import json
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import dagster as dg
 
-from ..core.sweeps import Candidate, ChampionRule, Standing, fold, rank, standing
+from ..core.sweeps import Candidate, ChampionRule
 from ..partitions import (
     CHAMPION_ASSET_KEY,
-    CHECKPOINT_ASSET_KEY,
     EVALUATION_ASSET_KEY,
     SWEEP_PARTITIONS,
     checkpoint_sweeps,
     latest_metadata,
-    metadata_value,
 )
-from .definition import QuietSensorDefinition
+from .champion_fold import SweepState, candidate, fold_sweep
+from .options import ChampionOptions
+from .quiet_sensor import QuietSensorDefinition
+from .targets import is_job
 
 if TYPE_CHECKING:
+    from dagster._core.definitions.asset_selection import CoercibleToAssetSelection
     from dagster._core.definitions.target import ExecutableDefinition
 
 __all__ = [
@@ -50,175 +51,12 @@ __all__ = [
     "build_champion_definitions",
     "build_champion_sensor",
     "champion_changed_request",
-    "champion_metadata",
 ]
 
 CHAMPION_CHANGED = "champion_changed"
 #: Evaluation materializations one tick folds at most (the rest next tick).
 _BATCH = 500
-_LEADERBOARD_ROWS = 10
 _MAX_TAG = 200
-
-
-def _candidate(partition: str, meta: dict[str, Any], metric: str) -> Candidate | None:
-    value = metadata_value(meta, metric)
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    step = metadata_value(meta, "step")
-    return Candidate(
-        partition=partition,
-        checkpoint_id=str(metadata_value(meta, "checkpoint_id") or partition),
-        value=float(value),
-        step=step if isinstance(step, int) else None,
-        model_name=metadata_value(meta, "model_name") or metadata_value(meta, "model") or None,
-        session_id=metadata_value(meta, "session_id") or None,
-    )
-
-
-@dataclass
-class _SweepState:
-    """One sweep while a tick folds its evaluations, one at a time, in landing order."""
-
-    candidates: list[Candidate]
-    champion_id: str = ""  # the champion now
-    before_id: str = ""  # the champion before the latest change
-    changes: int = 0
-    announced_id: str = ""  # the champion when the tick began
-
-    @classmethod
-    def read(cls, meta: dict[str, Any] | None) -> "_SweepState":
-        if not meta:
-            return cls([])
-        raw = metadata_value(meta, "candidate_list") or []
-        cands = [c for r in raw if isinstance(r, dict) and (c := Candidate.from_dict(r))]
-        champion = str(metadata_value(meta, "champion_checkpoint_id") or "")
-        return cls(
-            cands, champion, str(metadata_value(meta, "previous_champion_id") or ""),
-            int(metadata_value(meta, "changes") or 0), champion,
-        )  # fmt: skip
-
-
-def _leaderboard(ranked: list[Candidate], metric: str) -> dg.MetadataValue:
-    col = dg.TableColumn
-    return dg.MetadataValue.table(
-        [
-            dg.TableRecord(
-                {
-                    "rank": i + 1,
-                    "checkpoint": c.partition,
-                    metric: c.value,
-                    "step": c.step if c.step is not None else -1,
-                    "model_name": c.model_name or "",
-                }
-            )
-            for i, c in enumerate(ranked[:_LEADERBOARD_ROWS])
-        ],
-        schema=dg.TableSchema(
-            [
-                col("rank", "int"),
-                col("checkpoint", "string"),
-                col(metric, "float"),
-                col("step", "int"),
-                col("model_name", "string"),
-            ]
-        ),
-    )
-
-
-def champion_metadata(
-    sweep: str,
-    candidates: list[Candidate],
-    result: Standing,
-    rule: ChampionRule,
-    *,
-    previous_id: str,
-    changes: int,
-    changed: bool,
-) -> dict[str, Any]:
-    """What the sweep's partition shows: champion, model, score, margin, leaderboard."""
-    champ, runner = result.champion, result.runner_up
-    meta: dict[str, Any] = {
-        "sweep": dg.MetadataValue.text(sweep),
-        "metric": dg.MetadataValue.text(rule.metric),
-        "direction": dg.MetadataValue.text(rule.direction),
-        "candidates": dg.MetadataValue.int(result.candidates),
-        "champion_checkpoint_id": dg.MetadataValue.text(champ.checkpoint_id if champ else ""),
-        "previous_champion_id": dg.MetadataValue.text(previous_id),
-        "changed": dg.MetadataValue.bool(changed),
-        "changes": dg.MetadataValue.int(changes),
-        "leaderboard": _leaderboard(rank(candidates, rule.direction), rule.metric),
-        "candidate_list": dg.MetadataValue.json([c.to_dict() for c in candidates]),
-    }
-    if champ is not None:
-        meta["champion_partition"] = dg.MetadataValue.text(champ.partition)
-        meta["model_name"] = dg.MetadataValue.text(champ.model_name or "")
-        meta["score"] = dg.MetadataValue.float(champ.value)
-        if champ.step is not None:
-            meta["step"] = dg.MetadataValue.int(champ.step)
-    if runner is not None and result.margin is not None:
-        meta["margin"] = dg.MetadataValue.float(round(result.margin, 9))
-        meta["runner_up_checkpoint_id"] = dg.MetadataValue.text(runner.checkpoint_id)
-        meta["runner_up_score"] = dg.MetadataValue.float(runner.value)
-    return meta
-
-
-def _fold_sweep(
-    sweep: str,
-    state: _SweepState,
-    landed: list[tuple[str, Candidate | None]],
-    rule: ChampionRule,
-    key: dg.AssetKey,
-) -> list[dg.AssetMaterialization]:
-    """Fold each evaluation in landing order: one materialization per change of champion
-    (so the history does not depend on how many evaluations a tick sees), plus one with the
-    final standings when evaluations after the last change moved them."""
-    events = []
-    pending = False
-    for partition, cand in landed:
-        state.candidates = fold(state.candidates, {partition: cand})
-        result = standing(state.candidates, rule.direction, rule.min_candidates)
-        champ = result.champion
-        if champ is not None and champ.checkpoint_id != state.champion_id:
-            state.before_id, state.champion_id = state.champion_id, champ.checkpoint_id
-            state.changes += 1
-            events.append(_materialization(sweep, state, result, rule, key, changed=True))
-            pending = False
-        else:
-            pending = True
-            if champ is None and state.champion_id:  # re-evaluations left too few candidates
-                state.before_id, state.champion_id = state.champion_id, ""
-    if pending:
-        result = standing(state.candidates, rule.direction, rule.min_candidates)
-        events.append(_materialization(sweep, state, result, rule, key, changed=False))
-    return events
-
-
-def _materialization(
-    sweep: str,
-    state: _SweepState,
-    result: Standing,
-    rule: ChampionRule,
-    key: dg.AssetKey,
-    *,
-    changed: bool,
-) -> dg.AssetMaterialization:
-    champ = result.champion
-    what = f"{champ.checkpoint_id} ({rule.metric} {champ.value:g})" if champ else "none yet"
-    meta = champion_metadata(
-        sweep,
-        state.candidates,
-        result,
-        rule,
-        previous_id=state.before_id,
-        changes=state.changes,
-        changed=changed,
-    )
-    return dg.AssetMaterialization(
-        asset_key=key,
-        partition=sweep,
-        metadata=meta,
-        description=f"champion of {sweep}: {what}" + (" (changed)" if changed else ""),
-    )
 
 
 def _tag(value: object) -> str:
@@ -259,21 +97,46 @@ def _read_cursor(cursor: str | None) -> int | None:
     return after if isinstance(after, int) else None
 
 
+def _champion_job(
+    name: str,
+    job: "ExecutableDefinition | None",
+    target: "CoercibleToAssetSelection | ExecutableDefinition | None",
+    options: ChampionOptions,
+) -> "ExecutableDefinition | None":
+    """The job of ``champion_changed`` runs: ``job``, or ``target`` (a job, or an asset
+    selection run as the asset job ``options.job_name``), or none."""
+    if job is not None and target is not None:
+        raise dg.DagsterInvalidDefinitionError(
+            f"sensor '{name}' takes at most one of job= and target="
+        )
+    chosen = job if job is not None else target
+    if chosen is None or is_job(chosen):
+        return chosen
+    return dg.define_asset_job(options.job_name, selection=chosen)
+
+
 def build_champion_sensor(
     *,
-    evaluation_key: dg.AssetKey,
-    key: dg.AssetKey = CHAMPION_ASSET_KEY,
-    rule: ChampionRule = ChampionRule(),
-    checkpoint_asset_key: dg.AssetKey = CHECKPOINT_ASSET_KEY,
-    job: "ExecutableDefinition | None" = None,
-    partitioned_job: bool = False,
     name: str = "together_rl_champion",
+    job: "ExecutableDefinition | None" = None,
+    target: "CoercibleToAssetSelection | ExecutableDefinition | None" = None,
+    rule: ChampionRule | None = None,
+    options: ChampionOptions | None = None,
     minimum_interval_seconds: int = 30,
     default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
+    description: str | None = None,
 ) -> dg.SensorDefinition:
-    """The sensor that keeps ``key`` (partitioned by ``SWEEP_PARTITIONS``) up to date from the
-    materializations of ``evaluation_key`` and runs ``job`` once per champion change
-    (``partitioned_job``: the run carries the champion's checkpoint partition key)."""
+    """The sensor that keeps the champion asset (``options.key``, partitioned by
+    ``SWEEP_PARTITIONS``) up to date from the materializations of ``options.evaluation_key``,
+    and runs ``job`` (or ``target``: a job or an asset selection) once per champion change
+    (with ``options.partitioned_job`` the run carries the champion's checkpoint partition key).
+    """
+    rule = rule or ChampionRule()
+    options = options or ChampionOptions()
+    job = _champion_job(name, job, target, options)
+    key, evaluation_key = options.key, options.evaluation_key
+    checkpoint_asset_key = options.checkpoint_asset_key
+    partitioned_job = options.partitioned_job
 
     def _champion_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
         instance = context.instance
@@ -289,7 +152,7 @@ def build_champion_sensor(
         for record in records:
             mat = record.asset_materialization
             if mat is not None and mat.partition:
-                cand = _candidate(mat.partition, dict(mat.metadata), rule.metric)
+                cand = candidate(mat.partition, dict(mat.metadata), rule.metric)
                 landed.append((mat.partition, cand))
         sweeps_of = checkpoint_sweeps(
             instance, sorted({p for p, _ in landed}), checkpoint_asset_key=checkpoint_asset_key,
@@ -306,8 +169,8 @@ def build_champion_sensor(
                 SWEEP_PARTITIONS.name or "", sweep
             ):
                 new_sweeps.append(sweep)
-            state = _SweepState.read(previous.get(sweep))
-            events += _fold_sweep(sweep, state, by_sweep[sweep], rule, key)
+            state = SweepState.read(previous.get(sweep))
+            events += fold_sweep(sweep, state, by_sweep[sweep], rule, key)
             if state.champion_id != state.announced_id and state.champion_id:
                 champ = next(c for c in state.candidates if c.checkpoint_id == state.champion_id)
                 context.log.info(
@@ -340,7 +203,8 @@ def build_champion_sensor(
         jobs=[job] if job is not None else [],
         minimum_interval_seconds=minimum_interval_seconds,
         default_status=default_status,
-        description=f"Folds each {evaluation_key.to_user_string()} materialization into its "
+        description=description
+        or f"Folds each {evaluation_key.to_user_string()} materialization into its "
         f"sweep's champion ({key.to_user_string()})"
         + (f"; runs {job.name} when the champion changes." if job is not None else "."),
     )
@@ -367,32 +231,24 @@ def build_champion_asset_spec(
 
 def build_champion_definitions(
     *,
-    evaluation_key: dg.AssetKey = EVALUATION_ASSET_KEY,
-    key: dg.AssetKey = CHAMPION_ASSET_KEY,
-    rule: ChampionRule = ChampionRule(),
-    checkpoint_asset_key: dg.AssetKey = CHECKPOINT_ASSET_KEY,
-    on_change: "ExecutableDefinition | dg.AssetSelection | None" = None,
-    job_name: str = "together_rl_champion_changed",
-    partitioned_job: bool = False,
-    group_name: str | None = "together_rl",
-    sensor_name: str = "together_rl_champion",
+    name: str = "together_rl_champion",
+    job: "ExecutableDefinition | None" = None,
+    target: "CoercibleToAssetSelection | ExecutableDefinition | None" = None,
+    rule: ChampionRule | None = None,
+    options: ChampionOptions | None = None,
     minimum_interval_seconds: int = 30,
     default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
+    description: str | None = None,
 ) -> dg.Definitions:
-    """The champion asset and its sensor; ``on_change`` (a job, or an asset selection run as
-    ``job_name``) runs once per champion change."""
-    job: Any = on_change
-    if isinstance(on_change, dg.AssetSelection):
-        job = dg.define_asset_job(job_name, selection=on_change)
+    """The champion asset and its sensor (arguments as for :func:`build_champion_sensor`;
+    the asset goes in ``options.group_name``)."""
+    options = options or ChampionOptions()
     sensor = build_champion_sensor(
-        evaluation_key=evaluation_key, key=key, rule=rule,
-        checkpoint_asset_key=checkpoint_asset_key, job=job, partitioned_job=partitioned_job,
-        name=sensor_name, minimum_interval_seconds=minimum_interval_seconds,
-        default_status=default_status,
+        name=name, job=job, target=target, rule=rule, options=options,
+        minimum_interval_seconds=minimum_interval_seconds, default_status=default_status,
+        description=description,
     )  # fmt: skip
-    return dg.Definitions(
-        assets=[
-            build_champion_asset_spec(key, evaluation_key=evaluation_key, group_name=group_name)
-        ],
-        sensors=[sensor],
+    spec = build_champion_asset_spec(
+        options.key, evaluation_key=options.evaluation_key, group_name=options.group_name
     )
+    return dg.Definitions(assets=[spec], sensors=[sensor])

@@ -41,8 +41,8 @@ from ..core.idle import worth_a_look as _worth_a_look
 from ..core.state import CursorError
 from ..core.tracker import to_ms
 from ..resource import TogetherRLResource
-from .definition import QuietSensorDefinition
-from .options import DEFAULT_TICK_BUDGET_SECONDS
+from .options import IdleGuardOptions
+from .quiet_sensor import QuietSensorDefinition
 from .run_requests import TAG_PREFIX
 from .spend_spans import record_stop
 from .tick import SensorFamily, Tick, TickOutcome, local_now_ms, run_tick, tick_budget
@@ -52,8 +52,6 @@ if TYPE_CHECKING:  # the client (and httpx) load when a run or tick builds one
 
 __all__ = ["IdleStopConfig", "build_idle_guard", "find_idle"]
 
-#: Runs per idle stretch of one resource before the guard gives up on it (the first + retries).
-DEFAULT_STOP_ATTEMPTS = 3
 _RID_TAG = f"{TAG_PREFIX}model_resources_id"
 _SINCE_TAG = f"{TAG_PREFIX}idle_since_ms"
 _FAILED = [dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED]
@@ -163,35 +161,33 @@ def _failed_runs(instance: dg.DagsterInstance, job_name: str, rid: str, since: i
 def build_idle_guard(
     *,
     name: str = "together_rl_idle_guard",
-    resource_key: str = "together",
     policy: IdlePolicy | None = None,
     dry_run: bool = True,
-    stop_attempts: int = DEFAULT_STOP_ATTEMPTS,
+    options: IdleGuardOptions | None = None,
     minimum_interval_seconds: int = 300,
     default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
-    tick_budget_seconds: float = DEFAULT_TICK_BUDGET_SECONDS,
-    unavailable_alarm_seconds: float = 600.0,
-    spend_db_path: str | None = None,
+    description: str | None = None,
 ) -> tuple[dg.JobDefinition, dg.SensorDefinition]:
-    """A job stopping one idle resource per run, and the sensor that requests those runs.
+    """A job stopping one idle resource per run (named ``name``), and the sensor that requests
+    those runs (``<name>_sensor``).
 
     Args:
         policy: what may be stopped (:class:`~rl_sessions_dagster.core.idle.IdlePolicy`:
             idle time, creator, allow and deny lists, ``force``); default: your own resources
             unused for 30 min, never forced.
         dry_run: only report what would be stopped and what it would save (default).
-        stop_attempts: runs per idle stretch before giving up (a failed run is requested again).
-        tick_budget_seconds / unavailable_alarm_seconds: as in ``PollingOptions``.
-        spend_db_path: where the spend asset keeps its tables, when not where the resource's
-            ``database_url`` puts every table (the default).
+        options: the resource key, stop attempts, spend tables and tick knobs
+            (:class:`IdleGuardOptions`).
+        minimum_interval_seconds, default_status, description: as for ``@dg.sensor``.
     """
     policy = policy or IdlePolicy()
-    if stop_attempts < 1:
-        raise dg.DagsterInvalidDefinitionError("stop_attempts must be at least 1")
+    options = options or IdleGuardOptions()
+    resource_key, stop_attempts = options.resource_key, options.stop_attempts
+    spend_db_path = options.spend_db_path
     idle_seconds = policy.idle_seconds
     created_by, force = policy.created_by, policy.force
     op_name = f"{name}_stop"
-    budget = tick_budget(tick_budget_seconds)
+    budget = tick_budget(options.tick_budget_seconds)
 
     @dg.op(
         name=op_name,
@@ -318,7 +314,7 @@ def build_idle_guard(
             body,
             resource_key=resource_key,
             budget=budget,
-            alarm_after_s=unavailable_alarm_seconds,
+            alarm_after_s=options.unavailable_alarm_seconds,
         )
 
     return _guard_job, QuietSensorDefinition(
@@ -328,7 +324,8 @@ def build_idle_guard(
         minimum_interval_seconds=minimum_interval_seconds,
         default_status=default_status,
         required_resource_keys={resource_key},
-        description=(
+        description=description
+        or (
             f"Stops READY Together RL model resources unused for {idle_seconds:g} s"
             + (" (dry run: reports only)" if dry_run else "")
         ),

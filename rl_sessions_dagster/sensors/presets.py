@@ -1,5 +1,5 @@
 """The two usual single-target sensors, typed: evaluate each checkpoint; report each finished
-session. For both with one poll, use :func:`~.factory.build_routed_sensor`."""
+session. For both with one poll, use :func:`~.session_sensor.build_routed_sensor`."""
 
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -8,11 +8,10 @@ import dagster as dg
 
 from ..core import CHECKPOINT_EVENTS, TERMINAL_EVENTS, EventKind
 from ..core.filters import SessionFilter
-from ..partitions import CHECKPOINT_ASSET_KEY, CHECKPOINT_PARTITIONS
-from .factory import build_rl_event_sensor
+from ..partitions import CHECKPOINT_PARTITIONS
 from .options import PollingOptions
 from .options import event_kinds as _event_kinds
-from .run_requests import RunRequestFn
+from .session_sensor import build_rl_event_sensor, build_routed_sensor, single_route
 
 if TYPE_CHECKING:
     from dagster._core.definitions.asset_selection import CoercibleToAssetSelection
@@ -25,11 +24,7 @@ def build_checkpoint_sensor(
     target: "CoercibleToAssetSelection | ExecutableDefinition | None" = None,
     name: str = "together_rl_checkpoint_sensor",
     event_kinds: Iterable[EventKind | str] = (EventKind.CHECKPOINT_REGISTERED,),
-    partitions_def: dg.DynamicPartitionsDefinition | None = CHECKPOINT_PARTITIONS,
-    checkpoint_asset_key: dg.AssetKey | None = CHECKPOINT_ASSET_KEY,
-    resource_key: str = "together",
     session_filter: SessionFilter | None = None,
-    run_request_fn: RunRequestFn | None = None,
     options: PollingOptions | None = None,
     minimum_interval_seconds: int = 30,
     default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
@@ -39,21 +34,16 @@ def build_checkpoint_sensor(
 
     The target must be partitioned by ``CHECKPOINT_PARTITIONS`` (checked at load). Use
     ``event_kinds=[EventKind.CHECKPOINT_CREATED]`` for models that never register (e.g.
-    MiniMax-M3, whose checkpoints are downloaded instead).
+    MiniMax-M3, whose checkpoints are downloaded instead). Unpartitioned checkpoint runs:
+    :func:`~.session_sensor.build_rl_event_sensor`.
     """
     kinds = _event_kinds(event_kinds)
     if not kinds <= CHECKPOINT_EVENTS:
         raise dg.DagsterInvalidDefinitionError("build_checkpoint_sensor takes checkpoint events")
-    return build_rl_event_sensor(
+    return build_routed_sensor(
         name=name,
-        event_kinds=kinds,
-        job=job,
-        target=target,
-        resource_key=resource_key,
+        routes=[single_route(name, kinds, job, target, CHECKPOINT_PARTITIONS)],
         session_filter=session_filter,
-        partitions_def=partitions_def,
-        checkpoint_asset_key=checkpoint_asset_key,
-        run_request_fn=run_request_fn,
         options=options,
         minimum_interval_seconds=minimum_interval_seconds,
         default_status=default_status,
@@ -67,9 +57,7 @@ def build_session_status_sensor(
     target: "CoercibleToAssetSelection | ExecutableDefinition | None" = None,
     name: str = "together_rl_session_status_sensor",
     event_kinds: Iterable[EventKind | str] = tuple(TERMINAL_EVENTS),
-    resource_key: str = "together",
     session_filter: SessionFilter | None = None,
-    run_request_fn: RunRequestFn | None = None,
     options: PollingOptions | None = None,
     minimum_interval_seconds: int = 30,
     default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
@@ -81,9 +69,7 @@ def build_session_status_sensor(
         event_kinds=event_kinds,
         job=job,
         target=target,
-        resource_key=resource_key,
         session_filter=session_filter,
-        run_request_fn=run_request_fn,
         options=options,
         minimum_interval_seconds=minimum_interval_seconds,
         default_status=default_status,

@@ -8,19 +8,23 @@ makes for ``assets=`` routes. A user's ``define_asset_job`` without ``partitions
 resolved from assets the sensor cannot see, so it is checked on the sensor's first tick instead.
 """
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import dagster as dg
 from dagster._core.definitions.unresolved_asset_job_definition import (
     UnresolvedAssetJobDefinition,
 )
 
-from .options import EventRoute
+from .options import EventRoute, ResourceRoute
 
 if TYPE_CHECKING:
     from dagster._core.definitions.target import ExecutableDefinition
+    from typing_extensions import TypeIs
+
+#: A route of either family: both are resolved here, by the same code.
+R = TypeVar("R", EventRoute, ResourceRoute)
 
 
 def misrouted_error(
@@ -102,16 +106,31 @@ def _checked_asset_job(
     return cls(**fields)
 
 
+def is_job(target: object) -> "TypeIs[ExecutableDefinition]":
+    """A job (rather than an asset selection) as a sensor's ``job=``/``target=`` may give it."""
+    return isinstance(target, dg.JobDefinition | dg.GraphDefinition | UnresolvedAssetJobDefinition)
+
+
+def expected_partitions(route: EventRoute | ResourceRoute) -> dg.DynamicPartitionsDefinition | None:
+    """The partitions a route's target must have: the route's, when its runs carry a key."""
+    return route.partitions_def if isinstance(route, EventRoute) and route.partitioned else None
+
+
 @dataclass(frozen=True)
-class RouteTarget:
+class RouteTarget(Generic[R]):
     """A route with the job its runs execute (made here for ``assets=`` routes)."""
 
-    route: EventRoute
+    route: R
     job: "ExecutableDefinition"
 
     @property
     def job_name(self) -> str:
         return self.job.name
+
+    @property
+    def expected(self) -> dg.DynamicPartitionsDefinition | None:
+        """The partitions the target must have: the route's, when its runs carry a key."""
+        return expected_partitions(self.route)
 
     @property
     def checked_at_load(self) -> bool:
@@ -123,15 +142,16 @@ class RouteTarget:
         )
 
 
-def resolve_route(sensor: str, index: int, route: EventRoute) -> RouteTarget:
-    """The route's job, checked now where its partitioning is known."""
-    expected = route.partitions_def if route.partitioned else None
+def resolve_route(sensor: str, index: int, route: R) -> RouteTarget[R]:
+    """The route's job (an asset job named ``job_name`` for ``assets=``), checked now where its
+    partitioning is known."""
+    expected = expected_partitions(route)
     if route.assets is not None:
         name = route.job_name or f"{sensor}_route_{index}"
         asset_job = dg.define_asset_job(name, selection=route.assets)
         return RouteTarget(route, _checked_asset_job(sensor, asset_job, expected))
     job = route.job
-    assert job is not None  # EventRoute guarantees exactly one of job / assets
+    assert job is not None  # a route holds exactly one of job / assets
     if expected is not None:
         if isinstance(job, dg.GraphDefinition):
             raise misrouted_error(sensor, job.name, expected, None)
@@ -143,14 +163,37 @@ def resolve_route(sensor: str, index: int, route: EventRoute) -> RouteTarget:
     return RouteTarget(route, job)
 
 
-def check_at_tick(context: dg.SensorEvaluationContext, sensor: str, targets: list[RouteTarget]):
+def resolve_routes(sensor: str, routes: Sequence[R]) -> tuple[RouteTarget[R], ...]:
+    """Every route's target; each event kind in one route, each job run by one route."""
+    seen: set[Any] = set()
+    overlap: set[Any] = set()
+    for route in routes:
+        overlap |= seen & route.kinds
+        seen |= route.kinds
+    if overlap:
+        raise dg.DagsterInvalidDefinitionError(
+            f"sensor '{sensor}': {sorted(k.value for k in overlap)} appear in more than one "
+            "route; route each event kind to one target (one selection can hold several assets)"
+        )
+    targets = tuple(resolve_route(sensor, i, route) for i, route in enumerate(routes))
+    names = [t.job_name for t in targets]
+    if len(set(names)) != len(names):
+        raise dg.DagsterInvalidDefinitionError(
+            f"sensor '{sensor}': two routes run the same job {names}; merge them into one route"
+        )
+    return targets
+
+
+def check_at_tick(
+    context: dg.SensorEvaluationContext, sensor: str, targets: Sequence[RouteTarget[Any]]
+):
     """The check ``resolve_route`` could not do at load, on the resolved repository."""
     repo = context.repository_def
     if repo is None:
         return
     for target in targets:
-        expected = target.route.partitions_def
-        if target.checked_at_load or not target.route.partitioned or expected is None:
+        expected = target.expected
+        if target.checked_at_load or expected is None:
             continue
         found = repo.get_job(target.job_name).partitions_def
         if not partitioned_by(found, expected):

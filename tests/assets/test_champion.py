@@ -13,6 +13,7 @@ from rl_sessions_dagster.assets import (
     champion_baseline,
     previous_checkpoint_baseline,
 )
+from rl_sessions_dagster.core.sweeps import ChampionRule
 from rl_sessions_dagster.evaluation import EvaluationSpec
 from rl_sessions_dagster.partitions import (
     CHAMPION_ASSET_KEY,
@@ -22,7 +23,7 @@ from rl_sessions_dagster.partitions import (
     checkpoint_metadata,
     checkpoint_partition_key,
 )
-from rl_sessions_dagster.sensors import ChampionRule, build_champion_definitions
+from rl_sessions_dagster.sensors import ChampionOptions, build_champion_definitions
 from rl_sessions_dagster.testing.sensor_ticks import SensorTicker
 
 KEY = "sk-champion-CANARY-0424242"
@@ -79,7 +80,8 @@ def test_best_checkpoint_per_sweep_changes_once_per_change_and_checks_scores(sim
             resources={"together": resource},
         ),
         build_champion_definitions(
-            on_change=dg.AssetSelection.assets(deploy_champion), job_name="deploy"
+            target=dg.AssetSelection.assets(deploy_champion),
+            options=ChampionOptions(job_name="deploy"),
         ),
     )
     a = sim.world.create_session(display_name="sweep-lr-1e-5", wandb=GROUP)
@@ -169,7 +171,8 @@ def recorded_defs():
             ]
         ),
         build_champion_definitions(
-            on_change=dg.AssetSelection.assets(deploy_champion), job_name="deploy"
+            target=dg.AssetSelection.assets(deploy_champion),
+            options=ChampionOptions(job_name="deploy"),
         ),
     )
 

@@ -7,9 +7,15 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from rl_sessions_dagster import IdlePolicy, TogetherRLResource
+from rl_sessions_dagster import IdlePolicy, ResourceEventKind, TogetherRLResource
 from rl_sessions_dagster.assets.spend import build_spend_asset
-from rl_sessions_dagster.sensors import build_idle_guard, build_model_resource_sensor
+from rl_sessions_dagster.sensors import (
+    IdleGuardOptions,
+    ResourceRoute,
+    ResourceSensorOptions,
+    build_idle_guard,
+    build_model_resource_sensor,
+)
 from rl_sessions_dagster.testing import RLSimulator, SimulatedWorld
 from rl_sessions_dagster.testing.sensor_ticks import SensorTicker
 
@@ -49,7 +55,10 @@ def events_ticker(sim, instance, db):
     def notice() -> None:
         noop()
 
-    sensor = build_model_resource_sensor(job=notice, spend_db_path=db)
+    sensor = build_model_resource_sensor(
+        routes=[ResourceRoute(list(ResourceEventKind), job=notice)],
+        options=ResourceSensorOptions(spend_db_path=db),
+    )
     defs = dg.Definitions(jobs=[notice], sensors=[sensor], resources={"together": resource(sim)})
     return SensorTicker(defs, sensor.name, instance)
 
@@ -62,7 +71,9 @@ def test_a_stopped_idle_resource_is_priced_by_the_guard_run(tmp_path):
         rid = world.create_model_resource(MODEL)
         world.advance_clock(14 * 60)
         job, sensor = build_idle_guard(
-            policy=IdlePolicy(idle_seconds=600), dry_run=False, spend_db_path=db
+            policy=IdlePolicy(idle_seconds=600),
+            dry_run=False,
+            options=IdleGuardOptions(spend_db_path=db),
         )
         defs = dg.Definitions(jobs=[job], sensors=[sensor], resources={"together": resource(sim)})
         (req,) = SensorTicker(defs, sensor.name, instance).tick().run_requests
@@ -141,7 +152,9 @@ def test_spend_is_within_one_percent_of_the_bill(tmp_path_factory, plans, stop_d
     with RLSimulator(api_key=KEY, world=world) as sim, dg.instance_for_test() as instance:
         ticker = events_ticker(sim, instance, db)
         job, guard = build_idle_guard(
-            policy=IdlePolicy(idle_seconds=900), dry_run=False, spend_db_path=db
+            policy=IdlePolicy(idle_seconds=900),
+            dry_run=False,
+            options=IdleGuardOptions(spend_db_path=db),
         )
         guard_defs = dg.Definitions(
             jobs=[job], sensors=[guard], resources={"together": resource(sim)}

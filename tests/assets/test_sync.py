@@ -18,7 +18,7 @@ from rl_sessions_dagster.assets import (
     build_session_sync_asset,
     build_sync_definitions,
 )
-from rl_sessions_dagster.sensors import SessionFilter
+from rl_sessions_dagster.core.filters import SessionFilter
 from rl_sessions_dagster.storage import (
     CheckpointRow,
     SessionRow,

@@ -8,6 +8,7 @@ import pytest
 from rl_sessions_dagster import (
     CHECKPOINT_ASSET_KEY,
     CHECKPOINT_PARTITIONS,
+    PollingOptions,
     TogetherRLComponent,
     build_routed_sensor,
 )
@@ -35,7 +36,7 @@ def record(instance: dg.DagsterInstance, data) -> None:
 
 def test_announce_only_component_feeds_an_eager_asset(monkeypatch):
     component = TogetherRLComponent.resolve_from_yaml(
-        "sensor: {announce: [checkpoint_registered]}\nsync: {enabled: false}\n"
+        "sessions: {announce: [checkpoint_registered]}\nsync: {enabled: false}\n"
     )
     with RLSimulator(api_key=API_KEY) as sim, dg.instance_for_test() as instance:
         monkeypatch.setenv("TOGETHER_API_KEY", API_KEY)
@@ -72,7 +73,7 @@ def test_announce_only_component_feeds_an_eager_asset(monkeypatch):
 
 
 def test_no_routes_and_nothing_announced_builds_no_sensor():
-    component = TogetherRLComponent.resolve_from_yaml("sensor: {running: true}\n")
+    component = TogetherRLComponent.resolve_from_yaml("sessions: {running: true}\n")
     assert not list(dg.build_defs_for_component(component=component).sensors or [])
 
 
@@ -81,8 +82,11 @@ def test_no_routes_and_nothing_announced_builds_no_sensor():
     [
         ({"announce": ["session_stopped"]}, "announce takes checkpoint kinds"),
         (
-            {"announce": ["checkpoint_registered"], "checkpoint_asset_key": None},
-            "needs checkpoint_asset_key",
+            {
+                "announce": ["checkpoint_registered"],
+                "options": PollingOptions(checkpoint_asset_key=None),
+            },
+            "needs options.checkpoint_asset_key",
         ),
         ({}, "needs at least one EventRoute, or checkpoint kinds to announce"),
     ],

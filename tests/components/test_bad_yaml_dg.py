@@ -21,14 +21,14 @@ BASE = """\
 type: rl_sessions_dagster.TogetherRLComponent
 
 attributes:
-  sensor:
+  sessions:
     minimum_interval_seconds: 30
     running: false
-  routes:
-    - event_kinds: [session_stopped]
-      assets: 'key:"together/rl_sessions_table"'
-      job_name: refresh_table
-  resource_sensor:
+    routes:
+      - event_kinds: [session_stopped]
+        assets: 'key:"together/rl_sessions_table"'
+        job_name: refresh_table
+  model_resources:
     routes:
       - event_kinds: [resource_ready]
         assets: 'key:"together/rl_sessions_table"'
@@ -42,46 +42,46 @@ attributes:
 
 INTERVAL = "minimum_interval_seconds: 30"
 RUNNING = "    running: false\n"
-SELECTION = "assets: 'key:\"together/rl_sessions_table\"'\n      job_name: refresh_table"
+SELECTION = "assets: 'key:\"together/rl_sessions_table\"'\n        job_name: refresh_table"
 
 # (id, old, new, check, line, what the message must say)
 CASES = [
     ("misspelled key", INTERVAL, "minimum_interval_secs: 30", "yaml", 5,
-     ["attributes.sensor.minimum_interval_secs", "'minimum_interval_secs' was unexpected"]),
-    ("misspelled nested key", RUNNING, RUNNING + "    polling: {page_sise: 10}\n", "yaml", 7,
-     ["attributes.sensor.polling.page_sise", "'page_sise' was unexpected"]),
-    ("misspelled key in an optional section", "  resource_sensor:\n",
-     "  resource_sensor:\n    runing: true\n", "yaml", 12,
-     ["attributes.resource_sensor.runing", "'runing' was unexpected"]),
+     ["attributes.sessions.minimum_interval_secs", "'minimum_interval_secs' was unexpected"]),
+    ("misspelled nested key", RUNNING, RUNNING + "    options: {page_sise: 10}\n", "yaml", 7,
+     ["attributes.sessions.options.page_sise", "'page_sise' was unexpected"]),
+    ("misspelled key in an optional section", "  model_resources:\n",
+     "  model_resources:\n    runing: true\n", "yaml", 12,
+     ["attributes.model_resources.runing", "'runing' was unexpected"]),
     ("misspelled grader option", "{type: numeric}", "{type: numeric, abs_tl: 0.1}", "yaml", 19,
      ["attributes.evaluation.graders.0.abs_tl", "'abs_tl' was unexpected"]),
     ("negative interval", INTERVAL, "minimum_interval_seconds: -5", "yaml", 5,
-     ["attributes.sensor.minimum_interval_seconds", "-5 is less than the minimum of 1"]),
+     ["attributes.sessions.minimum_interval_seconds", "-5 is less than the minimum of 1"]),
     ("zero interval", INTERVAL, "minimum_interval_seconds: 0", "yaml", 5,
-     ["attributes.sensor.minimum_interval_seconds", "0 is less than the minimum of 1"]),
+     ["attributes.sessions.minimum_interval_seconds", "0 is less than the minimum of 1"]),
     ("interval of the wrong type", INTERVAL, "minimum_interval_seconds: thirty", "yaml", 5,
-     ["attributes.sensor.minimum_interval_seconds", "'thirty' is not of type 'integer'"]),
+     ["attributes.sessions.minimum_interval_seconds", "'thirty' is not of type 'integer'"]),
     ("flag of the wrong type", RUNNING, "    running: maybe\n", "yaml", 6,
-     ["attributes.sensor.running", "'maybe' is not of type 'boolean'"]),
-    ("count out of bounds", RUNNING, RUNNING + "    polling: {max_runs_per_tick: 0}\n", "yaml", 7,
-     ["attributes.sensor.polling.max_runs_per_tick", "0 is less than the minimum of 1"]),
+     ["attributes.sessions.running", "'maybe' is not of type 'boolean'"]),
+    ("count out of bounds", RUNNING, RUNNING + "    options: {max_runs_per_tick: 0}\n", "yaml", 7,
+     ["attributes.sessions.options.max_runs_per_tick", "0 is less than the minimum of 1"]),
     ("unknown event kind", "[session_stopped]", "[session_stoped]", "yaml", 8,
-     ["attributes.routes.0.event_kinds.0", "'session_stoped' is not one of ['checkpoint_created'"]),
+     ["attributes.sessions.routes.0.event_kinds.0", "'session_stoped' is not one of ['checkpoint_created'"]),
     ("unknown resource event kind", "[resource_ready]", "[resource_redy]", "yaml", 13,
-     ["attributes.resource_sensor.routes.0.event_kinds.0", "'resource_redy' is not one of"]),
+     ["attributes.model_resources.routes.0.event_kinds.0", "'resource_redy' is not one of"]),
     ("session kind announced", RUNNING, RUNNING + "    announce: [session_stopped]\n", "yaml", 7,
-     ["attributes.sensor.announce.0", "'session_stopped' is not one of"]),
+     ["attributes.sessions.announce.0", "'session_stopped' is not one of"]),
     ("concurrency out of bounds", "concurrency: 4", "concurrency: 0", "yaml", 20,
      ["attributes.evaluation.concurrency", "0 is less than the minimum of 1"]),
     # Only loading can tell: the value of a template, the asset graph, two sections together.
     ("template out of bounds", INTERVAL,
      'minimum_interval_seconds: "{{ env.RL_NO_SUCH_VAR or -5 }}"', "defs", 4,
-     ["attributes.sensor", "minimum_interval_seconds", "greater than or equal to 1"]),
+     ["attributes.sessions", "minimum_interval_seconds", "greater than or equal to 1"]),
     ("selection matching no asset", SELECTION, SELECTION.replace("rl_sessions_table", "report"),
      "defs", None,
      ["job 'refresh_table'", "selection 'key:\"together/report\"' matches no asset"]),
     ("kind routed twice", "[session_stopped]", "[checkpoint_registered]", "defs", None,
-     ["evaluation: checkpoint_registered is already routed under routes:"]),
+     ["evaluation: checkpoint_registered is already routed under sessions.routes:"]),
 ]  # fmt: skip
 
 

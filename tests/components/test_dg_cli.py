@@ -28,13 +28,13 @@ def session_report() -> None: ...
 """
 
 ROUTES = """
-  routes:
-    - event_kinds: [checkpoint_registered]
-      assets: 'key:"{checkpoint_target}"'
-      job_name: evaluate_checkpoint
-    - event_kinds: [session_stopped, session_error, session_expired]
-      assets: 'key:"session_report"'
-      job_name: finished_session_report
+    routes:
+      - event_kinds: [checkpoint_registered]
+        assets: 'key:"{checkpoint_target}"'
+        job_name: evaluate_checkpoint
+      - event_kinds: [session_stopped, session_error, session_expired]
+        assets: 'key:"session_report"'
+        job_name: finished_session_report
 """
 
 
@@ -86,7 +86,7 @@ def test_dg_lists_scaffolds_and_checks_the_component(project):
     (project / "src" / "rl_dg" / "defs" / "evaluation.py").write_text(EVALUATION_PY)
     scaffold_text = defs_yaml.read_text()
     routed = scaffold_text.replace(
-        "  routes: []\n", ROUTES.format(checkpoint_target="checkpoint_evaluation")
+        "\n    routes: []\n", ROUTES.format(checkpoint_target="checkpoint_evaluation")
     )
     defs_yaml.write_text(routed)
     done = dg(project, "check", "defs")
@@ -100,7 +100,7 @@ def test_dg_lists_scaffolds_and_checks_the_component(project):
     # A checkpoint route to an unpartitioned asset fails at load, naming the fix.
     defs_yaml.write_text(
         scaffold_text.replace(
-            "  routes: []\n", ROUTES.format(checkpoint_target="session_report")
+            "\n    routes: []\n", ROUTES.format(checkpoint_target="session_report")
         ).replace("job_name: finished_session_report", "job_name: report")
     )
     done = dg(project, "check", "defs")

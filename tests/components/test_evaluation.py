@@ -21,13 +21,13 @@ YAML = textwrap.dedent(
     resource:
       api_key_env: RL_EVAL_TEST_KEY
       max_attempts: 2
-    sensor:
+    sessions:
       name: rl_events
       running: true
-    routes:
-      - event_kinds: [session_stopped]
-        assets: 'key:"session_report"'
-        job_name: finished_session_report
+      routes:
+        - event_kinds: [session_stopped]
+          assets: 'key:"session_report"'
+          job_name: finished_session_report
     sync:
       enabled: false
     evaluation:
@@ -124,7 +124,8 @@ def test_dataset_file_errors_fail_at_load_naming_the_line(tmp_path):
             "not a number",
         ),
         (
-            "routes: [{event_kinds: [checkpoint_registered], assets: '*', job_name: j}]\n"
+            "sessions: {routes: [{event_kinds: [checkpoint_registered], assets: '*', "
+            "job_name: j}]}\n"
             "evaluation: {items: [{prompt: a, expected: 1}]}",
             "already routed",
         ),

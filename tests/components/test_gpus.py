@@ -1,4 +1,4 @@
-"""The GPU sections of TogetherRLComponent (resource_sensor, idle_guard, spend): YAML to
+"""The GPU sections of TogetherRLComponent (model_resources, idle_guard, spend): YAML to
 definitions, and the sensors they make evaluated against the simulator like the daemon does."""
 
 import textwrap
@@ -16,10 +16,10 @@ YAML = textwrap.dedent(
     """
     resource:
       api_key_env: RL_TEST_KEY
-    resource_sensor:
+    model_resources:
       name: gpu_events
       running: true
-      expiring_lead_seconds: 120
+      options: {expiring_lead_seconds: 120}
       routes:
         - event_kinds: [resource_ready]
           assets: 'key:"gpu_ready"'
@@ -82,7 +82,7 @@ def test_guard_is_a_dry_run_unless_the_yaml_says_otherwise():
 def test_sections_left_out_or_disabled_add_nothing():
     for yaml in ("sync: {enabled: false}\n",
                  "sync: {enabled: false}\nidle_guard: {enabled: false}\nspend: {enabled: false}\n"
-                 "resource_sensor: {enabled: false, routes: [{event_kinds: [resource_ready], "
+                 "model_resources: {enabled: false, routes: [{event_kinds: [resource_ready], "
                  "assets: '*', job_name: j}]}\n"):  # fmt: skip
         defs = dg.build_defs_for_component(component=TogetherRLComponent.resolve_from_yaml(yaml))
         assert list(defs.sensors or []) == [] and list(defs.schedules or []) == []

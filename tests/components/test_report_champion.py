@@ -19,7 +19,7 @@ API_KEY = "sk-component-report-CANARY-19"
 YAML = textwrap.dedent(
     """
     resource: {api_key_env: RL_REPORT_TEST_KEY, max_attempts: 2}
-    sensor: {name: rl_events, running: true}
+    sessions: {name: rl_events, running: true}
     sync: {enabled: false}
     evaluation:
       items: [{a: 12, b: 30, expected: 42}]
@@ -69,7 +69,8 @@ def test_sections_build_the_report_route_and_the_champion(monkeypatch):
     ("yaml", "match"),
     [
         (
-            "routes: [{event_kinds: [session_error], assets: '*', job_name: j}]\nreport: {}",
+            "sessions: {routes: [{event_kinds: [session_error], assets: '*', job_name: j}]}\n"
+            "report: {}",
             "already routed",
         ),
         ("report: {event_kinds: [session_stoped]}", "session_stoped"),

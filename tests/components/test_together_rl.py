@@ -16,18 +16,18 @@ YAML = textwrap.dedent(
     """
     resource:
       api_key_env: RL_TEST_KEY
-    sensor:
+    sessions:
       name: rl_events
       running: true
-      session_filter: {display_name: "sweep-*"}
-      polling: {max_runs_per_tick: 10, page_size: 50}
-    routes:
-      - event_kinds: [checkpoint_registered]
-        assets: 'key:"checkpoint_evaluation"'
-        job_name: evaluate_checkpoint
-      - event_kinds: [session_stopped, session_error, session_expired]
-        assets: 'key:"session_report"'
-        job_name: finished_session_report
+      filter: {display_name: "sweep-*"}
+      options: {max_runs_per_tick: 10, page_size: 50}
+      routes:
+        - event_kinds: [checkpoint_registered]
+          assets: 'key:"checkpoint_evaluation"'
+          job_name: evaluate_checkpoint
+        - event_kinds: [session_stopped, session_error, session_expired]
+          assets: 'key:"session_report"'
+          job_name: finished_session_report
     sync:
       cron_schedule: "0 * * * *"
     """
@@ -124,15 +124,15 @@ def test_a_selection_matching_no_asset_says_so_not_partitioning(route):
     ("yaml", "match"),
     [
         (
-            "routes: [{event_kinds: [checkpoint_registred], assets: '*', job_name: j}]",
+            "sessions: {routes: [{event_kinds: [checkpoint_registred], assets: '*', job_name: j}]}",
             "Input should be 'checkpoint_created', 'checkpoint_registered'",
         ),
         (
-            "sensor: {polling: {page_size: 500}}\nroutes: [{event_kinds: [session_error], "
-            "assets: 'key:\"session_report\"', job_name: j}]",
+            "sessions: {options: {page_size: 500}, routes: [{event_kinds: [session_error], "
+            "assets: 'key:\"session_report\"', job_name: j}]}",
             "page_size",
         ),
-        ("sensor: {nme: x}", "nme"),
+        ("sessions: {nme: x}", "nme"),
     ],
 )
 def test_bad_yaml_is_named(yaml, match):
@@ -176,22 +176,21 @@ def test_every_field_of_every_section_is_described_in_the_schema():
 
     schema = TogetherRLComponent.get_model_cls().model_json_schema()
     assert undescribed(schema) == []
-    sensor = schema["$defs"]["SensorConfigModel"]["properties"]
+    sensor = schema["$defs"]["SessionSensorSectionModel"]["properties"]
     assert sensor["minimum_interval_seconds"]["else"] == {
         "type": "integer",
         "minimum": 1,
         "maximum": 86400,
     }
-    sensor_prop = schema["properties"]["sensor"]
-    assert sensor_prop["else"] == {"$ref": "#/$defs/SensorConfigModel"}  # errors keep their path
+    sensor_prop = schema["properties"]["sessions"]
+    assert sensor_prop["else"] == {"$ref": "#/$defs/SessionSensorSectionModel"}  # keeps paths
     assert {} in sensor_prop["anyOf"]  # the anyOf kept for readers never fails
 
 
 def test_yaml_event_kind_names_are_the_enums():
     import typing
 
-    from rl_sessions_dagster.components.gpus import ResourceEventKindName
-    from rl_sessions_dagster.components.together_rl import EventKindName
+    from rl_sessions_dagster.components.sensors import EventKindName, ResourceEventKindName
     from rl_sessions_dagster.core import EventKind, ResourceEventKind
 
     assert set(typing.get_args(EventKindName)) == {k.value for k in EventKind}
@@ -201,13 +200,39 @@ def test_yaml_event_kind_names_are_the_enums():
 def test_templates_still_resolve_in_bounded_fields(monkeypatch):
     monkeypatch.setenv("RL_TEST_INTERVAL", "7")
     component = TogetherRLComponent.resolve_from_yaml(
-        'sensor: {minimum_interval_seconds: "{{ env.RL_TEST_INTERVAL }}"}\n'
+        'sessions: {minimum_interval_seconds: "{{ env.RL_TEST_INTERVAL }}"}\n'
         'evaluation: {items: [], concurrency: "{{ env.RL_TEST_INTERVAL }}", max_calls: null}\n'
     )
-    assert component.sensor.minimum_interval_seconds == 7
+    assert component.sessions.minimum_interval_seconds == 7
     assert component.evaluation is not None and component.evaluation.concurrency == 7
     monkeypatch.setenv("RL_TEST_INTERVAL", "0")
     with pytest.raises(Exception, match="greater than or equal to 1"):
         TogetherRLComponent.resolve_from_yaml(
-            'sensor: {minimum_interval_seconds: "{{ env.RL_TEST_INTERVAL }}"}\n'
+            'sessions: {minimum_interval_seconds: "{{ env.RL_TEST_INTERVAL }}"}\n'
         )
+
+
+def test_resource_section_is_every_field_of_the_resource():
+    """Derived from TogetherRLResource (one resolver, nothing copied): each field by its name,
+    each secret by the environment variable holding it."""
+    from rl_sessions_dagster import TogetherRLResource
+
+    schema = TogetherRLComponent.get_model_cls().model_json_schema()
+    fields = set(schema["$defs"]["ResourceSectionModel"]["properties"])
+    assert fields == {
+        "api_key_env", "database_url_env",
+        *(set(TogetherRLResource.model_fields) - {"api_key", "database_url"}),
+    }  # fmt: skip
+    component = TogetherRLComponent.resolve_from_yaml(
+        "resource: {api_key_env: K, database_url_env: DB, request_timeout: 5, max_attempts: 2,"
+        " backoff_initial: 0.1, backoff_max: 1, backoff_jitter: 0, retry_after_cap: 3,"
+        " call_deadline: 60}\n"
+    )
+    r = component.resource
+    assert isinstance(r, TogetherRLResource)
+    assert (r.api_key, r.database_url) == (dg.EnvVar("K"), dg.EnvVar("DB"))
+    assert (r.request_timeout, r.max_attempts, r.backoff_initial, r.backoff_max) == (5, 2, 0.1, 1)
+    assert (r.backoff_jitter, r.retry_after_cap, r.call_deadline) == (0, 3, 60)
+    assert TogetherRLComponent().resource.api_key == dg.EnvVar("TOGETHER_API_KEY")
+    with pytest.raises(Exception, match="max_attempts"):
+        TogetherRLComponent.resolve_from_yaml("resource: {max_attempts: 0}\n")

@@ -49,7 +49,7 @@ type: rl_sessions_dagster.TogetherRLComponent
 attributes:
   resource:
     max_attempts: 6                 # the faults below are retried, Retry-After honoured
-  sensor:
+  sessions:
     minimum_interval_seconds: 1
     running: true
   sync:

@@ -142,7 +142,7 @@ def unknown_status(sim, instance, **_):
     world = sim.world
     a, b = world.create_session(), world.create_session()
     everything = build_rl_event_sensor(
-        name="all", event_kinds=list(EventKind), job=report_job, partitions_def=None
+        name="all", event_kinds=list(EventKind), job=report_job
     )
     defs = make_defs(sim.base_url, [everything, build_session_status_sensor(job=report_job)])
     t_all, t_status = (

@@ -7,7 +7,7 @@ import re
 import dagster as dg
 import pytest
 
-from rl_sessions_dagster import IdlePolicy
+from rl_sessions_dagster import IdleGuardOptions, IdlePolicy
 from rl_sessions_dagster.sensors.idle_guard import build_idle_guard
 
 from .conftest import make_resource
@@ -15,11 +15,15 @@ from .conftest import make_resource
 MODEL = "Qwen/Qwen3-8B"
 POLICY_FIELDS = {"created_by", "allow_ids", "deny_ids", "allow_base_models", "deny_base_models",
                  "force"}  # fmt: skip
+OPTION_FIELDS = {"stop_attempts", "tick_budget_seconds", "unavailable_alarm_seconds"}
 
 
 def setup(sim, instance, **kwargs):
     policy_fields = {k: kwargs.pop(k) for k in list(kwargs) if k in POLICY_FIELDS}
-    job, sensor = build_idle_guard(policy=IdlePolicy(idle_seconds=600, **policy_fields), **kwargs)
+    options = IdleGuardOptions(**{k: kwargs.pop(k) for k in list(kwargs) if k in OPTION_FIELDS})
+    job, sensor = build_idle_guard(
+        policy=IdlePolicy(idle_seconds=600, **policy_fields), options=options, **kwargs
+    )
     defs = dg.Definitions(jobs=[job], sensors=[sensor], resources={"together": make_resource(sim)})
     return job, defs
 

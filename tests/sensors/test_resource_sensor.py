@@ -6,9 +6,14 @@ import json
 import dagster as dg
 import pytest
 
+from rl_sessions_dagster.core import ResourceEventKind
 from rl_sessions_dagster.core.resource_tracker import ResourceTrackerState
-from rl_sessions_dagster.sensors import ResourceSensorOptions
-from rl_sessions_dagster.sensors.resources import ResourceFilter, build_model_resource_sensor
+from rl_sessions_dagster.sensors import (
+    ResourceFilter,
+    ResourceRoute,
+    ResourceSensorOptions,
+    build_model_resource_sensor,
+)
 
 from .conftest import make_resource
 
@@ -29,11 +34,15 @@ OPTION_FIELDS = {"expiring_lead_seconds", "queued_long_seconds", "max_runs_per_t
                  "unavailable_alarm_seconds"}  # fmt: skip
 
 
+#: The single-target wiring: every model-resource event kind to one job.
+EVERY_KIND = ResourceRoute(list(ResourceEventKind), job=resource_job)
+
+
 def defs_for(sim, **kwargs):
     options = ResourceSensorOptions(
         **{k: kwargs.pop(k) for k in list(kwargs) if k in OPTION_FIELDS}
     )
-    sensor = build_model_resource_sensor(job=resource_job, options=options, **kwargs)
+    sensor = build_model_resource_sensor(routes=[EVERY_KIND], options=options, **kwargs)
     return dg.Definitions(
         jobs=[resource_job], sensors=[sensor], resources={"together": make_resource(sim)}
     )
@@ -214,7 +223,7 @@ def test_everything_loads_together_and_the_key_stays_out(sim, ticker):
     def training_job():
         train()
 
-    sensor = build_model_resource_sensor(job=resource_job)
+    sensor = build_model_resource_sensor(routes=[EVERY_KIND])
     defs = dg.Definitions(
         assets=[build_spend_asset()],
         jobs=[resource_job, guard_job, training_job],
@@ -238,8 +247,6 @@ def gpu_alerts() -> None:
 
 
 def test_routes_send_each_kind_to_its_own_target_from_one_poll(sim, ticker):
-    from rl_sessions_dagster.sensors import ResourceRoute
-
     world = sim.world
     sensor = build_model_resource_sensor(
         routes=[
@@ -274,23 +281,26 @@ def test_routes_send_each_kind_to_its_own_target_from_one_poll(sim, ticker):
 
 
 def test_routes_are_checked_when_built():
-    from rl_sessions_dagster.sensors import ResourceRoute
-
-    with pytest.raises(dg.DagsterInvalidDefinitionError, match="in two routes"):
+    with pytest.raises(dg.DagsterInvalidDefinitionError, match="in more than one route"):
         build_model_resource_sensor(routes=[
             ResourceRoute(["resource_ready"], job=resource_job),
             ResourceRoute(["resource_ready"], assets=[gpu_alerts], job_name="x"),
         ])  # fmt: skip
-    with pytest.raises(dg.DagsterInvalidDefinitionError, match="not both"):
-        build_model_resource_sensor(
-            job=resource_job, routes=[ResourceRoute(["resource_ready"], job=resource_job)]
-        )
+    with pytest.raises(dg.DagsterInvalidDefinitionError, match="the same job"):
+        build_model_resource_sensor(routes=[
+            ResourceRoute(["resource_ready"], job=resource_job),
+            ResourceRoute(["resource_error"], job=resource_job),
+        ])  # fmt: skip
+    with pytest.raises(dg.DagsterInvalidDefinitionError, match="job_name names the asset job"):
+        ResourceRoute(["resource_ready"], job=resource_job, job_name="x")
+    with pytest.raises(TypeError, match="job"):
+        build_model_resource_sensor(job=resource_job)  # type: ignore[call-arg]
     with pytest.raises(dg.DagsterInvalidDefinitionError, match="valid kinds: resource_ready") as e:
         ResourceRoute(["resource_redy"], job=resource_job)
     assert isinstance(e.value, ValueError)  # the same error type as a session event kind's
     with pytest.raises(dg.DagsterInvalidDefinitionError, match="one model-resource event kind"):
         ResourceRoute([], job=resource_job)
-    with pytest.raises(dg.DagsterInvalidDefinitionError, match="exactly one of job, assets"):
+    with pytest.raises(dg.DagsterInvalidDefinitionError, match="exactly one of job= and assets="):
         ResourceRoute(["resource_ready"])
     with pytest.raises(dg.DagsterInvalidDefinitionError, match="routes is empty"):
         build_model_resource_sensor(routes=[])
@@ -300,4 +310,4 @@ def test_routes_are_checked_when_built():
     with pytest.raises(dg.DagsterInvalidDefinitionError, match="expiring_lead_seconds"):
         ResourceSensorOptions(expiring_lead_seconds=-1)
     with pytest.raises(TypeError):
-        build_model_resource_sensor(job=resource_job, max_runs_per_tick=2)  # type: ignore[call-arg]
+        build_model_resource_sensor(routes=[EVERY_KIND], max_runs_per_tick=2)  # type: ignore[call-arg]

@@ -132,7 +132,6 @@ def test_first_tick_backfill_and_cap_follow_in_order(sim, ticker):
         name="backfill",
         event_kinds=[EventKind.CHECKPOINT_CREATED],
         job=evaluation_job,
-        partitions_def=None,
         options=PollingOptions(backfill=True, max_runs_per_tick=2),
     )
     t = ticker(make_defs(sim, sensor), "backfill")
@@ -166,7 +165,6 @@ def test_unknown_status_is_a_generic_change_and_the_tick_goes_on(sim, ticker):
         name="all",
         event_kinds=list(EventKind),
         job=report_job,
-        partitions_def=None,
     )
     t = ticker(make_defs(sim, sensor), "all")
     t.tick()

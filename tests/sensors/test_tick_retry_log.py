@@ -12,6 +12,8 @@ import dagster as dg
 
 from rl_sessions_dagster import (
     IdlePolicy,
+    ResourceEventKind,
+    ResourceRoute,
     TogetherRLResource,
     build_checkpoint_sensor,
     build_model_resource_sensor,
@@ -116,7 +118,9 @@ def test_model_resource_sensor_and_idle_guard_log_retries_with_no_edit_of_their_
 ) -> None:
     """The routing lives in the resource and the sensor definition: every sensor family logs
     its retries, and its summary line counts them."""
-    sensor = build_model_resource_sensor(job=_resource_job)
+    sensor = build_model_resource_sensor(
+        routes=[ResourceRoute(list(ResourceEventKind), job=_resource_job)]
+    )
     guard_job, guard = build_idle_guard(policy=IdlePolicy(idle_seconds=600))
     defs = dg.Definitions(
         jobs=[_resource_job, guard_job],

@@ -6,14 +6,13 @@ tracker (``core/resources.py``) and returns a ``SensorResult``. A transient API 
 the tick with a SkipReason and the cursor untouched, so the next tick retries.
 """
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import dagster as dg
 
 from ..api.models import ModelResource
-from ..core.resource_events import ALL_RESOURCE_EVENT_KINDS, ResourceEvent, ResourceEventKind
+from ..core.resource_events import ResourceEvent
 from ..core.resource_tracker import (
     ResourceObservation,
     ResourceTrackerConfig,
@@ -21,17 +20,15 @@ from ..core.resource_tracker import (
     advance_resources,
     status_changes,
 )
-from .definition import QuietSensorDefinition
-from .options import ResourceSensorOptions, parse_kinds
+from .options import ResourceRoute, ResourceSensorOptions
+from .quiet_sensor import QuietSensorDefinition
 from .run_requests import TAG_PREFIX
 from .spend_spans import record_spans
+from .targets import resolve_routes
 from .tick import SensorFamily, Tick, TickOutcome, run_tick, tick_budget
 
 #: The model-resource tracker as a sensor family of the tick skeleton.
 RESOURCES = SensorFamily(ResourceTrackerState.from_cursor, ResourceTrackerState)
-
-#: Reshape the default RunRequest of a resource event, or drop it (return None).
-ResourceRunRequestFn = Callable[[ResourceEvent, dg.RunRequest], dg.RunRequest | None]
 
 _MAX_TAG = 200
 
@@ -88,61 +85,6 @@ def resource_event_tags(event: ResourceEvent) -> dict[str, str]:
     return tags
 
 
-@dataclass(frozen=True)
-class ResourceRoute:
-    """Which model-resource event kinds go to which target: a job, or an asset selection run as
-    an asset job named ``job_name``. Exactly one of ``job`` and ``assets``; each kind goes to
-    one route of a sensor."""
-
-    event_kinds: Iterable[ResourceEventKind | str]
-    job: Any = None
-    assets: Any = None
-    job_name: str | None = None
-    #: The parsed ``event_kinds`` (which is normalised to the same set when built).
-    kinds: frozenset[ResourceEventKind] = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        if (self.job is None) == (self.assets is None):
-            raise dg.DagsterInvalidDefinitionError(
-                "a ResourceRoute takes exactly one of job, assets"
-            )
-        object.__setattr__(self, "kinds", resource_event_kinds(self.event_kinds))
-        object.__setattr__(self, "event_kinds", self.kinds)
-
-    def target(self, sensor: str, index: int) -> Any:
-        if self.job is not None:
-            return self.job
-        return dg.define_asset_job(
-            self.job_name or f"{sensor}_route_{index}", selection=self.assets
-        )
-
-
-def resource_event_kinds(kinds: Iterable[ResourceEventKind | str]) -> frozenset[ResourceEventKind]:
-    """Parse model-resource event kinds (see :func:`~.options.parse_kinds`)."""
-    return parse_kinds(ResourceEventKind, kinds, noun="model-resource event kind")
-
-
-def _route_jobs(
-    sensor: str, routes: Iterable[ResourceRoute]
-) -> tuple[frozenset[ResourceEventKind], list[Any], dict[ResourceEventKind, str]]:
-    """The kinds the routes take, their jobs, and each kind's job name (a kind in two routes
-    is an error: its runs would have two targets)."""
-    jobs: list[Any] = []
-    job_of: dict[ResourceEventKind, str] = {}
-    for i, route in enumerate(routes):
-        job = route.target(sensor, i)
-        jobs.append(job)
-        for kind in route.kinds:
-            if kind in job_of:
-                raise dg.DagsterInvalidDefinitionError(
-                    f"sensor '{sensor}': event kind {kind.value!r} is in two routes"
-                )
-            job_of[kind] = job.name
-    if not jobs:
-        raise dg.DagsterInvalidDefinitionError(f"sensor '{sensor}': routes is empty")
-    return frozenset(job_of), jobs, job_of
-
-
 def default_resource_run_request(
     event: ResourceEvent, job_name: str | None = None
 ) -> dg.RunRequest:
@@ -153,43 +95,33 @@ def default_resource_run_request(
 def build_model_resource_sensor(
     *,
     name: str = "together_rl_model_resource_sensor",
-    job: Any = None,
-    target: Any = None,
-    event_kinds: Iterable[ResourceEventKind | str] = tuple(ALL_RESOURCE_EVENT_KINDS),
-    routes: Iterable[ResourceRoute] | None = None,
-    resource_key: str = "together",
+    routes: Sequence[ResourceRoute],
     resource_filter: ResourceFilter | None = None,
-    run_request_fn: ResourceRunRequestFn | None = None,
     options: ResourceSensorOptions | None = None,
     minimum_interval_seconds: int = 30,
     default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
     description: str | None = None,
-    spend_db_path: str | None = None,
 ) -> dg.SensorDefinition:
     """A sensor that requests one run per wanted model-resource event, and records each
     resource's billed span (READY until it leaves READY) whenever its status changes, so the
     spend asset prices what it never saw (the end of READY has no event of its own).
 
     Args:
-        job / target: where every run goes; or
-        routes: each event kind to its own job or asset selection (one poll of the API for
-            all; then ``event_kinds`` is the routes' kinds and ``job``/``target`` are not given).
-        event_kinds: which :class:`ResourceEventKind` become runs (default: all five).
+        name: the sensor's name (also the key of its cursor).
+        routes: each event kind to its own job or asset selection (:class:`ResourceRoute`,
+            resolved as :class:`EventRoute` is); one poll of the API for all.
         resource_filter: which resources (creator, base model, predicate).
-        run_request_fn: reshape each RunRequest (run config, tags) or drop it.
-        options: thresholds and tick knobs (:class:`ResourceSensorOptions`).
-        spend_db_path: where the spend asset keeps its tables, when not where the resource's
-            ``database_url`` puts every table (the default).
+        options: the resource key, thresholds, spend tables and tick knobs
+            (:class:`ResourceSensorOptions`).
+        minimum_interval_seconds, default_status, description: as for ``@dg.sensor``.
     """
     options = options or ResourceSensorOptions()
-    job_of: dict[ResourceEventKind, str] = {}
-    jobs: list[Any] | None = None
-    if routes is not None:
-        if job is not None or target is not None:
-            raise dg.DagsterInvalidDefinitionError("give routes, or job/target, not both")
-        kinds, jobs, job_of = _route_jobs(name, routes)
-    else:
-        kinds = resource_event_kinds(event_kinds)
+    if not routes:
+        raise dg.DagsterInvalidDefinitionError(f"sensor '{name}': routes is empty")
+    targets = resolve_routes(name, routes)
+    route_of = {kind: t for t in targets for kind in t.route.kinds}
+    name_jobs = len(targets) > 1
+    kinds = frozenset(route_of)
     config = ResourceTrackerConfig(
         kinds=kinds,
         max_events=options.max_runs_per_tick,
@@ -199,6 +131,7 @@ def build_model_resource_sensor(
     )
     flt = resource_filter or ResourceFilter()
     budget = tick_budget(options.tick_budget_seconds)
+    resource_key = options.resource_key
 
     def body(tick: Tick, state: ResourceTrackerState) -> TickOutcome[ResourceTrackerState]:
         listed = [
@@ -216,8 +149,9 @@ def build_model_resource_sensor(
             try:
                 resource = getattr(tick.context.resources, resource_key)
                 changed = record_spans(
-                    resource, tick.context.instance, spend_db_path, moved, now_ms=obs.clock_ms
-                )
+                    resource, tick.context.instance, options.spend_db_path, moved,
+                    now_ms=obs.clock_ms,
+                )  # fmt: skip
                 spans = f"; {len(changed)} billed span(s) updated" if changed else ""
             except Exception as exc:  # spend is a side record: never block the events
                 tick.context.log.warning(f"could not record billed spans: {exc}")
@@ -226,8 +160,10 @@ def build_model_resource_sensor(
             tick.context.log.warning(note)
         requests: list[dg.RunRequest] = []
         for event in outcome.events:
-            default = default_resource_run_request(event, job_of.get(event.kind))
-            request = default if run_request_fn is None else run_request_fn(event, default)
+            target = route_of[event.kind]
+            default = default_resource_run_request(event, target.job_name if name_jobs else None)
+            fn = target.route.run_request_fn
+            request = default if fn is None else fn(event, default)
             if request is not None:
                 requests.append(request)
         summary = (
@@ -250,14 +186,10 @@ def build_model_resource_sensor(
             alarm_after_s=options.unavailable_alarm_seconds,
         )
 
-    # One of target / jobs only: Dagster's copies (with_attributes) pass ``jobs`` back.
-    where: dict[str, Any] = {"target": target} if target is not None else {}
-    if jobs is not None or job is not None:
-        where = {"jobs": jobs if jobs is not None else [job]}
     return QuietSensorDefinition(
         rl_fn=_sensor,
         name=name,
-        **where,
+        jobs=[t.job for t in targets],
         minimum_interval_seconds=minimum_interval_seconds,
         default_status=default_status,
         required_resource_keys={resource_key},

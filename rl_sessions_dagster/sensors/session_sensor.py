@@ -1,10 +1,10 @@
-"""Sensor factories: each tick reads the API within a time budget, runs the pure event core,
+"""Session-event sensors: each tick reads the API within a time budget, runs the pure event core,
 and returns a ``SensorResult`` with one RunRequest per wanted event.
 
 :func:`build_routed_sensor` is the general form: one poll of the API per interval, each event
 kind routed to a job or an asset selection (:class:`EventRoute`), so checkpoint evaluation
 and session reports share one poll. :func:`build_rl_event_sensor` is the single-target form;
-the presets in :mod:`.presets` wrap it for the usual wiring. Each sensor keeps its own cursor.
+the presets in :mod:`.presets` are its usual wiring. Each sensor keeps its own cursor.
 
 The resource is a sensor requirement resolved by Dagster at tick time, never a closed-over
 object: an unresolved ``EnvVar`` would otherwise be sent as the key itself (the bug of
@@ -20,9 +20,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import dagster as dg
-from dagster._core.definitions.unresolved_asset_job_definition import (
-    UnresolvedAssetJobDefinition,
-)
 
 from ..core import (
     CHECKPOINT_EVENTS,
@@ -34,16 +31,13 @@ from ..core import (
 )
 from ..core.filters import SessionFilter
 from ..core.poll import collect
-from ..partitions import CHECKPOINT_ASSET_KEY, CHECKPOINT_PARTITIONS
-from .definition import QuietSensorDefinition
-from .options import (
-    EventRoute,
-    PollingOptions,
-)
+from ..partitions import CHECKPOINT_PARTITIONS
+from .client_source import ClientSessionSource
+from .options import EventRoute, PollingOptions
 from .options import event_kinds as parse_event_kinds
-from .run_requests import RunRequestFn, checkpoint_materialization, default_run_request
-from .source import ClientSessionSource
-from .targets import RouteTarget, check_at_tick, resolve_route
+from .quiet_sensor import QuietSensorDefinition
+from .run_requests import checkpoint_materialization, default_run_request
+from .targets import RouteTarget, check_at_tick, is_job, resolve_routes
 from .tick import (
     TRANSIENT_ERRORS,
     SensorFamily,
@@ -74,12 +68,12 @@ class SensorPlan:
     options: PollingOptions
     config: TrackerConfig
     budget: float
-    targets: tuple[RouteTarget, ...]
+    targets: tuple[RouteTarget[EventRoute], ...]
     checkpoint_asset_key: dg.AssetKey | None
     name_jobs: bool  # several targets: each RunRequest names its job
     announce: frozenset[EventKind] = frozenset()  # checkpoint kinds announced with no route
 
-    def target_for(self, kind: EventKind) -> RouteTarget | None:
+    def target_for(self, kind: EventKind) -> RouteTarget[EventRoute] | None:
         for target in self.targets:
             if kind in target.route.kinds:
                 return target
@@ -200,27 +194,16 @@ def _announce(built: _Built, event: SessionEvent, asset_key: dg.AssetKey | None)
         built.asset_events.append(mat)
 
 
-def _overlaps(routes: Sequence[EventRoute]) -> set[EventKind]:
-    seen: set[EventKind] = set()
-    overlap: set[EventKind] = set()
-    for route in routes:
-        overlap |= seen & route.kinds
-        seen |= route.kinds
-    return overlap
-
-
 def build_routed_sensor(
     *,
     name: str,
     routes: Sequence[EventRoute],
-    resource_key: str = "together",
     session_filter: SessionFilter | None = None,
-    checkpoint_asset_key: dg.AssetKey | None = CHECKPOINT_ASSET_KEY,
     options: PollingOptions | None = None,
+    announce: Iterable[EventKind | str] = (),
     minimum_interval_seconds: int = 30,
     default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
     description: str | None = None,
-    announce: Iterable[EventKind | str] = (),
 ) -> dg.SensorDefinition:
     """One sensor, one poll of the API per tick, each event kind routed to its own target.
 
@@ -228,56 +211,44 @@ def build_routed_sensor(
         name: the sensor's name (also the key of its cursor; rename = start over).
         routes: which event kinds go where; each kind to at most one route. Kinds in no
             route are only tracked.
-        resource_key: key of the :class:`TogetherRLResource` in ``Definitions``.
         session_filter: which sessions to watch (model resource, creator, name glob, W&B).
-        checkpoint_asset_key: record a runless materialization of this asset (partitioned by
-            ``CHECKPOINT_PARTITIONS``) per checkpoint event; ``None`` to disable.
-        options: polling knobs (:class:`PollingOptions`).
-        minimum_interval_seconds, default_status, description: as for ``@dg.sensor``.
+        options: the resource key, the checkpoint asset recorded per checkpoint event and
+            the polling knobs (:class:`PollingOptions`).
         announce: checkpoint kinds (``checkpoint_registered``, ``checkpoint_created``) whose
             partition is added and runless materialization recorded even when no route runs
             them. With ``routes=[]`` the sensor only announces: assets downstream of the
             checkpoint asset follow with ``AutomationCondition.eager()``.
+        minimum_interval_seconds, default_status, description: as for ``@dg.sensor``.
 
     Raises:
         DagsterInvalidDefinitionError: no routes and nothing announced, a kind in two routes,
             announce without a checkpoint asset or with a session kind, or a checkpoint route
             whose target is not partitioned by its ``partitions_def`` (``CHECKPOINT_PARTITIONS``).
     """
+    options = options or PollingOptions()
     announced = parse_event_kinds(announce) if announce else frozenset()
     if not routes and not announced:
         raise dg.DagsterInvalidDefinitionError(
             f"sensor '{name}' needs at least one EventRoute, or checkpoint kinds to announce"
         )
-    if announced and (checkpoint_asset_key is None or not announced <= CHECKPOINT_EVENTS):
+    asset_key = options.checkpoint_asset_key
+    if announced and (asset_key is None or not announced <= CHECKPOINT_EVENTS):
         raise dg.DagsterInvalidDefinitionError(
             f"sensor '{name}': announce takes checkpoint kinds "
             f"({', '.join(sorted(k.value for k in CHECKPOINT_EVENTS))}) and needs "
-            "checkpoint_asset_key (the asset whose partitions announce the checkpoints)"
+            "options.checkpoint_asset_key (the asset whose partitions announce the checkpoints)"
         )
-    overlap = _overlaps(routes)
-    if overlap:
-        raise dg.DagsterInvalidDefinitionError(
-            f"sensor '{name}': {sorted(k.value for k in overlap)} appear in more than one route; "
-            "route each event kind to one target (one selection can hold several assets)"
-        )
-    options = options or PollingOptions()
-    targets = tuple(resolve_route(name, i, route) for i, route in enumerate(routes))
-    names = [t.job_name for t in targets]
-    if len(set(names)) != len(names):
-        raise dg.DagsterInvalidDefinitionError(
-            f"sensor '{name}': two routes run the same job {names}; merge them into one route"
-        )
+    targets = resolve_routes(name, routes)
     kinds = frozenset().union(announced, *(route.kinds for route in routes))
     plan = SensorPlan(
         name=name,
-        resource_key=resource_key,
+        resource_key=options.resource_key,
         session_filter=session_filter or SessionFilter(),
         options=options,
         config=options.tracker_config(kinds),
         budget=tick_budget(options.tick_budget_seconds),
         targets=targets,
-        checkpoint_asset_key=checkpoint_asset_key,
+        checkpoint_asset_key=asset_key,
         name_jobs=len(targets) > 1,
         announce=announced,
     )
@@ -300,13 +271,15 @@ def build_routed_sensor(
         jobs=[t.job for t in targets],
         minimum_interval_seconds=minimum_interval_seconds,
         default_status=default_status,
-        required_resource_keys={resource_key},
-        description=description or _describe(kinds, targets, checkpoint_asset_key),
+        required_resource_keys={plan.resource_key},
+        description=description or _describe(kinds, targets, asset_key),
     )
 
 
 def _describe(
-    kinds: frozenset[EventKind], targets: Sequence[RouteTarget], asset_key: dg.AssetKey | None
+    kinds: frozenset[EventKind],
+    targets: Sequence[RouteTarget[EventRoute]],
+    asset_key: dg.AssetKey | None,
 ) -> str:
     named = ", ".join(sorted(k.value for k in kinds))
     if targets:
@@ -317,8 +290,28 @@ def _describe(
     )
 
 
-def _is_job(target: object) -> bool:
-    return isinstance(target, dg.JobDefinition | dg.GraphDefinition | UnresolvedAssetJobDefinition)
+def single_route(
+    sensor: str,
+    kinds: Iterable[EventKind | str],
+    job: "ExecutableDefinition | None",
+    target: "CoercibleToAssetSelection | ExecutableDefinition | None",
+    partitions_def: dg.DynamicPartitionsDefinition | None,
+) -> EventRoute:
+    """The one route of a single-target sensor: ``job`` (a job) or ``target`` (a job or an
+    asset selection, run as the asset job ``<sensor>_assets``), as ``@dg.sensor`` takes them."""
+    if (job is None) == (target is None):
+        raise dg.DagsterInvalidDefinitionError(
+            f"sensor '{sensor}' takes exactly one of job= and target="
+        )
+    chosen = job if job is not None else target
+    if is_job(chosen):
+        return EventRoute(kinds, job=chosen, partitions_def=partitions_def)
+    return EventRoute(
+        kinds,
+        assets=chosen,
+        job_name=f"{sensor}_assets",
+        partitions_def=partitions_def,
+    )
 
 
 def build_rl_event_sensor(
@@ -327,41 +320,23 @@ def build_rl_event_sensor(
     event_kinds: Iterable[EventKind | str],
     job: "ExecutableDefinition | None" = None,
     target: "CoercibleToAssetSelection | ExecutableDefinition | None" = None,
-    resource_key: str = "together",
     session_filter: SessionFilter | None = None,
-    partitions_def: dg.DynamicPartitionsDefinition | None = None,
-    checkpoint_asset_key: dg.AssetKey | None = None,
-    run_request_fn: RunRequestFn | None = None,
     options: PollingOptions | None = None,
     minimum_interval_seconds: int = 30,
     default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
     description: str | None = None,
 ) -> dg.SensorDefinition:
-    """A sensor that requests one run per wanted session event, on one target.
+    """A sensor that requests one (unpartitioned) run per wanted session event, on one target.
 
-    ``job`` (a job) or ``target`` (a job or an asset selection) says what the runs execute;
-    ``partitions_def`` makes checkpoint runs partitioned (the target must be partitioned by
-    it; checked at load). Other arguments as for :func:`build_routed_sensor`.
+    ``job`` (a job) or ``target`` (a job or an asset selection) says what the runs execute.
+    For checkpoint runs partitioned by checkpoint use :func:`~.presets.build_checkpoint_sensor`;
+    for a ``run_request_fn`` or several targets, :func:`build_routed_sensor` with
+    :class:`EventRoute`. Other arguments as for :func:`build_routed_sensor`.
     """
-    if (job is None) == (target is None):
-        raise dg.DagsterInvalidDefinitionError(
-            f"sensor '{name}' takes exactly one of job= and target="
-        )
-    chosen = job if job is not None else target
-    route = EventRoute(
-        event_kinds=parse_event_kinds(event_kinds),
-        job=chosen if _is_job(chosen) else None,  # type: ignore[arg-type]
-        assets=None if _is_job(chosen) else chosen,  # type: ignore[arg-type]
-        job_name=None if _is_job(chosen) else f"{name}_assets",
-        partitions_def=partitions_def,
-        run_request_fn=run_request_fn,
-    )
     return build_routed_sensor(
         name=name,
-        routes=[route],
-        resource_key=resource_key,
+        routes=[single_route(name, event_kinds, job, target, None)],
         session_filter=session_filter,
-        checkpoint_asset_key=checkpoint_asset_key,
         options=options,
         minimum_interval_seconds=minimum_interval_seconds,
         default_status=default_status,

@@ -1,0 +1,332 @@
+"""The two event-sensor sections of ``TogetherRLComponent``, one shape for both families:
+
+```yaml
+sessions:          # session and checkpoint events → build_routed_sensor
+  name: ...
+  minimum_interval_seconds: 30
+  running: false
+  filter: {...}    # SessionFilter
+  options: {...}   # PollingOptions
+  routes: [{event_kinds: [...], assets: '...', job_name: ...}]
+model_resources:   # model-resource events → build_model_resource_sensor
+  (the same keys: filter is a ResourceFilter, options ResourceSensorOptions)
+```
+
+Every default of ``options`` is read from the Python options object, never re-spelled here.
+"""
+
+from typing import Literal
+
+import dagster as dg
+from pydantic import Field
+
+from ..core import CHECKPOINT_EVENTS
+from ..core.filters import SessionFilter
+from ..partitions import CHECKPOINT_PARTITIONS
+from ..sensors import (
+    EventRoute,
+    PollingOptions,
+    ResourceFilter,
+    ResourceRoute,
+    ResourceSensorOptions,
+    build_model_resource_sensor,
+    build_routed_sensor,
+)
+from ..sensors.options import event_kinds
+from .schema import Section
+
+__all__ = ["ResourceSensorSection", "SessionSensorSection"]
+
+_POLLING = PollingOptions()
+_RESOURCE = ResourceSensorOptions()
+
+#: The session event kinds as YAML spells them (``EventKind`` values; a test keeps them equal).
+EventKindName = Literal[
+    "checkpoint_created",
+    "checkpoint_registered",
+    "session_stopped",
+    "session_error",
+    "session_expired",
+    "session_status_changed",
+]
+#: The model-resource event kinds as YAML spells them (``ResourceEventKind`` values).
+ResourceEventKindName = Literal[
+    "resource_ready",
+    "resource_error",
+    "resource_stopped",
+    "resource_expiring",
+    "resource_queued_long",
+]
+
+
+def sensor_status(running: bool) -> dg.DefaultSensorStatus:
+    return dg.DefaultSensorStatus.RUNNING if running else dg.DefaultSensorStatus.STOPPED
+
+
+class SensorSection(Section):
+    """What every sensor section has: on/off, name, interval, default status."""
+
+    enabled: bool = Field(default=True, description="false: no sensor.")
+    name: str = Field(
+        min_length=1, description="Sensor name; also the key of its cursor (renaming starts over)."
+    )
+    minimum_interval_seconds: int = Field(
+        default=30, ge=1, le=86_400, description="Seconds between ticks (1 to 86400)."
+    )
+    running: bool = Field(default=False, description="Default status RUNNING (else STOPPED).")
+
+
+# -- sessions ---------------------------------------------------------------------------------
+
+
+class RouteConfig(Section):
+    """Which session event kinds run which assets (a Dagster asset selection string)."""
+
+    event_kinds: list[EventKindName] = Field(
+        min_length=1,
+        description="Session events whose runs this route starts: checkpoint_created, "
+        "checkpoint_registered, session_stopped, session_error, session_expired, "
+        "session_status_changed. Each kind in at most one route.",
+    )
+    assets: str = Field(
+        min_length=1, description="Asset selection, e.g. 'key:\"checkpoint_evaluation\"'."
+    )
+    job_name: str = Field(min_length=1, description="Name of the asset job the runs execute.")
+    partitioned: bool | None = Field(
+        default=None,
+        description="Checkpoint runs carry the checkpoint partition key (default: yes when "
+        "every kind is a checkpoint kind). The assets must use CHECKPOINT_PARTITIONS.",
+    )
+
+    def route(self) -> EventRoute:
+        kinds = event_kinds(self.event_kinds)
+        partitioned = kinds <= CHECKPOINT_EVENTS if self.partitioned is None else self.partitioned
+        return EventRoute(
+            kinds,
+            assets=dg.AssetSelection.from_string(self.assets),
+            job_name=self.job_name,
+            partitions_def=CHECKPOINT_PARTITIONS if partitioned else None,
+        )
+
+
+class SessionFilterConfig(Section):
+    """Which sessions the sensor watches; every given field must match."""
+
+    model_resources_id: str | None = Field(
+        default=None, description="Only sessions on this model resource (sent to the API)."
+    )
+    created_by: str | None = Field(default=None, description='"me" or a user id.')
+    display_name: str | None = Field(default=None, description='A glob, e.g. "sweep-*".')
+    wandb_project: str | None = Field(
+        default=None, description="Only sessions logging to this W&B project."
+    )
+
+    def build(self) -> SessionFilter:
+        return SessionFilter(**self.model_dump())
+
+
+class PollingConfig(Section):
+    """:class:`~rl_sessions_dagster.PollingOptions` in YAML (its defaults)."""
+
+    backfill: bool = Field(
+        default=_POLLING.backfill,
+        description="On the first tick, announce history too (default: only what happens next).",
+    )
+    max_runs_per_tick: int = Field(
+        default=_POLLING.max_runs_per_tick,
+        ge=1,
+        le=1000,
+        description="Most events a tick turns into runs; the rest follow next tick, in order.",
+    )
+    tick_budget_seconds: float = Field(
+        default=_POLLING.tick_budget_seconds,
+        gt=0,
+        le=3600,
+        description="Wall time a tick may spend on the API, retries included (kept 15 s "
+        "under DAGSTER_SENSOR_GRPC_TIMEOUT_SECONDS).",
+    )
+    lookback_seconds: float = Field(
+        default=_POLLING.lookback_seconds,
+        gt=0,
+        description="How far behind the newest session seen the finished-session scan reaches.",
+    )
+    registration_wait_seconds: float = Field(
+        default=_POLLING.registration_wait_seconds,
+        gt=0,
+        description="How long an unregistered checkpoint is re-checked.",
+    )
+    page_size: int = Field(
+        default=_POLLING.page_size, ge=1, le=100, description="List page size (1-100)."
+    )
+    unavailable_alarm_seconds: float = Field(
+        default=_POLLING.unavailable_alarm_seconds,
+        gt=0,
+        description="After this long with every tick failing to read the API, one tick fails "
+        "loudly; the sensor keeps retrying.",
+    )
+    unordered_pages_per_tick: int = Field(
+        default=_POLLING.unordered_pages_per_tick,
+        ge=1,
+        le=1000,
+        description="Pages of a finished-session list with no time order read per tick.",
+    )
+
+
+class SessionSensorSection(SensorSection):
+    """The session-event sensor: one poll of the API per interval, each event kind routed to
+    its own asset selection."""
+
+    name: str = Field(
+        default="together_rl_events",
+        min_length=1,
+        description="Sensor name; also the key of its cursor (renaming starts over).",
+    )
+    filter: SessionFilterConfig = Field(
+        default=SessionFilterConfig(), description="Which sessions the sensor watches."
+    )
+    options: PollingConfig = Field(
+        default=PollingConfig(), description="How the sensor reads the API (PollingOptions)."
+    )
+    announce: list[Literal["checkpoint_registered", "checkpoint_created"]] = Field(
+        default_factory=list,
+        description="Checkpoint kinds announced even when no route runs them: the sensor adds "
+        "the checkpoint's partition and records its runless materialization, so your assets "
+        "can follow with AutomationCondition.eager(). With no routes, the sensor only announces.",
+    )
+    routes: list[RouteConfig] = Field(
+        default_factory=list,
+        description="Which session event kinds run which assets; each kind in at most one "
+        "route (the evaluation: and report: sections add their own).",
+    )
+
+    def build(
+        self,
+        *,
+        resource_key: str,
+        checkpoint_asset_key: dg.AssetKey | None,
+        routes: list[EventRoute],
+    ) -> dg.SensorDefinition | None:
+        """The sensor of ``routes`` (this section's and the other sections'), or None when
+        it is off or has nothing to run or announce."""
+        if not self.enabled or (not routes and not self.announce):
+            return None
+        return build_routed_sensor(
+            name=self.name,
+            routes=routes,
+            session_filter=self.filter.build(),
+            options=PollingOptions(
+                resource_key=resource_key,
+                checkpoint_asset_key=checkpoint_asset_key,
+                **self.options.model_dump(),
+            ),
+            announce=self.announce,
+            minimum_interval_seconds=self.minimum_interval_seconds,
+            default_status=sensor_status(self.running),
+        )
+
+
+# -- model resources --------------------------------------------------------------------------
+
+
+class ResourceRouteConfig(Section):
+    """Which model-resource event kinds run which assets (a Dagster asset selection string)."""
+
+    event_kinds: list[ResourceEventKindName] = Field(
+        min_length=1,
+        description="resource_ready, resource_error, resource_stopped, resource_expiring, "
+        "resource_queued_long. Each kind in at most one route.",
+    )
+    assets: str = Field(min_length=1, description="Asset selection, e.g. 'key:\"gpu_notices\"'.")
+    job_name: str = Field(min_length=1, description="Name of the asset job the runs execute.")
+
+    def route(self) -> ResourceRoute:
+        return ResourceRoute(
+            self.event_kinds,
+            assets=dg.AssetSelection.from_string(self.assets),
+            job_name=self.job_name,
+        )
+
+
+class ResourceFilterConfig(Section):
+    """Which model resources the sensor watches; every given field must match."""
+
+    created_by: str | None = Field(default=None, description='"me" or a user id.')
+    base_model: str | None = Field(default=None, description="Only resources of this base model.")
+
+
+class ResourceOptionsConfig(Section):
+    """:class:`~rl_sessions_dagster.ResourceSensorOptions` in YAML (its defaults)."""
+
+    expiring_lead_seconds: float = Field(
+        default=_RESOURCE.expiring_lead_seconds,
+        gt=0,
+        description="resource_expiring fires this long before expires_at.",
+    )
+    queued_long_seconds: float = Field(
+        default=_RESOURCE.queued_long_seconds,
+        gt=0,
+        description="resource_queued_long fires once PENDING this long.",
+    )
+    max_runs_per_tick: int = Field(
+        default=_RESOURCE.max_runs_per_tick,
+        ge=1,
+        le=1000,
+        description="Most events a tick turns into runs.",
+    )
+    tick_budget_seconds: float = Field(
+        default=_RESOURCE.tick_budget_seconds,
+        gt=0,
+        le=3600,
+        description="Wall time a tick may spend on the API, retries included.",
+    )
+    lookback_seconds: float = Field(
+        default=_RESOURCE.lookback_seconds,
+        ge=0,
+        description="How far back a resource that ended between ticks is still reported.",
+    )
+    unavailable_alarm_seconds: float = Field(
+        default=_RESOURCE.unavailable_alarm_seconds,
+        gt=0,
+        description="After this long with every tick failing to read the API, one tick fails "
+        "loudly; the sensor keeps retrying.",
+    )
+
+
+class ResourceSensorSection(SensorSection):
+    """The model-resource sensor: one poll of the model-resource list per interval, each event
+    kind routed to its own asset selection."""
+
+    name: str = Field(
+        default="together_rl_resource_events",
+        min_length=1,
+        description="Sensor name; also the key of its cursor (renaming starts over).",
+    )
+    filter: ResourceFilterConfig = Field(
+        default=ResourceFilterConfig(), description="Which model resources the sensor watches."
+    )
+    options: ResourceOptionsConfig = Field(
+        default=ResourceOptionsConfig(),
+        description="Thresholds and tick knobs (ResourceSensorOptions).",
+    )
+    routes: list[ResourceRouteConfig] = Field(
+        default_factory=list,
+        description="Which model-resource event kinds run which assets (none: no sensor).",
+    )
+
+    def build(
+        self, resource_key: str, spend_db_path: str | None = None
+    ) -> dg.SensorDefinition | None:
+        if not self.enabled or not self.routes:
+            return None
+        return build_model_resource_sensor(
+            name=self.name,
+            routes=[r.route() for r in self.routes],
+            resource_filter=ResourceFilter(**self.filter.model_dump()),
+            options=ResourceSensorOptions(
+                resource_key=resource_key,
+                spend_db_path=spend_db_path,
+                **self.options.model_dump(),
+            ),
+            minimum_interval_seconds=self.minimum_interval_seconds,
+            default_status=sensor_status(self.running),
+        )
