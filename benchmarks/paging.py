@@ -29,8 +29,7 @@ from typing import Any
 
 import httpx
 
-from rl_sessions_dagster.api import RLSessionsClient
-from rl_sessions_dagster.api.models import Page, TrainingSession
+from rl_sessions_dagster.api import Page, RLSessionsClient, TrainingSession
 
 from .corpus_server import corpus_server
 from .simproc import API_KEY, simulator

@@ -28,9 +28,6 @@ PACKAGES = [
     "rl_sessions_dagster.testing",
     "rl_sessions_dagster.training",
 ]
-#: Same name, deliberately separate objects: the simulator is an oracle independent of the
-#: client, so it keeps its own copy of the wire constants.
-INDEPENDENT = {"OPERATION_KINDS"}
 
 
 def exports() -> dict[str, list[str]]:
@@ -49,7 +46,7 @@ def test_top_level_is_small():
 def test_each_name_is_exported_by_one_subpackage(package):
     """No re-export chains: besides the top-level facade, a name lives in one ``__all__``."""
     others = {n for p, names in exports().items() if p not in (package, PACKAGES[0]) for n in names}
-    shared = (set(exports()[package]) & others) - INDEPENDENT
+    shared = set(exports()[package]) & others
     assert not shared, f"{package} re-exports {sorted(shared)}"
 
 

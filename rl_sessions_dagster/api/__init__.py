@@ -1,29 +1,38 @@
 """Typed HTTP client for Together AI's RL (post-training) API. No Dagster in this package.
 
-The client and its stats load on first use (see ``__getattr__``): they import ``httpx``
-(which imports ``rich``), and a definitions file that only reads models, errors and
-constants should not pay for it.
+The names here are what a user of the client needs: the client, the objects its methods
+return, the enums of their statuses and codes, the errors it raises, its retry policy and
+clock, and the lifecycle helpers (wait, stop, save a checkpoint). Nested blocks of those
+objects (``LoraConfig``, ``WandbMetadata``, ...), the typed results of operations and the
+supported-model catalogue are importable from the modules that define them
+(``api.models``, ``api.operation_results``, ``api.catalog``, ``api.enums``).
+
+The client loads on first use (see ``__getattr__``): it imports ``httpx`` (which imports
+``rich``), and a definitions file that only reads models, errors and constants should not pay
+for it.
 """
 
 from typing import TYPE_CHECKING, Any
 
-from .chat import ChatChoice, ChatCompletion, ChatMessage, ChatUsage
+from .catalog import CostEstimate, SupportedModel
+from .chat import ChatCompletion, ChatMessage
+from .checkpoint_ops import (
+    CheckpointFailed,
+    create_inference_checkpoint_and_wait,
+    create_training_checkpoint_and_wait,
+)
 from .clock import ServerClock
 from .enums import (
     ACTIVE_SESSION_STATUSES,
     TERMINAL_SESSION_STATUSES,
     CheckpointType,
     CheckpointVariant,
-    LenientEnum,
     ModelResourceErrorCode,
     ModelResourceStatus,
-    MuonScalingStrategy,
     OperationErrorCode,
     OperationStatus,
     SessionErrorCode,
     SessionStatus,
-    StopReason,
-    WeightSyncType,
 )
 from .env import API_KEY_ENV, DEFAULT_BASE_URL
 from .errors import (
@@ -45,13 +54,10 @@ from .errors import (
     UnreachableHostError,
 )
 from .lifecycle import (
-    CheckpointFailed,
     ResourceFailed,
     ResourceSpec,
     SessionFailed,
     StopOutcome,
-    create_inference_checkpoint_and_wait,
-    create_training_checkpoint_and_wait,
     find_ready_resource,
     stop_resource,
     stop_session,
@@ -59,74 +65,28 @@ from .lifecycle import (
     wait_for_session_running,
 )
 from .models import (
-    AdamConfig,
     Checkpoint,
     CheckpointDownload,
-    CheckpointFile,
-    ComputeConfig,
-    CostEstimate,
-    FullTrainerConfig,
-    GeneratorConfig,
     InferenceCheckpoint,
-    LoraConfig,
-    LoraTrainerConfig,
     ModelResource,
-    ModelResourceError,
-    MuonConfig,
-    Operation,
-    OperationError,
-    OptimizerConfig,
-    PolicyState,
     Registration,
-    RegistryArtifact,
-    SamplingDefaults,
-    SessionError,
-    SessionMetadata,
-    StatusDetails,
-    SupportedComputeConfig,
-    SupportedModel,
-    TrainerConfig,
     TrainingCheckpoint,
     TrainingSession,
-    WandbMetadata,
 )
-from .operation_results import (
-    CustomForwardBackwardResult,
-    ForwardBackwardResult,
-    InferenceCheckpointResult,
-    LossFnOutput,
-    OptimStepResult,
-    PolicyVersionSegment,
-    PromptTopLogprobs,
-    SampledSequence,
-    SampleOutput,
-    SampleResult,
-    TensorData,
-    TrainingCheckpointResult,
-    WeightsSyncResult,
-)
-from .pages import Page, PageMeta, SkippedItem
+from .operation_results import Operation
+from .pages import Page, SkippedItem
 from .retries import RetryEvent, RetryPolicy
 
 if TYPE_CHECKING:
-    from ._http import ClientStats
-    from .client import OPERATION_KINDS, OperationKind, RLSessionsClient
-
-_LAZY = {
-    "ClientStats": "._http",
-    "OPERATION_KINDS": ".client",
-    "OperationKind": ".client",
-    "RLSessionsClient": ".client",
-}
+    from .client import RLSessionsClient
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        from importlib import import_module
+    if name == "RLSessionsClient":
+        from .client import RLSessionsClient
 
-        value = getattr(import_module(_LAZY[name], __name__), name)
-        globals()[name] = value
-        return value
+        globals()[name] = RLSessionsClient
+        return RLSessionsClient
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -134,97 +94,54 @@ __all__ = [
     "ACTIVE_SESSION_STATUSES",
     "API_KEY_ENV",
     "DEFAULT_BASE_URL",
-    "OPERATION_KINDS",
     "TERMINAL_SESSION_STATUSES",
     "APIStatusError",
-    "AdamConfig",
     "AuthenticationError",
     "BadRequestError",
-    "ChatChoice",
     "ChatCompletion",
     "ChatMessage",
-    "ChatUsage",
     "Checkpoint",
     "CheckpointDownload",
     "CheckpointFailed",
-    "CheckpointFile",
     "CheckpointType",
     "CheckpointVariant",
-    "ClientStats",
-    "ComputeConfig",
     "ConfigurationError",
     "ConflictError",
     "CostEstimate",
-    "CustomForwardBackwardResult",
     "DeadlineExceeded",
     "DecodeError",
-    "ForwardBackwardResult",
-    "FullTrainerConfig",
-    "GeneratorConfig",
     "InferenceCheckpoint",
-    "InferenceCheckpointResult",
-    "LenientEnum",
-    "LoraConfig",
-    "LoraTrainerConfig",
-    "LossFnOutput",
     "ModelResource",
-    "ModelResourceError",
     "ModelResourceErrorCode",
     "ModelResourceStatus",
-    "MuonConfig",
-    "MuonScalingStrategy",
     "NotFoundError",
     "Operation",
-    "OperationError",
     "OperationErrorCode",
-    "OperationKind",
     "OperationStatus",
-    "OptimStepResult",
-    "OptimizerConfig",
     "Page",
-    "PageMeta",
     "PermissionDeniedError",
-    "PolicyState",
-    "PolicyVersionSegment",
-    "PromptTopLogprobs",
     "RLSessionsClient",
     "RateLimitError",
     "Registration",
-    "RegistryArtifact",
     "ResourceFailed",
     "ResourceSpec",
     "RetryEvent",
     "RetryPolicy",
-    "SampleOutput",
-    "SampleResult",
-    "SampledSequence",
-    "SamplingDefaults",
     "ServerClock",
     "ServerError",
-    "SessionError",
     "SessionErrorCode",
     "SessionFailed",
-    "SessionMetadata",
     "SessionStatus",
     "SkippedItem",
-    "StatusDetails",
     "StopOutcome",
-    "StopReason",
-    "SupportedComputeConfig",
     "SupportedModel",
     "TLSCertificateError",
-    "TensorData",
     "TogetherRLError",
-    "TrainerConfig",
     "TrainingCheckpoint",
-    "TrainingCheckpointResult",
     "TrainingSession",
     "TransportError",
     "UnprocessableEntityError",
     "UnreachableHostError",
-    "WandbMetadata",
-    "WeightSyncType",
-    "WeightsSyncResult",
     "create_inference_checkpoint_and_wait",
     "create_training_checkpoint_and_wait",
     "find_ready_resource",

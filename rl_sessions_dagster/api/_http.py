@@ -23,16 +23,13 @@ import pydantic
 
 from ..version import __version__
 from .env import API_KEY_ENV, BASE_URL_ENV, DEFAULT_BASE_URL
-from .errors import (
-    ConfigurationError,
-    DecodeError,
-    TogetherRLError,
+from .error_mapping import (
     configuration_failure,
     error_from_response,
     path_and_query,
-    scrub,
     transport_error,
 )
+from .errors import ConfigurationError, DecodeError, TogetherRLError, scrub
 from .pages import Page, SkippedItem, parse_page, salvage
 from .retries import RetryPolicy, parse_retry_after
 

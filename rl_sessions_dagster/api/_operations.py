@@ -12,7 +12,7 @@ from typing import Any, Literal, get_args
 from ._http import BaseClient, compact, segment
 from .enums import WeightSyncType
 from .errors import DeadlineExceeded
-from .models import Operation
+from .operation_results import Operation
 
 OperationKind = Literal[
     "forward-backward",

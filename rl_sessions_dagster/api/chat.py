@@ -21,7 +21,7 @@ __all__ = [
 
 
 class _Wire(BaseModel):
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    model_config = ConfigDict(extra="allow", populate_by_name=True, defer_build=True)
 
 
 class ChatMessage(_Wire):

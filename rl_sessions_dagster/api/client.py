@@ -15,6 +15,7 @@ from typing import Any
 
 from ._http import compact, segment
 from ._operations import OPERATION_KINDS, OperationKind, OperationsAPI
+from .catalog import CostEstimate, SupportedModel
 from .enums import (
     CheckpointType,
     CheckpointVariant,
@@ -26,15 +27,12 @@ from .inference import InferenceAPI
 from .models import (
     Checkpoint,
     CheckpointDownload,
-    CostEstimate,
     LoraConfig,
     ModelResource,
-    Page,
     SessionMetadata,
-    SkippedItem,
-    SupportedModel,
     TrainingSession,
 )
+from .pages import Page, SkippedItem
 
 StatusFilter = Iterable[SessionStatus | str] | SessionStatus | str | None
 ResourceStatusFilter = Iterable[ModelResourceStatus | str] | ModelResourceStatus | str | None

@@ -100,7 +100,7 @@ class LazyList(Sequence[M], Generic[M]):
         if not (isinstance(model, type) and issubclass(model, BaseModel)):
             raise TypeError(f"LazyList needs a model type argument, got {source!r}")
         models = handler.generate_schema(list[model])  # type: ignore[valid-type]
-        compact = core_schema.list_schema(compact_schema(model.__pydantic_core_schema__))
+        compact = core_schema.list_schema(compact_schema(_built_schema(model)))
 
         def deferred(raw: list[dict[str, Any]] | None) -> LazyList[Any]:
             return cls(model, raw)  # type: ignore[arg-type]
@@ -124,6 +124,15 @@ class LazyList(Sequence[M], Generic[M]):
                 _as_list, return_schema=models
             ),
         )
+
+
+def _built_schema(model: type[BaseModel]) -> Any:
+    """The model's core schema, building it now if the model defers its build."""
+    schema = model.__pydantic_core_schema__
+    if not isinstance(schema, dict):  # a placeholder until first use (``defer_build``)
+        model.model_rebuild(force=True)
+        schema = model.__pydantic_core_schema__
+    return schema
 
 
 def _as_list(value: Any) -> Any:

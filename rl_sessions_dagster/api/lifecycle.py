@@ -4,7 +4,7 @@ Functions taking the client rather than client methods, so the client module sta
 mapping of endpoints. Every wait is bounded: ``timeout`` seconds and/or an absolute
 ``deadline`` on the client's retry clock (the earlier wins); none loops forever. A wait that
 sees its object fail raises a typed error carrying the object, so callers can report the API's
-own code and message.
+own code and message. Saving a checkpoint and waiting for it is in ``checkpoint_ops.py``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from .enums import ModelResourceStatus, OperationStatus, SessionStatus
+from .enums import ModelResourceStatus, SessionStatus
 from .errors import (
     BadRequestError,
     ConflictError,
@@ -24,25 +24,16 @@ from .errors import (
     PermissionDeniedError,
     TogetherRLError,
 )
-from .models import (
-    InferenceCheckpoint,
-    ModelResource,
-    Operation,
-    TrainingCheckpoint,
-    TrainingSession,
-)
+from .models import ModelResource, TrainingSession
 
 if TYPE_CHECKING:  # the client (and httpx) load when a call is made, not with ResourceSpec
     from .client import RLSessionsClient
 
 __all__ = [
-    "CheckpointFailed",
     "ResourceFailed",
     "ResourceSpec",
     "SessionFailed",
     "StopOutcome",
-    "create_inference_checkpoint_and_wait",
-    "create_training_checkpoint_and_wait",
     "find_ready_resource",
     "stop_resource",
     "stop_session",
@@ -62,7 +53,7 @@ _SESSION_NOT_USABLE = (
 )
 
 
-class _Failed(TogetherRLError):
+class WaitFailed(TogetherRLError):
     """An awaited object ended badly: its own error code and message become the error's."""
 
     def __init__(self, message: str, error: Any) -> None:
@@ -73,7 +64,7 @@ class _Failed(TogetherRLError):
         )
 
 
-class ResourceFailed(_Failed):
+class ResourceFailed(WaitFailed):
     """The model resource reached ERROR / STOPPING / STOPPED while it was awaited."""
 
     def __init__(self, message: str, resource: ModelResource) -> None:
@@ -81,20 +72,12 @@ class ResourceFailed(_Failed):
         self.resource = resource
 
 
-class SessionFailed(_Failed):
+class SessionFailed(WaitFailed):
     """The session ended (ERROR, STOPPED, EXPIRED...) before it became RUNNING."""
 
     def __init__(self, message: str, session: TrainingSession) -> None:
         super().__init__(message, session.error)
         self.session = session
-
-
-class CheckpointFailed(_Failed):
-    """A checkpoint operation FAILED (or COMPLETED without a checkpoint in its output)."""
-
-    def __init__(self, message: str, operation: Operation) -> None:
-        super().__init__(message, operation.error)
-        self.operation = operation
 
 
 @dataclass(frozen=True)
@@ -179,7 +162,8 @@ def monotonic_deadline(seconds: float) -> float:
     return time.monotonic() + seconds
 
 
-def _until(client: RLSessionsClient, timeout: float | None, deadline: float | None) -> float:
+def wait_deadline(client: RLSessionsClient, timeout: float | None, deadline: float | None) -> float:
+    """The absolute end of a wait: the earlier of ``timeout`` (from now) and ``deadline``."""
     clock = client.retry.clock
     ends = [d for d in (deadline, None if timeout is None else clock() + timeout) if d is not None]
     if not ends:
@@ -268,7 +252,7 @@ def wait_for_resource_ready(
 
     return _poll(
         client, fetch, lambda r: r.status is ModelResourceStatus.READY, describe,
-        poll_interval=poll_interval, until=_until(client, timeout, deadline),
+        poll_interval=poll_interval, until=wait_deadline(client, timeout, deadline),
     )  # fmt: skip
 
 
@@ -295,7 +279,7 @@ def wait_for_session_running(
     return _poll(
         client, fetch, lambda s: s.status is SessionStatus.RUNNING,
         lambda s: f"session {session_id} still {s.raw_status or 'without status'}",
-        poll_interval=poll_interval, until=_until(client, timeout, deadline),
+        poll_interval=poll_interval, until=wait_deadline(client, timeout, deadline),
     )  # fmt: skip
 
 
@@ -375,68 +359,3 @@ def stop_resource(
             return StopOutcome(resource_id, "refused_active_sessions", str(exc), again)
         raise
     return StopOutcome(resource_id, "stopped", stopped.raw_status, stopped)
-
-
-def _checkpoint_op(
-    client: RLSessionsClient,
-    session_id: str,
-    kind: Literal["inference-checkpoint", "training-checkpoint"],
-    *,
-    timeout: float,
-    deadline: float | None,
-    poll_interval: float,
-    idempotency_key: str | None,
-) -> tuple[Operation, dict[str, Any]]:
-    until = _until(client, timeout, deadline)
-    op = client.submit_operation(session_id, kind, idempotency_key=idempotency_key, deadline=until)
-    if not op.is_done:
-        remaining = max(0.0, until - client.retry.clock())
-        op = client.wait_for_operation(
-            session_id, kind, op.id, poll_interval=poll_interval, timeout=remaining,
-            deadline=until,
-        )  # fmt: skip
-    data = (op.output or {}).get("checkpoint")
-    if op.status is not OperationStatus.COMPLETED or not isinstance(data, dict):
-        err = op.error
-        why = (
-            f"{err.code_raw or 'no code'}: {err.message or ''}"
-            if err
-            else "no checkpoint in output"
-        )
-        raise CheckpointFailed(f"{kind} operation {op.id} of session {session_id}: {why}", op)
-    return op, data
-
-
-def create_inference_checkpoint_and_wait(
-    client: RLSessionsClient,
-    session_id: str,
-    *,
-    timeout: float = 7200.0,
-    deadline: float | None = None,
-    poll_interval: float = 2.0,
-    idempotency_key: str | None = None,
-) -> InferenceCheckpoint:
-    """Save deployable weights and return the typed checkpoint (checkpoints of large models
-    take well over five minutes, hence the two-hour default, as in the SDK)."""
-    _, data = _checkpoint_op(
-        client, session_id, "inference-checkpoint", timeout=timeout, deadline=deadline,
-        poll_interval=poll_interval, idempotency_key=idempotency_key,
-    )  # fmt: skip
-    return InferenceCheckpoint.model_validate(data)
-
-
-def create_training_checkpoint_and_wait(
-    client: RLSessionsClient,
-    session_id: str,
-    *,
-    timeout: float = 7200.0,
-    deadline: float | None = None,
-    poll_interval: float = 2.0,
-    idempotency_key: str | None = None,
-) -> TrainingCheckpoint:
-    """Save the full training state (for ``resume_from_checkpoint_id``) and return it."""
-    _, data = _checkpoint_op(
-        client, session_id, "training-checkpoint", timeout=timeout, deadline=deadline,
-        poll_interval=poll_interval, idempotency_key=idempotency_key,
-    )  # fmt: skip
-    return TrainingCheckpoint.model_validate(data)

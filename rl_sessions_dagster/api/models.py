@@ -22,25 +22,22 @@ from .enums import (
     ModelResourceErrorCode,
     ModelResourceStatus,
     MuonScalingStrategy,
-    OperationErrorCode,
-    OperationStatus,
     SessionErrorCode,
     SessionStatus,
 )
 from .fields import EmptyIsNone, ListOrNull, RawEnum, Timestamp
 from .lazy import LazyList
-from .pages import Page, PageMeta, SkippedItem
-
-if TYPE_CHECKING:
-    from .operation_results import OperationResult
-
-__all__ = ["Page", "PageMeta", "SkippedItem"]  # re-exported; the models below are public too
 
 
 class APIModel(BaseModel):
-    """Base: keep unknown fields, allow field names and aliases, coerce numeric strings."""
+    """Base: keep unknown fields, allow field names and aliases, coerce numeric strings.
 
-    model_config = ConfigDict(extra="allow", populate_by_name=True, frozen=False)
+    Schemas are built on first use (``defer_build``), not at import: a definitions file that
+    imports this package reads few of these models, and building all of them was most of the
+    package's import time.
+    """
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True, frozen=False, defer_build=True)
 
 
 class TopLevelModel(APIModel):
@@ -349,105 +346,3 @@ class ModelResource(TopLevelModel):
     @property
     def status(self) -> ModelResourceStatus:
         return ModelResourceStatus.parse(self.raw_status)
-
-
-class CostEstimate(APIModel):
-    currency: str | None = None
-    price_per_hour: float | None = None
-
-
-class SamplingDefaults(APIModel):
-    logprobs: int | None = None
-    max_tokens: int | None = None
-    n: int | None = None
-    temperature: float | None = None
-
-
-class GeneratorConfig(APIModel):
-    """Inference limits of a GPU type (set when generator replicas can run on it)."""
-
-    context_length: int | None = None
-    sampling_defaults: SamplingDefaults | None = None
-
-
-class FullTrainerConfig(APIModel):
-    max_batch_size: int | None = None
-    max_seq_length: int | None = None
-
-
-class LoraTrainerConfig(APIModel):
-    max_batch_size: int | None = None
-    max_rank: int | None = None
-    max_seq_length: int | None = None
-
-
-class TrainerConfig(APIModel):
-    """Training limits of a GPU type, per mode (a mode is absent when unsupported)."""
-
-    full: FullTrainerConfig | None = None
-    lora: LoraTrainerConfig | None = None
-
-
-class SupportedComputeConfig(APIModel):
-    """A validated hardware configuration for a supported base model."""
-
-    gpu_type: str | None = None
-    generator_config: GeneratorConfig | None = None
-    trainer_config: TrainerConfig | None = None
-
-
-class SupportedModel(APIModel):
-    base_model: str
-    default_gpu_type: str | None = None
-    compute_configs: list[SupportedComputeConfig] | None = None
-
-
-class OperationError(APIModel):
-    """Why an operation FAILED; the raw code is kept beside the typed one."""
-
-    code_raw: str | None = Field(default=None, alias="code")
-    message: str | None = None
-
-    @property
-    def code(self) -> OperationErrorCode | None:
-        return OperationErrorCode.parse(self.code_raw) if self.code_raw else None
-
-
-class Operation(TopLevelModel):
-    """An asynchronous training operation (forward-backward, optim-step, checkpoint, ...)."""
-
-    id: str
-    raw_status: RawEnum = Field(default="", alias="status")
-    output: dict[str, Any] | None = None
-    error: OperationError | None = None
-    kind: str | None = None
-
-    @property
-    def status(self) -> OperationStatus:
-        return OperationStatus.parse(self.raw_status)
-
-    @property
-    def is_done(self) -> bool:
-        return self.status.is_done
-
-    @property
-    def result(self) -> "OperationResult | None":
-        """``output`` as the typed result of this operation's ``kind`` (None before it is
-        done, or for an unknown kind); a field that does not parse reads as None."""
-        from .operation_results import parse_result  # imports this module
-
-        return parse_result(self.kind, self.output)
-
-    @property
-    def checkpoint(self) -> InferenceCheckpoint | TrainingCheckpoint | None:
-        """For checkpoint operations: the checkpoint saved, typed by the operation's kind.
-
-        A ``training-checkpoint`` operation saves a :class:`TrainingCheckpoint` (its
-        registration is a bare registry artifact); any other kind reads as inference.
-        """
-        data = (self.output or {}).get("checkpoint")
-        if not isinstance(data, dict):
-            return None
-        if self.kind == "training-checkpoint":
-            return TrainingCheckpoint.model_validate(data)
-        return InferenceCheckpoint.model_validate(data)

@@ -1,8 +1,8 @@
-"""Typed results of finished training operations (SDK 3.1.1 ``*Result`` shapes).
+"""Asynchronous training operations, and the typed results of finished ones (SDK 3.1.1
+``*Result`` shapes).
 
 ``Operation.output`` stays the raw dict (nothing is lost when the shape drifts);
-:attr:`Operation.result <rl_sessions_dagster.api.models.Operation.result>` reads it as the
-model for the operation's kind. int64 values sent as strings (``"step": "12"``) and numeric
+:attr:`Operation.result` reads it as the model for the operation's kind. int64 values sent as strings (``"step": "12"``) and numeric
 strings in general become numbers here. Every field is optional, as everywhere in this package.
 """
 
@@ -12,8 +12,9 @@ from typing import Any
 
 from pydantic import Field, ValidationError
 
-from .enums import StopReason
-from .models import APIModel, InferenceCheckpoint, TrainingCheckpoint
+from .enums import OperationErrorCode, OperationStatus, StopReason
+from .fields import RawEnum
+from .models import APIModel, InferenceCheckpoint, TopLevelModel, TrainingCheckpoint
 from .pages import salvage
 
 
@@ -136,3 +137,52 @@ def parse_result(kind: str | None, output: dict[str, Any] | None) -> Any:
         return model.model_validate(output)
     except ValidationError as exc:  # a drifted field: None, the raw value stays in ``output``
         return salvage(model, output, exc)[0]
+
+
+class OperationError(APIModel):
+    """Why an operation FAILED; the raw code is kept beside the typed one."""
+
+    code_raw: str | None = Field(default=None, alias="code")
+    message: str | None = None
+
+    @property
+    def code(self) -> OperationErrorCode | None:
+        return OperationErrorCode.parse(self.code_raw) if self.code_raw else None
+
+
+class Operation(TopLevelModel):
+    """An asynchronous training operation (forward-backward, optim-step, checkpoint, ...)."""
+
+    id: str
+    raw_status: RawEnum = Field(default="", alias="status")
+    output: dict[str, Any] | None = None
+    error: OperationError | None = None
+    kind: str | None = None
+
+    @property
+    def status(self) -> OperationStatus:
+        return OperationStatus.parse(self.raw_status)
+
+    @property
+    def is_done(self) -> bool:
+        return self.status.is_done
+
+    @property
+    def result(self) -> OperationResult | None:
+        """``output`` as the typed result of this operation's ``kind`` (None before it is
+        done, or for an unknown kind); a field that does not parse reads as None."""
+        return parse_result(self.kind, self.output)
+
+    @property
+    def checkpoint(self) -> InferenceCheckpoint | TrainingCheckpoint | None:
+        """For checkpoint operations: the checkpoint saved, typed by the operation's kind.
+
+        A ``training-checkpoint`` operation saves a :class:`TrainingCheckpoint` (its
+        registration is a bare registry artifact); any other kind reads as inference.
+        """
+        data = (self.output or {}).get("checkpoint")
+        if not isinstance(data, dict):
+            return None
+        if self.kind == "training-checkpoint":
+            return TrainingCheckpoint.model_validate(data)
+        return InferenceCheckpoint.model_validate(data)

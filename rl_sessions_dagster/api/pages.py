@@ -49,7 +49,7 @@ class SkippedItem:
 class PageMeta(BaseModel):
     """Paging metadata; unknown fields kept."""
 
-    model_config = pydantic.ConfigDict(extra="allow", populate_by_name=True)
+    model_config = pydantic.ConfigDict(extra="allow", populate_by_name=True, defer_build=True)
 
     limit: int | None = None
     has_more: bool | None = None
@@ -73,7 +73,7 @@ class Page(BaseModel, Generic[T]):
     client-side information and is not part of :meth:`model_dump`.
     """
 
-    model_config = pydantic.ConfigDict(extra="allow", populate_by_name=True)
+    model_config = pydantic.ConfigDict(extra="allow", populate_by_name=True, defer_build=True)
 
     data: ListOrNull[T] = Field(default_factory=list)
     meta: MetaOrNull = Field(default_factory=PageMeta)

@@ -29,14 +29,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, NoReturn, TypeVar
 
-import tenacity
-from tenacity.stop import stop_base
-from tenacity.wait import wait_base
-
 from .errors import DeadlineExceeded, TogetherRLError, TransportError
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # tenacity loads on the first retry: most calls never need it
     import httpx
+    import tenacity
 
 T = TypeVar("T")
 log = logging.getLogger("rl_sessions_dagster.api")
@@ -190,10 +187,24 @@ class RetryPolicy:
         if deadline is not None and deadline - self.clock() < self.min_attempt_budget:
             raise DeadlineExceeded(f"{endpoint}: deadline already passed; no request sent")
 
-        attempts = 0
+        # The first attempt runs outside tenacity: most calls succeed at once, and building
+        # and driving a ``Retrying`` was most of this client's per-request overhead.
+        try:
+            return attempt(None if deadline is None else max(deadline - self.clock(), 0.0))
+        except TogetherRLError as exc:
+            exc.attempts = 1
+            if self.max_attempts == 1 or not should_retry(exc, idempotent=idempotent):
+                raise
+            first: TogetherRLError | None = exc
+        # A retryable failure: tenacity takes over, and sees that failure as its attempt 1
+        # (replayed, not re-sent), so waits, stops, events and give-ups are what they were.
+        attempts = 1
 
         def run() -> T:
-            nonlocal attempts
+            nonlocal attempts, first
+            if first is not None:
+                replay, first = first, None
+                raise replay
             attempts += 1
             try:
                 return attempt(None if deadline is None else max(deadline - self.clock(), 0.0))
@@ -201,8 +212,12 @@ class RetryPolicy:
                 exc.attempts = attempts  # also right for a 404 that follows two 503s
                 raise
 
+        import tenacity
+
+        out_of_attempts = tenacity.stop_after_attempt(self.max_attempts)
         retrying = tenacity.Retrying(
-            stop=tenacity.stop_after_attempt(self.max_attempts) | give_up_at,
+            # Attempts first, and only then the deadline (which remembers that it fired).
+            stop=lambda rs: out_of_attempts(rs) or give_up_at(rs),
             wait=_Wait(self),
             retry=tenacity.retry_if_exception(lambda e: should_retry(e, idempotent=idempotent)),
             sleep=self.sleep,
@@ -234,7 +249,7 @@ class RetryPolicy:
         self, state: tenacity.RetryCallState, endpoint: str, by_deadline: bool
     ) -> NoReturn:
         error = _failure(state)
-        if by_deadline:  # (stop_any short-circuits: exhausted attempts never set this)
+        if by_deadline:  # (``or`` short-circuits: exhausted attempts never set this)
             exc = DeadlineExceeded(
                 f"{endpoint}: deadline reached after {state.attempt_number} attempt(s); "
                 f"last error: {error}",
@@ -264,10 +279,12 @@ def _failure(state: tenacity.RetryCallState) -> TogetherRLError:
     return error
 
 
-class _Wait(wait_base):
+class _Wait:
     """Retry-After when the server sent one, else tenacity's exponential backoff with jitter."""
 
     def __init__(self, policy: RetryPolicy) -> None:
+        import tenacity
+
         self._policy = policy
         # == wait_exponential_jitter, spelled so it works on tenacity 8.2 and 9.x alike (9.x
         # deprecates ``initial``; 8.2 lacks ``multiplier``).
@@ -281,7 +298,7 @@ class _Wait(wait_base):
         return self._backoff(retry_state) if delay is None else delay
 
 
-class _GiveUpAt(stop_base):
+class _GiveUpAt:
     """Stop when the upcoming sleep plus a minimal attempt would end past the deadline.
 
     Remembers that it fired, so the give-up callback can tell a deadline from exhausted attempts.

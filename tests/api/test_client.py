@@ -6,7 +6,6 @@ import httpx
 import pytest
 
 from rl_sessions_dagster.api import (
-    OPERATION_KINDS,
     BadRequestError,
     CheckpointType,
     ConfigurationError,
@@ -18,6 +17,7 @@ from rl_sessions_dagster.api import (
     RLSessionsClient,
     SessionStatus,
 )
+from rl_sessions_dagster.api.client import OPERATION_KINDS
 from rl_sessions_dagster.testing import RLSimulator
 from rl_sessions_dagster.version import __version__
 

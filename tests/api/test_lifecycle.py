@@ -18,13 +18,15 @@ from rl_sessions_dagster.api import (
     RLSessionsClient,
     TrainingCheckpoint,
 )
-from rl_sessions_dagster.api.lifecycle import (
+from rl_sessions_dagster.api.checkpoint_ops import (
     CheckpointFailed,
+    create_inference_checkpoint_and_wait,
+    create_training_checkpoint_and_wait,
+)
+from rl_sessions_dagster.api.lifecycle import (
     ResourceFailed,
     ResourceSpec,
     SessionFailed,
-    create_inference_checkpoint_and_wait,
-    create_training_checkpoint_and_wait,
     find_ready_resource,
     stop_resource,
     stop_session,

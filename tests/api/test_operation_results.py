@@ -14,28 +14,28 @@ from pathlib import Path
 import pytest
 
 from rl_sessions_dagster.api import (
-    ForwardBackwardResult,
     InferenceCheckpoint,
-    InferenceCheckpointResult,
-    LoraConfig,
     ModelResource,
     ModelResourceErrorCode,
-    MuonScalingStrategy,
     Operation,
     OperationErrorCode,
     OperationStatus,
-    OptimStepResult,
     Page,
     RetryPolicy,
     RLSessionsClient,
-    SampleOutput,
-    StopReason,
     SupportedModel,
     TrainingCheckpoint,
-    TrainingCheckpointResult,
     TrainingSession,
+)
+from rl_sessions_dagster.api.enums import MuonScalingStrategy, StopReason, WeightSyncType
+from rl_sessions_dagster.api.models import LoraConfig
+from rl_sessions_dagster.api.operation_results import (
+    ForwardBackwardResult,
+    InferenceCheckpointResult,
+    OptimStepResult,
+    SampleOutput,
+    TrainingCheckpointResult,
     WeightsSyncResult,
-    WeightSyncType,
 )
 from rl_sessions_dagster.testing import RLSimulator
 

@@ -30,7 +30,7 @@ from rl_sessions_dagster.api import (
     SupportedModel,
     TrainingSession,
 )
-from rl_sessions_dagster.api.errors import parse_error_body
+from rl_sessions_dagster.api.error_mapping import parse_error_body
 
 FIXTURES = Path(__file__).parent / "fixtures"
 MODELS: dict[str, type[BaseModel]] = {

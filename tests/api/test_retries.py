@@ -270,6 +270,52 @@ def test_get_is_retried_through_5xx_until_it_succeeds(
     assert client.stats.retries == 2
 
 
+def test_a_first_attempt_that_succeeds_sends_one_request_and_reports_no_retry(
+    sim: RLSimulator, client: RLSessionsClient, retries: RetryRecorder
+) -> None:
+    sid = sim.world.create_session()
+    assert client.get_session(sid).id == sid
+    assert sim.requests.count("GET", SESSION) == 1
+    assert retries.events == [] and retries.sleeps == []
+    assert client.stats.requests == 1 and client.stats.retries == 0
+
+
+def test_a_503_then_a_200_is_retried_once_with_one_event(
+    sim: RLSimulator, client: RLSessionsClient, retries: RetryRecorder
+) -> None:
+    sid = sim.world.create_session()
+    sim.faults.http_error(f"GET {SESSION}", 503, times=1)
+    assert client.get_session(sid).id == sid
+    assert sim.requests.count("GET", SESSION) == 2
+    assert sim.requests.count("GET", SESSION, faulted=True) == 1
+    assert len(retries.events) == 1 and len(retries.sleeps) == 1
+    event = retries.events[0]
+    assert (event.attempt, event.status_code, event.max_attempts) == (1, 503, 4)
+    assert event.endpoint == f"GET /v1/rl/training-sessions/{sid}"
+    assert event.delay == retries.sleeps[0]
+    assert client.stats.retries == 1
+
+
+def test_the_first_failure_is_replayed_to_the_retry_loop_not_resent() -> None:
+    """The first attempt runs before the retry machinery; a retryable failure there is that
+    machinery's attempt 1 (one call, one event, the same error object), not an extra send."""
+    sent: list[float | None] = []
+    events: list[RetryEvent] = []
+    first = status_error(ServerError, 503)
+
+    def attempt(budget: float | None) -> str:
+        sent.append(budget)
+        if len(sent) == 1:
+            raise first
+        return "ok"
+
+    policy = RetryPolicy(sleep=lambda s: None, on_retry=events.append, jitter=0.0)
+    assert policy.call(attempt, endpoint="GET /x", idempotent=True) == "ok"
+    assert len(sent) == 2
+    assert [(e.attempt, e.error) for e in events] == [(1, first)]
+    assert first.attempts == 1
+
+
 def test_attempts_are_capped_at_max_attempts(
     sim: RLSimulator, client: RLSessionsClient, retries: RetryRecorder
 ) -> None:

@@ -132,7 +132,7 @@ def test_loading_the_definitions_never_connects_to_the_tables(monkeypatch) -> No
         component = TogetherRLComponent.resolve_from_yaml(
             "resource: {database_url_env: RL_TEST_TABLES}\nspend: {}\n"
         )
-        built = component.build_resource().database_url
+        built = component.resource.database_url
         assert isinstance(built, dg.EnvVar) and built == "RL_TEST_TABLES"
         loaded = dg.build_defs_for_component(component=component)
         dg.Definitions.validate_loadable(loaded)
