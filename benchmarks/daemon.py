@@ -12,7 +12,8 @@ from typing import Any
 import dagster as dg
 
 from rl_sessions_dagster.testing import RLSimulator
-from rl_sessions_dagster.testing.daemon import dagster_daemon, prepare_dagster_home
+from rl_sessions_dagster.testing.daemon import dagster_daemon, prepare_dagster_home, wait_for
+from tests.daemon_defs import daemon_env
 
 ROOT = Path(__file__).resolve().parents[1]
 API_KEY = "sk-bench-daemon"
@@ -25,16 +26,6 @@ def _record(instance: dg.DagsterInstance, checkpoint_id: str) -> Any:
     return records[0] if records else None
 
 
-def _wait(predicate: Any, timeout: float) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise TimeoutError(f"nothing after {timeout} s")
-
-
 def run_daemon(samples: int, log: Any) -> dict[str, Any]:
     created: list[float] = []
     started: list[float] = []
@@ -42,20 +33,23 @@ def run_daemon(samples: int, log: Any) -> dict[str, Any]:
         world = sim.world
         sid = world.create_session(display_name="daemon-bench")
         home = prepare_dagster_home(Path(tmp) / "home")
-        env = {"TOGETHER_API_KEY": API_KEY, "TOGETHER_BASE_URL": sim.base_url}
-        with dagster_daemon(home, "benchmarks.daemon_defs", working_directory=ROOT, env=env):
+        env = daemon_env("bench", sim.base_url, API_KEY)
+        with dagster_daemon(home, "tests.daemon_defs", working_directory=ROOT, env=env):
             instance = dg.DagsterInstance.from_config(str(home))
             sim.requests.reset()
-            _wait(lambda: sim.requests.count("GET", "/v1/rl/training-sessions") >= 2, 120)
+            wait_for(lambda: sim.requests.count("GET", "/v1/rl/training-sessions") >= 2, 120,
+                     "the first sensor tick", interval=0.1)  # fmt: skip
             for i in range(samples):
                 world.advance_steps(sid, 10)
                 cid = world.add_inference_checkpoint(sid)
                 t0 = time.time()
-                record = _wait(
+                record = wait_for(
                     lambda c=cid: (
                         (r := _record(instance, c)) is not None and r.start_time is not None and r
                     ),
                     90,
+                    "the evaluation run to start",
+                    interval=0.1,
                 )
                 created.append(record.create_timestamp.timestamp() - t0)
                 started.append(record.start_time - t0)
@@ -64,5 +58,6 @@ def run_daemon(samples: int, log: Any) -> dict[str, Any]:
                     f"started {started[-1]:.1f} s after registration"
                 )
                 # Let the run finish before the next sample (one run at a time).
-                _wait(lambda c=cid: (r := _record(instance, c)) and r.end_time is not None, 90)
+                wait_for(lambda c=cid: (r := _record(instance, c)) and r.end_time is not None, 90,
+                         "the evaluation run to finish", interval=0.1)  # fmt: skip
     return {"samples": samples, "run_created_s": created, "run_started_s": started}

@@ -3,7 +3,7 @@ PostgreSQL, a checkpoint sensor over 100,000 sessions, both list orders.
 
 Per list order: a fresh simulator process (``--populate N``), a fresh database on a throwaway
 PostgreSQL server (``tests.pg_server``; fsync off, as for every test
-cluster), and the daemon running ``benchmarks.daemon_defs`` (one checkpoint sensor, interval
+cluster), and the daemon running ``tests.daemon_defs`` (``bench``) (one checkpoint sensor, interval
 1 s, so ticks come back to back). After the first finished tick, it measures for ``--seconds``
 while one new registered checkpoint appears on an active session every ``--pace`` seconds:
 
@@ -29,7 +29,13 @@ from typing import Any
 
 import dagster as dg
 
-from rl_sessions_dagster.testing.daemon import dagster_daemon, prepare_dagster_home, sensor_ticks
+from rl_sessions_dagster.testing.daemon import (
+    dagster_daemon,
+    prepare_dagster_home,
+    sensor_ticks,
+    wait_for,
+)
+from tests.daemon_defs import daemon_env
 from tests.pg_server import postgres_server
 
 from .simproc import simulator
@@ -82,15 +88,11 @@ def measure(n_sessions: int, order: str, seconds: float, pace: float, log: Any) 
             "run_coordinator:\n  module: dagster.core.run_coordinator\n"
             "  class: QueuedRunCoordinator\n  config:\n    max_concurrent_runs: 2\n"
         )
-        env = {"TOGETHER_API_KEY": sim.api_key, "TOGETHER_BASE_URL": sim.base_url}
+        env = daemon_env("bench", sim.base_url, sim.api_key)
         active = sim.session_ids("RUNNING")
-        with dagster_daemon(home, "benchmarks.daemon_defs", working_directory=ROOT, env=env):
+        with dagster_daemon(home, "tests.daemon_defs", working_directory=ROOT, env=env):
             instance = dg.DagsterInstance.from_config(str(home))
-            deadline = time.monotonic() + 900
-            while not sensor_ticks(instance, SENSOR):
-                if time.monotonic() > deadline:
-                    raise TimeoutError("no finished tick after 900 s")
-                time.sleep(0.5)
+            wait_for(lambda: sensor_ticks(instance, SENSOR), 900, "a finished tick", interval=0.5)
             # Warm-up: let the sensor finish verifying the list order before measuring.
             warm_until = time.monotonic() + min(120.0, seconds)
             while time.monotonic() < warm_until:

@@ -1,4 +1,5 @@
-"""Fixtures every suite may use: one throwaway PostgreSQL server per test session.
+"""Fixtures every suite may use: a simulator, a Dagster instance, a resource, and one throwaway
+PostgreSQL server per test session.
 
 The server starts only when a test asks for it (``pg_server``, ``pg_database``, or the
 ``postgres`` case of ``dagster_storage``). Without PostgreSQL binaries those tests skip with the
@@ -7,8 +8,9 @@ reason, unless ``RL_REQUIRE_POSTGRES=1`` (set by ``scripts/test.sh``, so CI fail
 
 import itertools
 import os
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -18,11 +20,13 @@ from tests.pg_server import (
     start_postgres,
 )
 
+if TYPE_CHECKING:
+    import dagster as dg
+
+    from rl_sessions_dagster import TogetherRLResource
+    from rl_sessions_dagster.testing import RLSimulator, SimulatedWorld
+
 _database_numbers = itertools.count(1)
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "postgres: needs a real PostgreSQL server (started here)")
 
 
 @pytest.fixture(scope="session")
@@ -56,3 +60,99 @@ def dagster_storage(request: pytest.FixtureRequest) -> dict[str, Any] | None:
         return None
     server: PostgresServer = request.getfixturevalue("pg_server")
     return server.dagster_storage(request.getfixturevalue("pg_database"))
+
+
+# --- the simulator, a Dagster instance and a resource: one definition each -----------------------
+#
+# The simulator's options, nearest first: the ``sim`` marker of a test, class or module
+#
+#     pytestmark = pytest.mark.sim(api_key=KEY, seed=5, world={"clock": "manual"})
+#
+# then the ``sim_options`` fixture (a folder's conftest overrides it), then the defaults below.
+# ``api_key`` is the key the simulator accepts (each folder names a recognisable canary),
+# ``world`` the keywords of the ``SimulatedWorld`` built for each test (or override the
+# ``sim_world`` fixture with a prepared one), ``faults`` keyword sets of ``FaultPlan.add``.
+# ``make_sim(**options)`` starts more simulators the same way; all stop after the test.
+
+#: The default key of the simulator (and of the ``resource`` fixture that talks to it).
+SIM_KEY = "sk-test-CANARY-0123456789"
+SIM_DEFAULTS: dict[str, Any] = {"api_key": SIM_KEY, "seed": 0, "world": None, "faults": ()}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "postgres: needs a real PostgreSQL server (started here)")
+    config.addinivalue_line(
+        "markers",
+        "sim(api_key=, seed=, world={...}, faults=[...]): options of the `sim` fixture",
+    )
+
+
+@pytest.fixture
+def sim_options() -> dict[str, Any]:
+    """Options of every ``sim`` of a folder (override in its conftest); markers come first."""
+    return {}
+
+
+@pytest.fixture
+def sim_world() -> "SimulatedWorld | None":
+    """A prepared world for ``sim`` (None: built from the options)."""
+    return None
+
+
+@pytest.fixture
+def make_sim(
+    request: pytest.FixtureRequest, sim_options: dict[str, Any]
+) -> Iterator[Callable[..., "RLSimulator"]]:
+    """``make_sim(**options)``: a simulator serving on 127.0.0.1, stopped after the test."""
+    from rl_sessions_dagster.testing import RLSimulator, SimulatedWorld
+
+    marked: dict[str, Any] = {}
+    for marker in reversed(list(request.node.iter_markers("sim"))):  # the nearest wins
+        marked.update(marker.kwargs)
+    defaults = {**SIM_DEFAULTS, **sim_options, **marked}
+    with ExitStack() as stack:
+
+        def make(**options: Any) -> RLSimulator:
+            unknown = options.keys() - SIM_DEFAULTS.keys()
+            assert not unknown, f"unknown simulator options {sorted(unknown)}"
+            chosen = {**defaults, **options}
+            world = chosen["world"]
+            if isinstance(world, dict):
+                world = SimulatedWorld(seed=chosen["seed"], **world)
+            simulator = RLSimulator(api_key=chosen["api_key"], world=world, seed=chosen["seed"])
+            stack.enter_context(simulator)
+            for rule in chosen["faults"]:
+                simulator.faults.add(**rule)
+            return simulator
+
+        yield make
+
+
+@pytest.fixture
+def sim(
+    make_sim: Callable[..., "RLSimulator"], sim_world: "SimulatedWorld | None"
+) -> "RLSimulator":
+    """The test's simulator (options: the ``sim`` marker, ``sim_options``, ``sim_world``)."""
+    return make_sim() if sim_world is None else make_sim(world=sim_world)
+
+
+@pytest.fixture
+def instance() -> "Iterator[dg.DagsterInstance]":
+    """A real, throwaway DagsterInstance."""
+    import dagster as dg
+
+    with dg.instance_for_test() as inst:
+        yield inst
+
+
+@pytest.fixture
+def resource_options() -> dict[str, Any]:
+    return {}
+
+
+@pytest.fixture
+def resource(sim: "RLSimulator", resource_options: dict[str, Any]) -> "TogetherRLResource":
+    """``TogetherRLResource`` pointed at ``sim`` with its key (options: ``resource_options``)."""
+    from tests.support import sim_resource
+
+    return sim_resource(sim, **resource_options)

@@ -1,12 +1,16 @@
-"""Definitions shared by the sensor test suites: wired the way a user wires them.
+"""Definitions shared by the test suites, wired the way a user wires them, and the resource of a
+simulator.
 
 The evaluation asset and report job are stand-ins: ``evaluate_tick`` never executes them, it
 only resolves the run requests the sensors make for them.
 """
 
+from typing import Any
+
 import dagster as dg
 
-from rl_sessions_dagster import CHECKPOINT_ASSET_SPEC, CHECKPOINT_PARTITIONS
+from rl_sessions_dagster import CHECKPOINT_ASSET_SPEC, CHECKPOINT_PARTITIONS, TogetherRLResource
+from rl_sessions_dagster.testing import RLSimulator
 
 
 @dg.asset(partitions_def=CHECKPOINT_PARTITIONS, deps=[CHECKPOINT_ASSET_SPEC])
@@ -25,3 +29,9 @@ def report() -> None:
 @dg.job
 def report_job() -> None:
     report()
+
+
+def sim_resource(sim: RLSimulator, **options: Any) -> TogetherRLResource:
+    """``TogetherRLResource`` pointed at ``sim``, with the key it accepts (unless ``api_key`` is
+    given)."""
+    return TogetherRLResource(**{"api_key": sim.api_key, "base_url": sim.base_url, **options})

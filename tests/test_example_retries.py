@@ -7,7 +7,6 @@ evaluated, once.
 """
 
 from collections import Counter
-from collections.abc import Iterator
 
 import dagster as dg
 import pytest
@@ -19,13 +18,8 @@ from rl_sessions_dagster.api import RetryPolicy, ServerError, TogetherRLError
 from rl_sessions_dagster.testing import RLSimulator
 
 API_KEY = "sk-eval-CANARY-5150"
+pytestmark = pytest.mark.sim(api_key=API_KEY, seed=21)
 CHAT = "POST /v1/chat/completions"
-
-
-@pytest.fixture
-def sim() -> Iterator[RLSimulator]:
-    with RLSimulator(api_key=API_KEY, seed=21) as simulator:
-        yield simulator
 
 
 def checkpoints(sim: RLSimulator, n: int) -> list[str]:

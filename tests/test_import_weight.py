@@ -48,8 +48,8 @@ def test_the_heavy_dependencies_load_where_used() -> None:
     client = "from rl_sessions_dagster.api import RLSessionsClient; RLSessionsClient('k')"
     assert "httpx" in loaded_after(client)
     store = (
-        "from rl_sessions_dagster.storage import open_session_store\n"
-        "open_session_store('sqlite:///:memory:')"
+        "from rl_sessions_dagster.storage import SQLAlchemyTableStore\n"
+        "SQLAlchemyTableStore('sqlite:///:memory:')"
     )
     assert "sqlalchemy" in loaded_after(store)
 

@@ -7,9 +7,8 @@ PostgreSQL, the team's database) or a SQLite file path. The row types and the
 pass its own store (BigQuery, ...) as a store factory. No Dagster here: the mapping from API
 objects to rows and the upsert logic are testable alone.
 
-SQLAlchemy is imported only when a store is built (the names below load on first use), so
-importing the builders stays cheap. ``SQLAlchemySessionStore``, ``SQLiteSessionStore`` and
-``SessionStoreError`` are the 0.2 names, kept as aliases.
+SQLAlchemy is imported only when a store is built (:class:`SQLAlchemyTableStore` loads on
+first use), so importing the builders stays cheap.
 """
 
 from importlib import import_module
@@ -39,32 +38,18 @@ from .urls import (
     redact_url,
 )
 
-#: The 0.2 name of :class:`TableStoreError`.
-SessionStoreError = TableStoreError
-
-_LAZY = {
-    "SQLAlchemyTableStore": ".sql",
-    "SQLAlchemySessionStore": ".sql",
-    "SQLiteSessionStore": ".sqlite",
-}
-
 if TYPE_CHECKING:
     from .sql import SQLAlchemyTableStore
-    from .sql import SQLAlchemyTableStore as SQLAlchemySessionStore
-    from .sqlite import SQLiteSessionStore
 
 __all__ = [
     "SCHEMA_VERSION",
     "CheckpointRow",
     "MarksMissing",
     "ResourceSpendRow",
-    "SQLAlchemySessionStore",
     "SQLAlchemyTableStore",
-    "SQLiteSessionStore",
     "SessionRow",
     "SessionSpendRow",
     "SessionStore",
-    "SessionStoreError",
     "SpendStore",
     "StoreCounts",
     "TableStoreConfigError",
@@ -75,31 +60,14 @@ __all__ = [
     "checkpoint_rows",
     "is_database_url",
     "iso_utc",
-    "open_session_store",
     "redact_url",
     "session_row",
 ]
 
-if TYPE_CHECKING:
-    from .sql import SQLAlchemyTableStore
-    from .sql import SQLAlchemyTableStore as SQLAlchemySessionStore
-    from .sqlite import SQLiteSessionStore
-
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
+    if name != "SQLAlchemyTableStore":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(
-        import_module(module, __name__), "SQLAlchemyTableStore" if module == ".sql" else name
-    )
+    value = import_module(".sql", __name__).SQLAlchemyTableStore
     globals()[name] = value
     return value
-
-
-def open_session_store(target: str) -> "SQLAlchemyTableStore":
-    """The table store for a database URL or a SQLite file path (``":memory:"`` too); a URL no
-    store can use is refused (:class:`TableStoreConfigError`), never taken for a path."""
-    from .sql import SQLAlchemyTableStore
-
-    return SQLAlchemyTableStore(target)

@@ -1,32 +1,25 @@
-"""Fixtures for the asset tests: a simulator over real HTTP and a real DagsterInstance."""
+"""Asset tests: the simulator's key and seed, and a resource that does not retry (``sim``,
+``instance`` and ``resource`` are the root conftest's)."""
 
 from collections.abc import Iterator
+from typing import Any
 
-import dagster as dg
 import pytest
 
 from rl_sessions_dagster import TogetherRLResource
 from rl_sessions_dagster.api import RLSessionsClient
-from rl_sessions_dagster.testing import RLSimulator
 
 API_KEY = "sim-key"
 
 
 @pytest.fixture
-def sim() -> Iterator[RLSimulator]:
-    with RLSimulator(api_key=API_KEY, seed=11) as simulator:
-        yield simulator
+def sim_options() -> dict[str, Any]:
+    return {"api_key": API_KEY, "seed": 11}
 
 
 @pytest.fixture
-def instance() -> Iterator[dg.DagsterInstance]:
-    with dg.instance_for_test() as inst:
-        yield inst
-
-
-@pytest.fixture
-def resource(sim: RLSimulator) -> TogetherRLResource:
-    return TogetherRLResource(api_key=API_KEY, base_url=sim.base_url, max_attempts=1)
+def resource_options() -> dict[str, Any]:
+    return {"max_attempts": 1}
 
 
 @pytest.fixture

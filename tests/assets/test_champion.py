@@ -24,10 +24,10 @@ from rl_sessions_dagster.partitions import (
     checkpoint_partition_key,
 )
 from rl_sessions_dagster.sensors import ChampionOptions, build_champion_definitions
-from rl_sessions_dagster.testing import RLSimulator
 from rl_sessions_dagster.testing.sensor_ticks import SensorTicker
 
 KEY = "sk-champion-CANARY-0424242"
+pytestmark = pytest.mark.sim(api_key=KEY, seed=5)
 SPEC = EvaluationSpec(
     items=[{"a": a, "b": b, "expected": a + b} for a in range(21, 27) for b in range(2, 7)],
     prompt_template="What is {a} + {b}?",
@@ -67,12 +67,6 @@ def history(instance, sweep):
     ).records
     metas = [r.asset_materialization.metadata for r in records]
     return [m["champion_checkpoint_id"].value for m in metas if m["changed"].value]
-
-
-@pytest.fixture
-def sim():
-    with RLSimulator(api_key=KEY, seed=5) as simulator:
-        yield simulator
 
 
 def test_best_checkpoint_per_sweep_changes_once_per_change_and_checks_scores(sim):

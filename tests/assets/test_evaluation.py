@@ -11,9 +11,9 @@ from rl_sessions_dagster import CHECKPOINT_PARTITIONS, TogetherRLResource
 from rl_sessions_dagster.assets import SCORE_CHECK_NAME, Baseline, build_evaluation_asset
 from rl_sessions_dagster.evaluation import DatasetError, EvaluationSpec
 from rl_sessions_dagster.partitions import EVALUATION_ASSET_KEY, checkpoint_partition_key
-from rl_sessions_dagster.testing import RLSimulator
 
 KEY = "sk-evalasset-CANARY-0123456789"
+pytestmark = pytest.mark.sim(api_key=KEY, seed=5)
 ITEMS = [{"a": a, "b": b, "expected": a + b} for a in range(21, 27) for b in range(2, 7)]
 SPEC = EvaluationSpec(
     items=ITEMS,
@@ -28,15 +28,8 @@ SPEC = EvaluationSpec(
 
 
 @pytest.fixture
-def sim():
-    with RLSimulator(api_key=KEY, seed=5) as simulator:
-        yield simulator
-
-
-@pytest.fixture
-def resource(sim):
-    return TogetherRLResource(api_key=KEY, base_url=sim.base_url, max_attempts=2,
-                              backoff_initial=0.01, backoff_jitter=0.0)  # fmt: skip
+def resource_options() -> dict:
+    return {"max_attempts": 2, "backoff_initial": 0.01, "backoff_jitter": 0.0}
 
 
 def new_checkpoint(sim, instance, resource, sid, step, **kw):

@@ -13,10 +13,10 @@ from rl_sessions_dagster.assets import (
 )
 from rl_sessions_dagster.evaluation import EvaluationSpec
 from rl_sessions_dagster.partitions import checkpoint_partition_key
-from rl_sessions_dagster.spend_store import SessionSpendRow, SQLiteSpendStore
-from rl_sessions_dagster.testing import RLSimulator
+from rl_sessions_dagster.storage import SessionSpendRow, SQLAlchemyTableStore
 
 KEY = "sk-report-CANARY-31337"
+pytestmark = pytest.mark.sim(api_key=KEY, seed=3)
 SPEC = EvaluationSpec(
     items=[{"a": a, "b": 3, "expected": a + 3} for a in range(10, 20)],
     prompt_template="What is {a} + {b}?",
@@ -24,12 +24,6 @@ SPEC = EvaluationSpec(
     tolerance=1.0,
 )
 WANDB = {"group": "lr-sweep", "url": "https://wandb.ai/demo/p/runs/r1"}
-
-
-@pytest.fixture
-def sim():
-    with RLSimulator(api_key=KEY, seed=3) as simulator:
-        yield simulator
 
 
 def report(asset, instance, resource, sid):
@@ -52,7 +46,7 @@ def test_report_of_a_stopped_session_with_scores_and_spend(sim, tmp_path):
     sim.world.advance_steps(sid, 40)
     not_evaluated = sim.world.add_inference_checkpoint(sid)
     sim.world.stop_session(sid, immediate=True)
-    with SQLiteSpendStore(spend_db) as store:
+    with SQLAlchemyTableStore(spend_db) as store:
         store.save([], [SessionSpendRow(sid, "r1", "sweep-lr-1e-5", "lr-sweep", 1800.0, 1.25)],
                    now_ms=0)  # fmt: skip
     with dg.instance_for_test() as instance, resource.get_client() as client:

@@ -10,18 +10,11 @@ import pytest
 from rl_sessions_dagster import TogetherRLResource
 from rl_sessions_dagster.api import RLSessionsClient
 from rl_sessions_dagster.assets.spend import build_spend_asset, run_spend
-from rl_sessions_dagster.spend_store import SQLiteSpendStore
-from rl_sessions_dagster.testing import RLSimulator, SimulatedWorld
+from rl_sessions_dagster.storage import SQLAlchemyTableStore
 
 KEY = "sk-test-CANARY-spend"
+pytestmark = pytest.mark.sim(api_key=KEY, seed=5, world={"clock": "manual"})
 MODEL = "Qwen/Qwen3-8B"
-
-
-@pytest.fixture
-def sim():
-    world = SimulatedWorld(seed=5, clock="manual")
-    with RLSimulator(api_key=KEY, world=world, seed=5) as simulator:
-        yield simulator
 
 
 def materialize(sim, instance, db):
@@ -96,7 +89,7 @@ def test_resource_never_seen_ready_is_billed_from_its_first_session(sim, tmp_pat
     world.stop_model_resource(rid)
     with (
         RLSessionsClient(KEY, base_url=sim.base_url) as client,
-        SQLiteSpendStore(tmp_path / "s.sqlite") as store,
+        SQLAlchemyTableStore(tmp_path / "s.sqlite") as store,
     ):
         report = run_spend(client, store)
     (span,) = report.spans
@@ -111,7 +104,7 @@ def test_unpriceable_configuration_is_reported_not_fatal(sim, tmp_path):
     world.create_model_resource("some/retired-model")  # estimate-cost answers 400
     with (
         RLSessionsClient(KEY, base_url=sim.base_url) as client,
-        SQLiteSpendStore(tmp_path / "s.sqlite") as store,
+        SQLAlchemyTableStore(tmp_path / "s.sqlite") as store,
     ):
         report = run_spend(client, store)
     assert report.spend.unpriced and report.price_errors and report.spend.total_cost == 0

@@ -1,6 +1,6 @@
 """An in-memory session source for property tests of the event core (no HTTP by design: the
 point is to explore thousands of world histories per second; HTTP paths are tested on the
-simulator in tests/dagster)."""
+simulator in tests/sensors)."""
 
 import hashlib
 import uuid

@@ -1,6 +1,8 @@
-"""A simulator on 127.0.0.1 and a client whose retries record their sleeps instead of sleeping."""
+"""The simulator's key and seed (``sim`` is the root's), and a client whose retries record their
+sleeps instead of sleeping."""
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -12,9 +14,8 @@ KEY = "sk-eval-CANARY-0123456789"
 
 
 @pytest.fixture
-def sim() -> Iterator[RLSimulator]:
-    with RLSimulator(api_key=KEY, seed=3) as simulator:
-        yield simulator
+def sim_options() -> dict[str, Any]:
+    return {"api_key": KEY, "seed": 3}
 
 
 @pytest.fixture

@@ -33,6 +33,7 @@ from rl_sessions_dagster.testing.daemon import (
     stop_process_group,
     wait_for,
 )
+from tests import daemon_defs
 
 ROOT = Path(__file__).resolve().parents[2]
 API_KEY = "sk-fresh-CANARY-3141"
@@ -107,15 +108,16 @@ def test_tables_accumulate_when_every_run_starts_in_a_fresh_directory(
     sessions = [world.create_session(mine[i % 2], display_name=f"sweep-e2e-{i}") for i in range(2)]
 
     with RLSimulator(api_key=API_KEY, world=world) as sim:
-        common = {
-            "TOGETHER_API_KEY": API_KEY,
-            "TOGETHER_BASE_URL": sim.base_url,
-            "RL_ROUNDS_FILE": str(rounds_file),
-            "PYTHONPATH": str(ROOT),
-        }
+        common = daemon_defs.daemon_env(
+            "rounds",
+            sim.base_url,
+            API_KEY,
+            RL_ROUNDS_FILE=str(rounds_file),
+            PYTHONPATH=str(ROOT),
+        )
         code_log = (tmp_path / "code_server.log").open("wb")
         code_server = subprocess.Popen(
-            [_bin("dagster"), "api", "grpc", "--module-name", "tests.postgres.fresh_defs",
+            [_bin("dagster"), "api", "grpc", "--module-name", "tests.daemon_defs",
              "--working-directory", str(ROOT), "--host", "127.0.0.1", "--port", str(port),
              "--location-name", "fresh"],
             env={**os.environ, **common, **code_env}, cwd=Path(code_env["HOME"]) / "work",

@@ -19,6 +19,7 @@ from rl_sessions_dagster.testing.daemon import (
     prepare_dagster_home,
     wait_for,
 )
+from tests.daemon_defs import daemon_env
 
 ROOT = Path(__file__).resolve().parents[2]
 API_KEY = "sk-retry-CANARY-2718"
@@ -34,14 +35,8 @@ def test_failed_evaluation_runs_are_retried_by_the_daemon(pg_server, pg_database
         f.write("run_retries:\n  enabled: true\n  max_retries: 0\n")
     with RLSimulator(api_key=API_KEY, seed=3) as sim:
         sid = sim.world.create_session(display_name="retries")
-        env = {
-            "TOGETHER_API_KEY": API_KEY,
-            "TOGETHER_BASE_URL": sim.base_url,
-            "RL_FLAKY_DIR": str(flaky),
-        }
-        with dagster_daemon(
-            home, "tests.postgres.retry_defs", working_directory=ROOT, env=env
-        ) as proc:
+        env = daemon_env("retries", sim.base_url, API_KEY, RL_FLAKY_DIR=str(flaky))
+        with dagster_daemon(home, "tests.daemon_defs", working_directory=ROOT, env=env) as proc:
             instance = dg.DagsterInstance.from_config(str(home))
             wait_for(lambda: sim.requests.count("GET", "/v1/rl/training-sessions") >= 2, 300,
                      "the first sensor tick")  # fmt: skip

@@ -6,7 +6,6 @@ things: event log, run config, metadata, captured logs, error messages.
 """
 
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,25 +16,14 @@ from dagster._serdes import serialize_value
 from rl_sessions_dagster import TogetherRLResource
 from rl_sessions_dagster.assets import build_session_sync_asset
 from rl_sessions_dagster.testing import RLSimulator
+from tests.support import sim_resource
 
-pytestmark = pytest.mark.postgres
 API_KEY = "sim-key"
-
-
-@pytest.fixture
-def sim() -> Iterator[RLSimulator]:
-    with RLSimulator(api_key=API_KEY, seed=5) as simulator:
-        yield simulator
-
-
-@pytest.fixture
-def instance() -> Iterator[dg.DagsterInstance]:
-    with dg.instance_for_test() as inst:
-        yield inst
+pytestmark = [pytest.mark.postgres, pytest.mark.sim(api_key=API_KEY, seed=5)]
 
 
 def resource(sim: RLSimulator) -> TogetherRLResource:
-    return TogetherRLResource(api_key=API_KEY, base_url=sim.base_url, max_attempts=1)
+    return sim_resource(sim, max_attempts=1)
 
 
 def sync(asset, instance, sim, **config: Any) -> Any:
@@ -64,7 +52,7 @@ def everything_dagster_kept(instance: dg.DagsterInstance, run_id: str) -> str:
 
 
 def test_sync_to_postgres_is_idempotent_and_marks_vanished_sessions(
-    sim, instance, pg_server, pg_database, monkeypatch
+    sim, make_sim, instance, pg_server, pg_database, monkeypatch
 ) -> None:
     monkeypatch.setenv("SYNC_DB_URL", pg_server.url(pg_database))
     sim.world.populate(120, 2, active=6)
@@ -87,9 +75,9 @@ def test_sync_to_postgres_is_idempotent_and_marks_vanished_sessions(
     }
 
     # The same database synced from an account where those 120 sessions no longer exist.
-    with RLSimulator(api_key=API_KEY, seed=99) as other:
-        other.world.populate(7, 0, active=1)
-        result = dg.materialize([asset], instance=instance, resources={"together": resource(other)})
+    other = make_sim(seed=99)
+    other.world.populate(7, 0, active=1)
+    result = dg.materialize([asset], instance=instance, resources={"together": resource(other)})
     moved = metadata(result, asset)
     assert (moved["sessions_marked_missing"], moved["sessions_missing"]) == (120, 120)
     assert moved["dagster/row_count"] == 127

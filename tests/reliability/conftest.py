@@ -1,22 +1,23 @@
-"""Shared helpers for the reliability tests: definitions wired like a user's, a daemon-like
-ticker that records every tick (time, result or exception), and instance queries.
+"""Shared helpers for the reliability tests: definitions wired like a user's, the public
+``SensorTicker`` recording every tick (time, result or exception), and instance queries.
 
 The key is recognisable on purpose: every test here may grep for it.
 """
 
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Any
 
 import dagster as dg
 import pytest
+from dagster._core.definitions.sensor_definition import SensorExecutionData
 
 from rl_sessions_dagster import (
     CHECKPOINT_ASSET_SPEC,
     TogetherRLResource,
 )
-from rl_sessions_dagster.testing import RLSimulator
 from rl_sessions_dagster.testing.daemon import FINISHED_TICKS, sensor_ticks, wait_for  # noqa: F401
+from rl_sessions_dagster.testing.sensor_ticks import SensorTicker
 
 from ..support import evaluation, evaluation_job, report, report_job  # noqa: F401 (re-exported)
 
@@ -54,56 +55,37 @@ def make_defs(
 @dataclass
 class TickRecord:
     seconds: float
-    data: object = None  # SensorExecutionData
+    data: SensorExecutionData | None = None
     error: BaseException | None = None
     cursor_before: str | None = None
 
 
-@dataclass
-class Ticker:
-    """Evaluates one sensor the way the daemon does: the cursor is carried between ticks and
-    kept unchanged when a tick raises (as the daemon keeps it on a FAILURE tick)."""
+class RecordingTicker(SensorTicker):
+    """The public ``SensorTicker``, also recording each tick: how long it took, its result or
+    the exception it raised (``tick(raise_errors=False)`` goes on like the daemon, which keeps
+    the cursor on a FAILURE tick), so a soak can check every tick afterwards."""
 
-    defs: dg.Definitions
-    sensor_name: str
-    instance: dg.DagsterInstance
-    cursor: str | None = None
-    records: list[TickRecord] = field(default_factory=list)
+    def __init__(self, defs: dg.Definitions, sensor_name: str, instance: dg.DagsterInstance):
+        super().__init__(defs, sensor_name, instance)
+        self.records: list[TickRecord] = []
 
-    @property
-    def sensor(self) -> dg.SensorDefinition:
-        return self.defs.get_sensor_def(self.sensor_name)
-
-    def tick(self, *, raise_errors: bool = True):
+    def tick(self, *, raise_errors: bool = True) -> SensorExecutionData:  # type: ignore[override]
         record = TickRecord(0.0, cursor_before=self.cursor)
         started = time.monotonic()
         try:
-            with dg.build_sensor_context(
-                instance=self.instance,
-                instance_ref=self.instance.get_ref(),
-                definitions=self.defs,
-                cursor=self.cursor,
-                resources={"together": self.defs.resources["together"]},
-                sensor_name=self.sensor_name,
-            ) as ctx:
-                data = self.sensor.evaluate_tick(ctx)
+            record.data = super().tick()
         except Exception as exc:
-            record.seconds = time.monotonic() - started
             record.error = exc
-            self.records.append(record)
             if raise_errors:
                 raise
-            return None
-        record.seconds = time.monotonic() - started
-        record.data = data
-        self.records.append(record)
-        if data.cursor is not None:
-            self.cursor = data.cursor
-        return data
+        finally:
+            record.seconds = time.monotonic() - started
+            self.records.append(record)
+        return record.data  # type: ignore[return-value]
 
     @property
     def run_requests(self) -> list[dg.RunRequest]:
-        return [r for rec in self.records if rec.data for r in rec.data.run_requests]
+        return [r for data in self.history for r in data.run_requests or []]
 
     @property
     def errors(self) -> list[BaseException]:
@@ -111,15 +93,8 @@ class Ticker:
 
 
 @pytest.fixture
-def instance() -> Iterator[dg.DagsterInstance]:
-    with dg.instance_for_test() as inst:
-        yield inst
-
-
-@pytest.fixture
-def sim() -> Iterator[RLSimulator]:
-    with RLSimulator(api_key=API_KEY, seed=11) as simulator:
-        yield simulator
+def sim_options() -> dict[str, Any]:
+    return {"api_key": API_KEY, "seed": 11}
 
 
 # --- the real daemon ----------------------------------------------------------------------------

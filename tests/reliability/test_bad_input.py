@@ -18,7 +18,7 @@ from rl_sessions_dagster import (
 from rl_sessions_dagster.api import AuthenticationError, ConfigurationError
 from rl_sessions_dagster.core import TrackerState
 
-from .conftest import API_KEY, Ticker, evaluation_job, make_defs, report_job
+from .conftest import API_KEY, RecordingTicker, evaluation_job, make_defs, report_job
 
 CKPT = "together_rl_checkpoint_sensor"
 STATUS = "together_rl_session_status_sensor"
@@ -34,9 +34,9 @@ def keys(data) -> list[str]:
     return [r.run_key for r in data.run_requests]
 
 
-def status_ticker(url: str, instance, *, api_key: str | None = API_KEY) -> Ticker:
+def status_ticker(url: str, instance, *, api_key: str | None = API_KEY) -> RecordingTicker:
     defs = make_defs(url, [build_session_status_sensor(job=report_job)], api_key=api_key)
-    return Ticker(defs, STATUS, instance)
+    return RecordingTicker(defs, STATUS, instance)
 
 
 # --- one function per row ---------------------------------------------------------------------
@@ -120,7 +120,7 @@ def unreadable_cursor(sim, instance, capsys, **_):
         '"just a string"',
     ]
     for bad in garbage:
-        t = Ticker(
+        t = RecordingTicker(
             make_defs(sim.base_url, [build_checkpoint_sensor(job=evaluation_job)]), CKPT, instance
         )
         t.cursor = bad
@@ -145,7 +145,10 @@ def unknown_status(sim, instance, **_):
         name="all", event_kinds=list(EventKind), job=report_job
     )
     defs = make_defs(sim.base_url, [everything, build_session_status_sensor(job=report_job)])
-    t_all, t_status = Ticker(defs, "all", instance), Ticker(defs, STATUS, instance)
+    t_all, t_status = (
+        RecordingTicker(defs, "all", instance),
+        RecordingTicker(defs, STATUS, instance),
+    )
     t_all.tick(), t_status.tick()
     world.advance_clock(1)
     world.set_status(a, "TRAINING_SESSION_STATUS_HIBERNATING")
@@ -188,7 +191,10 @@ def unknown_fields(sim, instance, **_):
         sim.base_url,
         [build_checkpoint_sensor(job=evaluation_job), build_session_status_sensor(job=report_job)],
     )
-    t_ckpt, t_status = Ticker(defs, CKPT, instance), Ticker(defs, STATUS, instance)
+    t_ckpt, t_status = (
+        RecordingTicker(defs, CKPT, instance),
+        RecordingTicker(defs, STATUS, instance),
+    )
     world.response_hook = lambda path, payload: grow(payload)
     t_ckpt.tick(), t_status.tick()
     world.advance_clock(1)

@@ -30,6 +30,7 @@ from dagster._core.scheduler.instigation import TickStatus
 from rl_sessions_dagster.testing import RLSimulator
 from rl_sessions_dagster.testing.daemon import dagster_daemon, group_alive, prepare_dagster_home
 
+from ..daemon_defs import daemon_env
 from .conftest import API_KEY, FINISHED_TICK, sensor_ticks, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -219,7 +220,7 @@ def test_sigkilled_daemon_evaluates_every_checkpoint_exactly_once(sim, tmp_path,
     # read long enough to aim a kill there.
     sim.faults.add(delay_s=1.0, method="GET", path=LIST)
     home = prepare_dagster_home(tmp_path / "home", storage=dagster_storage)
-    env = {"TOGETHER_API_KEY": API_KEY, "TOGETHER_BASE_URL": sim.base_url}
+    env = daemon_env("restarts", sim.base_url, API_KEY)
     rng = random.Random(3)
     killed: list[int] = []
     pgids: list[int] = []
@@ -232,7 +233,7 @@ def test_sigkilled_daemon_evaluates_every_checkpoint_exactly_once(sim, tmp_path,
     def daemon(life: int):
         return dagster_daemon(
             home,
-            "tests.reliability.daemon_defs",
+            "tests.daemon_defs",
             working_directory=ROOT,
             env=env,
             log_path=home / f"daemon-{life}.log",

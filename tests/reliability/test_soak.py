@@ -22,7 +22,7 @@ from rl_sessions_dagster import (
 )
 from rl_sessions_dagster.testing import RLSimulator, SimulatedWorld, SimulatorError
 
-from .conftest import API_KEY, Ticker, evaluation_job, make_defs, report_job
+from .conftest import API_KEY, RecordingTicker, evaluation_job, make_defs, report_job
 
 # Hundreds of ticks: minutes on a loaded machine, so a larger per-test ceiling than the global one.
 pytestmark = [pytest.mark.soak, pytest.mark.slow, pytest.mark.timeout(900)]
@@ -195,14 +195,14 @@ def expected_events(cw: ChangingWorld, before: set[str], terminal_before: set[st
     return created, registered, terminal
 
 
-def assert_exactly_once(ticker: Ticker, expected: set[str]) -> list:
+def assert_exactly_once(ticker: RecordingTicker, expected: set[str]) -> list:
     keys = [r.run_key for r in ticker.run_requests]
     dupes = {k: n for k, n in Counter(keys).items() if n > 1}
-    assert not dupes, f"{ticker.sensor_name}: run keys requested more than once: {dupes}"
+    assert not dupes, f"{ticker.sensor.name}: run keys requested more than once: {dupes}"
     missing = expected - set(keys)
     invented = set(keys) - expected
-    assert not missing, f"{ticker.sensor_name}: {len(missing)} events never requested: {missing}"
-    assert not invented, f"{ticker.sensor_name}: {len(invented)} invented run keys: {invented}"
+    assert not missing, f"{ticker.sensor.name}: {len(missing)} events never requested: {missing}"
+    assert not invented, f"{ticker.sensor.name}: {len(invented)} invented run keys: {invented}"
     return keys
 
 
@@ -232,7 +232,7 @@ def run_soak(instance, *, order: str, rounds: int, seed: int) -> dict:
             ),
         ]
         defs = make_defs(sim.base_url, sensors)
-        tickers = {name: Ticker(defs, name, instance) for name in (CKPT, STATUS, ALL)}
+        tickers = {name: RecordingTicker(defs, name, instance) for name in (CKPT, STATUS, ALL)}
         before = set(cw.checkpoints)
         terminal_before = {s["id"] for s in world.sessions() if s["status"] in TERMINAL_KIND}
         for t in tickers.values():
@@ -259,7 +259,7 @@ def run_soak(instance, *, order: str, rounds: int, seed: int) -> dict:
                 quiet = 0 if data.run_requests else quiet + 1
                 if quiet == 3:
                     break
-            assert quiet == 3, f"{t.sensor_name} never went quiet"
+            assert quiet == 3, f"{t.sensor.name} never went quiet"
 
     errors = {name: [repr(e) for e in t.errors] for name, t in tickers.items() if t.errors}
     assert not errors, f"ticks raised instead of skipping: {errors}"
@@ -357,7 +357,9 @@ def test_slow_api_needs_several_ticks_each_within_budget_and_loses_nothing(insta
             name="slow", event_kinds=list(EventKind), job=report_job,
             options=PollingOptions(tick_budget_seconds=budget, page_size=2),
         )  # fmt: skip
-        t = Ticker(make_defs(sim.base_url, [sensor], request_timeout=10.0), "slow", instance)
+        t = RecordingTicker(
+            make_defs(sim.base_url, [sensor], request_timeout=10.0), "slow", instance
+        )
         assert t.tick().run_requests == []  # baseline, at full speed
 
         world.advance_clock(2)

@@ -1,5 +1,5 @@
-"""Fixtures for the simulator tests: a manual-clock world served on 127.0.0.1, and an httpx
-client carrying the simulator's API key."""
+"""Fixtures for the simulator tests: a manual-clock world (served by the root's ``sim``), and an
+httpx client carrying the simulator's API key."""
 
 from __future__ import annotations
 
@@ -21,9 +21,13 @@ def world() -> SimulatedWorld:
 
 
 @pytest.fixture
-def sim(world: SimulatedWorld) -> Iterator[RLSimulator]:
-    with RLSimulator(api_key=API_KEY, world=world, seed=42) as simulator:
-        yield simulator
+def sim_world(world: SimulatedWorld) -> SimulatedWorld:
+    return world
+
+
+@pytest.fixture
+def sim_options() -> dict[str, Any]:
+    return {"api_key": API_KEY, "seed": 42}
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from rl_sessions_dagster.testing import RLSimulator
+from rl_sessions_dagster.testing.daemon import wait_for
 
 
 def serving_threads() -> list[threading.Thread]:
@@ -37,9 +38,8 @@ def test_stop_is_fast_and_closes_idle_keep_alive_connections() -> None:
     # Far under the 300 s an idle keep-alive connection would hold its handler (and far above
     # a loaded machine's stop); milliseconds typically.
     assert time.perf_counter() - start < 20.0
-    deadline = time.monotonic() + 30  # a ceiling: the handler threads end as the sockets close
-    while serving_threads() and time.monotonic() < deadline:
-        time.sleep(0.01)
+    # A ceiling: the handler threads end as the sockets close.
+    wait_for(lambda: not serving_threads(), 30, "the handler threads to end", interval=0.01)
     assert serving_threads() == []
     with socket.socket() as s:
         assert s.connect_ex(("127.0.0.1", port)) != 0

@@ -12,29 +12,16 @@ import pytest
 from rl_sessions_dagster import TogetherRLResource
 from rl_sessions_dagster.api.checkpoint_ops import create_inference_checkpoint_and_wait
 from rl_sessions_dagster.api.lifecycle import ResourceSpec
-from rl_sessions_dagster.testing import RLSimulator
 from rl_sessions_dagster.training import build_training_op, launched_session
+from tests.support import sim_resource
 
 API_KEY = "sk-test-CANARY-launch"
+pytestmark = pytest.mark.sim(api_key=API_KEY, seed=3)
 MODEL = "Qwen/Qwen3-8B"
 
 
-@pytest.fixture
-def sim():
-    with RLSimulator(api_key=API_KEY, seed=3) as simulator:
-        yield simulator
-
-
-@pytest.fixture
-def instance():
-    with dg.instance_for_test() as inst:
-        yield inst
-
-
 def resource(sim) -> TogetherRLResource:
-    return TogetherRLResource(
-        api_key=API_KEY, base_url=sim.base_url, max_attempts=2, backoff_initial=0.01
-    )
+    return sim_resource(sim, max_attempts=2, backoff_initial=0.01)
 
 
 def active_sessions(world):

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,7 +20,7 @@ from rl_sessions_dagster.storage import (
     CheckpointRow,
     SessionRow,
     SessionStore,
-    SQLiteSessionStore,
+    SQLAlchemyTableStore,
     TableStoreError,
     UpsertResult,
     checkpoint_rows,
@@ -76,9 +77,15 @@ def make_session(sid: str = "s1", status: str = "RUNNING", **extra: Any) -> Trai
     return TrainingSession.model_validate(payload)
 
 
+def query(store: SQLAlchemyTableStore, sql: str) -> list[tuple[Any, ...]]:
+    """Rows of ``sql`` read through the store's own engine (what another reader would see)."""
+    with store.engine.connect() as conn:
+        return [tuple(r) for r in conn.execute(sa.text(sql))]
+
+
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[SQLiteSessionStore]:
-    s = SQLiteSessionStore(tmp_path / "nested" / "sync.sqlite")
+def store(tmp_path: Path) -> Iterator[SQLAlchemyTableStore]:
+    s = SQLAlchemyTableStore(tmp_path / "nested" / "sync.sqlite")
     yield s
     s.close()
 
@@ -130,18 +137,18 @@ def test_checkpoint_rows_normalise_the_three_registration_shapes() -> None:
 
 
 def test_store_creates_schema_in_wal_mode_and_is_a_session_store(
-    store: SQLiteSessionStore, tmp_path: Path
+    store: SQLAlchemyTableStore, tmp_path: Path
 ) -> None:
     assert isinstance(store, SessionStore)
-    assert store.connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    cols = [r[1] for r in store.connection.execute("PRAGMA table_info(rl_sessions)")]
+    assert query(store, "PRAGMA journal_mode") == [("wal",)]
+    cols = [r[1] for r in query(store, "PRAGMA table_info(rl_sessions)")]
     assert cols == [f.name for f in dataclasses.fields(SessionRow)]
-    cols = [r[1] for r in store.connection.execute("PRAGMA table_info(rl_checkpoints)")]
+    cols = [r[1] for r in query(store, "PRAGMA table_info(rl_checkpoints)")]
     assert cols == [f.name for f in dataclasses.fields(CheckpointRow)]
     assert (tmp_path / "nested" / "sync.sqlite").exists()
 
 
-def test_upsert_reports_inserted_updated_unchanged(store: SQLiteSessionStore) -> None:
+def test_upsert_reports_inserted_updated_unchanged(store: SQLAlchemyTableStore) -> None:
     rows = [session_row(make_session(f"s{i}"), T0) for i in range(3)]
     assert store.upsert_sessions(rows) == UpsertResult(inserted=3)
     # Same content a sync later: nothing is rewritten, synced_at included.
@@ -151,13 +158,13 @@ def test_upsert_reports_inserted_updated_unchanged(store: SQLiteSessionStore) ->
     stopped = session_row(make_session("s1", status="STOPPED"), later)
     new = session_row(make_session("s9"), later)
     assert store.upsert_sessions([stopped, new, again[0]]) == UpsertResult(1, 1, 1)
-    got = dict(store.connection.execute("SELECT id, status FROM rl_sessions").fetchall())
+    got = dict(query(store, "SELECT id, status FROM rl_sessions"))
     assert got == {"s0": "RUNNING", "s1": "STOPPED", "s2": "RUNNING", "s9": "RUNNING"}
-    synced = dict(store.connection.execute("SELECT id, synced_at FROM rl_sessions").fetchall())
+    synced = dict(query(store, "SELECT id, synced_at FROM rl_sessions"))
     assert synced["s0"] == T0.isoformat() and synced["s1"] == later.isoformat()
 
 
-def test_null_to_value_and_value_to_null_are_changes(store: SQLiteSessionStore) -> None:
+def test_null_to_value_and_value_to_null_are_changes(store: SQLAlchemyTableStore) -> None:
     """``IS NOT`` (not ``!=``) in the change test: NULL transitions must not be missed."""
     base = session_row(make_session(), T0)
     store.upsert_sessions([base])
@@ -167,14 +174,14 @@ def test_null_to_value_and_value_to_null_are_changes(store: SQLiteSessionStore) 
     assert store.upsert_sessions([base]).unchanged == 1
 
 
-def test_repeated_id_in_one_batch_counts_once_and_last_wins(store: SQLiteSessionStore) -> None:
+def test_repeated_id_in_one_batch_counts_once_and_last_wins(store: SQLAlchemyTableStore) -> None:
     a = session_row(make_session(), T0)
     b = dataclasses.replace(a, status="STOPPED")
     assert store.upsert_sessions([a, b]) == UpsertResult(inserted=1)
-    assert store.connection.execute("SELECT status FROM rl_sessions").fetchone() == ("STOPPED",)
+    assert query(store, "SELECT status FROM rl_sessions") == [("STOPPED",)]
 
 
-def test_counts_cover_the_whole_table(store: SQLiteSessionStore) -> None:
+def test_counts_cover_the_whole_table(store: SQLAlchemyTableStore) -> None:
     sessions = [make_session("a"), make_session("b", status="ERROR"), make_session("c")]
     store.upsert_sessions([session_row(s, T0) for s in sessions])
     store.upsert_checkpoints([r for s in sessions for r in checkpoint_rows(s, T0)])
@@ -183,7 +190,7 @@ def test_counts_cover_the_whole_table(store: SQLiteSessionStore) -> None:
     assert counts.sessions_by_status == {"ERROR": 1, "RUNNING": 2}
 
 
-def test_a_failing_batch_is_rolled_back_whole(store: SQLiteSessionStore) -> None:
+def test_a_failing_batch_is_rolled_back_whole(store: SQLAlchemyTableStore) -> None:
     good = session_row(make_session("ok"), T0)
     bad = dataclasses.replace(session_row(make_session("bad"), T0), status=None)  # NOT NULL
     with pytest.raises(TableStoreError, match="IntegrityError") as info:
@@ -196,9 +203,9 @@ def test_a_failing_batch_is_rolled_back_whole(store: SQLiteSessionStore) -> None
 def test_data_survives_reopening_and_batches_larger_than_one_lookup(tmp_path: Path) -> None:
     path = tmp_path / "sync.sqlite"
     rows = [session_row(make_session(f"s{i:04d}"), T0) for i in range(2_000)]
-    with SQLiteSessionStore(path) as first:
+    with SQLAlchemyTableStore(path) as first:
         assert first.upsert_sessions(rows).inserted == 2_000
-    with SQLiteSessionStore(path) as second:
+    with SQLAlchemyTableStore(path) as second:
         assert second.upsert_sessions(rows) == UpsertResult(unchanged=2_000)
         assert second.counts().sessions == 2_000
 
@@ -215,7 +222,7 @@ def test_upserts_behave_like_a_last_write_wins_dict(batches: list[list[tuple[str
     template = session_row(make_session(), T0)
     model: dict[str, str] = {}
     total = UpsertResult()
-    with SQLiteSessionStore(":memory:") as store:
+    with SQLAlchemyTableStore(":memory:") as store:
         for batch in batches:
             rows = [dataclasses.replace(template, id=i, status=s) for i, s in batch]
             distinct = dict(batch)
@@ -226,6 +233,6 @@ def test_upserts_behave_like_a_last_write_wins_dict(batches: list[list[tuple[str
             assert result.total == len(distinct)
             model.update(distinct)
             total += result
-        table = dict(store.connection.execute("SELECT id, status FROM rl_sessions").fetchall())
+        table = dict(query(store, "SELECT id, status FROM rl_sessions"))
         assert table == model
         assert total.inserted == len(model)

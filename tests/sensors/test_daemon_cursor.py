@@ -20,6 +20,7 @@ from rl_sessions_dagster.testing.daemon import (
     wait_for,
 )
 
+from ..daemon_defs import daemon_env
 from .conftest import API_KEY
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,8 +67,8 @@ def test_corrupted_cursor_is_restored_from_tick_history_and_every_event_runs_onc
     sid = world.create_session(display_name="cursor-history")
     history = world.add_inference_checkpoint(sid)  # before the first tick: never a run
     home = prepare_dagster_home(tmp_path / "home")
-    env = {"TOGETHER_API_KEY": API_KEY, "TOGETHER_BASE_URL": sim.base_url}
-    module = "tests.dagster.daemon_defs"
+    env = daemon_env("sessions", sim.base_url, API_KEY)
+    module = "tests.daemon_defs"
     instance = dg.DagsterInstance.from_config(str(home))
 
     def evaluation_runs() -> list[dg.DagsterRun]:

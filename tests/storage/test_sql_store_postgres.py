@@ -22,42 +22,33 @@ from rl_sessions_dagster.storage import (
     CheckpointRow,
     SessionRow,
     SessionStore,
-    SessionStoreError,
-    SQLAlchemySessionStore,
-    SQLiteSessionStore,
+    SQLAlchemyTableStore,
     TableStoreConfigError,
+    TableStoreError,
     UpsertResult,
     checkpoint_rows,
-    open_session_store,
     redact_url,
     session_row,
 )
 from tests.pg_server import PostgresServer
 
-from ..test_storage import T0, make_session
-
-
-def query(store: Any, sql: str) -> list[tuple[Any, ...]]:
-    if isinstance(store, SQLiteSessionStore):
-        return store.connection.execute(sql).fetchall()
-    with store.engine.connect() as conn:
-        return [tuple(r) for r in conn.execute(sa.text(sql))]
+from .test_sync_store import T0, make_session, query
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     if request.param == "sqlite":
-        store: Any = SQLiteSessionStore(tmp_path / "sync.sqlite")
+        store: Any = SQLAlchemyTableStore(tmp_path / "sync.sqlite")
     else:
         pg: PostgresServer = request.getfixturevalue("pg_server")
-        store = SQLAlchemySessionStore(pg.url(request.getfixturevalue("pg_database")))
+        store = SQLAlchemyTableStore(pg.url(request.getfixturevalue("pg_database")))
     with store:
         yield store
 
 
 @pytest.fixture
-def pg_store(pg_server: PostgresServer, pg_database: str) -> Iterator[SQLAlchemySessionStore]:
-    with SQLAlchemySessionStore(pg_server.url(pg_database)) as store:
+def pg_store(pg_server: PostgresServer, pg_database: str) -> Iterator[SQLAlchemyTableStore]:
+    with SQLAlchemyTableStore(pg_server.url(pg_database)) as store:
         yield store
 
 
@@ -115,7 +106,7 @@ def test_checkpoints_and_counts(any_store) -> None:
 def test_a_failing_batch_is_rolled_back_whole_on_postgres(pg_store, pg_server) -> None:
     good = session_row(make_session("ok"), T0)
     bad = dataclasses.replace(session_row(make_session("bad"), T0), status=None)  # NOT NULL
-    with pytest.raises(SessionStoreError, match="NotNullViolation") as info:
+    with pytest.raises(TableStoreError, match="NotNullViolation") as info:
         pg_store.upsert_sessions([good, bad])
     assert "nothing of this call was written" in str(info.value)
     assert pg_server.password not in str(info.value)
@@ -156,7 +147,7 @@ def test_a_table_of_release_0_1_gains_the_new_column(pg_server, pg_database, tmp
         conn.execute(old_ddl)
         conn.execute(old_row)
     pg_server.psql(f"{old_ddl}; {old_row}", pg_database)
-    for store in (SQLiteSessionStore(path), SQLAlchemySessionStore(pg_server.url(pg_database))):
+    for store in (SQLAlchemyTableStore(path), SQLAlchemyTableStore(pg_server.url(pg_database))):
         with store:
             assert query(store, "SELECT id, missing_since FROM rl_sessions") == [("old", None)]
             assert store.mark_missing(set(), T0) == 1
@@ -167,23 +158,23 @@ def test_a_table_of_release_0_1_gains_the_new_column(pg_server, pg_database, tmp
         ]
 
 
-def test_open_session_store_picks_by_target(pg_server, pg_database, tmp_path) -> None:
-    with open_session_store(pg_server.url(pg_database)) as pg:  # type: ignore[attr-defined]
-        assert isinstance(pg, SQLAlchemySessionStore)
+def test_the_table_store_picks_its_backend_by_target(pg_server, pg_database, tmp_path) -> None:
+    with SQLAlchemyTableStore(pg_server.url(pg_database)) as pg:
+        assert isinstance(pg, SQLAlchemyTableStore)
         # A plain postgresql:// URL works with the psycopg2 that dagster-postgres installs.
         assert pg.engine.dialect.driver == "psycopg2"
         assert pg_server.password not in repr(pg)
-    with open_session_store(str(tmp_path / "x.sqlite")) as file_store:  # type: ignore[attr-defined]
+    with SQLAlchemyTableStore(str(tmp_path / "x.sqlite")) as file_store:
         assert file_store.is_file and file_store.engine.dialect.name == "sqlite"
     with pytest.raises(TableStoreConfigError, match=r"scheme 'postgres'.*write postgresql://"):
-        open_session_store(pg_server.url(pg_database).replace("postgresql", "postgres"))
+        SQLAlchemyTableStore(pg_server.url(pg_database).replace("postgresql", "postgres"))
     assert not [p for p in tmp_path.iterdir() if "postgres" in p.name or "@" in p.name]
 
 
 def test_unreachable_database_is_a_clear_error_without_the_password(pg_server) -> None:
     url = f"postgresql://sync:{pg_server.password}@127.0.0.1:1/analytics"
-    with pytest.raises(SessionStoreError) as info:
-        SQLAlchemySessionStore(url, connect_timeout=3)
+    with pytest.raises(TableStoreError) as info:
+        SQLAlchemyTableStore(url, connect_timeout=3)
     text = str(info.value)
     assert text.startswith("cannot reach the tables' database postgresql+psycopg2://sync:***@")
     assert "Connection refused" in text or "connection" in text.lower()
@@ -191,8 +182,8 @@ def test_unreachable_database_is_a_clear_error_without_the_password(pg_server) -
     assert info.value.__cause__ is None and info.value.__suppress_context__
     # A wrong password is refused by the server (authentication is really on).
     wrong = pg_server.url().replace(pg_server.password, "not-it")
-    with pytest.raises(SessionStoreError, match="password authentication failed"):
-        SQLAlchemySessionStore(wrong)
+    with pytest.raises(TableStoreError, match="password authentication failed"):
+        SQLAlchemyTableStore(wrong)
 
 
 def test_redact_url_hides_passwords_even_unparseable() -> None:

@@ -13,6 +13,7 @@ from rl_sessions_dagster.testing.daemon import (
     wait_for,
 )
 
+from ..daemon_defs import daemon_env
 from .conftest import API_KEY
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,8 +30,8 @@ def test_daemon_launches_one_run_per_event(sim, tmp_path, dagster_storage):
     sid = world.create_session(display_name="daemon-run")
     other = world.create_session(display_name="to-stop")
     home = prepare_dagster_home(tmp_path / "home", storage=dagster_storage)
-    env = {"TOGETHER_API_KEY": API_KEY, "TOGETHER_BASE_URL": sim.base_url}
-    with dagster_daemon(home, "tests.dagster.daemon_defs", working_directory=ROOT, env=env) as proc:
+    env = daemon_env("sessions", sim.base_url, API_KEY)
+    with dagster_daemon(home, "tests.daemon_defs", working_directory=ROOT, env=env) as proc:
         instance = dg.DagsterInstance.from_config(str(home))
         wait_for(
             lambda: sensor_ticks(instance, "together_rl_checkpoint_sensor"),

@@ -15,8 +15,8 @@ from rl_sessions_dagster.testing.daemon import (
     wait_for,
 )
 
+from ..daemon_defs import TRAIN_MODEL, TRIGGER_MODEL, daemon_env
 from .conftest import API_KEY
-from .daemon_resource_defs import TRAIN_MODEL, TRIGGER_MODEL
 
 ROOT = Path(__file__).resolve().parents[2]
 SENSOR = "together_rl_model_resource_sensor"
@@ -27,8 +27,8 @@ pytestmark = [pytest.mark.daemon, pytest.mark.slow, pytest.mark.timeout(1500)]
 def test_terminated_training_run_leaves_nothing_billing(sim, tmp_path):
     world = sim.world
     home = prepare_dagster_home(tmp_path / "home")
-    env = {"TOGETHER_API_KEY": API_KEY, "TOGETHER_BASE_URL": sim.base_url}
-    module = "tests.dagster.daemon_resource_defs"
+    env = daemon_env("training", sim.base_url, API_KEY)
+    module = "tests.daemon_defs"
     with dagster_daemon(home, module, working_directory=ROOT, env=env) as proc:
         instance = dg.DagsterInstance.from_config(str(home))
         wait_for(lambda: sensor_ticks(instance, SENSOR), 300, "the first resource-sensor tick")

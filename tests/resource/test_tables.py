@@ -2,7 +2,7 @@
 upgrade of a database written by 0.2.
 
 Real DagsterInstances, real SQLite files, the spend and sync assets materialized against the
-simulator; PostgreSQL cases are in ``tests/postgres/test_tables_postgres.py``.
+simulator; PostgreSQL cases are in ``tests/resource/test_tables_postgres.py``.
 """
 
 import os

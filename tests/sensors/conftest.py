@@ -1,7 +1,7 @@
-"""Fixtures for sensor tests: a simulator on 127.0.0.1, a real DagsterInstance, and small
-definitions wired the way a user would wire them."""
+"""Sensor tests: the simulator's key and seed (``sim`` and ``instance`` are the root's), and
+small definitions wired the way a user would wire them."""
 
-from collections.abc import Iterator
+from typing import Any
 
 import dagster as dg
 import pytest
@@ -15,34 +15,31 @@ from rl_sessions_dagster import (
 from rl_sessions_dagster.testing import RLSimulator
 from rl_sessions_dagster.testing.sensor_ticks import SensorTicker
 
-from ..support import evaluation, evaluation_job, report, report_job  # noqa: F401 (re-exported)
+from ..support import (  # noqa: F401 (re-exported)
+    evaluation,
+    evaluation_job,
+    report,
+    report_job,
+    sim_resource,
+)
 
 API_KEY = "sk-test-CANARY-0123456789"
 
 
 @pytest.fixture
-def sim() -> Iterator[RLSimulator]:
-    with RLSimulator(api_key=API_KEY, seed=7) as simulator:
-        yield simulator
-
-
-@pytest.fixture
-def instance() -> Iterator[dg.DagsterInstance]:
-    with dg.instance_for_test() as inst:
-        yield inst
+def sim_options() -> dict[str, Any]:
+    return {"api_key": API_KEY, "seed": 7}
 
 
 def make_resource(sim: RLSimulator, **overrides) -> TogetherRLResource:
     options = {
-        "api_key": API_KEY,
-        "base_url": sim.base_url,
         "max_attempts": 2,
         "backoff_initial": 0.01,
         "backoff_max": 0.05,
         "retry_after_cap": 0.2,
     }
     options.update(overrides)
-    return TogetherRLResource(**options)
+    return sim_resource(sim, **options)
 
 
 def make_defs(sim: RLSimulator, *sensors: dg.SensorDefinition, **resource_overrides):
