@@ -8,6 +8,7 @@ on wall-clock timing.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -30,9 +31,9 @@ class RetryRecorder:
 
 
 @pytest.fixture
-def sim() -> Iterator[RLSimulator]:
-    with RLSimulator(api_key=KEY, seed=0) as simulator:
-        yield simulator
+def sim_options() -> dict[str, Any]:
+    """The root ``sim`` fixture's options for the client tests (a test module may override)."""
+    return {"api_key": KEY, "seed": 0}
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -172,9 +173,8 @@ def test_weight_sync_type_parses_short_full_and_new_values() -> None:
 
 
 @pytest.fixture
-def sim() -> Iterator[RLSimulator]:
-    with RLSimulator(api_key=KEY, seed=5) as simulator:
-        yield simulator
+def sim_options() -> dict[str, Any]:
+    return {"api_key": KEY, "seed": 5}
 
 
 @pytest.fixture

@@ -36,9 +36,8 @@ RESOURCES = "/v1/rl/model-resources"
 
 
 @pytest.fixture
-def sim() -> Iterator[RLSimulator]:
-    with RLSimulator(api_key=KEY, seed=3) as simulator:
-        yield simulator
+def sim_options() -> dict[str, Any]:
+    return {"api_key": KEY, "seed": 3}
 
 
 @pytest.fixture
