@@ -21,7 +21,7 @@ PostgreSQL and SQLite are tested for real.
 import importlib.util
 import operator
 import os
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import fields
 from datetime import datetime
@@ -31,35 +31,22 @@ from typing import Any, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, Connection, make_url
 
-from ..core.spend import ResourceSpan
 from .rows import (
     CheckpointRow,
-    ResourceSpendRow,
     SessionRow,
-    SessionSpendRow,
     StoreCounts,
     UpsertResult,
     iso_utc,
 )
 from .schema import define_tables, upgrade
+from .spend_tables import SpendTables, id_chunks
 from .urls import TableStoreConfigError, TableStoreError, check_target, is_database_url, redact_url
 
 __all__ = ["SQLAlchemyTableStore", "sqlite_url"]
 
-#: Ids per ``SELECT ... WHERE id IN (...)`` / ``UPDATE``: small enough for every dialect.
-_CHUNK = 900
 _R = TypeVar("_R")
 _SESSION_COLUMNS = tuple(f.name for f in fields(SessionRow))
 _CHECKPOINT_COLUMNS = tuple(f.name for f in fields(CheckpointRow))
-_SPAN_COLUMNS = (
-    "status",
-    "base_model",
-    "ready_from_ms",
-    "ready_until_ms",
-    "span_source",
-    "price_per_hour",
-    "currency",
-)
 
 
 def sqlite_url(path: str | Path) -> URL:
@@ -82,11 +69,6 @@ def _driver_url(url: URL) -> URL:
     return url
 
 
-def _chunks(items: Sequence[_R]) -> Iterator[Sequence[_R]]:
-    for i in range(0, len(items), _CHUNK):
-        yield items[i : i + _CHUNK]
-
-
 def _insert_many(conn: Connection, table: sa.Table, rows: list[dict[str, Any]]) -> None:
     """One ``executemany`` of a statement compiled once: SQLAlchemy's per-row parameter
     processing tripled a first sync's time, and these columns (text, integers, floats) need
@@ -100,19 +82,7 @@ def _insert_many(conn: Connection, table: sa.Table, rows: list[dict[str, Any]]) 
         conn.exec_driver_sql(compiled.string, rows)
 
 
-def _span_values(span: ResourceSpan) -> dict[str, Any]:
-    return {
-        "status": span.raw_status,
-        "base_model": span.base_model,
-        "ready_from_ms": span.ready_from_ms,
-        "ready_until_ms": span.ready_until_ms,
-        "span_source": span.source,
-        "price_per_hour": span.price_per_hour,
-        "currency": span.currency,
-    }
-
-
-class SQLAlchemyTableStore:
+class SQLAlchemyTableStore(SpendTables):
     """Every table of the library on one database URL (or SQLite file path).
 
     Example: ``SQLAlchemyTableStore("postgresql+psycopg2://rl:PASSWORD@db:5432/analytics")``.
@@ -296,7 +266,7 @@ class SQLAlchemyTableStore:
         data = [c for c in some if c != key and c not in ignore]
         stored: dict[str, tuple[Any, ...]] = {}
         selected = [table.c[key], *(table.c[c] for c in data)]
-        for chunk in _chunks(list(by_id)):
+        for chunk in id_chunks(list(by_id)):
             for rec in conn.execute(sa.select(*selected).where(table.c[key].in_(chunk))):
                 stored[rec[0]] = tuple(rec[1:])
         new: list[dict[str, Any]] = []
@@ -323,7 +293,7 @@ class SQLAlchemyTableStore:
         with self._begin() as conn:
             live = conn.execute(sa.select(table.c.id).where(table.c.missing_since.is_(None)))
             gone = [rid for (rid,) in live if rid not in seen]
-            for chunk in _chunks(gone):
+            for chunk in id_chunks(gone):
                 conn.execute(
                     sa.update(table).where(table.c.id.in_(chunk)).values(missing_since=iso_utc(at))
                 )
@@ -347,93 +317,6 @@ class SQLAlchemyTableStore:
                 sa.select(sa.func.count()).select_from(s).where(s.c.missing_since.is_not(None))
             ).scalar_one()
         return StoreCounts(sessions, checkpoints, by_status, missing)
-
-    # --- spend ----------------------------------------------------------------------------------
-
-    def load_spans(self) -> dict[str, ResourceSpan]:
-        """Every resource's stored billed span, by resource id."""
-        return self._guard("reading rl_resource_spend", self._load_spans)
-
-    def _load_spans(self) -> dict[str, ResourceSpan]:
-        t = self._tables.resource_spend
-        with self._begin() as conn:
-            rows = conn.execute(sa.select(t.c.id, *(t.c[c] for c in _SPAN_COLUMNS))).all()
-        return {r[0]: ResourceSpan(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]) for r in rows}
-
-    def load_session_spend(self, session_id: str) -> tuple[float, float | None, str] | None:
-        """One session's spend row (billed seconds, cost, sweep), if a spend run wrote it."""
-        return self._guard("reading rl_session_spend", lambda: self._load_session(session_id))
-
-    def _load_session(self, session_id: str) -> tuple[float, float | None, str] | None:
-        t = self._tables.session_spend
-        with self._begin() as conn:
-            row = conn.execute(
-                sa.select(t.c.billed_seconds, t.c.cost, t.c.sweep).where(
-                    t.c.session_id == session_id
-                )
-            ).first()
-        return None if row is None else (float(row[0]), row[1], str(row[2]))
-
-    def save(
-        self,
-        resources: Sequence[ResourceSpendRow],
-        sessions: Iterable[SessionSpendRow],
-        *,
-        now_ms: int,
-    ) -> None:
-        """Write these resources' and sessions' spend rows whole, in one transaction."""
-        by_resource = {
-            r.span.resource_id: {
-                **_span_values(r.span),
-                "billed_seconds": r.billed_seconds,
-                "idle_seconds": r.idle_seconds,
-                "cost": r.cost,
-                "idle_cost": r.idle_cost,
-                "computed_at_ms": now_ms,
-            }
-            for r in resources
-        }
-        by_session = {
-            s.session_id: {
-                "model_resources_id": s.model_resources_id,
-                "display_name": s.display_name,
-                "sweep": s.sweep,
-                "billed_seconds": s.billed_seconds,
-                "cost": s.cost,
-                "computed_at_ms": now_ms,
-            }
-            for s in sessions
-        }
-
-        def write() -> None:
-            with self._begin() as conn:
-                self._write(conn, self._tables.resource_spend, "id", by_resource)
-                self._write(conn, self._tables.session_spend, "session_id", by_session)
-
-        self._guard("writing the spend tables", write)
-
-    def save_spans(self, spans: Iterable[ResourceSpan], *, now_ms: int) -> None:
-        """Upsert only the span columns (status, model, READY span and its source, price):
-        billed and cost columns of existing rows stay as the last spend run wrote them; a new
-        row starts at 0 billed seconds. For sensors that observe spans between spend runs."""
-        values = {s.resource_id: _span_values(s) for s in spans}
-
-        def write() -> None:
-            table = self._tables.resource_spend
-            with self._begin() as conn:
-                stored: set[str] = set()
-                for chunk in _chunks(list(values)):
-                    stored.update(conn.scalars(sa.select(table.c.id).where(table.c.id.in_(chunk))))
-                old = {k: v for k, v in values.items() if k in stored}
-                fresh = {
-                    k: {**v, "billed_seconds": 0.0, "computed_at_ms": now_ms}
-                    for k, v in values.items()
-                    if k not in stored
-                }
-                self._write(conn, table, "id", old)
-                self._write(conn, table, "id", fresh)
-
-        self._guard("writing rl_resource_spend spans", write)
 
     def close(self) -> None:
         self._engine.dispose()
