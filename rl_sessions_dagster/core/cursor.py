@@ -14,9 +14,17 @@ import functools
 import re
 import uuid
 from dataclasses import is_dataclass
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, ClassVar, Self, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer, ValidationInfo
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    ValidationError,
+    ValidationInfo,
+)
 
 
 class CursorError(ValueError):
@@ -81,6 +89,45 @@ class StateModel(BaseModel):
     by field name or alias, and strict about unknown keys (a foreign cursor is an error)."""
 
     model_config = ConfigDict(validate_by_name=True, validate_by_alias=True, extra="forbid")
+
+
+class CursorState(StateModel):
+    """A tracker's whole state, which is also its cursor: :meth:`to_cursor` writes it and
+    :meth:`from_cursor` reads it back, the current version in one native pass and older ones
+    through the subclass's :meth:`_from_older`."""
+
+    #: False until the first tick has run (not written: a cursor exists only after one).
+    initialized: bool = Field(False, exclude=True)
+
+    #: How the current version's cursor starts (``{"v":N,``): read natively, ids compact.
+    _current_prefix: ClassVar[str]
+    #: The cursor's name in errors.
+    _what: ClassVar[str] = "cursor"
+
+    def to_cursor(self) -> str:
+        return self.model_dump_json(by_alias=True, exclude_defaults=True)
+
+    @classmethod
+    def from_cursor(cls, cursor: str | None) -> Self:
+        """Parse a cursor; empty means a first tick. Raises CursorError on anything unreadable."""
+        if not cursor:
+            return cls()
+        try:
+            if cursor.startswith(cls._current_prefix):  # as written: parsed once, by pydantic
+                state = cls.model_validate_json(cursor, context=COMPACT_IDS)
+            else:
+                state = cls._from_older(cursor)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise CursorError(f"unreadable {cls._what}: {where}: {first['msg']}") from None
+        state.initialized = True
+        return state
+
+    @classmethod
+    def _from_older(cls, cursor: str) -> Self:
+        """An older version's cursor (JSON that is not the current version's)."""
+        raise NotImplementedError
 
 
 M = TypeVar("M", bound=BaseModel)

@@ -23,21 +23,20 @@ STOPPING produces no event: billing has already ended, and STOPPED follows.
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 from pydantic import (
     BeforeValidator,
     Field,
     PlainSerializer,
     SerializerFunctionWrapHandler,
-    ValidationError,
     model_serializer,
     model_validator,
 )
 
 from ..api.enums import ModelResourceStatus
 from ..api.models import ModelResource
-from .cursor import COMPACT_IDS, CursorError, Id, LetterCodes, StateModel, fork
+from .cursor import COMPACT_IDS, CursorError, CursorState, Id, LetterCodes, StateModel, fork
 from .resource_events import (
     _STATUS_EVENTS,
     ALL_RESOURCE_EVENT_KINDS,
@@ -95,10 +94,11 @@ class TrackedResource(StateModel):
         return data
 
 
-class ResourceTrackerState(StateModel):
+class ResourceTrackerState(CursorState):
     """Everything carried from one tick to the next; its JSON is the cursor."""
 
-    initialized: bool = Field(False, exclude=True)
+    _current_prefix: ClassVar[str] = _CURRENT_PREFIX
+    _what: ClassVar[str] = "model-resource cursor"
     #: resources created before this at the first tick are history.
     baseline_ms: int = Field(0, alias="b")
     #: newest ``created_at`` seen; the look-back window hangs below it.
@@ -109,31 +109,14 @@ class ResourceTrackerState(StateModel):
     #: when the ticks started failing to read the API (None: the last tick read it).
     failing_since_ms: int | None = Field(None, alias="f")
 
-    def to_cursor(self) -> str:
-        return self.model_dump_json(by_alias=True, exclude_defaults=True)
-
     @classmethod
-    def from_cursor(cls, cursor: str | None) -> "ResourceTrackerState":
-        """Parse a cursor; empty means a first tick. Raises CursorError on anything unreadable."""
-        if not cursor:
-            return cls()
+    def _from_older(cls, cursor: str) -> "ResourceTrackerState":
         try:
-            if cursor.startswith(_CURRENT_PREFIX):  # as written: parsed once, by pydantic
-                state = cls.model_validate_json(cursor, context=COMPACT_IDS)
-            else:
-                doc = json.loads(cursor)
-                current = isinstance(doc, dict) and doc.get("v") == RESOURCE_CURSOR_VERSION
-                state = cls.model_validate(doc, context=COMPACT_IDS if current else None)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            raise CursorError(
-                f"unreadable model-resource cursor: {where}: {first['msg']}"
-            ) from None
-        except ValueError as exc:  # not JSON
+            doc = json.loads(cursor)
+        except ValueError as exc:
             raise CursorError(f"unreadable model-resource cursor: {exc}") from None
-        state.initialized = True
-        return state
+        current = isinstance(doc, dict) and doc.get("v") == RESOURCE_CURSOR_VERSION
+        return cls.model_validate(doc, context=COMPACT_IDS if current else None)
 
     @model_validator(mode="before")
     @classmethod

@@ -15,7 +15,7 @@ import functools
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 from pydantic import (
     BeforeValidator,
@@ -23,7 +23,6 @@ from pydantic import (
     PlainSerializer,
     SerializationInfo,
     SerializerFunctionWrapHandler,
-    ValidationError,
     model_serializer,
     model_validator,
 )
@@ -31,6 +30,7 @@ from pydantic import (
 from .cursor import (
     COMPACT_IDS,
     CursorError,
+    CursorState,
     Id,
     LetterCodes,
     StateModel,
@@ -190,10 +190,10 @@ class ScanPosition(StateModel):
         return {k: v for k, v in doc.items() if v is not None and (k != "x" or v)}
 
 
-class TrackerState(StateModel):
+class TrackerState(CursorState):
     """Everything the tracker carries from one tick to the next; its JSON is the cursor."""
 
-    initialized: bool = Field(False, exclude=True)
+    _current_prefix: ClassVar[str] = _CURRENT_PREFIX
     #: created_at floor of history at the first tick; older sessions are history.
     baseline_ms: int = Field(0, alias="b")
     #: sessions created before ``watermark_ms - lookback`` are known (tracked or history).
@@ -236,29 +236,9 @@ class TrackerState(StateModel):
     #: since when every tick failed to read the API (transient errors), if they do.
     failing_since_ms: int | None = Field(None, alias="f")
 
-    def to_cursor(self) -> str:
-        return self.model_dump_json(by_alias=True, exclude_defaults=True)
-
     def fork(self) -> "TrackerState":
         """A copy to build the next tick's state in, leaving this one as it was."""
         return fork(self)
-
-    @classmethod
-    def from_cursor(cls, cursor: str | None) -> "TrackerState":
-        """Parse a cursor; empty means a first tick. Raises CursorError on anything unreadable."""
-        if not cursor:
-            return cls()
-        try:
-            if cursor.startswith(_CURRENT_PREFIX):  # as written: parsed once, by pydantic
-                state = cls.model_validate_json(cursor, context=COMPACT_IDS)
-            else:
-                state = cls._from_older(cursor)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            raise CursorError(f"unreadable cursor: {where}: {first['msg']}") from None
-        state.initialized = True
-        return state
 
     @classmethod
     def _from_older(cls, cursor: str) -> "TrackerState":
