@@ -120,6 +120,12 @@ def _terminal_pages(sim: SimProcess) -> int:
     return max(1, math.ceil(done / 100))
 
 
+def lateness_bound(sim: SimProcess) -> int:
+    """Ticks within which, with no time order, a session born and ended between two ticks is
+    announced: two passes of the finished-session scan, plus the tick it ends in."""
+    return 2 * math.ceil(_terminal_pages(sim) / UNORDERED_PAGES_PER_TICK) + 1
+
+
 def run_case(n: int, order: str, samples: int, ticks: int) -> list[Row]:
     rows: list[Row] = []
     with simulator(n, list_order=order) as sim, dg.instance_for_test() as instance:
@@ -173,7 +179,7 @@ def _pending_registrations(sim: SimProcess, sensor: Sensor, n: int, order: str, 
 def _lateness(sim: SimProcess, sensor: Sensor, samples: int) -> dict[str, Any]:
     """Ticks until a session born and ended between two ticks is announced."""
     pages = _terminal_pages(sim)
-    bound = 2 * math.ceil(pages / UNORDERED_PAGES_PER_TICK) + 1
+    bound = lateness_bound(sim)
     late: list[int] = []
     for i in range(samples):
         for _ in range(i * max(1, bound // (2 * samples))):  # start at another point of a pass

@@ -10,13 +10,13 @@ The names below are loaded on first use, so ``import rl_sessions_dagster.api`` o
 simulator's command line do not pay for importing Dagster.
 """
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from .namespace import lazy_exports
 from .version import __version__ as __version__
 
 # The public names, written once: type checkers read these imports, and at run time the same
-# lines (read back by ``_lazy_exports``) say where each name is loaded from on first use.
+# lines (read back by ``namespace.lazy_exports``) say where each name is loaded from on first use.
 if TYPE_CHECKING:
     from .api import ResourceSpec as ResourceSpec
     from .api import RLSessionsClient as RLSessionsClient
@@ -60,33 +60,4 @@ if TYPE_CHECKING:
     from .training import launched_session as launched_session
 
 
-def _lazy_exports() -> dict[str, str]:
-    """Name → module, from the ``TYPE_CHECKING`` imports above (the one list of them)."""
-    import ast
-    from pathlib import Path
-
-    tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
-    block = next(n for n in tree.body if isinstance(n, ast.If) and "TYPE_CHECKING" in ast.dump(n))
-    return {
-        alias.asname or alias.name: "." + (node.module or "")
-        for node in block.body
-        if isinstance(node, ast.ImportFrom)
-        for alias in node.names
-    }
-
-
-_EXPORTS = _lazy_exports()
-__all__ = sorted([*_EXPORTS, "__version__"])
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'rl_sessions_dagster' has no attribute {name!r}")
-    value = getattr(import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__all__, __getattr__, __dir__ = lazy_exports(__name__, __file__, extra=["__version__"])

@@ -6,12 +6,11 @@ SQLAlchemy loads with a SQL session store, httpx (and rich, which httpx imports)
 first client; a code server that never syncs to a database pays for neither at load.
 """
 
+import importlib
 import subprocess
 import sys
 
 import pytest
-
-import rl_sessions_dagster.api
 
 HEAVY = ("sqlalchemy", "httpx", "rich")
 DEFINITIONS = (
@@ -54,6 +53,42 @@ def test_the_heavy_dependencies_load_where_used() -> None:
     assert "sqlalchemy" in loaded_after(store)
 
 
-def test_lazy_api_exports_resolve() -> None:
-    for name in rl_sessions_dagster.api.__all__:
-        assert getattr(rl_sessions_dagster.api, name) is not None, name
+def modules_after(code: str) -> set[str]:
+    probe = f"{code}\nimport sys\nprint('\\n'.join(sys.modules))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return {name for name in out.stdout.split() if name.startswith("rl_sessions_dagster")}
+
+
+@pytest.mark.parametrize(
+    ("code", "not_loaded"),
+    [
+        # The resource needs the retry policy and the table URL check, not the API's models,
+        # the tracker's state or the table rows (what every eager ``__init__`` used to load).
+        (
+            "from rl_sessions_dagster import TogetherRLResource",
+            {"api.models", "api.operation_results", "core.state", "storage.rows", "sensors"},
+        ),
+        ("from rl_sessions_dagster.api import TogetherRLError", {"api.models", "api.retries"}),
+        ("from rl_sessions_dagster.core import SessionEvent", {"core.state", "core.tracker"}),
+    ],
+)
+def test_a_name_loads_only_its_module(code: str, not_loaded: set[str]) -> None:
+    loaded = modules_after(code)
+    assert not {f"rl_sessions_dagster.{m}" for m in not_loaded} & loaded, sorted(loaded)
+
+
+@pytest.mark.parametrize(
+    "package",
+    ["api", "assets", "core", "evaluation", "partitions", "resource", "sensors", "storage",
+     "training"],
+)  # fmt: skip
+def test_lazy_exports_resolve(package: str) -> None:
+    module = importlib.import_module(f"rl_sessions_dagster.{package}")
+    for name in module.__all__:
+        assert getattr(module, name) is not None, name
+        assert name in dir(module), name
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        module.nope  # noqa: B018
+    star: dict[str, object] = {}
+    exec(f"from rl_sessions_dagster.{package} import *", star)
+    assert set(module.__all__) <= set(star)

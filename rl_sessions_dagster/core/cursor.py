@@ -86,9 +86,12 @@ class LetterCodes:
 
 class StateModel(BaseModel):
     """Base of the state models: mutable (the trackers update the next state in place), read
-    by field name or alias, and strict about unknown keys (a foreign cursor is an error)."""
+    by field name or alias, and strict about unknown keys (a foreign cursor is an error).
+    Schemas are built at the first tick, not when a definitions file imports the sensors."""
 
-    model_config = ConfigDict(validate_by_name=True, validate_by_alias=True, extra="forbid")
+    model_config = ConfigDict(
+        validate_by_name=True, validate_by_alias=True, extra="forbid", defer_build=True
+    )
 
 
 class CursorState(StateModel):

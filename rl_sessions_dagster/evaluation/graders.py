@@ -51,7 +51,7 @@ class GraderSpec(BaseModel):
     """One grader, as written in configuration. ``type`` picks it; the other fields apply to
     the types named in their descriptions."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     type: GraderType = Field(description="exact, contains, regex, numeric, json_field, function.")
     name: str | None = Field(

@@ -34,7 +34,7 @@ class LoadedEvaluation:
 class EvaluationSpec(BaseModel):
     """A dataset, graders and how to run them against each checkpoint."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     dataset: str | None = Field(
         default=None,
