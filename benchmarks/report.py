@@ -227,6 +227,10 @@ def startup_section(s: dict[str, Any]) -> list[str]:
         ["`import dagster` + `from rl_sessions_dagster import` the resource, the Component and "
          "every builder (`build_*_sensor`, `build_idle_guard`, `build_spend_asset`)",
          f"{full:.2f} s ({_x(full, base)} of `import dagster`, {1000 * (full - base):+.0f} ms)"],
+        *([["`import dagster` + `from rl_sessions_dagster import TogetherRLResource` (a "
+            "definitions file of the resource and its own ops or assets)",
+            f"{s['import_resource_s']:.2f} s ({1000 * (s['import_resource_s'] - base):+.0f} ms)"]]
+          if "import_resource_s" in s else []),
         ["load `example_repo.definitions` + `validate_loadable`", f"{s['load_defs_s']:.2f} s"],
         ["API calls made while loading", str(s["load_api_calls"])],
     ]  # fmt: skip

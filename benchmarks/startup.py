@@ -51,19 +51,22 @@ def run_startup(repeats: int) -> dict[str, Any]:
     ours: list[float] = []
     base: list[float] = []
     full: list[float] = []
+    resource: list[float] = []
     for i in range(repeats):
-        trio = [
+        cases = [
             (ours, "import rl_sessions_dagster"),
             (base, "import dagster"),
             (full, f"import dagster; from rl_sessions_dagster import {', '.join(_DEFS_NAMES)}"),
+            (resource, "import dagster; from rl_sessions_dagster import TogetherRLResource"),
         ]
-        for out, statement in trio if i % 2 == 0 else trio[::-1]:
+        for out, statement in cases if i % 2 == 0 else cases[::-1]:
             out.append(_python(_IMPORT.format(m=statement)))
     result: dict[str, Any] = {
         "repeats": repeats,
         "import_ours_s": statistics.median(ours),
         "import_dagster_s": statistics.median(base),
         "import_for_defs_s": statistics.median(full),
+        "import_resource_s": statistics.median(resource),
         "bytecode_writes_disabled": bool(os.environ.get("PYTHONDONTWRITEBYTECODE")),
     }
     with RLSimulator(api_key="sk-bench-load") as sim, tempfile.TemporaryDirectory() as home:
