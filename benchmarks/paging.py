@@ -45,30 +45,33 @@ def sdk_python(create: bool, log: Any) -> tuple[Path | None, str]:
 
     The SDK is not a project dependency: a ``bench`` dependency group resolves only by
     downgrading rich (15 → 14) and filelock (4 → 3) in the shared lock, since together 3.1.1
-    pins ``rich<15`` and ``filelock<4``; a throwaway venv keeps the lock untouched.
+    pins ``rich<15`` and ``filelock<4``; a throwaway venv keeps the lock untouched. Dagster (this
+    process's version) goes into it too, for the SDK's "imported dagster" reader.
     """
-    py = SDK_VENV / "bin" / "python"
-    if py.exists():
-        check = subprocess.run(
-            [str(py), "-c", f"import together; assert together.__version__ == '{SDK_VERSION}'"],
-            capture_output=True,
-        )
-        if check.returncode == 0:
-            return py, ""
-    if not create:
-        return None, f"skipped: {SDK_VENV.name} not present (a full run creates it)"
+    import dagster
     import pydantic
 
-    log(f"  creating {SDK_VENV} (together=={SDK_VERSION}) with uv")
+    py = SDK_VENV / "bin" / "python"
+    check = (
+        f"import together, dagster; assert together.__version__ == '{SDK_VERSION}'; "
+        f"assert dagster.__version__ == '{dagster.__version__}'"
+    )
+    if py.exists() and subprocess.run([str(py), "-c", check], capture_output=True).returncode == 0:
+        return py, ""
+    if not create:
+        return None, f"skipped: {SDK_VENV.name} not present (a full run creates it)"
+    log(f"  creating {SDK_VENV} (together=={SDK_VERSION}, dagster=={dagster.__version__}) with uv")
     try:
-        subprocess.run(
-            ["uv", "venv", "-q", "--python", sys.executable, str(SDK_VENV)],
-            check=True, capture_output=True, timeout=300,
-        )  # fmt: skip
+        if not py.exists():
+            subprocess.run(
+                ["uv", "venv", "-q", "--python", sys.executable, str(SDK_VENV)],
+                check=True, capture_output=True, timeout=300,
+            )  # fmt: skip
         subprocess.run(
             [
                 "uv", "pip", "install", "-q", "--python", str(py), f"together=={SDK_VERSION}",
                 f"httpx=={httpx.__version__}", f"pydantic=={pydantic.__version__}",
+                f"dagster=={dagster.__version__}",
             ],
             check=True, capture_output=True, timeout=600,
         )  # fmt: skip
@@ -130,6 +133,7 @@ READERS = {
     "ours": "ours: `RLSessionsClient.list_sessions` (typed models)",
     "raw": "raw `httpx` + `json.loads` (dicts)",
     "sdk": "official `together` SDK",
+    "sdk_dagster": "official `together` SDK, in a process that imported dagster",
     "ours_dagster": "ours, in a process that imported dagster (as in a code server)",
     "raw_dagster": "raw `httpx` + `json.loads`, in a process that imported dagster",
     "ours_touch": "ours, reading every inference checkpoint's registration",
@@ -151,7 +155,7 @@ def run_paging(n_sessions: int, *, repeats: int, create_sdk_venv: bool, log: Any
     pass first), readers interleaved pass by pass, so no reader inherits another's heap."""
     result: dict[str, Any] = {"n_sessions": n_sessions, "repeats": repeats, "payloads": {}}
     py, why = sdk_python(create_sdk_venv, log)
-    readers = [k for k in READERS if k != "sdk" or py is not None]
+    readers = [k for k in READERS if not k.startswith("sdk") or py is not None]
     if py is None:
         result["sdk_skipped"] = why
     for payload in PAYLOADS:
@@ -171,9 +175,10 @@ def run_paging(n_sessions: int, *, repeats: int, create_sdk_venv: bool, log: Any
 def _pass(
     key: str, py: Path | None, base_url: str, n_sessions: int, result: dict[str, Any]
 ) -> float:
-    if key == "sdk":
+    if key.startswith("sdk"):
         assert py is not None
-        cmd = [str(py), str(HERE / "sdk_paging.py"), base_url, API_KEY, "1"]
+        cmd = [str(py), str(HERE / "sdk_paging.py"), base_url, API_KEY, "1", "100"]
+        cmd += ["dagster"] if key == "sdk_dagster" else []
     else:
         cmd = [sys.executable, "-m", "benchmarks.paging", base_url, API_KEY, key]
     proc = subprocess.run(
@@ -183,7 +188,7 @@ def _pass(
     if proc.returncode != 0:
         raise RuntimeError(f"paging child {key} failed: {proc.stderr.strip()[-800:]}")
     doc = json.loads(proc.stdout.strip().splitlines()[-1])
-    if key == "sdk":
+    if key.startswith("sdk"):
         result["sdk_version"] = doc["version"]
         doc = {"count": doc["counts"][0], "seconds": doc["times"][0]}
     if doc["count"] != n_sessions:

@@ -1,7 +1,9 @@
 """Paging throughput of the official ``together`` SDK, run in the SDK's own throwaway venv.
 
 Standalone on purpose (stdlib + ``together`` only): ``benchmarks/.venv-sdk/bin/python
-benchmarks/sdk_paging.py BASE_URL API_KEY REPEATS``. Prints one JSON line: the SDK version, the
+benchmarks/sdk_paging.py BASE_URL API_KEY REPEATS [PAGE_SIZE [dagster]]``; ``dagster`` imports
+Dagster first (the venv has it), so the SDK reads in the heap of a code server, as ours does in
+the benchmark's "imported dagster" rows. Prints one JSON line: the SDK version, the
 sessions counted per pass and the seconds of each timed pass (one untimed warm-up pass first).
 
 The SDK's default base URL is ``https://api.together.ai`` and its paths carry ``/v1``, so the
@@ -16,6 +18,8 @@ import time
 def main() -> None:
     base_url, api_key, repeats = sys.argv[1], sys.argv[2], int(sys.argv[3])
     page_size = int(sys.argv[4]) if len(sys.argv) > 4 else 100
+    if sys.argv[5:6] == ["dagster"]:
+        import dagster  # noqa: F401 - a code server's heap
     import together
 
     client = together.Together(api_key=api_key, base_url=base_url, max_retries=0)
