@@ -12,6 +12,7 @@ import ast
 import sys
 from collections.abc import Callable, Iterable
 from importlib import import_module
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,9 @@ def lazy_exports(
     def __getattr__(name: str) -> Any:
         module = exports.get(name)
         if module is None:
+            # A submodule, as an eager ``__init__`` made it an attribute (``api.models``).
+            if not name.startswith("_") and find_spec(f"{package}.{name}") is not None:
+                return import_module(f"{package}.{name}")
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         value = getattr(import_module(module, package), name)
         setattr(sys.modules[package], name, value)  # the next lookup is a plain attribute

@@ -7,6 +7,7 @@ first client; a code server that never syncs to a database pays for neither at l
 """
 
 import importlib
+import importlib.resources
 import subprocess
 import sys
 
@@ -89,6 +90,10 @@ def test_lazy_exports_resolve(package: str) -> None:
         assert name in dir(module), name
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         module.nope  # noqa: B018
+    for submodule in importlib.resources.files(module).iterdir():
+        if submodule.name.endswith(".py") and not submodule.name.startswith("_"):
+            # as when every __init__ imported its modules: a submodule is an attribute
+            assert getattr(module, submodule.name[:-3]).__name__.endswith(submodule.name[:-3])
     star: dict[str, object] = {}
     exec(f"from rl_sessions_dagster.{package} import *", star)
     assert set(module.__all__) <= set(star)
