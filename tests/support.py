@@ -5,6 +5,8 @@ The evaluation asset and report job are stand-ins: ``evaluate_tick`` never execu
 only resolves the run requests the sensors make for them.
 """
 
+import subprocess
+import sys
 from typing import Any
 
 import dagster as dg
@@ -35,3 +37,11 @@ def sim_resource(sim: RLSimulator, **options: Any) -> TogetherRLResource:
     """``TogetherRLResource`` pointed at ``sim``, with the key it accepts (unless ``api_key`` is
     given)."""
     return TogetherRLResource(**{"api_key": sim.api_key, "base_url": sim.base_url, **options})
+
+
+def modules_after(code: str) -> set[str]:
+    """Every module loaded after running ``code`` in a fresh interpreter (import checks must not
+    see what the test process already imported)."""
+    probe = f"{code}\nimport sys\nprint('\\n'.join(sys.modules))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return set(out.stdout.split())

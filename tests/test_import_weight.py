@@ -8,10 +8,10 @@ first client; a code server that never syncs to a database pays for neither at l
 
 import importlib
 import importlib.resources
-import subprocess
-import sys
 
 import pytest
+
+from tests.support import modules_after
 
 HEAVY = ("sqlalchemy", "httpx", "rich")
 DEFINITIONS = (
@@ -23,9 +23,8 @@ DEFINITIONS = (
 
 
 def loaded_after(code: str) -> set[str]:
-    probe = f"{code}\nimport sys\nprint('\\n'.join(sys.modules))"
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    return {name.split(".")[0] for name in out.stdout.split()}
+    """Top-level packages loaded after ``code`` in a fresh interpreter."""
+    return {name.split(".")[0] for name in modules_after(code)}
 
 
 @pytest.mark.parametrize(
@@ -54,12 +53,6 @@ def test_the_heavy_dependencies_load_where_used() -> None:
     assert "sqlalchemy" in loaded_after(store)
 
 
-def modules_after(code: str) -> set[str]:
-    probe = f"{code}\nimport sys\nprint('\\n'.join(sys.modules))"
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    return {name for name in out.stdout.split() if name.startswith("rl_sessions_dagster")}
-
-
 @pytest.mark.parametrize(
     ("code", "not_loaded"),
     [
@@ -74,7 +67,7 @@ def modules_after(code: str) -> set[str]:
     ],
 )
 def test_a_name_loads_only_its_module(code: str, not_loaded: set[str]) -> None:
-    loaded = modules_after(code)
+    loaded = {name for name in modules_after(code) if name.startswith("rl_sessions_dagster")}
     assert not {f"rl_sessions_dagster.{m}" for m in not_loaded} & loaded, sorted(loaded)
 
 

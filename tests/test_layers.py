@@ -1,18 +1,11 @@
 """The layering rules, checked in fresh interpreters: imports point down, never up."""
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import rl_sessions_dagster
-
-
-def modules_after_import(module: str) -> set[str]:
-    code = f"import sys, {module}; print('\\n'.join(sys.modules))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    return set(out.stdout.split())
+from tests.support import modules_after
 
 
 @pytest.mark.parametrize(
@@ -39,7 +32,7 @@ def modules_after_import(module: str) -> set[str]:
     ],
 )
 def test_layer_does_not_import_upwards(module, forbidden):
-    loaded = modules_after_import(module)
+    loaded = modules_after(f"import {module}")
     assert not (forbidden & loaded), f"{module} pulls in {sorted(forbidden & loaded)}"
 
 
