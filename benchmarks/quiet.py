@@ -113,17 +113,19 @@ def _warm(sensor: Sensor, max_ticks: int = 400) -> int:
     raise AssertionError(f"{sensor.name} did not verify the list order in {max_ticks} ticks")
 
 
-def _terminal_pages(sim: SimProcess) -> int:
+def terminal_pages(sim: SimProcess) -> int:
+    """Pages (of 100) of the finished-session list."""
     stats = sim.control("GET", "/stats")
     by_status = stats.get("world", stats).get("sessions_by_status", {})
     done = sum(v for k, v in by_status.items() if k.endswith(("STOPPED", "ERROR", "EXPIRED")))
     return max(1, math.ceil(done / 100))
 
 
-def lateness_bound(sim: SimProcess) -> int:
+def lateness_bound(pages: int) -> int:
     """Ticks within which, with no time order, a session born and ended between two ticks is
-    announced: two passes of the finished-session scan, plus the tick it ends in."""
-    return 2 * math.ceil(_terminal_pages(sim) / UNORDERED_PAGES_PER_TICK) + 1
+    announced: two passes of the ``pages`` of the finished-session scan, plus the tick it ends
+    in."""
+    return 2 * math.ceil(pages / UNORDERED_PAGES_PER_TICK) + 1
 
 
 def run_case(n: int, order: str, samples: int, ticks: int) -> list[Row]:
@@ -178,8 +180,8 @@ def _pending_registrations(sim: SimProcess, sensor: Sensor, n: int, order: str, 
 
 def _lateness(sim: SimProcess, sensor: Sensor, samples: int) -> dict[str, Any]:
     """Ticks until a session born and ended between two ticks is announced."""
-    pages = _terminal_pages(sim)
-    bound = lateness_bound(sim)
+    pages = terminal_pages(sim)
+    bound = lateness_bound(pages)
     late: list[int] = []
     for i in range(samples):
         for _ in range(i * max(1, bound // (2 * samples))):  # start at another point of a pass

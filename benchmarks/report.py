@@ -139,15 +139,19 @@ def cursor_section(cases: list[TickCase]) -> list[str]:
     ]
 
 
+def _baseline(runs: dict[str, list[float]], reader: str, dagster: bool) -> list[float]:
+    """The passes of ``reader`` (``raw`` or ``sdk``) in the same kind of process as the row:
+    its ``_dagster`` reader for a dagster row when measured (runs from before the SDK had one
+    fall back to the plain reader), else the plain one."""
+    return (runs.get(f"{reader}_dagster") if dagster else None) or runs.get(reader) or []
+
+
 def paging_section(p: dict[str, Any]) -> list[str]:
     from .paging import PAYLOADS, READERS
 
     n = p["n_sessions"]
     rows = []
     for payload, runs in p["payloads"].items():
-        sdk, raw = med(runs.get("sdk", [])), med(runs["raw"])
-        raw_dagster = med(runs["raw_dagster"]) if runs.get("raw_dagster") else raw
-        sdk_dagster = med(runs["sdk_dagster"]) if runs.get("sdk_dagster") else sdk
         for key, label in READERS.items():
             values = runs.get(key, [])
             if not values:
@@ -161,8 +165,8 @@ def paging_section(p: dict[str, Any]) -> list[str]:
             v = med(values)
             dagster_row = key.endswith("_dagster")
             rows.append([PAYLOADS[payload], label, f"{v:,.0f}", f"{n / pct(values, 5):.2f}",
-                         _x(v, sdk_dagster if dagster_row else sdk),
-                         _x(v, raw_dagster if dagster_row else raw)])  # fmt: skip
+                         _x(v, med(_baseline(runs, "sdk", dagster_row))),
+                         _x(v, med(_baseline(runs, "raw", dagster_row)))])  # fmt: skip
     lines = [
         f"### 3. Client paging throughput ({n:,} sessions, page size 100, {p['repeats']} passes)",
         "",
@@ -193,15 +197,12 @@ def paging_targets(p: dict[str, Any]) -> list[list[str]]:
     """Issue #20: ≥ 3x the SDK and ≥ 0.8x raw, plain and with dagster imported, per payload."""
     rows = []
     for payload, runs in p["payloads"].items():
-        raw = med(runs["raw"])
-        raw_d = med(runs["raw_dagster"]) if runs.get("raw_dagster") else raw
         for key, where in (("ours", "plain process"), ("ours_dagster", "imported dagster")):
             if not runs.get(key):
                 continue
             v = med(runs[key])
             name = f"paging {payload}, {where}"
-            # The SDK in the same kind of process (a run before the sdk_dagster reader: plain).
-            sdk = runs.get("sdk_dagster" if key == "ours_dagster" else "sdk") or runs.get("sdk")
+            sdk = _baseline(runs, "sdk", key == "ours_dagster")
             if sdk:
                 r = v / med(sdk)
                 rows.append([f"{name}: ≥ 3x the SDK", f"{r:.2f}x", "met" if r >= 3 else "not met"])
@@ -209,7 +210,7 @@ def paging_targets(p: dict[str, Any]) -> list[list[str]]:
                 rows.append(
                     [f"{name}: ≥ 3x the SDK", p.get("sdk_skipped", "skipped"), "not measured"]
                 )
-            r = v / (raw_d if key == "ours_dagster" else raw)
+            r = v / med(_baseline(runs, "raw", key == "ours_dagster"))
             rows.append(
                 [f"{name}: ≥ 0.8x raw httpx+json", f"{r:.2f}x", "met" if r >= 0.8 else "not met"]
             )

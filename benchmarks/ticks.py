@@ -23,7 +23,7 @@ import dagster as dg
 from rl_sessions_dagster.api import Checkpoint
 
 from .drivers import Event, NaiveGet, NaiveList, OursCore, OursSensor, Tick, verified
-from .quiet import lateness_bound
+from .quiet import lateness_bound, terminal_pages
 from .simproc import SimProcess, simulator
 
 ORDERS = ("newest_first", "unordered")
@@ -140,13 +140,13 @@ def _account(run: SensorRun, r: int, label: str, expected: set[Event], got: set[
     run.owed = due - got
 
 
-def _drain_ticks(driver: Any, sim: SimProcess, order: str) -> int:
-    """How long an owed event may still come. With no time order, ours find a session born and
-    ended between two ticks within two passes of the finished-session scan (the bound the
-    quiet-tick benchmark checks); a naive sensor reads everything every tick, so a few ticks
-    tell late from lost."""
-    if driver.key.startswith("ours") and order != "newest_first":
-        return max(MAX_DRAIN_TICKS, lateness_bound(sim))
+def _drain_ticks(driver: Any, unordered_bound: int | None) -> int:
+    """How long an owed event may still come. With no time order (``unordered_bound`` set),
+    ours find a session born and ended between two ticks within two passes of the
+    finished-session scan (the bound the quiet-tick benchmark checks); a naive sensor reads
+    everything every tick, so a few ticks tell late from lost."""
+    if driver.key.startswith("ours") and unordered_bound is not None:
+        return max(MAX_DRAIN_TICKS, unordered_bound)
     return MAX_DRAIN_TICKS
 
 
@@ -209,9 +209,10 @@ def run_case(
                 _account(run, r, label, expected, tick.events)
             in_play = [d for d in in_play if sum(runs[d.key].times_s) < budget_s]
         # Events still owed (late, not lost?): more ticks without changes, up to the bound.
+        bound = None if order == "newest_first" else lateness_bound(terminal_pages(sim))
         for d in drivers:
             run = runs[d.key]
-            drain = _drain_ticks(d, sim, order)
+            drain = _drain_ticks(d, bound)
             for extra_tick in range(drain):
                 if not run.owed:
                     break
