@@ -24,9 +24,9 @@ if TYPE_CHECKING:
     from .spend import DEFAULT_SPEND_DB_FILENAME as DEFAULT_SPEND_DB_FILENAME
     from .spend import SPEND_ASSET_KEY as SPEND_ASSET_KEY
     from .spend import SpendConfig as SpendConfig
-    from .spend import SpendReport as SpendReport
     from .spend import build_spend_asset as build_spend_asset
-    from .spend import run_spend as run_spend
+    from .spend_report import SpendReport as SpendReport
+    from .spend_report import run_spend as run_spend
     from .sync import DEFAULT_DB_FILENAME as DEFAULT_DB_FILENAME
     from .sync import SESSION_SYNC_ASSET_KEY as SESSION_SYNC_ASSET_KEY
     from .sync import StoreFactory as StoreFactory

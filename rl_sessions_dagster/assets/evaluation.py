@@ -19,14 +19,12 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
 from ..api.errors import TogetherRLError
-from ..api.registration import CheckpointNotRegisteredError, deployment_target
-from ..evaluation import EvaluationFailed, EvaluationResult, EvaluationSpec, LoadedEvaluation
-from ..evaluation import run_evaluation as run_engine
+from ..evaluation.spec import EvaluationSpec, LoadedEvaluation
 from ..partitions import (
     CHECKPOINT_ASSET_KEY,
     CHECKPOINT_PARTITIONS,
@@ -34,6 +32,9 @@ from ..partitions import (
     checkpoint_id_for_partition,
 )
 from ..resource import TogetherRLResource
+
+if TYPE_CHECKING:  # the engine loads with the first run, not with the definitions
+    from ..evaluation.runner import EvaluationResult
 
 __all__ = [
     "EVALUATION_ASSET_KEY",
@@ -132,7 +133,7 @@ def previous_checkpoint_baseline(
     return None
 
 
-def _table(result: EvaluationResult, rows: int) -> dg.MetadataValue:
+def _table(result: "EvaluationResult", rows: int) -> dg.MetadataValue:
     columns = [
         dg.TableColumn("item", "string"),
         dg.TableColumn("sample", "int"),
@@ -168,7 +169,7 @@ def _table(result: EvaluationResult, rows: int) -> dg.MetadataValue:
 
 
 def evaluation_metadata(
-    result: EvaluationResult, loaded: LoadedEvaluation, current: EvaluatedCheckpoint
+    result: "EvaluationResult", loaded: LoadedEvaluation, current: EvaluatedCheckpoint
 ) -> dict[str, Any]:
     """Everything the evaluation measured, as materialization metadata (no secrets: the
     model name, ids and counts only)."""
@@ -290,6 +291,11 @@ def build_evaluation_asset(
         ],
     )
     def _evaluation(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+        # what a run needs, loaded by the run, not with the definitions
+        from ..api.registration import CheckpointNotRegisteredError, deployment_target
+        from ..evaluation.runner import EvaluationFailed
+        from ..evaluation.runner import run_evaluation as run_engine
+
         resource: TogetherRLResource = getattr(context.resources, resource_key)
         partition = context.partition_key
         checkpoint_id = checkpoint_id_for_partition(

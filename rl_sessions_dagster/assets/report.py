@@ -13,12 +13,11 @@ reached an evaluation is still a report.
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 from pydantic import Field
 
-from ..api.models import TrainingSession
 from ..partitions import (
     EVALUATION_ASSET_KEY,
     checkpoint_partition_key,
@@ -28,6 +27,9 @@ from ..partitions import (
 from ..resource import TogetherRLResource
 from ..resource.tables import open_table_store
 from ..storage import TableStoreConfigError, TableStoreError
+
+if TYPE_CHECKING:  # the models load with the first run, not with the definitions
+    from ..api.models import TrainingSession
 
 __all__ = [
     "REPORT_ASSET_KEY",
@@ -81,7 +83,7 @@ def _scores(
 
 
 def _checkpoint_rows(
-    session: TrainingSession, scores: dict[str, dict[str, Any]], metric: str
+    session: "TrainingSession", scores: dict[str, dict[str, Any]], metric: str
 ) -> list[dict[str, Any]]:
     rows = []
     ckpts = sorted(session.inference_checkpoints, key=lambda c: (c.step or 0, c.id))
@@ -103,7 +105,7 @@ def _checkpoint_rows(
 
 
 def report_markdown(
-    session: TrainingSession, rows: list[dict[str, Any]], metric: str, spend: SessionSpend | None
+    session: "TrainingSession", rows: list[dict[str, Any]], metric: str, spend: SessionSpend | None
 ) -> str:
     """The report a person reads on the materialization."""
     error = session.error
@@ -143,7 +145,7 @@ def report_markdown(
 
 
 def report_metadata(
-    session: TrainingSession, rows: list[dict[str, Any]], metric: str, spend: SessionSpend | None
+    session: "TrainingSession", rows: list[dict[str, Any]], metric: str, spend: SessionSpend | None
 ) -> dict[str, Any]:
     error = session.error
     evaluated = [r for r in rows if r[metric] is not None]

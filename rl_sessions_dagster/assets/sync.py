@@ -20,27 +20,22 @@ import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 from pydantic import Field
 
-from ..api.models import TrainingSession
-from ..api.pages import SkippedItem
 from ..core.filters import SessionFilter
 from ..resource import TogetherRLResource
 from ..resource.tables import DEFAULT_DB_FILENAME, open_table_store
-from ..storage import (
-    CheckpointRow,
-    MarksMissing,
-    SessionRow,
-    SessionStore,
-    backend_of,
-    checkpoint_rows,
-    session_row,
-)
+from ..storage.urls import backend_of
 from .schedules import build_sync_job_and_schedule, build_sync_schedule
 from .sync_metadata import SESSION_TABLE_SCHEMA, SyncStats, sync_metadata
+
+if TYPE_CHECKING:  # the models load with the first run or tick, not with the definitions
+    from ..api.models import TrainingSession
+    from ..api.pages import SkippedItem
+    from ..storage.rows import CheckpointRow, SessionRow, SessionStore
 
 __all__ = [
     "DEFAULT_DB_FILENAME",
@@ -58,7 +53,7 @@ __all__ = [
 SESSION_SYNC_ASSET_KEY = dg.AssetKey(["together", "rl_sessions_table"])
 
 #: Builds the store for one run from the resolved ``db_path`` (ignore it for non-file stores).
-StoreFactory = Callable[[str], SessionStore]
+StoreFactory = Callable[[str], "SessionStore"]
 
 
 class SyncConfig(dg.Config):
@@ -108,9 +103,9 @@ def _resolve_db_path(configured: str | None, default: str | None) -> str | None:
 
 
 def _flush(
-    store: SessionStore,
-    sessions: list[SessionRow],
-    checkpoints: list[CheckpointRow],
+    store: "SessionStore",
+    sessions: "list[SessionRow]",
+    checkpoints: "list[CheckpointRow]",
     stats: SyncStats,
 ) -> None:
     # Sessions first: a reader never sees a checkpoint whose session row is missing.
@@ -123,12 +118,12 @@ def _flush(
 
 
 def run_sync(
-    sessions: Iterable[TrainingSession],
-    store: SessionStore,
+    sessions: "Iterable[TrainingSession]",
+    store: "SessionStore",
     *,
     batch_size: int = 2000,
     include_training_checkpoints: bool = True,
-    keep: Callable[[TrainingSession], bool] | None = None,
+    keep: "Callable[[TrainingSession], bool] | None" = None,
     newest_limit: int = 10,
     synced_at: datetime | None = None,
     mark_missing: bool = False,
@@ -145,6 +140,8 @@ def run_sync(
     ``on_progress`` gets the running stats at most every ``progress_seconds`` (checked per
     session), so a long walk is visible while it runs and not only at the end.
     """
+    from ..storage.rows import MarksMissing, checkpoint_rows, session_row
+
     now = synced_at or datetime.now(UTC)
     stats = SyncStats(newest_limit)
     started = last_progress = time.perf_counter()

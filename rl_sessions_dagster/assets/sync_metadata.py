@@ -2,15 +2,20 @@
 (table size, status mix, newest sessions, what this run wrote, unreadable items, API cost)
 and the column schema of the sessions table."""
 
+from __future__ import annotations
+
 import heapq
 from collections import Counter
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import dagster as dg
 
-from ..api.pages import SkippedItem
 from ..resource.tables import db_metadata
-from ..storage import SessionRow, StoreCounts, UpsertResult
+
+if TYPE_CHECKING:  # the models and rows load with the first run, not with the definitions
+    from ..api.pages import SkippedItem
+    from ..storage.rows import SessionRow, StoreCounts
 
 __all__ = ["SESSION_TABLE_SCHEMA", "SyncStats", "sync_metadata"]
 
@@ -23,6 +28,8 @@ class SyncStats:
         self.checkpoints_seen = 0
         self.duplicates_skipped = 0
         self.sessions_marked_missing = 0
+        from ..storage.rows import UpsertResult
+
         self.sessions_written = UpsertResult()
         self.checkpoints_written = UpsertResult()
         self.seen_by_status: Counter[str] = Counter()

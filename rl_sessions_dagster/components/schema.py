@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import dagster as dg
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 #: Strings the YAML may hold in place of a value of another type: Jinja templates.
 TEMPLATE = {
@@ -154,6 +154,8 @@ def templatable(derived: type[BaseModel]) -> type[BaseModel]:
 class Section(dg.Model, dg.Resolvable):
     """Base of the Component's YAML sections: Dagster's model of it takes templates in place
     of bounded numbers (see :func:`templatable`)."""
+
+    model_config = ConfigDict(defer_build=True)
 
     @classmethod
     def model(cls) -> type[BaseModel]:

@@ -182,10 +182,10 @@ class SessionSensorSection(SensorSection):
         description="Sensor name; also the key of its cursor (renaming starts over).",
     )
     filter: SessionFilterConfig = Field(
-        default=SessionFilterConfig(), description="Which sessions the sensor watches."
+        default_factory=SessionFilterConfig, description="Which sessions the sensor watches."
     )
     options: PollingConfig = Field(
-        default=PollingConfig(), description="How the sensor reads the API (PollingOptions)."
+        default_factory=PollingConfig, description="How the sensor reads the API (PollingOptions)."
     )
     announce: list[Literal["checkpoint_registered", "checkpoint_created"]] = Field(
         default_factory=list,
@@ -302,10 +302,10 @@ class ResourceSensorSection(SensorSection):
         description="Sensor name; also the key of its cursor (renaming starts over).",
     )
     filter: ResourceFilterConfig = Field(
-        default=ResourceFilterConfig(), description="Which model resources the sensor watches."
+        default_factory=ResourceFilterConfig, description="Which model resources the sensor watches."
     )
     options: ResourceOptionsConfig = Field(
-        default=ResourceOptionsConfig(),
+        default_factory=ResourceOptionsConfig,
         description="Thresholds and tick knobs (ResourceSensorOptions).",
     )
     routes: list[ResourceRouteConfig] = Field(

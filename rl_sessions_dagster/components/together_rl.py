@@ -150,16 +150,16 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
         ),
     ] = Field(default_factory=default_resource)
     checkpoint_asset: CheckpointAssetConfig = Field(
-        default=CheckpointAssetConfig(),
+        default_factory=CheckpointAssetConfig,
         description="The external checkpoint asset, one partition per checkpoint.",
     )
     sessions: SessionSensorSection = Field(
-        default=SessionSensorSection(),
+        default_factory=SessionSensorSection,
         description="Session events (checkpoint registered, session stopped, ...) to assets: "
         "one sensor, one API poll per tick.",
     )
     sync: SyncConfig = Field(
-        default=SyncConfig(), description="The scheduled sync of sessions and checkpoints."
+        default_factory=SyncConfig, description="The scheduled sync of sessions and checkpoints."
     )
     model_resources: ResourceSensorSection | None = Field(
         default=None,

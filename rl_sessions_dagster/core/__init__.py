@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from .resource_tracker import ResourceTrackerConfig as ResourceTrackerConfig
     from .resource_tracker import ResourceTrackerState as ResourceTrackerState
     from .resource_tracker import advance_resources as advance_resources
+    from .scan import floor_ms as floor_ms
+    from .scan import plan_scan as plan_scan
     from .spend import Attachment as Attachment
     from .spend import ResourceSpan as ResourceSpan
     from .spend import Spend as Spend
@@ -37,16 +39,14 @@ if TYPE_CHECKING:
     from .spend import sweep_totals as sweep_totals
     from .state import CursorError as CursorError
     from .state import TrackerState as TrackerState
-    from .tracker import ALL_EVENT_KINDS as ALL_EVENT_KINDS
-    from .tracker import Observation as Observation
-    from .tracker import ScanPlan as ScanPlan
-    from .tracker import TickOutcome as TickOutcome
-    from .tracker import TrackerConfig as TrackerConfig
     from .tracker import advance as advance
-    from .tracker import checkpoint_key as checkpoint_key
-    from .tracker import floor_ms as floor_ms
-    from .tracker import plan_scan as plan_scan
     from .tracker import sessions_to_fetch as sessions_to_fetch
-    from .tracker import to_ms as to_ms
+    from .tracker_io import ALL_EVENT_KINDS as ALL_EVENT_KINDS
+    from .tracker_io import Observation as Observation
+    from .tracker_io import ScanPlan as ScanPlan
+    from .tracker_io import TickOutcome as TickOutcome
+    from .tracker_io import TrackerConfig as TrackerConfig
+    from .tracker_io import checkpoint_key as checkpoint_key
+    from .tracker_io import to_ms as to_ms
 
 __all__, __getattr__, __dir__ = lazy_exports(__name__, __file__)

@@ -5,11 +5,16 @@ became registered). Its ``key`` is unique per fact and stable across ticks, rest
 resets, so it doubles as the Dagster ``run_key``.
 """
 
+from __future__ import annotations
+
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from ..api.enums import SessionStatus
-from ..api.models import InferenceCheckpoint, TrainingSession
+
+if TYPE_CHECKING:  # the models load with the first tick, not with the definitions
+    from ..api.models import InferenceCheckpoint, TrainingSession
 
 
 class EventKind(str, Enum):

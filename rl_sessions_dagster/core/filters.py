@@ -1,10 +1,14 @@
 """Which sessions a sensor or a sync watches (Dagster-free: sensors and assets share it)."""
 
+from __future__ import annotations
+
 import fnmatch
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from ..api.models import TrainingSession
+if TYPE_CHECKING:  # the models load with the first tick, not with the definitions
+    from ..api.models import TrainingSession
 
 
 @dataclass(frozen=True)

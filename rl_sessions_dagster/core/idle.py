@@ -17,13 +17,18 @@ The guard destroys something, so every rule here errs towards *not* stopping:
 owner asked them to stop), so they no longer keep the resource. Nothing else ever does.
 """
 
+from __future__ import annotations
+
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from ..api.enums import ModelResourceStatus, SessionStatus
-from ..api.models import ModelResource, TrainingSession
-from .tracker import to_ms
+from .tracker_io import to_ms
+
+if TYPE_CHECKING:  # the models load with the first tick, not with the definitions
+    from ..api.models import ModelResource, TrainingSession
 
 
 @dataclass(frozen=True)

@@ -2,11 +2,16 @@
 one fact with the snapshot it was seen in (:class:`ResourceEvent`). The tracker that finds them
 is :mod:`.resource_tracker`."""
 
+from __future__ import annotations
+
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from ..api.enums import ModelResourceStatus
-from ..api.models import ModelResource
+
+if TYPE_CHECKING:  # the models load with the first tick, not with the definitions
+    from ..api.models import ModelResource
 
 #: Statuses a resource never leaves (there is no restart endpoint).
 TERMINAL_RESOURCE_STATUSES = frozenset({ModelResourceStatus.STOPPED, ModelResourceStatus.ERROR})

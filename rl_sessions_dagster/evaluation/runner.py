@@ -15,12 +15,14 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ..api.chat import ChatCompletion
 from ..api.errors import TogetherRLError
 from .dataset import Dataset, EvalItem
 from .graders import Grade, Grader, Verdict
+
+if TYPE_CHECKING:  # the chat models load with the first call
+    from ..api.chat import ChatCompletion
 
 __all__ = [
     "EvaluationFailed",

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .dataset import Dataset, DatasetError, load_dataset
 from .graders import Grader, GraderSpec, build_grader
-from .runner import RunSettings
+
+if TYPE_CHECKING:  # the engine loads with the first run, not with the definitions
+    from .runner import RunSettings
 
 __all__ = ["EvaluationSpec", "LoadedEvaluation"]
 
@@ -103,6 +105,8 @@ class EvaluationSpec(BaseModel):
         return self
 
     def settings(self) -> RunSettings:
+        from .runner import RunSettings
+
         return RunSettings(
             samples=self.samples, temperature=self.temperature, max_tokens=self.max_tokens,
             concurrency=self.concurrency, max_calls=self.max_calls,

@@ -12,10 +12,13 @@ it back. Partitions added by release 0.1.0 are bare checkpoint ids; that functio
 """
 
 import re
+from typing import TYPE_CHECKING
 
 import dagster as dg
 
-from ..api.models import InferenceCheckpoint, TrainingSession
+if TYPE_CHECKING:  # the models load with the first tick, not with the definitions
+    from ..api.models import InferenceCheckpoint, TrainingSession
+
 
 CHECKPOINT_PARTITIONS_NAME = "together_rl_checkpoints"
 CHECKPOINT_PARTITIONS = dg.DynamicPartitionsDefinition(name=CHECKPOINT_PARTITIONS_NAME)
@@ -28,7 +31,7 @@ _UNSAFE = re.compile(
 _DOTS = re.compile(r"\.{2,}")  # "..." is Dagster's partition range syntax
 
 
-def session_label(session: TrainingSession) -> str:
+def session_label(session: "TrainingSession") -> str:
     """The session's display name made safe for a partition key, or ``session-<id prefix>``."""
     name = _DOTS.sub(".", _UNSAFE.sub("-", session.display_name or "")).strip("-.")
     return name[:_LABEL_MAX] or f"session-{session.id[:8]}"
@@ -37,7 +40,7 @@ def session_label(session: TrainingSession) -> str:
 SHORT_ID_LENGTH = 8
 
 
-def checkpoint_partition_key(session: TrainingSession, checkpoint: InferenceCheckpoint) -> str:
+def checkpoint_partition_key(session: "TrainingSession", checkpoint: "InferenceCheckpoint") -> str:
     """``<session label>/<step:06d>/<checkpoint id[:8]>``: readable, sortable, stable."""
     step = f"{checkpoint.step:06d}" if checkpoint.step is not None else "nostep"
     return f"{session_label(session)}/{step}/{checkpoint.id[:SHORT_ID_LENGTH]}"
@@ -81,7 +84,7 @@ def checkpoint_id_for_partition(
 
 
 def checkpoint_metadata(
-    session: TrainingSession, checkpoint: InferenceCheckpoint
+    session: "TrainingSession", checkpoint: "InferenceCheckpoint"
 ) -> dict[str, dg.MetadataValue]:
     """What a person wants on the partition's page: step, ids, registration, W&B link."""
     reg = checkpoint.registration

@@ -34,21 +34,18 @@ import dagster as dg
 
 from ..api import ServerClock, TogetherRLError
 from ..api.enums import ModelResourceStatus
-from ..api.lifecycle import ResourceSpec, monotonic_deadline, stop_resource
-from ..api.models import ModelResource
 from ..core.idle import Decision, IdlePolicy, IdleVerdict, ResourceUse, decide, resource_use
 from ..core.idle import worth_a_look as _worth_a_look
-from ..core.state import CursorError
-from ..core.tracker import to_ms
+from ..core.tracker_io import to_ms
 from ..resource import TogetherRLResource
 from .options import IdleGuardOptions
 from .quiet_sensor import QuietSensorDefinition
 from .run_requests import TAG_PREFIX
-from .spend_spans import record_stop
 from .tick import SensorFamily, Tick, TickOutcome, local_now_ms, run_tick, tick_budget
 
 if TYPE_CHECKING:  # the client (and httpx) load when a run or tick builds one
     from ..api import RLSessionsClient
+    from ..api.models import ModelResource
 
 __all__ = ["IdleStopConfig", "build_idle_guard", "find_idle"]
 
@@ -71,6 +68,8 @@ class GuardState:
 
     @classmethod
     def from_cursor(cls, cursor: str | None) -> "GuardState":
+        from ..core.cursor import CursorError  # loaded with the first tick
+
         if not cursor:
             return cls()
         try:
@@ -137,7 +136,9 @@ def find_idle(
     return decisions
 
 
-def _price(client: "RLSessionsClient", r: ModelResource) -> tuple[float | None, str | None]:
+def _price(client: "RLSessionsClient", r: "ModelResource") -> tuple[float | None, str | None]:
+    from ..api.lifecycle import ResourceSpec  # run time only, like the models
+
     spec = ResourceSpec.of(r)
     try:
         est = client.estimate_model_resource_cost(spec.base_model, **spec.request_kwargs())
@@ -195,6 +196,10 @@ def build_idle_guard(
         retry_policy=dg.RetryPolicy(max_retries=2, delay=15),
     )
     def _stop_idle(context: dg.OpExecutionContext, config: IdleStopConfig) -> dg.Output:
+        # what a run needs, loaded by the run, not with the definitions
+        from ..api.lifecycle import monotonic_deadline, stop_resource
+        from .spend_spans import record_stop
+
         resource: TogetherRLResource = getattr(context.resources, resource_key)
         rid = config.model_resources_id
         deadline = monotonic_deadline(120.0)

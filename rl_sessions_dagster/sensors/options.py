@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import dagster as dg
 
-from ..core import CHECKPOINT_EVENTS, EventKind, TrackerConfig
+from ..core.events import CHECKPOINT_EVENTS, EventKind
 from ..core.resource_events import ResourceEvent, ResourceEventKind
 from ..partitions import (
     CHAMPION_ASSET_KEY,
@@ -29,6 +29,8 @@ from .run_requests import RunRequestFn
 if TYPE_CHECKING:
     from dagster._core.definitions.asset_selection import CoercibleToAssetSelection
     from dagster._core.definitions.target import ExecutableDefinition
+
+    from ..core.tracker_io import TrackerConfig
 
 DEFAULT_TICK_BUDGET_SECONDS = 40.0
 K = TypeVar("K", bound=Enum)
@@ -110,7 +112,9 @@ class PollingOptions:
             "unavailable_alarm_seconds",
         )
 
-    def tracker_config(self, kinds: frozenset[EventKind]) -> TrackerConfig:
+    def tracker_config(self, kinds: frozenset[EventKind]) -> "TrackerConfig":
+        from ..core.tracker_io import TrackerConfig  # the core loads with the first tick
+
         return TrackerConfig(
             kinds=kinds,
             max_events=self.max_runs_per_tick,

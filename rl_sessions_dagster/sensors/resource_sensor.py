@@ -2,33 +2,27 @@
 queued too long), exactly once, with the session sensors' tick discipline.
 
 Each tick lists every model resource (few per account) within the tick budget, runs the pure
-tracker (``core/resources.py``) and returns a ``SensorResult``. A transient API failure ends
-the tick with a SkipReason and the cursor untouched, so the next tick retries.
+tracker (``core/resource_tracker.py``) and returns a ``SensorResult``. A transient API failure
+ends the tick with a SkipReason and the cursor untouched, so the next tick retries. This module
+builds and checks the definition; the tick body (:mod:`.resource_tick`), with the tracker and
+the API's models, loads with the first tick.
 """
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import dagster as dg
 
-from ..api.models import ModelResource
-from ..core.resource_events import ResourceEvent
-from ..core.resource_tracker import (
-    ResourceObservation,
-    ResourceTrackerConfig,
-    ResourceTrackerState,
-    advance_resources,
-    status_changes,
-)
+from ..core.resource_events import ResourceEvent, ResourceEventKind
 from .options import ResourceRoute, ResourceSensorOptions
 from .quiet_sensor import QuietSensorDefinition
 from .run_requests import TAG_PREFIX
-from .spend_spans import record_spans
-from .targets import resolve_routes
-from .tick import SensorFamily, Tick, TickOutcome, run_tick, tick_budget
+from .targets import RouteTarget, resolve_routes
+from .tick import run_tick, tick_budget
 
-#: The model-resource tracker as a sensor family of the tick skeleton.
-RESOURCES = SensorFamily(ResourceTrackerState.from_cursor, ResourceTrackerState)
+if TYPE_CHECKING:
+    from ..api.models import ModelResource
 
 _MAX_TAG = 200
 
@@ -48,9 +42,9 @@ class ResourceFilter:
 
     created_by: str | None = None
     base_model: str | None = None
-    predicate: Callable[[ModelResource], bool] | None = None
+    predicate: "Callable[[ModelResource], bool] | None" = None
 
-    def matches(self, resource: ModelResource) -> bool:
+    def matches(self, resource: "ModelResource") -> bool:
         if self.base_model is not None and resource.base_model != self.base_model:
             return False
         return self.predicate is None or bool(self.predicate(resource))
@@ -92,6 +86,18 @@ def default_resource_run_request(
     return dg.RunRequest(run_key=event.key, tags=resource_event_tags(event), job_name=job_name)
 
 
+@dataclass(frozen=True)
+class ResourcePlan:
+    """Everything a model-resource tick needs, fixed when the sensor is defined."""
+
+    name: str
+    options: ResourceSensorOptions
+    resource_filter: ResourceFilter
+    route_of: dict[ResourceEventKind, RouteTarget[ResourceRoute]]
+    name_jobs: bool  # several targets: each RunRequest names its job
+    budget: float
+
+
 def build_model_resource_sensor(
     *,
     name: str = "together_rl_model_resource_sensor",
@@ -119,70 +125,24 @@ def build_model_resource_sensor(
     if not routes:
         raise dg.DagsterInvalidDefinitionError(f"sensor '{name}': routes is empty")
     targets = resolve_routes(name, routes)
-    route_of = {kind: t for t in targets for kind in t.route.kinds}
-    name_jobs = len(targets) > 1
-    kinds = frozenset(route_of)
-    config = ResourceTrackerConfig(
-        kinds=kinds,
-        max_events=options.max_runs_per_tick,
-        expiring_lead_ms=int(options.expiring_lead_seconds * 1000),
-        queued_long_ms=int(options.queued_long_seconds * 1000),
-        lookback_ms=int(options.lookback_seconds * 1000),
+    plan = ResourcePlan(
+        name=name,
+        options=options,
+        resource_filter=resource_filter or ResourceFilter(),
+        route_of={kind: t for t in targets for kind in t.route.kinds},
+        name_jobs=len(targets) > 1,
+        budget=tick_budget(options.tick_budget_seconds),
     )
-    flt = resource_filter or ResourceFilter()
-    budget = tick_budget(options.tick_budget_seconds)
-    resource_key = options.resource_key
-
-    def body(tick: Tick, state: ResourceTrackerState) -> TickOutcome[ResourceTrackerState]:
-        listed = [
-            r
-            for r in tick.client.list_model_resources(
-                created_by=flt.created_by, deadline=tick.deadline
-            )
-            if flt.matches(r)
-        ]
-        obs = ResourceObservation(
-            now_ms=tick.now_ms, resources=listed, server_now_ms=tick.clock.last_ms
-        )
-        spans = ""
-        if moved := status_changes(state, listed):
-            try:
-                resource = getattr(tick.context.resources, resource_key)
-                changed = record_spans(
-                    resource, tick.context.instance, options.spend_db_path, moved,
-                    now_ms=obs.clock_ms,
-                )  # fmt: skip
-                spans = f"; {len(changed)} billed span(s) updated" if changed else ""
-            except Exception as exc:  # spend is a side record: never block the events
-                tick.context.log.warning(f"could not record billed spans: {exc}")
-        outcome = advance_resources(state, obs, config)
-        for note in outcome.notes:
-            tick.context.log.warning(note)
-        requests: list[dg.RunRequest] = []
-        for event in outcome.events:
-            target = route_of[event.kind]
-            default = default_resource_run_request(event, target.job_name if name_jobs else None)
-            fn = target.route.run_request_fn
-            request = default if fn is None else fn(event, default)
-            if request is not None:
-                requests.append(request)
-        summary = (
-            f"{len(requests)} run(s) from {len(outcome.events)} event(s); "
-            f"{len(listed)} resource(s) listed; tracking {len(outcome.state.tracked)}{spans}"
-        )
-        if outcome.deferred:
-            summary += (
-                f"; more events than max_runs_per_tick={options.max_runs_per_tick}, rest next tick"
-            )
-        return TickOutcome(outcome.state, summary, requests)
 
     def _sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
+        from .resource_tick import RESOURCES, resource_tick  # the tracker loads with a tick
+
         return run_tick(
             context,
             RESOURCES,
-            body,
-            resource_key=resource_key,
-            budget=budget,
+            resource_tick(plan),
+            resource_key=options.resource_key,
+            budget=plan.budget,
             alarm_after_s=options.unavailable_alarm_seconds,
         )
 
@@ -192,7 +152,7 @@ def build_model_resource_sensor(
         jobs=[t.job for t in targets],
         minimum_interval_seconds=minimum_interval_seconds,
         default_status=default_status,
-        required_resource_keys={resource_key},
+        required_resource_keys={options.resource_key},
         description=description
-        or f"Together RL model-resource events ({', '.join(sorted(k.value for k in kinds))}).",
+        or f"Together RL model-resource events ({', '.join(sorted(k.value for k in plan.route_of))}).",
     )

@@ -7,13 +7,16 @@ session) and ``rl_checkpoints`` (one row per inference or training checkpoint). 
 Pure: no database, no Dagster.
 """
 
+from __future__ import annotations
+
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from ..api.models import InferenceCheckpoint, TrainingCheckpoint, TrainingSession
-from ..core.spend import ResourceSpan
+if TYPE_CHECKING:  # the models load with the first run or tick, not with the definitions
+    from ..api.models import InferenceCheckpoint, TrainingCheckpoint, TrainingSession
+    from ..core.spend import ResourceSpan
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -218,7 +221,7 @@ class UpsertResult:
     def total(self) -> int:
         return self.inserted + self.updated + self.unchanged
 
-    def __add__(self, other: "UpsertResult") -> "UpsertResult":
+    def __add__(self, other: UpsertResult) -> UpsertResult:
         return UpsertResult(
             self.inserted + other.inserted,
             self.updated + other.updated,
