@@ -63,6 +63,19 @@ def test_the_heavy_dependencies_load_where_used() -> None:
             {"api.models", "api.operation_results", "core.state", "storage.rows", "sensors"},
         ),
         ("from rl_sessions_dagster.api import TogetherRLError", {"api.models", "api.retries"}),
+        # A definitions file loads what definitions need; what a tick or a run needs (the
+        # tracker, its state, the API's models, the evaluation engine, the table rows) loads
+        # with the first tick or run, not in every code server at startup.
+        (
+            DEFINITIONS,
+            {
+                "api.models", "api.pages", "api.registration", "api.lifecycle", "api.chat",
+                "core.cursor", "core.state", "core.tracker", "core.poll", "core.spend",
+                "core.resource_tracker", "evaluation.runner", "storage.rows",
+                "sensors.session_tick", "sensors.resource_tick", "sensors.spend_spans",
+                "assets.spend_report",
+            },
+        ),
         ("from rl_sessions_dagster.core import SessionEvent", {"core.state", "core.tracker"}),
     ],
 )

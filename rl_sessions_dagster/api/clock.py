@@ -7,7 +7,14 @@ import email.utils
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     import httpx
+
+
+def to_ms(ts: datetime | None) -> int | None:
+    """An API timestamp as epoch milliseconds (how the trackers and cursors count time)."""
+    return None if ts is None else int(ts.timestamp() * 1000)
 
 
 class ServerClock:

@@ -47,6 +47,5 @@ if TYPE_CHECKING:
     from .tracker_io import TickOutcome as TickOutcome
     from .tracker_io import TrackerConfig as TrackerConfig
     from .tracker_io import checkpoint_key as checkpoint_key
-    from .tracker_io import to_ms as to_ms
 
 __all__, __getattr__, __dir__ = lazy_exports(__name__, __file__)

@@ -16,10 +16,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
+from ..api.clock import to_ms
 from ..api.models import Checkpoint
 from .session_source import Reader, SessionSource
 from .state import TrackerState
-from .tracker import TrackerConfig, to_ms
+from .tracker import TrackerConfig
 
 
 @dataclass

@@ -4,10 +4,11 @@ Every event goes through a :class:`Budget` (the cap on runs per tick); when the 
 diff part-way, the entry holds exactly what was announced, so the rest follows next tick.
 """
 
+from ..api.clock import to_ms
 from ..api.models import InferenceCheckpoint, TrainingSession
 from .events import TERMINAL_EVENT_FOR_STATUS, EventKind, SessionEvent
 from .state import PendingCheckpoint, TrackedSession, TrackerState
-from .tracker_io import TrackerConfig, checkpoint_key, to_ms
+from .tracker_io import TrackerConfig, checkpoint_key
 
 
 class Budget:

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
 
+from ..api.clock import to_ms
 from ..api.enums import ModelResourceStatus, SessionStatus
-from .tracker_io import to_ms
 
 if TYPE_CHECKING:  # the models load with the first tick, not with the definitions
     from ..api.models import ModelResource, TrainingSession

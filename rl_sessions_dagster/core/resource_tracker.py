@@ -34,6 +34,7 @@ from pydantic import (
     model_validator,
 )
 
+from ..api.clock import to_ms
 from ..api.enums import ModelResourceStatus
 from ..api.models import ModelResource
 from .cursor import COMPACT_IDS, CursorError, CursorState, Id, LetterCodes, StateModel, fork
@@ -44,7 +45,6 @@ from .resource_events import (
     ResourceEvent,
     ResourceEventKind,
 )
-from .tracker import to_ms
 
 #: v2: the state model with short aliases and compact ids; v1 (0.2-dev) is still read.
 RESOURCE_CURSOR_VERSION = 2

@@ -7,12 +7,13 @@ bounds the pages read per tick. The watermark moves only when a pass completes.
 
 from collections.abc import Mapping, Sequence
 
+from ..api.clock import to_ms
 from ..api.models import TrainingSession
 from .diff import Budget, diff_session, remember_checkpoints
 from .list_order import ListOrder, OrderEvidence
 from .list_pass import ScannedPage, run_pass
 from .state import ScanPosition, TrackedSession, TrackerState
-from .tracker_io import Observation, ScanPlan, TrackerConfig, to_ms
+from .tracker_io import Observation, ScanPlan, TrackerConfig
 
 #: history sessions a backfill pass remembers having announced (see ``_discover``).
 BACKFILL_MEMORY = 200

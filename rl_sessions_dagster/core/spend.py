@@ -30,9 +30,9 @@ from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
+from ..api.clock import to_ms
 from ..api.enums import ModelResourceStatus
 from .sweeps import sweep_name
-from .tracker_io import to_ms
 
 if TYPE_CHECKING:  # the models load with the first run or tick, not with the definitions
     from ..api.models import ModelResource, TrainingSession

@@ -10,12 +10,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ..api.clock import to_ms
 from .events import CHECKPOINT_EVENTS, EventKind, SessionEvent
 from .list_order import ListOrder
 
 if TYPE_CHECKING:
-    from datetime import datetime
-
     from ..api.models import InferenceCheckpoint, TrainingSession
     from .list_pass import ScannedPage
     from .state import ScanPosition, TrackerState
@@ -104,10 +103,6 @@ class TickOutcome:
     state: TrackerState
     notes: list[str]
     deferred: bool = False
-
-
-def to_ms(ts: datetime | None) -> int | None:
-    return None if ts is None else int(ts.timestamp() * 1000)
 
 
 def checkpoint_key(c: InferenceCheckpoint) -> tuple[int, str]:

@@ -33,10 +33,10 @@ from typing import TYPE_CHECKING, Any
 import dagster as dg
 
 from ..api import ServerClock, TogetherRLError
+from ..api.clock import to_ms
 from ..api.enums import ModelResourceStatus
 from ..core.idle import Decision, IdlePolicy, IdleVerdict, ResourceUse, decide, resource_use
 from ..core.idle import worth_a_look as _worth_a_look
-from ..core.tracker_io import to_ms
 from ..resource import TogetherRLResource
 from .options import IdleGuardOptions
 from .quiet_sensor import QuietSensorDefinition
