@@ -231,17 +231,21 @@ def memory_section(m: dict[str, Any]) -> list[str]:
 
 
 def startup_section(s: dict[str, Any]) -> list[str]:
-    ours, base, full = s["import_ours_s"], s["import_dagster_s"], s["import_for_defs_s"]
+    ours, base = s["import_ours_s"], s["import_dagster_s"]
     rows = [
         ["`import dagster`", f"{base:.2f} s"],
         ["`import rl_sessions_dagster` (exports load lazily)", f"{ours:.3f} s ({_x(ours, base)})"],
-        ["`import dagster` + `from rl_sessions_dagster import` the resource, the Component and "
-         "every builder (`build_*_sensor`, `build_idle_guard`, `build_spend_asset`)",
-         f"{full:.2f} s ({_x(full, base)} of `import dagster`, {1000 * (full - base):+.0f} ms)"],
-        *([["`import dagster` + `from rl_sessions_dagster import TogetherRLResource` (a "
-            "definitions file of the resource and its own ops or assets)",
-            f"{s['import_resource_s']:.2f} s ({1000 * (s['import_resource_s'] - base):+.0f} ms)"]]
-          if "import_resource_s" in s else []),
+        ["`from rl_sessions_dagster import` the resource, the Component and every builder "
+         "(`build_*_sensor`, `build_idle_guard`, `build_spend_asset`), timed after "
+         "`import dagster` in the same process", f"{1000 * s['defs_over_dagster_s']:+.0f} ms"],
+        ["the full collection `import dagster` leaves owed, alone (`gc.collect()` right after "
+         "it): the first few thousand allocations of any library pay it, ours included",
+         f"{1000 * s['owed_collection_s']:.0f} ms"],
+        ["the same import once that collection is paid (what our modules themselves cost)",
+         f"{1000 * s['defs_over_settled_s']:+.0f} ms"],
+        ["`from rl_sessions_dagster import TogetherRLResource` after `import dagster` (a "
+         "definitions file of the resource and its own ops or assets)",
+         f"{1000 * s['resource_over_dagster_s']:+.0f} ms"],
         ["load `example_repo.definitions` + `validate_loadable`", f"{s['load_defs_s']:.2f} s"],
         ["API calls made while loading", str(s["load_api_calls"])],
     ]  # fmt: skip
@@ -250,10 +254,9 @@ def startup_section(s: dict[str, Any]) -> list[str]:
         "",
         *_table(["what", "result"], rows),
         "",
-        "PYTHONDONTWRITEBYTECODE is "
-        + ("set: this package's modules are compiled on every import."
-           if s["bytecode_writes_disabled"] else "unset."),
-    ]  # fmt: skip
+        "Bytecode is compiled once before the runs (as a wheel installed by uv has it), "
+        "whatever PYTHONDONTWRITEBYTECODE says.",
+    ]
 
 
 def daemon_section(d: dict[str, Any] | None, skipped: str) -> list[str]:
@@ -318,9 +321,14 @@ def targets(results: dict[str, Any]) -> list[list[str]]:
                      "met" if worst < 50 else "not met"])  # fmt: skip
     s = results.get("startup")
     if s:
-        over = 1000 * (s["import_for_defs_s"] - s["import_dagster_s"])
+        over = 1000 * s["defs_over_dagster_s"]
+        own = 1000 * s["defs_over_settled_s"]
+        verdict = "met" if over <= 150 else "not met"
+        if over > 150 and own <= 150:
+            verdict = "not met as measured; met once dagster's owed collection is paid"
+        shown = f"{over:+.0f} ms ({own:+.0f} ms once the collection is paid)"
         rows.append(["builders and Component import ≤ 150 ms over `import dagster`",
-                     f"{over:+.0f} ms", "met" if over <= 150 else "not met"])  # fmt: skip
+                     shown, verdict])  # fmt: skip
         rows.append(
             [
                 "0 API calls while loading example_repo.definitions",

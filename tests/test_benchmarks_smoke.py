@@ -58,6 +58,7 @@ def test_quick_benchmark_completes_with_every_row(tmp_path):
     for payload in ("10 inference + 1 training checkpoints per session", "payload corpus"):
         assert payload in text
     assert "API calls made while loading" in text
+    assert "the full collection `import dagster` leaves owed" in text
     assert "| every change → its expected events exactly once, all sensors |" in text
 
 
