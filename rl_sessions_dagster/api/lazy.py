@@ -50,6 +50,12 @@ class LazyList(Sequence[M], Generic[M]):
         self._items: list[M] | None = None if raw else []
 
     @classmethod
+    def empty(cls, model: type[M]) -> LazyList[M]:
+        """The one empty list of ``model``: read-only, so every session without checkpoints
+        shares it (a page of them allocated two lists per session)."""
+        return _empty(cls, model)
+
+    @classmethod
     def of(cls, model: type[M], items: list[M]) -> LazyList[M]:
         out = cls(model)
         out._items = items
@@ -103,7 +109,7 @@ class LazyList(Sequence[M], Generic[M]):
         compact = core_schema.list_schema(compact_schema(_built_schema(model)))
 
         def deferred(raw: list[dict[str, Any]] | None) -> LazyList[Any]:
-            return cls(model, raw)  # type: ignore[arg-type]
+            return cls(model, raw) if raw else _empty(cls, model)  # type: ignore[arg-type]
 
         def built(items: list[Any] | None) -> LazyList[Any]:
             return cls.of(model, items or [])  # type: ignore[arg-type]
@@ -124,6 +130,11 @@ class LazyList(Sequence[M], Generic[M]):
                 _as_list, return_schema=models
             ),
         )
+
+
+@functools.cache
+def _empty(cls: type[LazyList[Any]], model: type[BaseModel]) -> LazyList[Any]:
+    return cls(model)
 
 
 def _built_schema(model: type[BaseModel]) -> Any:
