@@ -22,6 +22,15 @@ DEFINITIONS = (
 )
 
 
+#: What a tick or a run needs, never a definitions file: it loads with the first tick or run.
+RUN_TIME = {
+    *(f"api.{m}" for m in ("models", "pages", "registration", "lifecycle", "chat")),
+    *(f"core.{m}" for m in ("cursor", "state", "tracker", "poll", "spend", "resource_tracker")),
+    *(f"sensors.{m}" for m in ("session_tick", "resource_tick", "spend_spans")),
+    *("evaluation.runner", "storage.rows", "assets.spend_report"),
+}
+
+
 def loaded_after(code: str) -> set[str]:
     """Top-level packages loaded after ``code`` in a fresh interpreter."""
     return {name.split(".")[0] for name in modules_after(code)}
@@ -66,16 +75,7 @@ def test_the_heavy_dependencies_load_where_used() -> None:
         # A definitions file loads what definitions need; what a tick or a run needs (the
         # tracker, its state, the API's models, the evaluation engine, the table rows) loads
         # with the first tick or run, not in every code server at startup.
-        (
-            DEFINITIONS,
-            {
-                "api.models", "api.pages", "api.registration", "api.lifecycle", "api.chat",
-                "core.cursor", "core.state", "core.tracker", "core.poll", "core.spend",
-                "core.resource_tracker", "evaluation.runner", "storage.rows",
-                "sensors.session_tick", "sensors.resource_tick", "sensors.spend_spans",
-                "assets.spend_report",
-            },
-        ),
+        (DEFINITIONS, RUN_TIME),
         ("from rl_sessions_dagster.core import SessionEvent", {"core.state", "core.tracker"}),
     ],
 )

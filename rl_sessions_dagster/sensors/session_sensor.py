@@ -38,9 +38,6 @@ if TYPE_CHECKING:
 
     from ..core.tracker_io import TrackerConfig
 
-#: pages of the unfiltered session list a tick may read for discovery (after the first tick).
-DISCOVERY_PAGES_PER_TICK = 50
-
 
 @dataclass(frozen=True)
 class SensorPlan:

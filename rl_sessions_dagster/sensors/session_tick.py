@@ -15,9 +15,12 @@ from ..core.poll import collect
 from ..partitions import CHECKPOINT_PARTITIONS
 from .client_source import ClientSessionSource
 from .run_requests import checkpoint_materialization, default_run_request
-from .session_sensor import DISCOVERY_PAGES_PER_TICK, SensorPlan
+from .session_sensor import SensorPlan
 from .targets import check_at_tick
 from .tick import TRANSIENT_ERRORS, SensorFamily, Tick, TickOutcome
+
+#: pages of the unfiltered session list a tick may read for discovery (after the first tick).
+DISCOVERY_PAGES_PER_TICK = 50
 
 #: The session tracker as a sensor family of the tick skeleton.
 SESSIONS = SensorFamily(TrackerState.from_cursor, TrackerState)
