@@ -25,7 +25,8 @@ DEFINITIONS = (
 #: What a tick or a run needs, never a definitions file: it loads with the first tick or run.
 RUN_TIME = {
     *(f"api.{m}" for m in ("models", "pages", "registration", "lifecycle", "chat")),
-    *(f"core.{m}" for m in ("cursor", "state", "tracker", "poll", "spend", "resource_tracker")),
+    *(f"core.{m}" for m in ("cursor", "state", "tracker", "tracker_io", "poll", "spend")),
+    "core.resource_tracker",
     *(f"sensors.{m}" for m in ("session_tick", "resource_tick", "spend_spans")),
     *("evaluation.runner", "storage.rows", "assets.spend_report"),
 }

@@ -12,6 +12,7 @@ the tick, since without that list nothing can be concluded.
 from collections.abc import Callable, Sequence
 from functools import partial
 
+from ..api.clock import to_ms
 from ..api.models import TrainingSession
 from .checkpoint_list import (
     checkpoint_mode,
@@ -40,7 +41,6 @@ from .tracker import (
     discovery_start,
     plan_scan,
     sessions_to_fetch,
-    to_ms,
 )
 
 

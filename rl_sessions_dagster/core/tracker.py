@@ -29,6 +29,7 @@ How nothing is lost or repeated:
 
 from collections.abc import Iterable, Mapping
 
+from ..api.clock import to_ms
 from ..api.models import TrainingSession
 from .diff import Budget, adopt, diff_session, history_entry, remember_checkpoints
 from .discovery import (
@@ -49,7 +50,6 @@ from .tracker_io import (
     TickOutcome,
     TrackerConfig,
     checkpoint_key,
-    to_ms,
 )
 
 __all__ = [
@@ -68,7 +68,6 @@ __all__ = [
     "is_unknown_live",
     "plan_scan",
     "sessions_to_fetch",
-    "to_ms",
 ]
 
 

@@ -1,23 +1,16 @@
-"""The tracker's inputs and outputs: its policy, what one tick observed, what it decided.
-
-Light on purpose: a sensor's definition builds its :class:`TrackerConfig`, so this module loads
-with the definitions; the models and the state it names load with the first tick.
-"""
+"""The tracker's inputs and outputs: its policy, what one tick observed, what it decided."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from ..api.clock import to_ms
+from ..api.models import InferenceCheckpoint, TrainingSession
 from .events import CHECKPOINT_EVENTS, EventKind, SessionEvent
 from .list_order import ListOrder
-
-if TYPE_CHECKING:
-    from ..api.models import InferenceCheckpoint, TrainingSession
-    from .list_pass import ScannedPage
-    from .state import ScanPosition, TrackerState
+from .list_pass import ScannedPage
+from .state import ScanPosition, TrackerState, short_id
 
 ALL_EVENT_KINDS = frozenset(EventKind)
 
@@ -110,6 +103,4 @@ def checkpoint_key(c: InferenceCheckpoint) -> tuple[int, str]:
     primary = to_ms(c.created_at)
     if primary is None:
         primary = c.step or 0
-    from .state import short_id  # the state module loads with the first tick
-
     return primary, short_id(c.id)

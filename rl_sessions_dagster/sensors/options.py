@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from dagster._core.definitions.asset_selection import CoercibleToAssetSelection
     from dagster._core.definitions.target import ExecutableDefinition
 
+    from ..core.resource_tracker import ResourceTrackerConfig
     from ..core.tracker_io import TrackerConfig
 
 DEFAULT_TICK_BUDGET_SECONDS = 40.0
@@ -158,6 +159,17 @@ class ResourceSensorOptions:
             if not getattr(self, name) >= 0:
                 raise _invalid(f"{name} must be >= 0, got {getattr(self, name)!r}")
         _positive(self, "tick_budget_seconds", "unavailable_alarm_seconds")
+
+    def tracker_config(self, kinds: frozenset[ResourceEventKind]) -> "ResourceTrackerConfig":
+        from ..core.resource_tracker import ResourceTrackerConfig  # loads with the first tick
+
+        return ResourceTrackerConfig(
+            kinds=kinds,
+            max_events=self.max_runs_per_tick,
+            expiring_lead_ms=int(self.expiring_lead_seconds * 1000),
+            queued_long_ms=int(self.queued_long_seconds * 1000),
+            lookback_ms=int(self.lookback_seconds * 1000),
+        )
 
 
 #: Runs per idle stretch of one resource before the guard gives up on it (the first + retries).

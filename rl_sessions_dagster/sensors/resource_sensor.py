@@ -8,6 +8,7 @@ builds and checks the definition; the tick body (:mod:`.resource_tick`), with th
 the API's models, loads with the first tick.
 """
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -23,6 +24,7 @@ from .tick import run_tick, tick_budget
 
 if TYPE_CHECKING:
     from ..api.models import ModelResource
+    from ..core.resource_tracker import ResourceTrackerConfig
 
 _MAX_TAG = 200
 
@@ -96,6 +98,11 @@ class ResourcePlan:
     route_of: dict[ResourceEventKind, RouteTarget[ResourceRoute]]
     name_jobs: bool  # several targets: each RunRequest names its job
     budget: float
+
+    @functools.cached_property
+    def config(self) -> "ResourceTrackerConfig":
+        """The tracker's policy, built on the first tick (with the tracker, not the definitions)."""
+        return self.options.tracker_config(frozenset(self.route_of))
 
 
 def build_model_resource_sensor(

@@ -11,7 +11,6 @@ import dagster as dg
 
 from ..core.resource_tracker import (
     ResourceObservation,
-    ResourceTrackerConfig,
     ResourceTrackerState,
     advance_resources,
     status_changes,
@@ -29,13 +28,6 @@ ResourceBody = Callable[[Tick, ResourceTrackerState], TickOutcome[ResourceTracke
 def resource_tick(plan: ResourcePlan) -> ResourceBody:
     """The body of one tick of the sensor ``plan`` describes."""
     options = plan.options
-    config = ResourceTrackerConfig(
-        kinds=frozenset(plan.route_of),
-        max_events=options.max_runs_per_tick,
-        expiring_lead_ms=int(options.expiring_lead_seconds * 1000),
-        queued_long_ms=int(options.queued_long_seconds * 1000),
-        lookback_ms=int(options.lookback_seconds * 1000),
-    )
     flt = plan.resource_filter
 
     def body(tick: Tick, state: ResourceTrackerState) -> TickOutcome[ResourceTrackerState]:
@@ -60,7 +52,7 @@ def resource_tick(plan: ResourcePlan) -> ResourceBody:
                 spans = f"; {len(changed)} billed span(s) updated" if changed else ""
             except Exception as exc:  # spend is a side record: never block the events
                 tick.context.log.warning(f"could not record billed spans: {exc}")
-        outcome = advance_resources(state, obs, config)
+        outcome = advance_resources(state, obs, plan.config)
         for note in outcome.notes:
             tick.context.log.warning(note)
         requests: list[dg.RunRequest] = []
