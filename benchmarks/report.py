@@ -243,6 +243,7 @@ def startup_section(s: dict[str, Any]) -> list[str]:
          f"{1000 * s['owed_collection_s']:.0f} ms"],
         ["the same import once that collection is paid (what our modules themselves cost)",
          f"{1000 * s['defs_over_settled_s']:+.0f} ms"],
+        *_loader_rows(s),
         ["`from rl_sessions_dagster import TogetherRLResource` after `import dagster` (a "
          "definitions file of the resource and its own ops or assets)",
          f"{1000 * s['resource_over_dagster_s']:+.0f} ms"],
@@ -257,6 +258,16 @@ def startup_section(s: dict[str, Any]) -> list[str]:
         "Bytecode is compiled once before the runs (as a wheel installed by uv has it), "
         "whatever PYTHONDONTWRITEBYTECODE says.",
     ]
+
+
+def _loader_rows(s: dict[str, Any]) -> list[list[str]]:
+    if "defs_in_loader_s" not in s:  # a result written before the loader case existed
+        return []
+    full = s["loader_full_collections"]
+    return [["the same import inside Dagster's own loader (`dagster definitions validate -f` a "
+             "definitions file that imports them: where a code server pays it); full "
+             "collections during it, most in any run",
+             f"{1000 * s['defs_in_loader_s']:+.0f} ms; {full}"]]  # fmt: skip
 
 
 def daemon_section(d: dict[str, Any] | None, skipped: str) -> list[str]:
@@ -321,14 +332,7 @@ def targets(results: dict[str, Any]) -> list[list[str]]:
                      "met" if worst < 50 else "not met"])  # fmt: skip
     s = results.get("startup")
     if s:
-        over = 1000 * s["defs_over_dagster_s"]
-        own = 1000 * s["defs_over_settled_s"]
-        verdict = "met" if over <= 150 else "not met"
-        if over > 150 and own <= 150:
-            verdict = "not met as measured; met once dagster's owed collection is paid"
-        shown = f"{over:+.0f} ms ({own:+.0f} ms once the collection is paid)"
-        rows.append(["builders and Component import ≤ 150 ms over `import dagster`",
-                     shown, verdict])  # fmt: skip
+        rows.append(import_target(s))
         rows.append(
             [
                 "0 API calls while loading example_repo.definitions",
@@ -337,6 +341,23 @@ def targets(results: dict[str, Any]) -> list[list[str]]:
             ]
         )
     return rows
+
+
+def import_target(s: dict[str, Any]) -> list[str]:
+    """The import target's row: met only if the bare-process import is within it; the
+    loader's number is shown beside it, and said, but does not replace it."""
+    over = 1000 * s["defs_over_dagster_s"]
+    own = 1000 * s["defs_over_settled_s"]
+    shown = f"{over:+.0f} ms ({own:+.0f} ms once the collection is paid"
+    loader = s.get("defs_in_loader_s")
+    shown += f"; {1000 * loader:+.0f} ms inside Dagster's loader)" if loader is not None else ")"
+    if over <= 150:
+        verdict = "met"
+    elif own <= 150 or (loader is not None and 1000 * loader <= 150):
+        verdict = "not met as measured in a bare process; met where the collection is paid"
+    else:
+        verdict = "not met"
+    return ["builders and Component import ≤ 150 ms over `import dagster`", shown, verdict]
 
 
 def render(results: dict[str, Any]) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import compileall
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -28,6 +29,19 @@ _DEFS_NAMES = (
     "build_idle_guard",
     "build_spend_asset",
 )
+#: A definitions file that times our import where a code server does it: inside Dagster's own
+#: loader (``dagster definitions validate -f``), after everything Dagster imports and allocates
+#: to load a code location. It also counts the full collections that ran during our import.
+_PROBE = (
+    "import gc, sys, time\n"
+    "full = gc.get_stats()[2]['collections']\n"
+    "t = time.perf_counter()\n"
+    "from rl_sessions_dagster import {names}\n"
+    "took = time.perf_counter() - t\n"
+    "print('rl-import', took, gc.get_stats()[2]['collections'] - full, file=sys.stderr)\n"
+    "import dagster as dg\n"
+    "defs = dg.Definitions()\n"
+)
 _LOAD = (
     "import time; t = time.perf_counter()\n"
     "import dagster as dg\n"
@@ -47,6 +61,22 @@ def _python(code: str, env: dict[str, str] | None = None) -> float:
     return float(proc.stdout.strip().splitlines()[-1])
 
 
+def _timed_in_loader(probe: Path, env: dict[str, str], out: list[float]) -> int:
+    """Append the seconds our import took inside ``dagster definitions validate``; return the
+    number of full collections that ran meanwhile."""
+    dagster_cli = Path(sys.executable).with_name("dagster")
+    proc = subprocess.run(
+        [str(dagster_cli), "definitions", "validate", "-f", str(probe)],
+        capture_output=True, text=True, cwd=ROOT, timeout=300, env=env,
+    )  # fmt: skip
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("rl-import ")]
+    if proc.returncode != 0 or not lines:
+        raise RuntimeError(f"dagster definitions validate failed: {proc.stderr[-800:]}")
+    _, seconds, collections = lines[-1].split()
+    out.append(float(seconds))
+    return int(collections)
+
+
 def run_startup(repeats: int) -> dict[str, Any]:
     """Fresh interpreters, interleaved (the order flips every round); medians.
 
@@ -54,7 +84,9 @@ def run_startup(repeats: int) -> dict[str, Any]:
     ``import dagster`` (subtracting two whole-process medians would leave the noise of two
     dagster imports, ±100 ms here). ``import dagster`` also leaves a full collection of its
     heap owed: the first few thousand objects anything allocates next pay it. The ``settled``
-    case pays it first (``gc.collect()``), so it shows what our import itself costs."""
+    case pays it first (``gc.collect()``), so it shows what our import itself costs. The
+    ``loader`` case times the same import where a code server does it, inside Dagster's own
+    loader, and counts the full collections during it (whether the debt is still owed there)."""
     # An installed wheel has its bytecode (uv --compile-bytecode); so does the checkout here.
     compileall.compile_dir(ROOT / "rl_sessions_dagster", quiet=1)
     names = ", ".join(_DEFS_NAMES)
@@ -65,23 +97,42 @@ def run_startup(repeats: int) -> dict[str, Any]:
     resource: list[float] = []
     owed: list[float] = []
     settled: list[float] = []
-    for i in range(repeats):
-        cases = [
-            (ours, _IMPORT.format(m="import rl_sessions_dagster")),
-            (base, _IMPORT.format(m="import dagster")),
-            (full, after.format(settle="", m=f"from rl_sessions_dagster import {names}")),
-            (
-                resource,
-                after.format(settle="", m="from rl_sessions_dagster import TogetherRLResource"),
-            ),
-            (owed, after.format(settle="", m="gc.collect()")),
-            (
-                settled,
-                after.format(settle="; gc.collect()", m=f"from rl_sessions_dagster import {names}"),
-            ),
-        ]
-        for out, code in cases if i % 2 == 0 else cases[::-1]:
-            out.append(_python(code))
+    loader: list[float] = []
+    loader_collections = 0
+    work = Path(tempfile.mkdtemp(prefix="rl-startup-"))
+    probe = work / "probe_definitions.py"
+    probe.write_text(_PROBE.format(names=names))
+    loader_env = {**os.environ, "DAGSTER_HOME": str(work)}
+    try:
+        for i in range(repeats):
+            cases = [
+                (ours, _IMPORT.format(m="import rl_sessions_dagster")),
+                (base, _IMPORT.format(m="import dagster")),
+                (full, after.format(settle="", m=f"from rl_sessions_dagster import {names}")),
+                (
+                    resource,
+                    after.format(settle="", m="from rl_sessions_dagster import TogetherRLResource"),
+                ),
+                (owed, after.format(settle="", m="gc.collect()")),
+                (
+                    settled,
+                    after.format(
+                        settle="; gc.collect()", m=f"from rl_sessions_dagster import {names}"
+                    ),
+                ),
+            ]
+            if i % 2:  # the loader run first in odd rounds, last in even ones, as the order flips
+                loader_collections = max(
+                    loader_collections, _timed_in_loader(probe, loader_env, loader)
+                )
+            for out, code in cases if i % 2 == 0 else cases[::-1]:
+                out.append(_python(code))
+            if not i % 2:
+                loader_collections = max(
+                    loader_collections, _timed_in_loader(probe, loader_env, loader)
+                )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     result: dict[str, Any] = {
         "repeats": repeats,
         "import_ours_s": statistics.median(ours),
@@ -90,6 +141,8 @@ def run_startup(repeats: int) -> dict[str, Any]:
         "resource_over_dagster_s": statistics.median(resource),
         "owed_collection_s": statistics.median(owed),
         "defs_over_settled_s": statistics.median(settled),
+        "defs_in_loader_s": statistics.median(loader),
+        "loader_full_collections": loader_collections,
     }
     with RLSimulator(api_key="sk-bench-load") as sim, tempfile.TemporaryDirectory() as home:
         env = {
