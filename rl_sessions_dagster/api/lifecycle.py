@@ -151,6 +151,35 @@ class ResourceSpec:
         )
 
 
+class PriceCache:
+    """``price_per_hour`` per configuration (``ResourceSpec.price_key``), from
+    ``estimate-cost``. A failure is kept as ``(None, None)``, so one unpriceable configuration
+    costs one request; its message goes to :attr:`errors`. The spend pass prices every
+    resource of a run through one; the idle guard prices the one it stops."""
+
+    def __init__(self, client: RLSessionsClient) -> None:
+        self.client = client
+        self.prices: dict[str, tuple[float | None, str | None]] = {}
+        self.requests = 0
+        self.errors: list[str] = []
+
+    def price(self, resource: ModelResource) -> tuple[float | None, str | None]:
+        """``(price_per_hour, currency)`` of ``resource``'s configuration, or ``(None, None)``."""
+        spec = ResourceSpec.of(resource)
+        key = spec.price_key()
+        if key not in self.prices:
+            self.requests += 1
+            try:
+                est = self.client.estimate_model_resource_cost(
+                    spec.base_model, **spec.request_kwargs()
+                )
+                self.prices[key] = (est.price_per_hour, est.currency)
+            except TogetherRLError as exc:
+                self.errors.append(f"{resource.id}: {exc}")
+                self.prices[key] = (None, None)
+        return self.prices[key]
+
+
 def _optimizer_dict(resource: ModelResource) -> dict[str, Any] | None:
     """The resource's optimizer configuration as sent on create (wire names, no nulls)."""
     config = resource.optimizer_config

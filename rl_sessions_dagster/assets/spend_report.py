@@ -10,9 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
-from ..api import ServerClock, TogetherRLError
-from ..api.lifecycle import ResourceSpec
-from ..api.models import ModelResource
+from ..api import ServerClock
+from ..api.lifecycle import PriceCache
 from ..core.spend import (
     HOUR_MS,
     Attachment,
@@ -30,33 +29,7 @@ from ..storage import ResourceSpendRow, SessionSpendRow, SpendStore
 if TYPE_CHECKING:  # the client (and httpx) load when a run builds one
     from ..api import RLSessionsClient
 
-__all__ = ["PriceCache", "SpendReport", "run_spend", "spend_metadata"]
-
-
-class PriceCache:
-    """``price_per_hour`` per configuration (``ResourceSpec.price_key``); failures are kept
-    as None so one unpriceable configuration costs one request per run."""
-
-    def __init__(self, client: "RLSessionsClient") -> None:
-        self.client = client
-        self.prices: dict[str, tuple[float | None, str | None]] = {}
-        self.requests = 0
-        self.errors: list[str] = []
-
-    def price(self, resource: ModelResource) -> tuple[float | None, str | None]:
-        spec = ResourceSpec.of(resource)
-        key = spec.price_key()
-        if key not in self.prices:
-            self.requests += 1
-            try:
-                est = self.client.estimate_model_resource_cost(
-                    spec.base_model, **spec.request_kwargs()
-                )
-                self.prices[key] = (est.price_per_hour, est.currency)
-            except TogetherRLError as exc:
-                self.errors.append(f"{resource.id}: {exc}")
-                self.prices[key] = (None, None)
-        return self.prices[key]
+__all__ = ["SpendReport", "run_spend", "spend_metadata"]
 
 
 @dataclass

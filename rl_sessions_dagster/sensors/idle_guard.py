@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
-from ..api import ServerClock, TogetherRLError
+from ..api import ServerClock
 from ..api.clock import to_ms
 from ..api.enums import ModelResourceStatus
 from ..core.idle import Decision, IdlePolicy, IdleVerdict, ResourceUse, decide, resource_use
@@ -45,7 +45,6 @@ from .tick import SensorFamily, Tick, TickOutcome, local_now_ms, run_tick, tick_
 
 if TYPE_CHECKING:  # the client (and httpx) load when a run or tick builds one
     from ..api import RLSessionsClient
-    from ..api.models import ModelResource
 
 __all__ = ["IdleStopConfig", "build_idle_guard", "find_idle"]
 
@@ -136,17 +135,6 @@ def find_idle(
     return decisions
 
 
-def _price(client: "RLSessionsClient", r: "ModelResource") -> tuple[float | None, str | None]:
-    from ..api.lifecycle import ResourceSpec  # run time only, like the models
-
-    spec = ResourceSpec.of(r)
-    try:
-        est = client.estimate_model_resource_cost(spec.base_model, **spec.request_kwargs())
-    except TogetherRLError:
-        return None, None
-    return est.price_per_hour, est.currency
-
-
 def _failed_runs(instance: dg.DagsterInstance, job_name: str, rid: str, since: int) -> int:
     """Runs of this idle stretch that failed or were cancelled (their stop may not have
     happened)."""
@@ -197,7 +185,7 @@ def build_idle_guard(
     )
     def _stop_idle(context: dg.OpExecutionContext, config: IdleStopConfig) -> dg.Output:
         # what a run needs, loaded by the run, not with the definitions
-        from ..api.lifecycle import monotonic_deadline, stop_resource
+        from ..api.lifecycle import PriceCache, monotonic_deadline, stop_resource
         from .spend_spans import record_stop
 
         resource: TogetherRLResource = getattr(context.resources, resource_key)
@@ -210,7 +198,7 @@ def build_idle_guard(
             use = read_use(client, rid, force=config.force, deadline=deadline)
             now = clock.last_ms or local_now_ms()
             decision = decide(r, use, policy, now_ms=now)
-            price = _price(client, r)
+            price = PriceCache(client).price(r)
             outcome = None
             if not decision.stop:
                 action = f"skipped_{decision.verdict.value}"

@@ -24,6 +24,7 @@ from rl_sessions_dagster.api.checkpoint_ops import (
     create_training_checkpoint_and_wait,
 )
 from rl_sessions_dagster.api.lifecycle import (
+    PriceCache,
     ResourceFailed,
     ResourceSpec,
     SessionFailed,
@@ -128,6 +129,29 @@ def test_find_ready_resource_matches_configuration_and_owner(sim, lc):
     assert find_ready_resource(lc, spec).id == good
     assert find_ready_resource(lc, ResourceSpec(MODEL, gpu_type="H100-80GB")) is None
     assert find_ready_resource(lc, ResourceSpec("Qwen/Qwen3-32B")) is None
+
+
+def test_price_cache_asks_once_per_configuration_and_keeps_failures(sim, lc):
+    """Two resources of one configuration cost one ``estimate-cost``; another configuration
+    costs another; an unpriceable one is ``(None, None)`` with its error kept, asked once."""
+    world = sim.world
+    a, b = world.create_model_resource(MODEL), world.create_model_resource(MODEL)
+    full = world.create_model_resource(MODEL, lora=False)
+    resources = {r.id: r for r in lc.list_model_resources()}
+    unpriceable = resources[a].model_copy(update={"id": "mr-unknown", "base_model": "nope/x"})
+    prices = PriceCache(lc)
+    sim.requests.reset()
+
+    assert prices.price(resources[a]) == (world.price_per_hour(MODEL), "USD")
+    assert prices.price(resources[b]) == (world.price_per_hour(MODEL), "USD")
+    assert prices.price(resources[full]) == (world.price_per_hour(MODEL, lora=False), "USD")
+    assert prices.price(unpriceable) == (None, None)
+    assert prices.price(unpriceable) == (None, None)
+
+    assert prices.requests == 3
+    assert sim.requests.count("POST", "*/estimate-cost") == 3
+    assert len(prices.errors) == 1 and prices.errors[0].startswith("mr-unknown: ")
+    assert "nope/x" in prices.errors[0]
 
 
 def test_stop_outcomes_are_reported_not_raised(sim, lc):
