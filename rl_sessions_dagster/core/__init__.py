@@ -6,6 +6,7 @@ from ..namespace import lazy_exports
 
 # The public names, loaded on first use (see ``namespace.py``).
 if TYPE_CHECKING:
+    from .errors import CursorError as CursorError
     from .events import CHECKPOINT_EVENTS as CHECKPOINT_EVENTS
     from .events import TERMINAL_EVENTS as TERMINAL_EVENTS
     from .events import EventKind as EventKind
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
     from .spend import observe_span as observe_span
     from .spend import sweep_of_auto as sweep_of_auto
     from .spend import sweep_totals as sweep_totals
-    from .state import CursorError as CursorError
     from .state import TrackerState as TrackerState
     from .tracker import advance as advance
     from .tracker import sessions_to_fetch as sessions_to_fetch

@@ -6,9 +6,9 @@ next tick writes the current format.
 
 from typing import Any
 
+from .errors import CursorError
 from .state import (
     CheckpointMark,
-    CursorError,
     ListOrder,
     OrderEvidence,
     PendingCheckpoint,

@@ -26,10 +26,7 @@ from pydantic import (
     ValidationInfo,
 )
 
-
-class CursorError(ValueError):
-    """The cursor could not be read (corrupt, foreign, or from another version)."""
-
+from .errors import CursorError
 
 #: validation context of a cursor whose ids are compact.
 COMPACT_IDS = {"compact_ids": True}

@@ -37,7 +37,8 @@ from pydantic import (
 from ..api.clock import to_ms
 from ..api.enums import ModelResourceStatus
 from ..api.models import ModelResource
-from .cursor import COMPACT_IDS, CursorError, CursorState, Id, LetterCodes, StateModel, fork
+from .cursor import COMPACT_IDS, CursorState, Id, LetterCodes, StateModel, fork
+from .errors import CursorError
 from .resource_events import (
     _STATUS_EVENTS,
     ALL_RESOURCE_EVENT_KINDS,

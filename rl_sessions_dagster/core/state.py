@@ -29,7 +29,6 @@ from pydantic import (
 
 from .cursor import (
     COMPACT_IDS,
-    CursorError,
     CursorState,
     Id,
     LetterCodes,
@@ -38,6 +37,7 @@ from .cursor import (
     expand_id,
     fork,
 )
+from .errors import CursorError
 from .list_order import ListOrder, OrderEvidence
 
 CURSOR_VERSION = 3

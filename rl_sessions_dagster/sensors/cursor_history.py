@@ -13,6 +13,8 @@ from typing import TypeVar
 
 import dagster as dg
 
+from ..core.errors import CursorError
+
 T = TypeVar("T")
 
 #: how many past ticks are searched for a readable cursor.
@@ -51,8 +53,6 @@ def restore_from_history(
     context: dg.SensorEvaluationContext, parse: Callable[[str | None], T]
 ) -> tuple[T, int] | None:
     """The newest readable cursor of a past tick, parsed, with that tick's timestamp."""
-    from ..core.cursor import CursorError  # the state models load with the first tick
-
     for tick in stored_ticks(context):
         cursor = tick.cursor
         if not cursor or cursor == context.cursor:
@@ -72,8 +72,6 @@ def read_state(
     """A sensor's state from its cursor; an unreadable cursor is recovered from the tick
     history (events since that tick are announced again, deduplicated by run_key), and only
     when no readable cursor exists does the sensor start over, saying so."""
-    from ..core.cursor import CursorError  # the state models load with the first tick
-
     try:
         return parse(context.cursor)
     except CursorError as exc:
