@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import compileall
 import os
-import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,7 @@ _PROBE = (
     "import dagster as dg\n"
     "defs = dg.Definitions()\n"
 )
+_RESOURCE_ONLY = "from rl_sessions_dagster import TogetherRLResource"
 _LOAD = (
     "import time; t = time.perf_counter()\n"
     "import dagster as dg\n"
@@ -61,9 +63,9 @@ def _python(code: str, env: dict[str, str] | None = None) -> float:
     return float(proc.stdout.strip().splitlines()[-1])
 
 
-def _timed_in_loader(probe: Path, env: dict[str, str], out: list[float]) -> int:
-    """Append the seconds our import took inside ``dagster definitions validate``; return the
-    number of full collections that ran meanwhile."""
+def _in_loader(probe: Path, env: dict[str, str]) -> tuple[float, int]:
+    """Seconds our import took inside ``dagster definitions validate``, and the full
+    collections that ran meanwhile."""
     dagster_cli = Path(sys.executable).with_name("dagster")
     proc = subprocess.run(
         [str(dagster_cli), "definitions", "validate", "-f", str(probe)],
@@ -73,8 +75,7 @@ def _timed_in_loader(probe: Path, env: dict[str, str], out: list[float]) -> int:
     if proc.returncode != 0 or not lines:
         raise RuntimeError(f"dagster definitions validate failed: {proc.stderr[-800:]}")
     _, seconds, collections = lines[-1].split()
-    out.append(float(seconds))
-    return int(collections)
+    return float(seconds), int(collections)
 
 
 def run_startup(repeats: int) -> dict[str, Any]:
@@ -98,41 +99,30 @@ def run_startup(repeats: int) -> dict[str, Any]:
     owed: list[float] = []
     settled: list[float] = []
     loader: list[float] = []
-    loader_collections = 0
-    work = Path(tempfile.mkdtemp(prefix="rl-startup-"))
-    probe = work / "probe_definitions.py"
-    probe.write_text(_PROBE.format(names=names))
-    loader_env = {**os.environ, "DAGSTER_HOME": str(work)}
-    try:
+    collections: list[int] = []
+    with tempfile.TemporaryDirectory(prefix="rl-startup-") as work:
+        probe = Path(work) / "probe_definitions.py"
+        probe.write_text(_PROBE.format(names=names))
+        loader_env = {**os.environ, "DAGSTER_HOME": work}
+
+        def in_loader() -> float:
+            seconds, full_collections = _in_loader(probe, loader_env)
+            collections.append(full_collections)
+            return seconds
+
+        defs = f"from rl_sessions_dagster import {names}"
+        cases: list[tuple[list[float], Callable[[], float]]] = [
+            (ours, partial(_python, _IMPORT.format(m="import rl_sessions_dagster"))),
+            (base, partial(_python, _IMPORT.format(m="import dagster"))),
+            (full, partial(_python, after.format(settle="", m=defs))),
+            (resource, partial(_python, after.format(settle="", m=_RESOURCE_ONLY))),
+            (owed, partial(_python, after.format(settle="", m="gc.collect()"))),
+            (settled, partial(_python, after.format(settle="; gc.collect()", m=defs))),
+            (loader, in_loader),
+        ]
         for i in range(repeats):
-            cases = [
-                (ours, _IMPORT.format(m="import rl_sessions_dagster")),
-                (base, _IMPORT.format(m="import dagster")),
-                (full, after.format(settle="", m=f"from rl_sessions_dagster import {names}")),
-                (
-                    resource,
-                    after.format(settle="", m="from rl_sessions_dagster import TogetherRLResource"),
-                ),
-                (owed, after.format(settle="", m="gc.collect()")),
-                (
-                    settled,
-                    after.format(
-                        settle="; gc.collect()", m=f"from rl_sessions_dagster import {names}"
-                    ),
-                ),
-            ]
-            if i % 2:  # the loader run first in odd rounds, last in even ones, as the order flips
-                loader_collections = max(
-                    loader_collections, _timed_in_loader(probe, loader_env, loader)
-                )
-            for out, code in cases if i % 2 == 0 else cases[::-1]:
-                out.append(_python(code))
-            if not i % 2:
-                loader_collections = max(
-                    loader_collections, _timed_in_loader(probe, loader_env, loader)
-                )
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+            for out, run in cases if i % 2 == 0 else cases[::-1]:
+                out.append(run())
     result: dict[str, Any] = {
         "repeats": repeats,
         "import_ours_s": statistics.median(ours),
@@ -142,7 +132,7 @@ def run_startup(repeats: int) -> dict[str, Any]:
         "owed_collection_s": statistics.median(owed),
         "defs_over_settled_s": statistics.median(settled),
         "defs_in_loader_s": statistics.median(loader),
-        "loader_full_collections": loader_collections,
+        "loader_full_collections": max(collections),
     }
     with RLSimulator(api_key="sk-bench-load") as sim, tempfile.TemporaryDirectory() as home:
         env = {
