@@ -20,6 +20,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import dagster as dg
@@ -316,7 +317,8 @@ def build_session_sync_asset(
                     store,
                     batch_size=config.batch_size,
                     include_training_checkpoints=config.include_training_checkpoints,
-                    keep=flt.matches if flt is not None else None,
+                    # The list is filtered by the API: its word holds for what it filtered.
+                    keep=partial(flt.matches, listed=True) if flt is not None else None,
                     newest_limit=config.newest_sessions,
                     mark_missing=flt is None,
                     on_progress=progress,

@@ -126,3 +126,15 @@ def sessions_with_new_checkpoints(
             continue
         found.append(sid)
     return list(dict.fromkeys(found))
+
+
+def newest_listed(read: CheckpointRead, sessions: set[str]) -> dict[str, int]:
+    """The newest listed checkpoint of each of ``sessions``: a session remembered in
+    ``recent_checkpoints`` (retired, or outside the filter) that still produces checkpoints
+    stays remembered, so the list never makes it fetched again."""
+    newest: dict[str, int] = {}
+    for c in read.items:
+        sid, ms = c.session_id, to_ms(c.created_at)
+        if sid in sessions and ms is not None:
+            newest[sid] = max(ms, newest.get(sid, ms))
+    return newest

@@ -16,6 +16,7 @@ from ..api.clock import to_ms
 from ..api.models import TrainingSession
 from .checkpoint_list import (
     checkpoint_mode,
+    newest_listed,
     oldest_pending_ms,
     read_checkpoints,
     registration_fetches,
@@ -30,6 +31,7 @@ from .session_source import (
     ItemUnreadable,
     ListCursorRejected,
     Reader,
+    SessionExcluded,
     SessionSource,
     StatusFilterRejected,
 )
@@ -155,6 +157,7 @@ def _read_checkpoint_list(
         return
     adopt = sessions_with_new_checkpoints(state, read, floor, shown)
     obs.adopt = adopt
+    obs.listed_checkpoint_ms = newest_listed(read, {*state.recent_checkpoints, *adopt})
     _fetch(reader, source, [*registration_fetches(state, due, read), *adopt], None)
     if read.complete:
         obs.checkpoints_read_newest_ms = read.newest_ms
@@ -164,9 +167,10 @@ def _fetch(
     reader: Reader, source: SessionSource, ids: Sequence[str], max_fetches: int | None
 ) -> None:
     fetched = dict(reader.result.observation.fetched)
+    excluded = list(reader.result.observation.excluded)
     try:
         for sid in ids:
-            if sid in fetched:
+            if sid in fetched or sid in excluded:
                 continue
             if max_fetches is not None and len(fetched) >= max_fetches:
                 reader.result.interrupted = f"fetched {len(fetched)} of {len(ids)} sessions"
@@ -179,8 +183,14 @@ def _fetch(
             except ItemUnreadable:
                 reader.result.requests += 1
                 reader.result.unreadable.append(sid)
+            except SessionExcluded:
+                reader.result.requests += 1
+                excluded.append(sid)
+                fetched[sid] = None
     finally:
-        reader.result.observation.fetched = fetched
+        obs = reader.result.observation
+        obs.fetched = {k: v for k, v in fetched.items() if k not in excluded}
+        obs.excluded = [*obs.excluded, *excluded]
 
 
 def _discover_pages(

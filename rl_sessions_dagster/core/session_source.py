@@ -23,6 +23,10 @@ class ItemUnreadable(Exception):
     """One item the API returned could not be read (drift): skipped, retried next tick."""
 
 
+class SessionExcluded(Exception):
+    """A session fetched by id is outside the sensor's filter: it is never tracked."""
+
+
 class ListCursorRejected(Exception):
     """The API refused a saved ``after`` (the item is gone, or the cursor expired)."""
 
@@ -53,7 +57,7 @@ class SessionSource(Protocol):
 
     def get_session(self, session_id: str) -> TrainingSession | None:
         """The session, or None when the API answers 404; raises :class:`ItemUnreadable`
-        when its body cannot be read."""
+        when its body cannot be read and :class:`SessionExcluded` when the filter excludes it."""
         ...
 
     def server_time_ms(self) -> int | None:

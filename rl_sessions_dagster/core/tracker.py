@@ -128,6 +128,8 @@ def advance(state: TrackerState, obs: Observation, config: TrackerConfig) -> Tic
     for page in obs.pages:
         for s in page.sessions:
             snapshot.setdefault(s.id, s)
+    for sid in obs.excluded:
+        _exclude(state, config, sid, obs, notes)
     for sid, fetched in obs.fetched.items():
         if fetched is None:
             if state.tracked.pop(sid, None) is not None:
@@ -163,6 +165,9 @@ def advance(state: TrackerState, obs: Observation, config: TrackerConfig) -> Tic
             "the checkpoint list is not newest first as documented; registrations are now "
             "re-checked by id and the finished-session list is scanned instead"
         )
+    for sid, ms in obs.listed_checkpoint_ms.items():
+        if sid in state.recent_checkpoints:
+            state.recent_checkpoints[sid] = max(state.recent_checkpoints[sid], ms)
     if obs.checkpoints_read_newest_ms is not None and not budget.exhausted:
         state.checkpoint_watermark_ms = max(
             state.checkpoint_watermark_ms, obs.checkpoints_read_newest_ms
@@ -170,6 +175,18 @@ def advance(state: TrackerState, obs: Observation, config: TrackerConfig) -> Tic
     move_watermark(state, obs, config, snapshot, ended, notes)
     _retire(state, config, snapshot, now, notes)
     return TickOutcome(budget.events, state, notes, deferred=budget.exhausted)
+
+
+def _exclude(
+    state: TrackerState, config: TrackerConfig, sid: str, obs: Observation, notes: list[str]
+) -> None:
+    """A session the filter excludes is never tracked; a checkpoint sensor remembers it like a
+    retired one, so the checkpoint list does not make it fetched again."""
+    if state.tracked.pop(sid, None) is not None:
+        notes.append(f"session {sid} no longer matches the sensor's filter; no longer tracked")
+    if config.checkpoints_only:
+        newest = obs.listed_checkpoint_ms.get(sid, state.checkpoint_watermark_ms)
+        state.recent_checkpoints[sid] = max(state.recent_checkpoints.get(sid, 0), newest)
 
 
 def _diff_tracked(

@@ -88,6 +88,10 @@ class Observation:
     adopt: Sequence[str] = ()
     checkpoints_read_newest_ms: int | None = None
     checkpoint_list_untrusted: bool = False
+    #: sessions fetched by id that the sensor's filter excludes: never tracked.
+    excluded: Sequence[str] = ()
+    #: checkpoint mode: the newest listed checkpoint of each session adopted or remembered.
+    listed_checkpoint_ms: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass
