@@ -85,9 +85,11 @@ def test_yaml_quick_start_builds_and_its_messages_are_real(tmp_path, monkeypatch
     monkeypatch.delenv("TOGETHER_API_KEY", raising=False)
     defs = dg.build_defs_for_component(component=component)
     dg.Definitions.validate_loadable(defs)
-    keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
-    for key in re.findall(r"^\* `(together/\w+)`", README, re.M):
-        assert key in keys, key
+    graph = defs.resolve_asset_graph()
+    groups = {k.to_user_string(): graph.get(k).group_name for k in graph.get_all_asset_keys()}
+    built = re.findall(r"^\* `(together/\w+)`", README, re.M)
+    assert len(built) == 5 and set(built) <= set(groups)
+    assert set(groups.values()) == {"together_rl"}  # "all in the asset group together_rl"
     assert {j.name for j in defs.resolve_sensor_def("together_rl_events").jobs} == {
         "evaluate_checkpoint",
         "finished_session_report",
@@ -120,6 +122,8 @@ def test_testing_example_ticks_the_quick_start_sensor():
     request = namespace["request"]
     assert request.tags["together/event"] == "checkpoint_registered"
     assert request.partition_key.startswith("sweep-a/")
+    # the 503 was served, and retried within the tick
+    assert namespace["sim"].requests.count("GET", "/v1/rl/training-sessions", status=503) == 1
 
 
 def test_announce_only_example_feeds_the_eager_asset(monkeypatch):
@@ -204,9 +208,10 @@ def _anchors(text: str) -> set[str]:
 
 
 def test_links_resolve():
-    """Every relative link of the README and the docs points at a file that exists, and every
-    #anchor into a Markdown page at one of its headings."""
-    for name, text in PAGES.items():
+    """Every relative link of the README, the docs and the CHANGELOG points at a file that
+    exists, and every #anchor into a Markdown page at one of its headings."""
+    changelog = (ROOT / "CHANGELOG.md").read_text()
+    for name, text in {**PAGES, "CHANGELOG.md": changelog}.items():
         base = (ROOT / name).parent
         prose = re.sub(r"```.*?```", "", text, flags=re.S)
         for target in re.findall(r"\]\(([^)\s]+)\)", prose):
