@@ -1,6 +1,6 @@
 """The deployment files as a user meets them, beyond Dagster's own loaders (those are in
 ``tests/postgres/test_deploy.py``): the Helm values against the chart's values schema, the
-chart version pinned where the README installs it, resources and compute logs, the image
+chart version pinned where docs/production.md installs it, resources and compute logs, the image
 (installed from uv.lock, run as a non-root user) and one version string everywhere.
 
 The schema is a hand-written subset of the chart's own ``values.schema.json``; where it comes
@@ -25,7 +25,9 @@ import rl_sessions_dagster
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"
 SCHEMA = ROOT / "tests" / "fixtures" / "helm" / "dagster-chart-values.subset.schema.json"
-# The chart release README.md installs; chart versions track Dagster's.
+# The README and the docs pages (docs/production.md holds the deploy commands).
+DOC_PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+# The chart release docs/production.md installs; chart versions track Dagster's.
 CHART_VERSION = "1.13.27"
 
 
@@ -188,9 +190,9 @@ def test_compute_logs_leave_the_run_pod_for_a_bucket_the_image_can_write() -> No
 
 def test_the_chart_version_is_pinned_to_the_locked_dagster_release() -> None:
     assert locked_version("dagster") == CHART_VERSION
-    readme = (ROOT / "README.md").read_text()
+    docs = "".join(path.read_text() for path in DOC_PAGES)
     values_text = (DEPLOY / "helm" / "values.yaml").read_text()
-    commands = re.findall(r"helm (?:upgrade|install) [^\n]*", readme + values_text)
+    commands = re.findall(r"helm (?:upgrade|install) [^\n]*", docs + values_text)
     assert len(commands) >= 2
     for command in commands:
         assert f"--version {CHART_VERSION}" in command, command
@@ -246,9 +248,12 @@ def test_one_version_string_everywhere() -> None:
     assert pyproject()["project"]["dynamic"] == ["version"]
     assert importlib.metadata.version("rl-sessions-dagster") == version
     assert _deployment(helm_values())["image"]["tag"] == version
-    for path in (ROOT / "README.md", DEPLOY / "Dockerfile"):
+    for path in (ROOT / "docs" / "production.md", DEPLOY / "Dockerfile"):
         tags = set(re.findall(r"rl-sessions-dagster:(\d+\.\d+\.\d+)", path.read_text()))
         assert tags == {version}, path
+    for path in DOC_PAGES:  # and no other page names another version
+        tags = set(re.findall(r"rl-sessions-dagster:(\d+\.\d+\.\d+)", path.read_text()))
+        assert tags <= {version}, path
 
 
 def test_the_license_file_is_the_declared_license() -> None:

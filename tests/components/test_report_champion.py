@@ -106,9 +106,9 @@ def test_a_finished_session_is_routed_and_reported(monkeypatch):
         assert "not recorded" in mat.metadata["report"].value
 
 
-def test_readme_report_and_champion_examples_load():
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme.split("### The session report")[1].split("## The GPUs")[0]
+def test_docs_report_and_champion_examples_load():
+    page = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text()
+    section = page.split("### The report and the champion")[1].split("\n### ")[0]
     yamls = re.findall(r"```yaml\nattributes:\n(.*?)```", section, re.S)
     assert len(yamls) == 2
     for block in yamls:
@@ -119,9 +119,9 @@ def test_readme_report_and_champion_examples_load():
                 dg.Definitions(assets=[deploy_champion]),
             )
         )
-    (code,) = re.findall(r"```python\n(.*?)```", section.split("### The champion")[1], re.S)
+    (code,) = re.findall(r"```python\n(.*?)```", section, re.S)
     namespace: dict = {}
-    exec(compile(code, "README-champion", "exec"), namespace)
+    exec(compile(code, "docs-champion", "exec"), namespace)
     defs = dg.Definitions.merge(
         namespace["champion_defs"],
         dg.Definitions(assets=[deploy_champion]),

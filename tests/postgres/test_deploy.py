@@ -3,7 +3,7 @@
 ``dagster.yaml`` becomes a real instance on the test PostgreSQL (secrets from the environment,
 as in production) that captures a run's stdout and stderr where the UI reads them;
 ``workspace.yaml`` is loaded by the ``dagster`` command line in a subprocess started from the
-repository root, as the README says, with nothing added to its path; the Helm values agree with
+repository root, as docs/production.md says, with nothing added to its path; the Helm values agree with
 both and with the tags the sensors really set. (The Helm values are checked against the chart's
 schema in ``tests/test_deploy_files.py``; Helm itself is not run: it is not available offline.)
 """
