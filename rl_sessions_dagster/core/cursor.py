@@ -4,8 +4,8 @@ Each tracker's state is one pydantic model that is also its cursor: short field 
 ``model_dump_json(by_alias=True, exclude_defaults=True)`` to write it, ``model_validate_json``
 to read it. Dagster copies the cursor into every tick row, so ids are written compactly too:
 a canonical UUID (what the API issues) becomes ``~`` + its 16 bytes in base64url (23
-characters instead of 36). Only cursors that say so (``COMPACT_IDS`` in the validation
-context) are read that way, so an id of an older cursor is always taken literally.
+characters instead of 36). Cursors are read with ``COMPACT_IDS`` in the validation context;
+a model validated from Python (tests, code) takes ids literally.
 """
 
 import base64
@@ -93,14 +93,11 @@ class StateModel(BaseModel):
 
 class CursorState(StateModel):
     """A tracker's whole state, which is also its cursor: :meth:`to_cursor` writes it and
-    :meth:`from_cursor` reads it back, the current version in one native pass and older ones
-    through the subclass's :meth:`_from_older`."""
+    :meth:`from_cursor` reads it back in one native pass."""
 
     #: False until the first tick has run (not written: a cursor exists only after one).
     initialized: bool = Field(False, exclude=True)
 
-    #: How the current version's cursor starts (``{"v":N,``): read natively, ids compact.
-    _current_prefix: ClassVar[str]
     #: The cursor's name in errors.
     _what: ClassVar[str] = "cursor"
 
@@ -113,21 +110,13 @@ class CursorState(StateModel):
         if not cursor:
             return cls()
         try:
-            if cursor.startswith(cls._current_prefix):  # as written: parsed once, by pydantic
-                state = cls.model_validate_json(cursor, context=COMPACT_IDS)
-            else:
-                state = cls._from_older(cursor)
+            state = cls.model_validate_json(cursor, context=COMPACT_IDS)
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"])
             raise CursorError(f"unreadable {cls._what}: {where}: {first['msg']}") from None
         state.initialized = True
         return state
-
-    @classmethod
-    def _from_older(cls, cursor: str) -> Self:
-        """An older version's cursor (JSON that is not the current version's)."""
-        raise NotImplementedError
 
 
 M = TypeVar("M", bound=BaseModel)

@@ -20,7 +20,6 @@ diffs it against a small cursor. The guarantees mirror the session tracker's:
 STOPPING produces no event: billing has already ended, and STOPPED follows.
 """
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar
@@ -37,8 +36,7 @@ from pydantic import (
 from ..api.clock import to_ms
 from ..api.enums import ModelResourceStatus
 from ..api.models import ModelResource
-from .cursor import COMPACT_IDS, CursorState, Id, LetterCodes, StateModel, fork
-from .errors import CursorError
+from .cursor import CursorState, Id, LetterCodes, StateModel, fork
 from .resource_events import (
     _STATUS_EVENTS,
     ALL_RESOURCE_EVENT_KINDS,
@@ -47,10 +45,9 @@ from .resource_events import (
     ResourceEventKind,
 )
 
-#: v2: the state model with short aliases and compact ids; v1 (0.2-dev) is still read.
+#: the state model with short aliases and compact ids.
 RESOURCE_CURSOR_VERSION = 2
 _KIND = "model_resources"
-_CURRENT_PREFIX = f'{{"v":{RESOURCE_CURSOR_VERSION},'  # only this version has compact ids
 
 #: a raw resource status, written as one letter when known.
 _LETTERS = LetterCodes(
@@ -82,23 +79,10 @@ class TrackedResource(StateModel):
     #: back (an unknown one, say) does not announce it again.
     ready: bool = Field(False, alias="y")
 
-    @model_validator(mode="before")
-    @classmethod
-    def _from_v1(cls, data: Any) -> Any:
-        """Format v1 (0.2-dev): ``[status, expiring ms, flags (1 queued, 2 ready), first seen]``."""
-        if isinstance(data, list) and len(data) == 4:
-            code, expiring, flags, first = data
-            if not isinstance(flags, int):
-                raise ValueError("flags are not an integer")
-            return {"s": code, "e": expiring, "q": bool(flags & 1), "f": first,
-                    "y": bool(flags & 2)}  # fmt: skip
-        return data
-
 
 class ResourceTrackerState(CursorState):
     """Everything carried from one tick to the next; its JSON is the cursor."""
 
-    _current_prefix: ClassVar[str] = _CURRENT_PREFIX
     _what: ClassVar[str] = "model-resource cursor"
     #: resources created before this at the first tick are history.
     baseline_ms: int = Field(0, alias="b")
@@ -110,15 +94,6 @@ class ResourceTrackerState(CursorState):
     #: when the ticks started failing to read the API (None: the last tick read it).
     failing_since_ms: int | None = Field(None, alias="f")
 
-    @classmethod
-    def _from_older(cls, cursor: str) -> "ResourceTrackerState":
-        try:
-            doc = json.loads(cursor)
-        except ValueError as exc:
-            raise CursorError(f"unreadable model-resource cursor: {exc}") from None
-        current = isinstance(doc, dict) and doc.get("v") == RESOURCE_CURSOR_VERSION
-        return cls.model_validate(doc, context=COMPACT_IDS if current else None)
-
     @model_validator(mode="before")
     @classmethod
     def _from_doc(cls, data: Any) -> Any:
@@ -128,7 +103,7 @@ class ResourceTrackerState(CursorState):
         if doc.pop("kind", None) != _KIND:
             raise ValueError("not a model-resource sensor cursor")
         version = doc.pop("v", None)
-        if version not in (1, RESOURCE_CURSOR_VERSION):
+        if version != RESOURCE_CURSOR_VERSION:
             raise ValueError(f"unsupported resource cursor version {version!r}")
         return doc
 

@@ -7,15 +7,15 @@ written in 23 characters (:mod:`.cursor`).
 
 :class:`TrackerState` is a pydantic model whose short aliases are the cursor's keys (format
 v3). Finished sessions that only wait for registrations, the bulk of a busy cursor, are written
-grouped by what they share (``pr``). Cursors of 0.2-dev (v2, the same keys with ids in full) and
-of 0.1.0 (v1, :mod:`._cursor_v1`) are still read, so upgrading never restarts a sensor.
+grouped by what they share (``pr``): fifty of them fit in 4 KB. This is the one format, from
+0.2.0 on; a cursor of another version is refused (``CursorError``), and the sensor rebuilds its
+state from its tick history.
 """
 
 import functools
 import hashlib
-import json
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any
 
 from pydantic import (
     BeforeValidator,
@@ -28,7 +28,6 @@ from pydantic import (
 )
 
 from .cursor import (
-    COMPACT_IDS,
     CursorState,
     Id,
     LetterCodes,
@@ -37,13 +36,9 @@ from .cursor import (
     expand_id,
     fork,
 )
-from .errors import CursorError
 from .list_order import ListOrder, OrderEvidence
 
 CURSOR_VERSION = 3
-#: versions this code reads through the model (v1 has its own reader).
-_MODEL_VERSIONS = (2, 3)
-_CURRENT_PREFIX = f'{{"v":{CURSOR_VERSION},'
 
 _STATUS_LETTERS = LetterCodes(
     {
@@ -193,7 +188,6 @@ class ScanPosition(StateModel):
 class TrackerState(CursorState):
     """Everything the tracker carries from one tick to the next; its JSON is the cursor."""
 
-    _current_prefix: ClassVar[str] = _CURRENT_PREFIX
     #: created_at floor of history at the first tick; older sessions are history.
     baseline_ms: int = Field(0, alias="b")
     #: sessions created before ``watermark_ms - lookback`` are known (tracked or history).
@@ -240,21 +234,6 @@ class TrackerState(CursorState):
         """A copy to build the next tick's state in, leaving this one as it was."""
         return fork(self)
 
-    @classmethod
-    def _from_older(cls, cursor: str) -> "TrackerState":
-        try:
-            doc = json.loads(cursor)
-        except ValueError as exc:
-            raise CursorError(f"unreadable cursor: not JSON ({exc})") from None
-        version = doc.get("v") if isinstance(doc, dict) else None
-        if version == 1:
-            from ._cursor_v1 import state_from_v1
-
-            return state_from_v1(doc)
-        if version not in _MODEL_VERSIONS:
-            raise CursorError(f"unsupported cursor version {version!r}")
-        return cls.model_validate(doc, context=COMPACT_IDS if version == 3 else None)
-
     # --- the cursor's envelope: version, and sessions waiting for registrations -------------
 
     @model_validator(mode="before")
@@ -263,7 +242,7 @@ class TrackerState(CursorState):
         if not isinstance(data, dict) or "v" not in data:
             return data  # built in code, by field name
         doc = dict(data)
-        if doc.pop("v") not in _MODEL_VERSIONS:
+        if doc.pop("v") != CURSOR_VERSION:
             raise ValueError("unsupported cursor version")
         if "pr" in doc:
             doc["t"] = {**doc.get("t", {}), **_read_waiting(doc.pop("pr"))}

@@ -1,9 +1,7 @@
-"""Cursors written by earlier versions keep loading with the same meaning, and the current
-cursor stays small.
+"""Cursors written by 0.2.0 keep loading with the same meaning, and the cursor stays small.
 
-The fixtures in ``fixtures/cursors/`` were written by 0.2-dev (session format v2, resource
-format v1) and 0.1.0 (session format v1); next to each, what that code read from it
-(``fixtures/cursors/_generate.py`` says how they were made).
+The fixtures in ``fixtures/cursors/`` are cursors in the 0.2.0 format (session v3, resource
+v2), each beside what the code that wrote it read from it (``fixtures/cursors/README.md``).
 """
 
 import json
@@ -41,31 +39,40 @@ def _load(name: str) -> tuple[str, dict]:
 
 
 @pytest.mark.parametrize("name", _fixtures("session_"))
-def test_an_older_session_cursor_loads_with_the_same_meaning_and_is_rewritten(name):
+def test_a_0_2_session_cursor_loads_with_the_same_meaning(name):
     cursor, meaning = _load(name)
+    assert json.loads(cursor)["v"] == CURSOR_VERSION
     state = TrackerState.from_cursor(cursor)
     assert session_meaning(state) == meaning
-    rewritten = state.to_cursor()
-    assert json.loads(rewritten)["v"] == CURSOR_VERSION
-    assert session_meaning(TrackerState.from_cursor(rewritten)) == meaning
-    assert len(rewritten) <= len(cursor) + 64  # never much larger (v1 kept no evidence)
+    assert state.to_cursor() == cursor  # one format: read and written the same
 
 
-@pytest.mark.parametrize("name", _fixtures("resource_"))
-def test_an_older_resource_cursor_loads_with_the_same_meaning_and_is_rewritten(name):
+@pytest.mark.parametrize("name", _fixtures("resource"))
+def test_a_0_2_resource_cursor_loads_with_the_same_meaning(name):
     cursor, meaning = _load(name)
     state = ResourceTrackerState.from_cursor(cursor)
     assert resource_meaning(state) == meaning
-    rewritten = state.to_cursor()
-    assert resource_meaning(ResourceTrackerState.from_cursor(rewritten)) == meaning
+    assert state.to_cursor() == cursor
     with pytest.raises(CursorError):  # and the two kinds of cursor are never mixed up
-        TrackerState.from_cursor(rewritten)
+        TrackerState.from_cursor(cursor)
 
 
-def test_the_busy_cursor_of_0_2_dev_halves():
-    cursor, _ = _load("session_v2_checkpoint_sensor_50_running_50_pending")
-    assert len(cursor) > 12_000
-    assert len(TrackerState.from_cursor(cursor).to_cursor()) < 7_000
+@pytest.mark.parametrize(
+    "older",
+    ['{"v":1,"b":1}', '{"v":2,"b":1,"w":1,"m":1,"p":1,"r":{"~abc":5}}', "not json", "[1]"],
+)
+def test_a_cursor_of_another_format_is_refused(older):
+    """Nothing older than 0.2.0 is read: the sensor rebuilds from its tick history instead."""
+    with pytest.raises(CursorError):
+        TrackerState.from_cursor(older)
+    with pytest.raises(CursorError):
+        ResourceTrackerState.from_cursor(older)
+
+
+def test_the_busy_cursor_stays_small():
+    """50 running sessions with 10 checkpoints each and 50 finished ones waiting."""
+    cursor, _ = _load("session_checkpoint_sensor_50_running_50_pending")
+    assert len(cursor) < 7_000
 
 
 @pytest.mark.parametrize("spread", [False, True])
@@ -102,12 +109,6 @@ def test_ids_are_written_compactly_and_read_back_as_they_were(value):
     state = TrackerState(initialized=True, recent_terminal={value: 1}, backfilled=[value])
     again = TrackerState.from_cursor(state.to_cursor())
     assert again.recent_terminal == {value: 1} and again.backfilled == [value]
-
-
-def test_a_v2_cursor_takes_ids_literally():
-    """Only the current format writes compact ids: a ``~`` in an older cursor is the id."""
-    cursor = json.dumps({"v": 2, "b": 1, "w": 1, "m": 1, "p": 1, "r": {"~abc": 5}})
-    assert TrackerState.from_cursor(cursor).recent_terminal == {"~abc": 5}
 
 
 @pytest.mark.parametrize(

@@ -2,17 +2,14 @@
 know, cheap re-checks of pending registrations, status-only sensors without checkpoint state,
 and cursors from the previous release."""
 
-import json
 
 from rl_sessions_dagster.core import (
     CHECKPOINT_EVENTS,
     TERMINAL_EVENTS,
     EventKind,
-    ListOrder,
     TrackerConfig,
     TrackerState,
 )
-from rl_sessions_dagster.core.state import CURSOR_VERSION
 
 from .test_tracker import kinds, tick
 from .world_model import FakeWorld
@@ -144,23 +141,6 @@ def test_pending_registrations_of_finished_sessions_cost_one_request_whatever_th
     outcome, cursor, collected = tick(world, cursor, config)
     assert kinds(outcome) == [(EventKind.CHECKPOINT_REGISTERED, target, pending[target])]
     assert set(collected.fetched_ids) <= {target} and collected.requests <= 4
-
-
-def test_v1_cursor_from_release_0_1_0_is_read_and_rewritten_in_the_current_format():
-    v1 = {
-        "v": 1, "b": 1000, "w": 2000, "m": 2500, "p": 2000, "o": "n", "vt": 1500,
-        "t": {"s1": ["R", [1800, "ab12cd34"], [["c9", 1900]]], "s2": ["S", 0, [], 1950]},
-        "r": {"s3": 2100}, "a": ["s7", "s8", 1700],
-    }  # fmt: skip
-    state = TrackerState.from_cursor(json.dumps(v1))
-    assert state.order is ListOrder.NEWEST_FIRST
-    assert state.tracked["s1"].status == "TRAINING_SESSION_STATUS_RUNNING"
-    assert state.tracked["s1"].pending[0].checkpoint_id == "c9"
-    assert state.tracked["s2"].terminal_ms == 1950
-    assert state.scan is not None and state.scan.done_through == "s8"
-    again = TrackerState.from_cursor(state.to_cursor())
-    assert json.loads(state.to_cursor())["v"] == CURSOR_VERSION == 3
-    assert again == state
 
 
 def test_checkpoint_sensor_finds_a_session_born_and_ended_between_ticks_in_two_requests():

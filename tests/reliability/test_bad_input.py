@@ -75,9 +75,7 @@ def misspelled_host(sim, instance, **_):
     fails loudly (no retry, no quiet skip), names base_url and TOGETHER_BASE_URL, keeps the
     cursor. ``.invalid`` never resolves (RFC 2606)."""
     t = status_ticker("https://api.together-typo.invalid", instance)
-    t.cursor = cursor = (
-        '{"v": 1, "b": 1, "w": 1, "m": 1, "p": 1, "o": "x", "vt": 0, "t": {}, "r": {}}'
-    )
+    t.cursor = cursor = '{"v":3,"b":1,"w":1,"m":1,"p":1}'
     try:
         data = t.tick()
     except ConfigurationError as exc:
@@ -113,9 +111,9 @@ def unreadable_cursor(sim, instance, capsys, **_):
         "not json{",
         '{"v": 0, "garbage": true}',
         '{"v": 1}',
-        '{"v": 1, "b": "x", "w": 0, "m": 0, "p": 0, "o": "n", "vt": 0, "t": {}, "r": {}}',
-        '{"v": 1, "b": 0, "w": 0, "m": 0, "p": 0, "o": "?", "vt": 0, "t": {}, "r": {}}',
-        '{"v": 1, "b": 0, "w": 0, "m": 0, "p": 0, "o": "n", "vt": 0, "t": {"s": 5}, "r": {}}',
+        '{"v": 3, "b": "x", "w": 0, "m": 0, "p": 0}',
+        '{"v": 3, "b": 0, "w": 0, "m": 0, "p": 0, "o": "?"}',
+        '{"v": 3, "b": 0, "w": 0, "m": 0, "p": 0, "t": {"s": 5}}',
         "[1, 2, 3]",
         '"just a string"',
     ]
