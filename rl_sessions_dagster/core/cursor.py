@@ -1,4 +1,5 @@
-"""What the trackers' state models share: one base class, compact ids, and a cheap copy.
+"""What the trackers' state models share: one base class, compact ids, a cheap copy, and the
+one error a cursor read raises.
 
 Each tracker's state is one pydantic model that is also its cursor: short field aliases,
 ``model_dump_json(by_alias=True, exclude_defaults=True)`` to write it, ``model_validate_json``
@@ -26,10 +27,14 @@ from pydantic import (
     ValidationInfo,
 )
 
-from .errors import CursorError
+
+class CursorError(ValueError):
+    """The cursor could not be read (corrupt, foreign, or from another version)."""
+
 
 #: validation context of a cursor whose ids are compact.
 COMPACT_IDS = {"compact_ids": True}
+
 
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 

@@ -7,8 +7,8 @@ diff part-way, the entry holds exactly what was announced, so the rest follows n
 from ..api.clock import to_ms
 from ..api.models import InferenceCheckpoint, TrainingSession
 from .events import TERMINAL_EVENT_FOR_STATUS, EventKind, SessionEvent
+from .observation import TrackerConfig, checkpoint_key
 from .state import PendingCheckpoint, TrackedSession, TrackerState
-from .tracker_io import TrackerConfig, checkpoint_key
 
 
 class Budget:

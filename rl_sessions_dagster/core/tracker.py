@@ -1,6 +1,6 @@
 """The pure event core: previous state + what the API shows now → events + next state.
 
-No HTTP and no Dagster here, so every rule can be property-tested. The glue (``poll.collect``)
+No HTTP and no Dagster here, so every rule can be property-tested. The glue (``reading.collect``)
 lists the active sessions, fetches by id what ``sessions_to_fetch`` names, pages the lists as
 ``plan_scan`` / ``TrackerState.discovery`` say, and hands all of it to ``advance``.
 
@@ -32,43 +32,16 @@ from collections.abc import Iterable, Mapping
 from ..api.clock import to_ms
 from ..api.models import TrainingSession
 from .diff import Budget, adopt, diff_session, history_entry, remember_checkpoints
-from .discovery import (
-    STATUS_PREFIX,
-    active_filter,
-    discovery_start,
-    is_unknown_live,
+from .observation import Observation, TickOutcome, TrackerConfig
+from .passes import (
+    checkpoint_floor,
+    floor_ms,
+    move_watermark,
     note_unknown_status,
     run_discovery,
+    scan_finished,
 )
-from .list_pass import ScannedPage
-from .scan import checkpoint_floor, floor_ms, move_watermark, plan_scan, scan_finished
 from .state import ScanPosition, TrackerState
-from .tracker_io import (
-    ALL_EVENT_KINDS,
-    Observation,
-    ScanPlan,
-    TickOutcome,
-    TrackerConfig,
-    checkpoint_key,
-)
-
-__all__ = [
-    "ALL_EVENT_KINDS",
-    "STATUS_PREFIX",
-    "Observation",
-    "ScanPlan",
-    "ScannedPage",
-    "TickOutcome",
-    "TrackerConfig",
-    "active_filter",
-    "advance",
-    "checkpoint_key",
-    "discovery_start",
-    "floor_ms",
-    "is_unknown_live",
-    "plan_scan",
-    "sessions_to_fetch",
-]
 
 
 def sessions_to_fetch(

@@ -13,7 +13,7 @@ from typing import TypeVar
 
 import dagster as dg
 
-from ..core.errors import CursorError
+from ..core.cursor import CursorError
 
 T = TypeVar("T")
 

@@ -35,7 +35,7 @@ import dagster as dg
 from ..api import ServerClock
 from ..api.clock import to_ms
 from ..api.enums import ModelResourceStatus
-from ..core.errors import CursorError
+from ..core.cursor import CursorError
 from ..core.idle import Decision, IdlePolicy, IdleVerdict, ResourceUse, decide, resource_use
 from ..core.idle import worth_a_look as _worth_a_look
 from ..resource import TogetherRLResource

@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import dagster as dg
 
-from ..core.events import CHECKPOINT_EVENTS, EventKind
-from ..core.resource_events import ResourceEvent, ResourceEventKind
+from ..core.events import CHECKPOINT_EVENTS, EventKind, ResourceEvent, ResourceEventKind
 from ..partitions import (
     CHAMPION_ASSET_KEY,
     CHECKPOINT_ASSET_KEY,
@@ -30,8 +29,8 @@ if TYPE_CHECKING:
     from dagster._core.definitions.asset_selection import CoercibleToAssetSelection
     from dagster._core.definitions.target import ExecutableDefinition
 
-    from ..core.resource_tracker import ResourceTrackerConfig
-    from ..core.tracker_io import TrackerConfig
+    from ..core.observation import TrackerConfig
+    from ..core.resources import ResourceTrackerConfig
 
 DEFAULT_TICK_BUDGET_SECONDS = 40.0
 K = TypeVar("K", bound=Enum)
@@ -114,7 +113,7 @@ class PollingOptions:
         )
 
     def tracker_config(self, kinds: frozenset[EventKind]) -> "TrackerConfig":
-        from ..core.tracker_io import TrackerConfig  # the core loads with the first tick
+        from ..core.observation import TrackerConfig  # the core loads with the first tick
 
         return TrackerConfig(
             kinds=kinds,
@@ -161,7 +160,7 @@ class ResourceSensorOptions:
         _positive(self, "tick_budget_seconds", "unavailable_alarm_seconds")
 
     def tracker_config(self, kinds: frozenset[ResourceEventKind]) -> "ResourceTrackerConfig":
-        from ..core.resource_tracker import ResourceTrackerConfig  # loads with the first tick
+        from ..core.resources import ResourceTrackerConfig  # loads with the first tick
 
         return ResourceTrackerConfig(
             kinds=kinds,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import dagster as dg
 
-from ..core.resource_events import ResourceEvent, ResourceEventKind
+from ..core.events import ResourceEvent, ResourceEventKind
 from .options import ResourceRoute, ResourceSensorOptions
 from .quiet_sensor import QuietSensorDefinition
 from .run_requests import TAG_PREFIX
@@ -24,7 +24,7 @@ from .tick import run_tick, tick_budget
 
 if TYPE_CHECKING:
     from ..api.models import ModelResource
-    from ..core.resource_tracker import ResourceTrackerConfig
+    from ..core.resources import ResourceTrackerConfig
 
 _MAX_TAG = 200
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import dagster as dg
 
-from ..core.resource_tracker import (
+from ..core.resources import (
     ResourceObservation,
     ResourceTrackerState,
     advance_resources,

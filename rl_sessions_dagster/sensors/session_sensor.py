@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from dagster._core.definitions.asset_selection import CoercibleToAssetSelection
     from dagster._core.definitions.target import ExecutableDefinition
 
-    from ..core.tracker_io import TrackerConfig
+    from ..core.observation import TrackerConfig
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import dagster as dg
 
 from ..core import SessionEvent, TrackerState, advance
-from ..core.poll import collect
+from ..core.reading import collect
 from ..partitions import CHECKPOINT_PARTITIONS
 from .client_source import ClientSessionSource
 from .run_requests import checkpoint_materialization, default_run_request

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from rl_sessions_dagster.core import CursorError, EventKind, TrackerConfig, TrackerState
 from rl_sessions_dagster.core.cursor import compact_id, expand_id
-from rl_sessions_dagster.core.resource_tracker import ResourceTrackerState
+from rl_sessions_dagster.core.resources import ResourceTrackerState
 from rl_sessions_dagster.core.state import (
     CURSOR_VERSION,
     CheckpointMark,

@@ -8,8 +8,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rl_sessions_dagster.api.models import ModelResource
-from rl_sessions_dagster.core.resource_events import ResourceEventKind
-from rl_sessions_dagster.core.resource_tracker import (
+from rl_sessions_dagster.core.events import ResourceEventKind
+from rl_sessions_dagster.core.resources import (
     ResourceObservation,
     ResourceTrackerConfig,
     ResourceTrackerState,

@@ -7,7 +7,7 @@ import pytest
 
 from rl_sessions_dagster.api.models import ModelResource
 from rl_sessions_dagster.core import CursorError, TrackerState
-from rl_sessions_dagster.core.resource_tracker import (
+from rl_sessions_dagster.core.resources import (
     ResourceObservation,
     ResourceTrackerConfig,
     ResourceTrackerState,

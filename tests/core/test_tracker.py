@@ -10,7 +10,7 @@ from rl_sessions_dagster.core import (
     TrackerState,
     advance,
 )
-from rl_sessions_dagster.core.poll import collect
+from rl_sessions_dagster.core.reading import collect
 
 from .world_model import FakeWorld
 

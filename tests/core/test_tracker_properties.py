@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rl_sessions_dagster.core import EventKind, TrackerConfig, TrackerState, advance
-from rl_sessions_dagster.core.poll import collect
+from rl_sessions_dagster.core.reading import collect
 
 from .world_model import ACTIVE, TERMINAL, FakeWorld, Transient
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from rl_sessions_dagster.api.models import Checkpoint, TrainingSession
-from rl_sessions_dagster.core.poll import ListCursorRejected
+from rl_sessions_dagster.core.reading import ListCursorRejected
 
 ACTIVE = {"CREATING", "RUNNING", "STOPPING"}
 TERMINAL = {"STOPPED", "ERROR", "EXPIRED"}

@@ -7,7 +7,7 @@ import dagster as dg
 import pytest
 
 from rl_sessions_dagster.core import ResourceEventKind
-from rl_sessions_dagster.core.resource_tracker import ResourceTrackerState
+from rl_sessions_dagster.core.resources import ResourceTrackerState
 from rl_sessions_dagster.sensors import (
     ResourceFilter,
     ResourceRoute,

@@ -1,49 +1,130 @@
-"""One tick's reads, in order, against any session source (the HTTP client or an in-memory
-fake): list the active sessions, fetch by id the tracked ones that left that list, continue a
-discovery pass over the unfiltered list if one is due, page the finished-session list as
-planned, and re-check pending registrations of finished sessions.
+"""Reading one tick, in order, against any session source (the HTTP client in the sensor
+glue, an in-memory world in property tests): list the active sessions, fetch by id the tracked
+ones that left that list, read the checkpoint list or page the finished-session list as
+planned, continue a discovery pass if one is due, and re-check pending registrations.
 
-It holds no I/O of its own; the source does. A read that fails transiently, or a budget that
-runs out, ends collection early with what was read so far marked incomplete, so progress is
-kept and the rest follows on the next tick. Only a failure to list the active sessions aborts
-the tick, since without that list nothing can be concluded.
+The source does the I/O; this module decides what to read. A read that fails transiently, or
+a budget that runs out, ends collection early with what was read so far marked incomplete, so
+progress is kept and the rest follows on the next tick. Only a failure to list the active
+sessions aborts the tick, since without that list nothing can be concluded.
 """
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from functools import partial
+from typing import Protocol, TypeVar
 
 from ..api.clock import to_ms
-from ..api.models import TrainingSession
-from .checkpoint_list import (
+from ..api.models import Checkpoint, TrainingSession
+from .observation import CheckpointRead, Observation, ScannedPage, TrackerConfig
+from .passes import (
+    active_filter,
+    checkpoint_floor,
     checkpoint_mode,
+    discovery_start,
     newest_listed,
     oldest_pending_ms,
-    read_checkpoints,
+    plan_scan,
     registration_fetches,
     sessions_with_new_checkpoints,
 )
-from .list_order import ListOrder
-from .list_pass import ScannedPage
-from .scan import checkpoint_floor
-from .session_source import (
-    Collected,
-    Interrupted,
-    ItemUnreadable,
-    ListCursorRejected,
-    Reader,
-    SessionExcluded,
-    SessionSource,
-    StatusFilterRejected,
-)
-from .state import TrackerState
-from .tracker import (
-    Observation,
-    TrackerConfig,
-    active_filter,
-    discovery_start,
-    plan_scan,
-    sessions_to_fetch,
-)
+from .state import ListOrder, TrackerState
+from .tracker import sessions_to_fetch
+
+Page = tuple[list[TrainingSession], str | None]
+
+
+T = TypeVar("T")
+
+
+class StatusFilterRejected(Exception):
+    """The API refused the extra statuses in the active-list filter (it validates them)."""
+
+
+class ItemUnreadable(Exception):
+    """One item the API returned could not be read (drift): skipped, retried next tick."""
+
+
+class SessionExcluded(Exception):
+    """A session fetched by id is outside the sensor's filter: it is never tracked."""
+
+
+class ListCursorRejected(Exception):
+    """The API refused a saved ``after`` (the item is gone, or the cursor expired)."""
+
+
+class SessionSource(Protocol):
+    """What the tracker needs to read. Pages return ``(items, next_after or None)``."""
+
+    def list_active_page(self, after: str | None, extra_statuses: Sequence[str] = ()) -> Page:
+        """Sessions in the known active statuses plus ``extra_statuses`` (raw constants).
+
+        Raises :class:`StatusFilterRejected` if the API refuses those extra statuses."""
+        ...
+
+    def list_terminal_page(self, after: str | None) -> Page:
+        """Finished sessions; raises :class:`ListCursorRejected` for a refused ``after``."""
+        ...
+
+    def list_all_page(self, after: str | None) -> Page:
+        """The session list without a status filter (for the discovery pass); raises
+        :class:`ListCursorRejected` for a refused ``after``."""
+        ...
+
+    def list_inference_checkpoints_page(
+        self, after: str | None
+    ) -> tuple[list[Checkpoint], str | None]:
+        """The inference-checkpoint list, newest first (documented order)."""
+        ...
+
+    def get_session(self, session_id: str) -> TrainingSession | None:
+        """The session, or None when the API answers 404; raises :class:`ItemUnreadable`
+        when its body cannot be read and :class:`SessionExcluded` when the filter excludes it."""
+        ...
+
+    def server_time_ms(self) -> int | None:
+        """The API's clock (HTTP ``Date``) at the last response, if known."""
+        ...
+
+
+@dataclass
+class Collected:
+    observation: Observation
+    #: why collection stopped early ("" when it did not): budget, or the transient error.
+    interrupted: str = ""
+    requests: int = 0
+    fetched_ids: list[str] = field(default_factory=list)
+    #: sessions whose fetch returned something unreadable (kept tracked, retried next tick).
+    unreadable: list[str] = field(default_factory=list)
+
+
+class Interrupted(Exception):
+    """Collection stops here; what was read is kept."""
+
+
+class Reader:
+    """Counts requests, checks the budget before each read and turns transient errors into
+    an interruption."""
+
+    def __init__(
+        self,
+        result: Collected,
+        out_of_time: Callable[[], bool],
+        transient: tuple[type[BaseException], ...],
+    ) -> None:
+        self.result, self.out_of_time, self.transient = result, out_of_time, transient
+
+    def read(self, what: str, call: Callable[[], T]) -> T:
+        if self.out_of_time():
+            self.result.interrupted = f"time budget used up while {what}"
+            raise Interrupted
+        try:
+            value = call()
+        except self.transient as exc:
+            self.result.interrupted = f"{type(exc).__name__}: {exc}"
+            raise Interrupted from None
+        self.result.requests += 1
+        return value
 
 
 def collect(
@@ -270,3 +351,37 @@ def _scan_pages(
             after = next_after
     finally:
         obs.pages = pages
+
+
+def read_checkpoints(
+    reader: Reader,
+    source: SessionSource,
+    *,
+    need_below_ms: int | None,
+    max_pages: int | None,
+) -> CheckpointRead:
+    """Page from the top until an item is older than ``need_below_ms`` (None: one page)."""
+    read = CheckpointRead()
+    after: str | None = None
+    pages = 0
+    while max_pages is None or pages < max_pages:
+        items, after = reader.read(
+            "reading the checkpoint list", partial(source.list_inference_checkpoints_page, after)
+        )
+        pages += 1
+        for c in items:
+            read.items.append(c)
+            ms = to_ms(c.created_at)
+            if ms is None:
+                continue
+            if read.oldest_ms is not None and ms > read.oldest_ms:
+                read.trusted = False
+            read.oldest_ms = ms if read.oldest_ms is None else min(read.oldest_ms, ms)
+            read.newest_ms = ms if read.newest_ms is None else max(read.newest_ms, ms)
+        if after is None:
+            read.complete = True
+            break
+        if need_below_ms is None or (read.oldest_ms is not None and read.oldest_ms < need_below_ms):
+            read.complete = need_below_ms is not None
+            break
+    return read

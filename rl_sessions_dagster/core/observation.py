@@ -1,16 +1,43 @@
-"""The tracker's inputs and outputs: its policy, what one tick observed, what it decided."""
-
-from __future__ import annotations
+"""The session tracker's inputs and outputs: its policy (:class:`TrackerConfig`), what one
+tick read (:class:`Observation`, with the pages and the checkpoint-list read it holds), and what
+the tick decided (:class:`TickOutcome`)."""
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..api.clock import to_ms
-from ..api.models import InferenceCheckpoint, TrainingSession
+from ..api.models import Checkpoint, InferenceCheckpoint, TrainingSession
 from .events import CHECKPOINT_EVENTS, EventKind, SessionEvent
-from .list_order import ListOrder
-from .list_pass import ScannedPage
-from .state import ScanPosition, TrackerState, short_id
+from .state import ListOrder, OrderEvidence, ScanPosition, TrackerState, short_id
+
+
+@dataclass
+class ScannedPage:
+    """One page of a session list, with the ``after`` it was requested with."""
+
+    after: str | None
+    sessions: Sequence[TrainingSession]
+    next_after: str | None = None
+    #: what the pass saw of the order up to the end of this page.
+    evidence: OrderEvidence | None = None
+
+
+@dataclass
+class CheckpointRead:
+    """One tick's read of the checkpoint list, from the top."""
+
+    items: list[Checkpoint] = field(default_factory=list)
+    oldest_ms: int | None = None
+    newest_ms: int | None = None
+    #: the read went below what was needed (or reached the end of the list).
+    complete: bool = False
+    #: the list was newest first throughout the read.
+    trusted: bool = True
+
+    @property
+    def by_id(self) -> dict[str, Checkpoint]:
+        return {c.id: c for c in self.items}
+
 
 ALL_EVENT_KINDS = frozenset(EventKind)
 
@@ -28,7 +55,7 @@ class TrackerConfig:
     order_recheck_ms: int = 6 * 60 * 60 * 1000
     #: an unordered finished-session list is scanned this many pages per tick at most, so a
     #: quiet tick stays cheap at any history size; a session born and ended between two
-    #: ticks is then reported within two passes (see README, "List order").
+    #: ticks is then reported within two passes (docs/how-it-works.md, "Any list order").
     unordered_pages_per_tick: int | None = 8
     #: how often the unfiltered list is read again for sessions in statuses never seen yet
     #: (a new status first worn by a session this tracker never met is otherwise invisible).

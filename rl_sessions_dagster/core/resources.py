@@ -37,7 +37,7 @@ from ..api.clock import to_ms
 from ..api.enums import ModelResourceStatus
 from ..api.models import ModelResource
 from .cursor import CursorState, Id, LetterCodes, StateModel, fork
-from .resource_events import (
+from .events import (
     _STATUS_EVENTS,
     ALL_RESOURCE_EVENT_KINDS,
     TERMINAL_RESOURCE_STATUSES,
@@ -47,7 +47,10 @@ from .resource_events import (
 
 #: the state model with short aliases and compact ids.
 RESOURCE_CURSOR_VERSION = 2
+
+
 _KIND = "model_resources"
+
 
 #: a raw resource status, written as one letter when known.
 _LETTERS = LetterCodes(
@@ -60,6 +63,8 @@ _LETTERS = LetterCodes(
         ModelResourceStatus.ERROR.value: "E",
     }
 )
+
+
 _Status = Annotated[str, BeforeValidator(_LETTERS.decode), PlainSerializer(_LETTERS.encode)]
 
 
