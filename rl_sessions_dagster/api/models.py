@@ -2,7 +2,7 @@
 
 Every model keeps unknown fields (``extra="allow"``), accepts int64 fields sent as strings, and
 treats every block but ``id`` as optional: the API has added required fields several times
-(see ``shared/seeds`` changelogs), and a monitoring library must not crash on the next one.
+(its changelog), and a monitoring library must not crash on the next one.
 Statuses are kept as the raw wire string; the typed enum is derived and maps new values to
 ``UNKNOWN``.
 

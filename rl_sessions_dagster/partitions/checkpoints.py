@@ -8,7 +8,7 @@ and in the metadata plots a person sees session and step without clicking; sorti
 groups a session's checkpoints in step order; the short id keeps two checkpoints of same-named
 sessions at the same step apart. The full id is in the run's ``together/checkpoint_id`` tag and
 in the checkpoint asset's ``checkpoint_id`` metadata: :func:`checkpoint_id_for_partition` reads
-it back. Partitions added by release 0.1.0 are bare checkpoint ids; that function reads them too.
+it back.
 """
 
 import re
@@ -58,14 +58,12 @@ def checkpoint_id_for_partition(
 ) -> str:
     """The full checkpoint id of a partition (default: the run's).
 
-    Reads, in order: a 0.1.0 key (the bare id, no ``/``); the run's ``together/checkpoint_id``
+    Reads, in order: the run's ``together/checkpoint_id``
     tag when the run is for this partition (every sensor run); the ``checkpoint_id`` metadata
     the sensor recorded on the checkpoint asset for this partition (UI re-runs, backfills,
     ``AutomationCondition.eager()``).
     """
     key = partition_key if partition_key is not None else context.partition_key
-    if "/" not in key:
-        return key
     tags = context.run.tags
     if tags.get("dagster/partition") == key and tags.get("together/checkpoint_id"):
         return tags["together/checkpoint_id"]

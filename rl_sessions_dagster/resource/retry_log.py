@@ -1,9 +1,8 @@
 """Retries where users look: every retry of the API client becomes a WARNING in the Dagster log
 of the run or sensor tick that made it, and is counted.
 
-Why: a retry used to reach only the ``rl_sessions_dagster.api`` Python logger at INFO, which
-nothing forwards, so two 503s during a sync left no trace in the run's event log (issue #18).
-The API layer stays Dagster-free and only offers the hook (``RetryPolicy.on_retry`` with a
+Why: the ``rl_sessions_dagster.api`` Python logger is forwarded by nothing, so without this
+two 503s during a sync would leave no trace in the run's event log. The API layer stays Dagster-free and only offers the hook (``RetryPolicy.on_retry`` with a
 key-free :class:`~rl_sessions_dagster.api.RetryEvent`); this module turns events into lines.
 It imports no Dagster either: any object with ``warning``/``info`` methods is a log.
 

@@ -149,7 +149,7 @@ class TogetherRLResource(dg.ConfigurableResource):
             on_response=server_clock,
         )
 
-    # -- retries in Dagster's logs (issue #18) ---------------------------------------------
+    # -- retries in Dagster's logs ------------------------------------------------------------
 
     def _retry_log(self, log: Log | None) -> RetryLog | None:
         """Where a new client reports its retries: ``log`` if given; else the tick being
