@@ -298,9 +298,9 @@ def test_keys_sort_by_session_then_step():
     assert sorted(keys) == [keys[2], keys[1], keys[0]]
 
 
-def test_checkpoint_id_is_found_for_new_and_0_1_0_partitions(instance):
+def test_checkpoint_id_is_found_for_sensor_runs_and_ui_reruns(instance):
     """Sensor runs carry the id as a tag; a UI re-run has no tag and reads the event the sensor
-    recorded; a 0.1.0 partition key is the id."""
+    recorded."""
     full = "c0ffee00-1111-2222-3333-444455556666"
     key = "sweep-a/000010/c0ffee00"
     seen: list[str] = []
@@ -320,5 +320,4 @@ def test_checkpoint_id_is_found_for_new_and_0_1_0_partitions(instance):
         )
     )
     assert dg.materialize([evaluate], partition_key=key, instance=instance).success
-    assert dg.materialize([evaluate], partition_key=full, instance=instance).success
-    assert seen == [full, full, full]
+    assert seen == [full, full]
