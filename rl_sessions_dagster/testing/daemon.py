@@ -49,24 +49,10 @@ def prepare_dagster_home(
     return home
 
 
-def write_workspace(home: Path, module: str, working_directory: Path) -> Path:
-    path = home / "workspace.yaml"
-    path.write_text(
-        "load_from:\n"
-        f"  - python_module:\n      module_name: {module}\n"
-        f"      working_directory: {working_directory}\n"
-    )
-    return path
-
-
 def _daemon_executable() -> list[str]:
     exe = Path(sys.executable).with_name("dagster-daemon")
-    if exe.exists():
-        return [str(exe)]
-    found = shutil.which("dagster-daemon")
-    if found:
-        return [found]
-    return [sys.executable, "-m", "dagster._daemon"]
+    found = str(exe) if exe.exists() else shutil.which("dagster-daemon")
+    return [found] if found else [sys.executable, "-m", "dagster._daemon"]
 
 
 @contextmanager
@@ -79,7 +65,9 @@ def dagster_daemon(
     log_path: Path | None = None,
 ) -> Iterator[subprocess.Popen[bytes]]:
     """Start ``dagster-daemon run`` for ``module``; stop it (and its children) on exit."""
-    workspace = write_workspace(home, module, working_directory)
+    workspace = home / "workspace.yaml"
+    workspace.write_text(f"load_from:\n  - python_module:\n      module_name: {module}\n"
+                         f"      working_directory: {working_directory}\n")  # fmt: skip
     full_env = {**os.environ, "DAGSTER_HOME": str(home), **(env or {})}
     log = open(log_path or home / "daemon.log", "wb")  # noqa: SIM115 - closed below
     proc = subprocess.Popen(
@@ -100,11 +88,13 @@ def dagster_daemon(
 def stop_process_group(proc: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
     """SIGTERM the process group we created, then SIGKILL what is left after ``timeout``."""
     if proc.poll() is None:
-        _kill_group(proc.pid, signal.SIGTERM)
+        with suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
     while proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.1)
-    _kill_group(proc.pid, signal.SIGKILL)
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=60)
     # SIGKILL is delivered asynchronously: wait until every member is really gone (returns as
     # soon as it is; the ceiling is for a loaded machine, where reaping can lag by seconds).
@@ -113,37 +103,26 @@ def stop_process_group(proc: subprocess.Popen[bytes], timeout: float = 20.0) -> 
         time.sleep(0.05)
 
 
-def _kill_group(pgid: int, sig: signal.Signals) -> None:
-    with suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-
-
 def group_alive(pgid: int) -> bool:
     """True while a live (non-zombie) process of the group exists: proof nothing is left.
 
     Reads ``/proc`` where it exists (a killed child may linger as a zombie until reaped, and
     ``killpg(pgid, 0)`` counts zombies); elsewhere falls back to ``killpg``.
     """
-    proc = Path("/proc")
-    if not proc.is_dir():
+    if not Path("/proc").is_dir():
         try:
             os.killpg(pgid, 0)
         except ProcessLookupError:
             return False
         except PermissionError:
-            return True
+            pass
         return True
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        # Fields after the parenthesised command: state, ppid, pgrp, ...
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != "Z":
-            return True
+    for entry in Path("/proc").iterdir():
+        with suppress(OSError, ValueError):
+            stat = (entry / "stat").read_text() if entry.name.isdigit() else ""
+            fields = stat[stat.rfind(")") + 2 :].split()  # after the command: state, ppid, pgrp
+            if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != "Z":
+                return True
     return False
 
 
@@ -177,8 +156,7 @@ def wait_for(
     """Poll ``predicate`` until it returns something truthy; raise TimeoutError naming ``what``."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        value = predicate()
-        if value:
+        if value := predicate():
             return value
         time.sleep(interval)
     raise TimeoutError(f"timed out after {timeout} s waiting for {what}")
