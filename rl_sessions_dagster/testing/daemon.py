@@ -16,6 +16,8 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
+from dagster import DagsterInstance
+
 DAGSTER_YAML = """\
 telemetry:
   enabled: false
@@ -25,14 +27,9 @@ run_coordinator:
 """
 
 
-def prepare_dagster_home(
-    home: Path, *, clean: bool = True, storage: Mapping[str, Any] | None = None
-) -> Path:
-    """A DAGSTER_HOME with telemetry off and runs launched immediately.
-
-    ``storage`` is the ``storage:`` section of ``dagster.yaml`` (e.g.
-    ``PostgresServer.dagster_storage(db)``); None keeps Dagster's default, SQLite in ``home``.
-    """
+def prepare_dagster_home(home: Path, *, clean: bool = True, storage: Mapping[str, Any] | None = None) -> Path:
+    """A DAGSTER_HOME with telemetry off and runs launched immediately; ``storage`` is the
+    ``storage:`` section of ``dagster.yaml`` (None: Dagster's default, SQLite in ``home``)."""
     if clean and home.exists():
         shutil.rmtree(home)
     home.mkdir(parents=True, exist_ok=True)
@@ -43,8 +40,6 @@ def prepare_dagster_home(
     (home / "dagster.yaml").write_text(text)
     # Create the storage now: a daemon and a reader opening a fresh home at the same moment
     # can both stamp the schema version, and code loading then fails ("more than one head").
-    from dagster import DagsterInstance
-
     DagsterInstance.from_config(str(home)).dispose()
     return home
 
@@ -68,21 +63,15 @@ def dagster_daemon(
     workspace = home / "workspace.yaml"
     workspace.write_text(f"load_from:\n  - python_module:\n      module_name: {module}\n"
                          f"      working_directory: {working_directory}\n")  # fmt: skip
-    full_env = {**os.environ, "DAGSTER_HOME": str(home), **(env or {})}
-    log = open(log_path or home / "daemon.log", "wb")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen(
-        [*_daemon_executable(), "run", "-w", str(workspace)],
-        env=full_env,
-        cwd=str(working_directory),
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    try:
-        yield proc
-    finally:
-        stop_process_group(proc)
-        log.close()
+    with open(log_path or home / "daemon.log", "wb") as log:
+        proc = subprocess.Popen(
+            [*_daemon_executable(), "run", "-w", str(workspace)], env={**os.environ, "DAGSTER_HOME": str(home), **(env or {})},
+            cwd=str(working_directory), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+        try:
+            yield proc
+        finally:
+            stop_process_group(proc)
 
 
 def stop_process_group(proc: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
@@ -130,29 +119,19 @@ def group_alive(pgid: int) -> bool:
 FINISHED_TICKS = ("SUCCESS", "SKIPPED")
 
 
-def sensor_ticks(
-    instance: Any, sensor_name: str, statuses: Iterable[Any] | None = FINISHED_TICKS
-) -> list[Any]:
-    """Stored ticks of a sensor, newest first; by default only finished ones (SUCCESS /
-    SKIPPED), ``statuses=None`` for every tick, or the ``TickStatus`` values (or names) given.
-
-    A tick is stored as STARTED before the sensor function runs, so "a tick happened" must
-    mean a finished one: changes made while a first tick is still running would otherwise be
-    taken for history.
-    """
-    from dagster._core.scheduler.instigation import InstigatorType
-
+def sensor_ticks(instance: Any, sensor_name: str, statuses: Iterable[Any] | None = FINISHED_TICKS) -> list[Any]:
+    """Stored ticks of a sensor, newest first: finished ones by default (a tick is stored
+    STARTED before the sensor runs, so "a tick happened" must mean a finished one),
+    ``statuses=None`` for every tick, or the ``TickStatus`` values (or names) given."""
     wanted = None if statuses is None else {getattr(s, "value", s) for s in statuses}
-    for state in instance.all_instigator_state(instigator_type=InstigatorType.SENSOR):
-        if state.instigator_name == sensor_name:
+    for state in instance.all_instigator_state():
+        if state.instigator_type.value == "SENSOR" and state.instigator_name == sensor_name:
             ticks = instance.get_ticks(state.instigator_origin_id, state.selector_id, limit=10_000)
             return [t for t in ticks if wanted is None or t.status.value in wanted]
     return []
 
 
-def wait_for(
-    predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.25
-) -> Any:
+def wait_for(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.25) -> Any:
     """Poll ``predicate`` until it returns something truthy; raise TimeoutError naming ``what``."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

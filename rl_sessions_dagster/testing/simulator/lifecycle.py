@@ -22,7 +22,6 @@ from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
 from . import wire
 from .state import (
-    US,
     Checkpoint,
     Key,
     Operation,
@@ -32,7 +31,7 @@ from .state import (
     SimClock,
     StopRequest,
 )
-from .wire import SimulatorError, bad_request, full_status, not_found
+from .wire import US, SimulatorError, bad_request, full_status, not_found
 
 ListOrder = Literal["newest_first", "oldest_first", "unordered"]
 LIST_ORDERS: tuple[ListOrder, ...] = ("newest_first", "oldest_first", "unordered")

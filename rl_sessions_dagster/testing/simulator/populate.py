@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from . import wire
 from .lifecycle import DEFAULT_LORA_CONFIG, new_uuid
-from .state import US, Checkpoint, Resource, Session
+from .state import Checkpoint, Resource, Session
+from .wire import US
 
 if TYPE_CHECKING:
     from .world import SimulatedWorld

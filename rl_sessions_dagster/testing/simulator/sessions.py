@@ -14,17 +14,8 @@ from typing import Any
 
 from . import wire
 from .lifecycle import DEFAULT, DEFAULT_LORA_CONFIG, Lifecycle, locked, session_status
-from .state import US, Checkpoint, Operation, Resource, Session
-from .wire import (
-    SimulatorError,
-    bad_request,
-    chat_names,
-    checkpoint_in_session,
-    full_status,
-    int64,
-    not_found,
-    operation_dict,
-)
+from .state import Checkpoint, Operation, Resource, Session
+from .wire import US, SimulatorError, bad_request, not_found
 
 OP_RUNNING, OP_FAILED = "TRAINING_OPERATION_STATUS_RUNNING", "TRAINING_OPERATION_STATUS_FAILED"
 OP_PENDING, OP_COMPLETED = "TRAINING_OPERATION_STATUS_PENDING", "TRAINING_OPERATION_STATUS_COMPLETED"
@@ -164,7 +155,7 @@ class Sessions(Lifecycle):
         if ident in self._sessions:
             self._set_session_status(self._sessions[ident], session_status(status), self._now())
         else:
-            self._set_resource_status(self._resource(ident, None), full_status(status, wire.RESOURCE_STATUSES), self._now())
+            self._set_resource_status(self._resource(ident, None), wire.full_status(status, wire.RESOURCE_STATUSES), self._now())
 
     @locked
     def advance_steps(self, session_id: str, n: int = 1) -> int:
@@ -239,7 +230,7 @@ class Sessions(Lifecycle):
 
     def _index_chat_names(self, ck: Checkpoint, s: Session) -> None:
         if self._chat_names is not None:
-            self._chat_names.update((name, ck.id) for name in chat_names(ck, s))
+            self._chat_names.update((name, ck.id) for name in wire.chat_names(ck, s))
 
     # --- operations --------------------------------------------------------------------------
     @locked
@@ -254,7 +245,7 @@ class Sessions(Lifecycle):
             raise bad_request("the Idempotency-Key header is required", "Idempotency-Key", "missing_idempotency_key")
         original = self._idempotency.get((s.id, kind, idempotency_key))
         if original is not None:
-            return operation_dict(self._operations[original])
+            return wire.operation_dict(self._operations[original])
         body = {} if body is None else body
         if not isinstance(body, dict):
             raise bad_request("request body must be a JSON object")
@@ -276,7 +267,7 @@ class Sessions(Lifecycle):
             op.fail_with = self._fail_next_ops.pop(i)[1:] if i is not None else None
             if polls <= 0:
                 self._complete(op, s, now)
-        return operation_dict(op)
+        return wire.operation_dict(op)
 
     @locked
     def poll_operation(self, session_id: str, kind: str, operation_id: str) -> dict[str, Any]:
@@ -290,14 +281,14 @@ class Sessions(Lifecycle):
                 self._complete(op, s, self._now())
             else:
                 op.status = OP_RUNNING
-        return operation_dict(op)
+        return wire.operation_dict(op)
 
     @locked
     def operation(self, operation_id: str) -> dict[str, Any]:
         """Wire JSON of an operation, without counting a poll."""
         if operation_id not in self._operations:
             raise not_found("operation", operation_id, "operation_id")
-        return operation_dict(self._operations[operation_id])
+        return wire.operation_dict(self._operations[operation_id])
 
     @locked
     def fail_next_operations(self, n: int = 1, *, kind: str | None = None,
@@ -329,18 +320,18 @@ class Sessions(Lifecycle):
             ck = self._add_checkpoint(s, ctype, None, DEFAULT, registered=lag <= 0)
             if lag > 0 and ck.shape is not None:
                 self._schedule(now + round(lag * US), "register", ck.id)
-            return {"checkpoint": checkpoint_in_session(ck, s)}
+            return {"checkpoint": wire.checkpoint_in_session(ck, s)}
         if kind == "optim-step":
             s.step = s.trainer_step = s.step + 1
             self._touch(s, now)
-            return {"step": int64(s.step, as_str)}
+            return {"step": wire.int64(s.step, as_str)}
         if kind == "weights-sync":
             s.target_wv = s.trainer_step
             s.pending_publish = op.body.get("weight_sync_type", wire.WEIGHT_SYNC_TYPES[0]) != wire.WEIGHT_SYNC_TYPES[0]
             if not s.pending_publish:
                 s.applied_wv = s.target_wv
             self._touch(s, now)
-            return {"weights_version": int64(s.target_wv, as_str)}
+            return {"weights_version": wire.int64(s.target_wv, as_str)}
         rng = random.Random(f"{self.seed}:{op.id}")
         if kind == "sample":
             if s.pending_publish:  # a background publish is paid by the next sample
@@ -362,7 +353,7 @@ def _samples(body: dict[str, Any], s: Session, rng: random.Random) -> list[dict[
         for _ in range(max(1, min(int(body.get("num_samples") or 1), 16))):
             tokens = [rng.randrange(151_000) for _ in range(length)]
             sequences.append({
-                "tokens": [int64(t, s.int64_as_string) for t in tokens],
+                "tokens": [wire.int64(t, s.int64_as_string) for t in tokens],
                 "logprobs": [round(-rng.expovariate(4.0), 5) for _ in tokens],
                 "stop_reason": "STOP_REASON_STOP",
                 "prompt_cache_hit_tokens": 0,

@@ -18,9 +18,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from .wire import CHECKPOINT_INFERENCE, LORA_SESSION_CAP, RESOURCE_READY
+from .wire import CHECKPOINT_INFERENCE, LORA_SESSION_CAP, RESOURCE_READY, US
 
-US = 1_000_000
 ClockMode = Literal["real", "manual"]
 #: ``(code or None, message, occurred_at µs)``; ``code`` None omits it from the wire (old shape).
 ErrorInfo = tuple[str | None, str, int]

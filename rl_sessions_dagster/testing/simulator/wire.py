@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any, Final
 if TYPE_CHECKING:
     from .state import Checkpoint, Operation, Resource, Session
 
+US: Final = 1_000_000  # the world keeps time in integer microseconds
+
 SESSION_CREATING: Final = "TRAINING_SESSION_STATUS_CREATING"
 SESSION_RUNNING: Final = "TRAINING_SESSION_STATUS_RUNNING"
 SESSION_STOPPING: Final = "TRAINING_SESSION_STATUS_STOPPING"
@@ -146,7 +148,7 @@ def dumps(obj: Any) -> bytes:
 
 def fmt_ts(us: int) -> str:
     """RFC 3339 UTC with ``Z``: microseconds when non-zero, else whole seconds (as proto-JSON)."""
-    secs, frac = divmod(us, 1_000_000)
+    secs, frac = divmod(us, US)
     base = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs))
     return f"{base}.{frac:06d}Z" if frac else base + "Z"
 

@@ -17,17 +17,10 @@ from typing import Any
 
 from . import wire
 from .lifecycle import LIST_ORDERS, ListOrder, locked, session_status
+from .populate import populate_world
 from .sessions import Sessions
-from .state import US, ClockMode, Key, Resource, SimClock
-from .wire import (
-    bad_request,
-    chat_names,
-    checkpoint_bytes,
-    fmt_ts,
-    page_bytes,
-    resource_bytes,
-    session_bytes,
-)
+from .state import ClockMode, Key, Resource, SimClock
+from .wire import US, bad_request
 
 Pred = Callable[[Key], bool]
 
@@ -118,8 +111,6 @@ class SimulatedWorld(Sessions):
                  registration_shapes: tuple[str | None, ...] = ("current",),
                  base_models: tuple[str, ...] | None = None) -> dict[str, Any]:  # fmt: skip
         """Bulk-create a realistic history (see :mod:`.populate`); returns counts and seconds."""
-        from .populate import populate_world
-
         enabled = gc.isenabled()
         gc.disable()  # millions of new containers, none garbage: skip the full GC passes
         try:
@@ -144,7 +135,7 @@ class SimulatedWorld(Sessions):
 
     @locked
     def sessions(self, status: str | Iterable[str] | None = None) -> list[dict[str, Any]]:
-        return [json.loads(session_bytes(self._sessions[i])) for i in self.session_ids(status)]
+        return [json.loads(wire.session_bytes(self._sessions[i])) for i in self.session_ids(status)]
 
     @locked
     def checkpoint(self, checkpoint_id: str) -> dict[str, Any]:
@@ -179,7 +170,7 @@ class SimulatedWorld(Sessions):
 
     @locked
     def session_json(self, session_id: str) -> bytes:
-        return session_bytes(self._session(session_id))
+        return wire.session_bytes(self._session(session_id))
 
     @locked
     def resource_json(self, resource_id: str) -> bytes:
@@ -188,13 +179,13 @@ class SimulatedWorld(Sessions):
     @locked
     def checkpoint_json(self, checkpoint_id: str) -> bytes:
         ck = self._checkpoint(checkpoint_id)
-        return checkpoint_bytes(ck, self._sessions[ck.session_id])
+        return wire.checkpoint_bytes(ck, self._sessions[ck.session_id])
 
     def _resource_bytes(self, r: Resource) -> bytes:
         if r.status != wire.RESOURCE_PENDING or not r.queued:
-            return resource_bytes(r)  # provisioning ones wait only for their pods: position 1
+            return wire.resource_bytes(r)  # provisioning ones wait only for their pods: position 1
         older = sum(1 for o in self._queued() if o.gpu_type == r.gpu_type and (o.created_at, o.id) < (r.created_at, r.id))
-        return resource_bytes(r, older + 1)
+        return wire.resource_bytes(r, older + 1)
 
     def _after(self, after: str | None, items: dict[str, Any], key: Callable[[Any], Key]) -> Key | None:
         if not after:
@@ -219,7 +210,7 @@ class SimulatedWorld(Sessions):
             it = self._session_index.iter_desc(start, statuses or None)
         if created_by is not None:
             preds.append(lambda k: sessions[k[1]].created_by == created_by)
-        return _page(it, limit, preds, lambda i: session_bytes(sessions[i]))
+        return _page(it, limit, preds, lambda i: wire.session_bytes(sessions[i]))
 
     @locked
     def page_checkpoints(self, *, limit: int = 20, after: str | None = None, session_id: str | None = None,
@@ -238,7 +229,7 @@ class SimulatedWorld(Sessions):
             it = self._checkpoint_index.iter_desc(start, None if type is None else (type,))
         if base_model is not None:
             preds.append(lambda k: sessions[ckpts[k[1]].session_id].base_model == base_model)
-        return _page(it, limit, preds, lambda i: checkpoint_bytes(ckpts[i], sessions[ckpts[i].session_id]))
+        return _page(it, limit, preds, lambda i: wire.checkpoint_bytes(ckpts[i], sessions[ckpts[i].session_id]))
 
     @locked
     def page_resources(self, *, limit: int = 20, after: str | None = None, statuses: Collection[str] | None = None,
@@ -257,7 +248,7 @@ class SimulatedWorld(Sessions):
                 n: ck.id
                 for ck in self._checkpoints.values()
                 if ck.registered_at is not None and ck.is_inference
-                for n in chat_names(ck, self._sessions[ck.session_id])
+                for n in wire.chat_names(ck, self._sessions[ck.session_id])
             }
         cid = self._chat_names.get(name)
         return None if cid is None else (cid, self._checkpoints[cid].step)
@@ -301,8 +292,8 @@ class SimulatedWorld(Sessions):
             end = r.unready_at if r.unready_at is not None else now
             out[r.id] = {
                 "status": r.status,
-                "ready_at": None if r.ready_at is None else fmt_ts(r.ready_at),
-                "unready_at": None if r.unready_at is None else fmt_ts(r.unready_at),
+                "ready_at": None if r.ready_at is None else wire.fmt_ts(r.ready_at),
+                "unready_at": None if r.unready_at is None else wire.fmt_ts(r.unready_at),
                 "billed_seconds": 0.0 if r.ready_at is None else max(0, end - r.ready_at) / US,
                 "billing": r.status == wire.RESOURCE_READY,
                 "price_per_hour": self.price_per_hour(r.base_model, lora=r.lora_enabled, replicas=r.num_generator_replicas),
@@ -326,4 +317,4 @@ def _page(keys: Iterator[Key], limit: int, preds: list[Pred], serialize: Callabl
     picked = list(islice(it, limit + 1))
     has_more = len(picked) > limit
     del picked[limit:]
-    return page_bytes([serialize(k[1]) for k in picked], limit, has_more, picked[-1][1] if has_more else "")
+    return wire.page_bytes([serialize(k[1]) for k in picked], limit, has_more, picked[-1][1] if has_more else "")
