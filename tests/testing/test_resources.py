@@ -8,11 +8,7 @@ import pytest
 
 from rl_sessions_dagster.testing import RLSimulator, SimulatedWorld, SimulatorError
 
-from .conftest import RL
-
-
-def rstatus(world: SimulatedWorld, rid: str) -> str:
-    return world.model_resource(rid)["status"].removeprefix("MODEL_RESOURCES_STATUS_")
+from .conftest import RL, rstatus
 
 
 def test_capacity_queue_positions_and_admission(world: SimulatedWorld) -> None:

@@ -62,10 +62,6 @@ class Lifecycle:
     session_stop_delay: float
     resource_provision_delay: float
     resource_stop_delay: float
-    registration_delay: float
-    default_registration_shape: str | None
-    default_int64_as_string: bool
-    expiry_refresh_us: int
     response_hook: Callable[[str, Any], Any] | None
 
     def __init__(self, seed: int, clock: SimClock, user_id: str, list_order: ListOrder) -> None:
@@ -107,7 +103,6 @@ class Lifecycle:
     def _start(self, s: Session, at: int) -> None: ...
     def _stop(self, s: Session, at: int, *, immediate: bool) -> None: ...
     def _fail(self, s: Session, code: str | None, message: str | None, at: int) -> None: ...
-    def _register(self, ck: Checkpoint, at: int) -> None: ...
 
     # --- ids, time, timers, lookups, keys ----------------------------------------------------
     def _new_id(self) -> str:
@@ -123,9 +118,7 @@ class Lifecycle:
         timers, now = self._timers, self._now()
         while timers and timers[0][0] <= now:
             due, _, kind, target = heapq.heappop(timers)
-            if kind == "register":
-                self._register(self._checkpoints[target], due)
-            elif kind.startswith("session"):
+            if kind.startswith("session"):
                 s = self._sessions[target]
                 if kind == "session_start" and s.status == wire.SESSION_CREATING:
                     self._start(s, due)
@@ -205,10 +198,10 @@ class Lifecycle:
 
     def _record_activity(self, r: Resource, at: int) -> None:
         """Activity restarts the inactivity countdown; the shown ``expires_at`` is refreshed at
-        most once per ``expiry_refresh_us`` (like the API's), the real stop uses the truth."""
+        most once a minute (like the API's); the real stop uses the true activity."""
         if at > r.last_activity:
             r.last_activity = at
-            if at - r.published_activity >= self.expiry_refresh_us or not r.published_activity:
+            if at - r.published_activity >= 60 * US or not r.published_activity:
                 r.published_activity = at
             r.json = None
 

@@ -27,8 +27,7 @@ TIMEOUT = 3600
 
 
 def populate_world(world: SimulatedWorld, n_sessions: int, checkpoints_per_session: int, active: int, seed: int,
-                   days: float, training_per_session: int, shapes: tuple[str | None, ...],
-                   base_models: tuple[str, ...] | None) -> dict[str, Any]:  # fmt: skip
+                   days: float, training_per_session: int, shapes: tuple[str | None, ...]) -> dict[str, Any]:  # fmt: skip
     """Add ``n_sessions`` sessions (``active`` RUNNING) with exactly ``checkpoints_per_session``
     inference and ``training_per_session`` training checkpoints each, except those that failed
     at creation (none). The caller holds the lock. Ids come from an RNG seeded by ``seed`` and
@@ -38,7 +37,7 @@ def populate_world(world: SimulatedWorld, n_sessions: int, checkpoints_per_sessi
         if shape not in wire.REGISTRATION_SHAPES:
             raise ValueError(f"unknown registration shape {shape!r}")
     rng = random.Random(f"populate:{seed}:{len(world._sessions)}")
-    models, now, base = base_models or DEFAULT_BASE_MODELS, world._now(), len(world._sessions)
+    models, now, base = DEFAULT_BASE_MODELS, world._now(), len(world._sessions)
     n_active = max(0, min(active, n_sessions))
     n_old = n_sessions - n_active
     sessions: list[Session] = []

@@ -25,7 +25,6 @@ class Sessions(Lifecycle):
     """Sessions on resources, checkpoints, operations (each submission is activity)."""
 
     operation_polls: int
-    operation_polls_by_kind: dict[str, int]
 
     # --- sessions ----------------------------------------------------------------------------
     @locked
@@ -37,7 +36,7 @@ class Sessions(Lifecycle):
         wandb: dict[str, str] | None = None,
         created_by: str | None = None,
         registration_shape: str | None = DEFAULT,
-        int64_as_string: bool | None = None,
+        int64_as_string: bool = False,
         status: str = "RUNNING",
         fail_at_creation: bool = False,
         base_model: str = wire.DEFAULT_BASE_MODEL,
@@ -79,7 +78,7 @@ class Sessions(Lifecycle):
 
     def _new_session(self, r: Resource, display_name: str | None, wandb: dict[str, str] | None,
                      lora_config: dict[str, Any] | None, *, created_by: str | None = None,
-                     shape: str | None = DEFAULT, int64_as_string: bool | None = None,
+                     shape: str | None = DEFAULT, int64_as_string: bool = False,
                      fail_with: tuple[str, str | None] | None = None, resume_from: str | None = None,
                      step: int = 0) -> Session:  # fmt: skip
         if r.status != wire.RESOURCE_READY:
@@ -88,13 +87,13 @@ class Sessions(Lifecycle):
             raise SimulatorError(429, f"model resource {r.id} already hosts its maximum of {r.cap} concurrent session(s)",
                                  param="model_resources_id", code="resource_at_capacity")  # fmt: skip
         if shape == DEFAULT:
-            shape = None if r.base_model in wire.NO_REGISTRY_MODELS else self.default_registration_shape
+            shape = None if r.base_model in wire.NO_REGISTRY_MODELS else "current"
         if shape not in wire.REGISTRATION_SHAPES:
             raise ValueError(f"registration_shape must be one of {wire.REGISTRATION_SHAPES}, not {shape!r}")
         now = self._now()
         s = Session(
             self._new_id(), r.id, r.base_model, wire.SESSION_CREATING, now, now, created_by or self.user_id, shape,
-            self.default_int64_as_string if int64_as_string is None else int64_as_string,
+            int64_as_string,
             adapter=r.lora_enabled and r.base_weights_ref is None, display_name=display_name,
             wandb=dict(wandb) if wandb else None, step=step, trainer_step=step, resume_from=resume_from,
             lora={**DEFAULT_LORA_CONFIG, **(lora_config or {})} if r.lora_enabled else None, fail_with=fail_with,
@@ -219,13 +218,10 @@ class Sessions(Lifecycle):
         ck = self._checkpoint(checkpoint_id)
         if ck.shape is None:
             raise ValueError(f"checkpoint {ck.id} uses no registration shape; it cannot register")
-        self._register(ck, self._now())
-
-    def _register(self, ck: Checkpoint, at: int) -> None:
         if ck.registered_at is None:
-            ck.registered_at, ck.json = at, None
+            ck.registered_at, ck.json = self._now(), None
             s = self._sessions[ck.session_id]
-            self._touch(s, at)
+            self._touch(s, ck.registered_at)
             self._index_chat_names(ck, s)
 
     def _index_chat_names(self, ck: Checkpoint, s: Session) -> None:
@@ -255,7 +251,7 @@ class Sessions(Lifecycle):
             if name in body and not isinstance(body[name], list):
                 raise bad_request(f"{name} must be an array", param=name)
         now = self._now()
-        polls = self.operation_polls_by_kind.get(kind, self.operation_polls)
+        polls = self.operation_polls
         op = Operation(self._new_id(), s.id, kind, OP_PENDING, polls, body, now)
         self._operations[op.id] = op
         self._idempotency[(s.id, kind, idempotency_key)] = op.id
@@ -316,10 +312,7 @@ class Sessions(Lifecycle):
         as_str, kind = s.int64_as_string, op.kind
         if kind.endswith("-checkpoint"):
             ctype = wire.CHECKPOINT_INFERENCE if kind == "inference-checkpoint" else wire.CHECKPOINT_TRAINING
-            lag = self.registration_delay
-            ck = self._add_checkpoint(s, ctype, None, DEFAULT, registered=lag <= 0)
-            if lag > 0 and ck.shape is not None:
-                self._schedule(now + round(lag * US), "register", ck.id)
+            ck = self._add_checkpoint(s, ctype, None, DEFAULT, registered=True)
             return {"checkpoint": wire.checkpoint_in_session(ck, s)}
         if kind == "optim-step":
             s.step = s.trainer_step = s.step + 1

@@ -131,7 +131,7 @@ class Resource:
     optimizer: dict[str, Any] = field(default_factory=lambda: {"adam": {}})
     base_weights_ref: str | None = None
     last_activity: int = 0
-    #: the activity ``expires_at`` shows: refreshed at most once per ``expiry_refresh``.
+    #: the activity ``expires_at`` shows: refreshed at most once a minute.
     published_activity: int = 0
     expiry_floor: int = 0
     error: ErrorInfo | None = None

@@ -38,11 +38,7 @@ class SimulatedWorld(Sessions):
         session_start_delay / session_stop_delay: seconds an HTTP-created session stays
             CREATING / a stopped session stays STOPPING.
         resource_provision_delay / resource_stop_delay: seconds PENDING+CREATING / STOPPING last.
-        operation_polls: GETs after which an operation completes (0: on submit), per kind in
-            ``operation_polls_by_kind``.
-        registration_delay: seconds between an operation's checkpoint and its registration.
-        default_registration_shape / default_int64_as_string: wire quirks of new sessions.
-        expiry_refresh: seconds between refreshes of a READY resource's shown ``expires_at``.
+        operation_polls: GETs after which an operation completes (0: on submit).
 
     ``response_hook``: ``callable(path, payload) -> payload`` the server applies to every decoded
     ``/v1`` JSON response before sending it (drift tests).
@@ -61,11 +57,6 @@ class SimulatedWorld(Sessions):
         resource_provision_delay: float = 0.0,
         resource_stop_delay: float = 0.0,
         operation_polls: int = 1,
-        operation_polls_by_kind: dict[str, int] | None = None,
-        registration_delay: float = 0.0,
-        default_registration_shape: str | None = "current",
-        default_int64_as_string: bool = False,
-        expiry_refresh: float = 60.0,
     ) -> None:
         super().__init__(seed, SimClock(clock, start), user_id, list_order)
         self.session_start_delay = session_start_delay
@@ -73,11 +64,6 @@ class SimulatedWorld(Sessions):
         self.resource_provision_delay = resource_provision_delay
         self.resource_stop_delay = resource_stop_delay
         self.operation_polls = operation_polls
-        self.operation_polls_by_kind = dict(operation_polls_by_kind or {})
-        self.registration_delay = registration_delay
-        self.default_registration_shape = default_registration_shape
-        self.default_int64_as_string = default_int64_as_string
-        self.expiry_refresh_us = round(expiry_refresh * US)
         self.response_hook = None
         self._prices: dict[str, float] = {}
 
@@ -108,14 +94,13 @@ class SimulatedWorld(Sessions):
     @locked
     def populate(self, n_sessions: int = 10_000, checkpoints_per_session: int = 10, active: int = 50, *,
                  seed: int | None = None, days: float = 28.0, training_checkpoints_per_session: int = 1,
-                 registration_shapes: tuple[str | None, ...] = ("current",),
-                 base_models: tuple[str, ...] | None = None) -> dict[str, Any]:  # fmt: skip
+                 registration_shapes: tuple[str | None, ...] = ("current",)) -> dict[str, Any]:  # fmt: skip
         """Bulk-create a realistic history (see :mod:`.populate`); returns counts and seconds."""
         enabled = gc.isenabled()
         gc.disable()  # millions of new containers, none garbage: skip the full GC passes
         try:
             return populate_world(self, n_sessions, checkpoints_per_session, active, self.seed if seed is None else seed,
-                                  days, training_checkpoints_per_session, registration_shapes, base_models)  # fmt: skip
+                                  days, training_checkpoints_per_session, registration_shapes)  # fmt: skip
         finally:
             if enabled:
                 gc.enable()
