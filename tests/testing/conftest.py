@@ -36,6 +36,13 @@ def client(sim: RLSimulator) -> Iterator[httpx.Client]:
         yield c
 
 
+@pytest.fixture
+def ctl(sim: RLSimulator) -> Iterator[httpx.Client]:
+    """The ``/_sim`` control API (no Authorization needed)."""
+    with httpx.Client(base_url=f"{sim.base_url}/_sim", timeout=5.0) as c:
+        yield c
+
+
 def status(world: SimulatedWorld, sid: str) -> str:
     return str(world.session(sid)["status"]).removeprefix("TRAINING_SESSION_STATUS_")
 

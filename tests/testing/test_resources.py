@@ -128,8 +128,7 @@ def test_billing_counts_ready_time_only(world: SimulatedWorld) -> None:
     assert info.value.status == 404
 
 
-def test_control_api_for_resources(sim: RLSimulator, world: SimulatedWorld) -> None:
-    ctl = httpx.Client(base_url=f"{sim.base_url}/_sim")
+def test_control_api_for_resources(ctl: httpx.Client, world: SimulatedWorld) -> None:
     assert ctl.post("/capacity", json={"gpu_type": "B200-SXM", "n": 0}).status_code == 200
     rid = ctl.post("/resources", json={"status": "PENDING"}).json()["id"]
     assert world.queued_resources() == [rid]

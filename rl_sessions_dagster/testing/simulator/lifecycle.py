@@ -18,6 +18,7 @@ import threading
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
 from . import wire
@@ -76,7 +77,7 @@ class Lifecycle:
         self._checkpoints: dict[str, Checkpoint] = {}
         self._session_index, self._resource_index = OrderedIndex(), OrderedIndex()
         self._checkpoint_index = OrderedIndex()
-        self._timers: list[tuple[int, int, str, str]] = []
+        self._timers: list[tuple[int, int, Any, tuple[str, ...], Callable[[int], Any]]] = []
         self._timer_seq = itertools.count()
         self._chat_names: dict[str, str] | None = None  # built on first use
         self._stop_requests: list[StopRequest] = []
@@ -111,35 +112,26 @@ class Lifecycle:
     def _now(self) -> int:
         return self.clock.now_us()
 
-    def _schedule(self, due: int, kind: str, target: str) -> None:
-        heapq.heappush(self._timers, (due, next(self._timer_seq), kind, target))
+    def _later(self, due: int, item: Session | Resource, statuses: tuple[str, ...], then: Callable[[int], Any]) -> None:
+        """At ``due``, if ``item`` is still in one of ``statuses``, ``then(due)``."""
+        heapq.heappush(self._timers, (due, next(self._timer_seq), item, statuses, then))
 
     def _tick(self) -> None:
         timers, now = self._timers, self._now()
         while timers and timers[0][0] <= now:
-            due, _, kind, target = heapq.heappop(timers)
-            if kind.startswith("session"):
-                s = self._sessions[target]
-                if kind == "session_start" and s.status == wire.SESSION_CREATING:
-                    self._start(s, due)
-                elif kind == "session_stop" and s.status == wire.SESSION_STOPPING:
-                    self._set_session_status(s, wire.SESSION_STOPPED, due)
-                continue
-            r = self._resources.get(target)
-            if r is None:
-                continue
-            if kind == "resource_creating" and r.status == wire.RESOURCE_PENDING:
-                self._set_resource_status(r, wire.RESOURCE_CREATING, due)
-            elif kind == "resource_ready" and r.status in (wire.RESOURCE_PENDING, wire.RESOURCE_CREATING):
-                self._become_ready(r, due)
-            elif kind == "resource_stop" and r.status == wire.RESOURCE_STOPPING:
-                self._set_resource_status(r, wire.RESOURCE_STOPPED, due)
-            elif kind == "resource_expiry" and r.status == wire.RESOURCE_READY:
-                expires = r.stop_due() or due
-                if expires > now:
-                    self._schedule(expires, "resource_expiry", r.id)
-                else:
-                    self._expire(r, expires)
+            due, _, item, statuses, then = heapq.heappop(timers)
+            if item.status in statuses:
+                then(due)
+
+    def _expire_when_idle(self, r: Resource, due: int) -> None:
+        def check(at: int) -> None:
+            expires = r.stop_due() or at  # activity since moved it: check again then
+            if expires > self._now():
+                self._expire_when_idle(r, expires)
+            else:
+                self._expire(r, expires)
+
+        self._later(due, r, (wire.RESOURCE_READY,), check)
 
     def _session(self, ident: str, param: str | None = "session_id") -> Session:
         if ident not in self._sessions:
@@ -245,8 +237,9 @@ class Lifecycle:
             if cap is None or holding < cap:
                 r.queued, r.json = False, None
                 delay = round(self.resource_provision_delay * US)
-                self._schedule(at + delay // 2, "resource_creating", r.id)
-                self._schedule(at + delay, "resource_ready", r.id)
+                pending = (wire.RESOURCE_PENDING,)
+                self._later(at + delay // 2, r, pending, partial(self._set_resource_status, r, wire.RESOURCE_CREATING))
+                self._later(at + delay, r, (*pending, wire.RESOURCE_CREATING), partial(self._become_ready, r))
 
     def _queued(self) -> list[Resource]:
         waiting = (r for r in self._resources.values() if r.queued and r.status == wire.RESOURCE_PENDING)
@@ -257,7 +250,7 @@ class Lifecycle:
         if r.ready_at is None:  # created READY: no status change marked the start of billing
             r.ready_at = at
         self._record_activity(r, at)
-        self._schedule(r.stop_due() or at, "resource_expiry", r.id)
+        self._expire_when_idle(r, r.stop_due() or at)
 
     @locked
     def set_gpu_capacity(self, gpu_type: str, n: int | None) -> None:
@@ -293,7 +286,8 @@ class Lifecycle:
         for s in active:
             self._stop(s, now, immediate=False)
         self._set_resource_status(r, wire.RESOURCE_STOPPING, now)
-        self._schedule(now + round(self.resource_stop_delay * US), "resource_stop", r.id)
+        self._later(now + round(self.resource_stop_delay * US), r, (wire.RESOURCE_STOPPING,),
+                    lambda t: self._set_resource_status(r, wire.RESOURCE_STOPPED, t))  # fmt: skip
 
     @locked
     def stop_requests(self) -> list[StopRequest]:

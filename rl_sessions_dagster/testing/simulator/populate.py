@@ -118,7 +118,7 @@ def populate_world(world: SimulatedWorld, n_sessions: int, checkpoints_per_sessi
     world._session_index.load((world._key(x), x.status) for x in sessions)
     world._checkpoint_index.load(((x.created_at, x.id), x.kind) for x in checkpoints)
     for x in ready:
-        world._schedule(x.expires_at() or now, "resource_expiry", x.id)
+        world._expire_when_idle(x, x.expires_at() or now)
     world._chat_names = None
     return {"sessions": len(sessions), "active": n_active, "checkpoints": len(checkpoints),
             "model_resources": len(resources), "failed_at_creation": failed_at_creation,

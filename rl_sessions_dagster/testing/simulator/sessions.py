@@ -73,7 +73,8 @@ class Sessions(Lifecycle):
         s = self._new_session(r, display_name, wandb, lora_config, resume_from=resume, step=step, fail_with=fail)
         if fail is not None:
             del self._fail_next_creates[0]
-        self._schedule(s.created_at + round(self.session_start_delay * US), "session_start", s.id)
+        self._later(s.created_at + round(self.session_start_delay * US), s, (wire.SESSION_CREATING,),
+                    lambda t: self._start(s, t))  # fmt: skip
         return s.id
 
     def _new_session(self, r: Resource, display_name: str | None, wandb: dict[str, str] | None,
@@ -130,7 +131,8 @@ class Sessions(Lifecycle):
             self._set_session_status(s, wire.SESSION_STOPPED, at)
         elif s.status != wire.SESSION_STOPPING:
             self._set_session_status(s, wire.SESSION_STOPPING, at)
-            self._schedule(at + round(self.session_stop_delay * US), "session_stop", s.id)
+            self._later(at + round(self.session_stop_delay * US), s, (wire.SESSION_STOPPING,),
+                        lambda t: self._set_session_status(s, wire.SESSION_STOPPED, t))  # fmt: skip
 
     @locked
     def fail_session(self, session_id: str, *, code: str | None = wire.SESSION_FAILED, message: str | None = None) -> None:
