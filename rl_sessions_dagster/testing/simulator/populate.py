@@ -55,8 +55,9 @@ def populate_world(world: SimulatedWorld, n_sessions: int, checkpoints_per_sessi
         model, task = r.base_model, TASKS[index % len(TASKS)]
         shape = None if model in wire.NO_REGISTRY_MODELS else rng.choice(shapes)
         interval = rng.choice((5, 10, 20, 25, 50))
-        s = Session(new_uuid(rng), r.id, model, status, created, end,
-                    world.user_id if rng.random() < 0.8 else "user_teammate", shape, False, r.lora_enabled,
+        sid = new_uuid(rng)  # before the creator's roll: the same seed gives the same ids as ever
+        user = world.user_id if rng.random() < 0.8 else "user_teammate"
+        s = Session(sid, r.id, model, status, created, end, user, shape, r.lora_enabled,
                     display_name=f"{task}-{model.rsplit('/', 1)[-1]}-{index:06d}",
                     lora=DEFAULT_LORA_CONFIG if r.lora_enabled else None)  # fmt: skip
         if index % 2 == 0:

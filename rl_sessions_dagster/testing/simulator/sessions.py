@@ -46,10 +46,10 @@ class Sessions(Lifecycle):
         """Add a session (``resource_id=None``: on a new READY ``base_model`` resource), RUNNING
         at once or left ``"CREATING"`` for :meth:`start_session`. ``fail_at_creation``: the
         start fails with RESOURCE_AT_CAPACITY. 429 if the resource is full, 400 if not READY."""
-        if resource_id is None:
-            resource_id = self.create_model_resource(base_model, lora=lora)
-        s = self._new_session(self._resource(resource_id), display_name, wandb, lora_config,
-                              created_by=created_by, shape=registration_shape, int64_as_string=int64_as_string,
+        r = self._resource(resource_id or self.create_model_resource(base_model, lora=lora))
+        s = self._new_session(r, lora_config, registration_shape, display_name=display_name,
+                              wandb=wandb, created_by=created_by or self.user_id,
+                              int64_as_string=int64_as_string,
                               fail_with=(wire.AT_CAPACITY, None) if fail_at_creation else None)  # fmt: skip
         if session_status(status) != wire.SESSION_CREATING:
             self._start(s, self._now())
@@ -65,40 +65,38 @@ class Sessions(Lifecycle):
         if resume is not None:
             ck = self._checkpoints.get(resume)
             if ck is None or ck.is_inference:
-                raise bad_request("resume_from_checkpoint_id must name a training checkpoint", "resume_from_checkpoint_id")
+                raise bad_request("resume_from_checkpoint_id must name a training checkpoint",
+                                  "resume_from_checkpoint_id")  # fmt: skip
             if self._sessions[ck.session_id].base_model != r.base_model:
                 raise bad_request("checkpoint base model differs", "resume_from_checkpoint_id")
             step = ck.step if load_optimizer else 0
         fail = self._fail_next_creates[0] if self._fail_next_creates else None
-        s = self._new_session(r, display_name, wandb, lora_config, resume_from=resume, step=step, fail_with=fail)
-        if fail is not None:
+        s = self._new_session(r, lora_config, DEFAULT, display_name=display_name, wandb=wandb,
+                              resume_from=resume, step=step, trainer_step=step, fail_with=fail)  # fmt: skip
+        if fail is not None:  # consumed only by a create that happened
             del self._fail_next_creates[0]
-        self._later(s.created_at + round(self.session_start_delay * US), s, (wire.SESSION_CREATING,),
-                    lambda t: self._start(s, t))  # fmt: skip
+        start = s.created_at + round(self.session_start_delay * US)
+        self._later(start, s, (wire.SESSION_CREATING,), lambda t: self._start(s, t))
         return s.id
 
-    def _new_session(self, r: Resource, display_name: str | None, wandb: dict[str, str] | None,
-                     lora_config: dict[str, Any] | None, *, created_by: str | None = None,
-                     shape: str | None = DEFAULT, int64_as_string: bool = False,
-                     fail_with: tuple[str, str | None] | None = None, resume_from: str | None = None,
-                     step: int = 0) -> Session:  # fmt: skip
+    def _new_session(self, r: Resource, lora_config: dict[str, Any] | None, shape: str | None,
+                     **fields: Any) -> Session:  # fmt: skip
+        """A CREATING session on ``r`` (``fields``: the :class:`Session` fields that differ)."""
         if r.status != wire.RESOURCE_READY:
             raise bad_request(f"model resource {r.id} is {r.status}, not READY", "model_resources_id")
         if len(self._active_sessions(r)) >= r.cap:
-            raise SimulatorError(429, f"model resource {r.id} already hosts its maximum of {r.cap} concurrent session(s)",
-                                 param="model_resources_id", code="resource_at_capacity")  # fmt: skip
+            message = f"model resource {r.id} already hosts its maximum of {r.cap} concurrent session(s)"
+            raise SimulatorError(429, message, param="model_resources_id", code="resource_at_capacity")
         if shape == DEFAULT:
             shape = None if r.base_model in wire.NO_REGISTRY_MODELS else "current"
         if shape not in wire.REGISTRATION_SHAPES:
             raise ValueError(f"registration_shape must be one of {wire.REGISTRATION_SHAPES}, not {shape!r}")
+        fields.setdefault("created_by", self.user_id)
+        fields["wandb"] = dict(fields["wandb"]) if fields.get("wandb") else None
+        lora = {**DEFAULT_LORA_CONFIG, **(lora_config or {})} if r.lora_enabled else None
         now = self._now()
-        s = Session(
-            self._new_id(), r.id, r.base_model, wire.SESSION_CREATING, now, now, created_by or self.user_id, shape,
-            int64_as_string,
-            adapter=r.lora_enabled and r.base_weights_ref is None, display_name=display_name,
-            wandb=dict(wandb) if wandb else None, step=step, trainer_step=step, resume_from=resume_from,
-            lora={**DEFAULT_LORA_CONFIG, **(lora_config or {})} if r.lora_enabled else None, fail_with=fail_with,
-        )  # fmt: skip
+        s = Session(self._new_id(), r.id, r.base_model, wire.SESSION_CREATING, now, now, shape=shape,
+                    adapter=r.lora_enabled and r.base_weights_ref is None, lora=lora, **fields)  # fmt: skip
         self._sessions[s.id] = s
         self._session_index.add(self._key(s), s.status)
         r.session_ids.append(s.id)

@@ -80,8 +80,8 @@ class Session:
     updated_at: int
     created_by: str
     shape: str | None
-    int64_as_string: bool
     adapter: bool
+    int64_as_string: bool = False
     display_name: str | None = None
     wandb: dict[str, str] | None = None
     lora: dict[str, Any] | None = None
