@@ -34,7 +34,9 @@ needs "Authorization: Bearer <--api-key>".
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rl-sessions-simulator", description="Local simulator of the Together RL API.")
+    parser = argparse.ArgumentParser(
+        prog="rl-sessions-simulator", description="Local simulator of the Together RL API."
+    )
     serve = parser.add_subparsers(dest="command", required=True).add_parser(
         "serve", help="serve over HTTP until SIGTERM/SIGINT", epilog=CONTROL_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -60,7 +62,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     world = SimulatedWorld(seed=args.seed, list_order=args.list_order)
     if args.populate > 0:
-        world.populate(args.populate, args.checkpoints_per_session, min(args.active, args.populate), seed=args.seed)
+        active = min(args.active, args.populate)
+        world.populate(args.populate, args.checkpoints_per_session, active, seed=args.seed)
     done = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -68,7 +71,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    with RLSimulator(api_key=args.api_key, world=world, seed=args.seed, port=args.port, host=args.host) as sim:
+    sim = RLSimulator(args.api_key, world, args.seed, args.port, host=args.host)
+    with sim:
         print(f"RL simulator listening on {sim.base_url}", flush=True)
         if args.scenario == "demo":
             threading.Thread(target=_loop_demo, args=(world, args.pace, done), daemon=True).start()

@@ -64,9 +64,10 @@ def dagster_daemon(
     workspace.write_text(f"load_from:\n  - python_module:\n      module_name: {module}\n"
                          f"      working_directory: {working_directory}\n")  # fmt: skip
     with open(log_path or home / "daemon.log", "wb") as log:
+        full_env = {**os.environ, "DAGSTER_HOME": str(home), **(env or {})}
         proc = subprocess.Popen(
-            [*_daemon_executable(), "run", "-w", str(workspace)], env={**os.environ, "DAGSTER_HOME": str(home), **(env or {})},
-            cwd=str(working_directory), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            [*_daemon_executable(), "run", "-w", str(workspace)], env=full_env, cwd=str(working_directory),
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
         try:
             yield proc
@@ -119,7 +120,9 @@ def group_alive(pgid: int) -> bool:
 FINISHED_TICKS = ("SUCCESS", "SKIPPED")
 
 
-def sensor_ticks(instance: Any, sensor_name: str, statuses: Iterable[Any] | None = FINISHED_TICKS) -> list[Any]:
+def sensor_ticks(
+    instance: Any, sensor_name: str, statuses: Iterable[Any] | None = FINISHED_TICKS
+) -> list[Any]:
     """Stored ticks of a sensor, newest first: finished ones by default (a tick is stored
     STARTED before the sensor runs, so "a tick happened" must mean a finished one),
     ``statuses=None`` for every tick, or the ``TickStatus`` values (or names) given."""

@@ -120,7 +120,8 @@ class DemoSweep:
 
     def _start_session(self, resource_id: str, lr: str) -> str:
         url = f"https://wandb.ai/demo/gsm8k-sweep/runs/lr-{lr}"
-        wandb = {"entity": "demo", "project": "gsm8k-sweep", "group": "lr-sweep", "run_name": f"lr-{lr}", "url": url}
+        wandb = {"entity": "demo", "project": "gsm8k-sweep", "group": "lr-sweep",
+                 "run_name": f"lr-{lr}", "url": url}  # fmt: skip
         sid = self.world.create_session(resource_id, display_name=f"sweep-lr-{lr}", wandb=wandb)
         self.log(f"session {sid[:8]} sweep-lr-{lr} started (RUNNING)")
         return sid

@@ -79,7 +79,8 @@ def chat_completion(world: SimulatedWorld, req: Request) -> Response:
         raise bad_request("the simulator does not stream", param="stream")
     found = world.chat_model(model)
     if found is None:
-        raise SimulatorError(404, f"model {model!r} is not a registered checkpoint", param="model", code="model_not_found")
+        message = f"model {model!r} is not a registered checkpoint"
+        raise SimulatorError(404, message, param="model", code="model_not_found")
     ckpt_id, step = found
     users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
     content = answer(world.seed, model, step, str(users[-1].get("content") or "") if users else "")
@@ -91,6 +92,8 @@ def chat_completion(world: SimulatedWorld, req: Request) -> Response:
         "object": "chat.completion",
         "created": int(world.now().timestamp()),
         "model": model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                     "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                  "total_tokens": prompt + completion},
     })  # fmt: skip

@@ -30,7 +30,8 @@ def _limit(req: Request) -> int:
     if not raw:
         return 20
     if not (raw.isdigit() and 1 <= int(raw) <= 100):
-        raise bad_request(f"limit must be an integer between 1 and 100, got {raw!r}", "limit", "invalid_limit")
+        message = f"limit must be an integer between 1 and 100, got {raw!r}"
+        raise bad_request(message, "limit", "invalid_limit")
     return int(raw)
 
 
@@ -54,7 +55,8 @@ def _int(body: dict[str, Any], name: str, lo: int, hi: int) -> int | None:
     value = body.get(name)
     if isinstance(value, str) and value.lstrip("-").isdigit():
         value = int(value)  # int64 fields may arrive as strings, as the service emits them
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi):
+    valid = isinstance(value, int) and not isinstance(value, bool) and lo <= value <= hi
+    if value is not None and not valid:
         raise bad_request(f"{name} must be an integer between {lo} and {hi}", param=name)
     return value
 
@@ -68,7 +70,8 @@ def _of_type(body: dict[str, Any], name: str, kind: type, what: str) -> Any:
 
 def _wandb(body: dict[str, Any]) -> dict[str, str] | None:
     wandb = (_of_type(body, "metadata", dict, "an object") or {}).get("wandb")
-    if wandb is not None and not (isinstance(wandb, dict) and all(isinstance(v, str) for v in wandb.values())):
+    strings = isinstance(wandb, dict) and all(isinstance(v, str) for v in wandb.values())
+    if wandb is not None and not strings:
         raise bad_request("metadata.wandb must be an object of strings", param="metadata.wandb")
     return wandb
 
@@ -141,8 +144,15 @@ def add_api_routes(router: Router, w: SimulatedWorld, secret: bytes) -> None:
 
     def list_sessions(req: Request) -> Response:
         return json_response(w.page_sessions(
-            limit=_limit(req), after=req.arg("after") or None, statuses=_statuses(req, wire.SESSION_STATUSES),
+            limit=_limit(req), after=req.arg("after") or None,
+            statuses=_statuses(req, wire.SESSION_STATUSES),
             resource_id=req.arg("model_resources_id") or None, created_by=created_by(req),
+        ))  # fmt: skip
+
+    def list_resources(req: Request) -> Response:
+        return json_response(w.page_resources(
+            limit=_limit(req), after=req.arg("after") or None,
+            statuses=_statuses(req, wire.RESOURCE_STATUSES), created_by=created_by(req),
         ))  # fmt: skip
 
     def patch_session(req: Request) -> None:
@@ -152,7 +162,8 @@ def add_api_routes(router: Router, w: SimulatedWorld, secret: bytes) -> None:
     def submit(kind: str) -> Handler:
         def handler(req: Request) -> Response:
             body = req.json() if req.body.strip() else None
-            return json_response(w.submit_operation(req.ids[0], kind, req.headers.get("Idempotency-Key"), body))
+            key = req.headers.get("Idempotency-Key")
+            return json_response(w.submit_operation(req.ids[0], kind, key, body))
 
         return handler
 
@@ -197,8 +208,9 @@ def add_api_routes(router: Router, w: SimulatedWorld, secret: bytes) -> None:
         ckpt = req.ids[0]
         files = w.download_files(ckpt, req.arg("variant"))
         url = f"{req.base_url}/_sim/files/{ckpt}/"
-        return json_response({"data": [{"filename": name, "url": f"{url}{name}?sig={signature(ckpt, name)}", "size": size}
-                                       for name, size in files]})  # fmt: skip
+        data = [{"filename": name, "url": f"{url}{name}?sig={signature(ckpt, name)}", "size": size}
+                for name, size in files]  # fmt: skip
+        return json_response({"data": data})
 
     def serve_file(req: Request) -> Response:
         ckpt, name = req.ids
@@ -224,13 +236,11 @@ def add_api_routes(router: Router, w: SimulatedWorld, secret: bytes) -> None:
     add("GET", f"{RL}/checkpoints/{{id}}/download", download)
     add("GET", "/_sim/files/{id}/{id}", serve_file)
     add("POST", resources, create_resource)
-    add("GET", resources, lambda req: json_response(w.page_resources(
-        limit=_limit(req), after=req.arg("after") or None, statuses=_statuses(req, wire.RESOURCE_STATUSES),
-        created_by=created_by(req),
-    )))  # fmt: skip
+    add("GET", resources, list_resources)
     add("GET", resources + "/{id}", lambda req: json_response(w.resource_json(req.ids[0])))
     add("POST", resources + "/estimate-cost", estimate_cost)
     add("POST", resources + "/{id}/extend-expiry", then(extend_expiry, w.resource_json))
     add("POST", resources + "/{id}/stop", then(stop_resource, w.resource_json))
-    add("GET", f"{RL}/supported-models", lambda req: json_response({"data": [supported_model(m) for m in wire.MODELS]}))
+    models = {"data": [supported_model(m) for m in wire.MODELS]}
+    add("GET", f"{RL}/supported-models", lambda req: json_response(models))
     add("POST", "/v1/chat/completions", lambda req: chat_completion(w, req))

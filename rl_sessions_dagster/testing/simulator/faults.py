@@ -70,10 +70,17 @@ class FaultRule:
 
     def label(self) -> str:
         """What the request log records: ``"status:503"``, ``"drop"``, ``"delay:0.5"``, …"""
-        kind = (f"status:{self.status}" if self.status is not None else "drop" if self.drop
-                else "reset_after_headers" if self.reset_after_headers else "malformed" if self.malformed else "")  # fmt: skip
-        delay = f"delay:{self.delay_s:g}"
-        return kind if not self.delay_s else f"{kind}+{delay}" if kind else delay
+        if self.status is not None:
+            kind = f"status:{self.status}"
+        elif self.drop:
+            kind = "drop"
+        elif self.reset_after_headers:
+            kind = "reset_after_headers"
+        elif self.malformed:
+            kind = "malformed"
+        else:
+            return f"delay:{self.delay_s:g}"
+        return f"{kind}+delay:{self.delay_s:g}" if self.delay_s else kind
 
     def matches(self, method: str, path: str, template: str) -> bool:
         targets = (f"{method} {template}", f"{method} {path}")
@@ -119,10 +126,13 @@ class FaultPlan:
     def http_error(self, pattern: str, status: int, **kwargs: Any) -> FaultRule:
         return self.add(pattern, status=status, **kwargs)
 
-    def rate_limit(self, pattern: str, *, retry_after: float | None = 1, retry_after_ms: int | None = None,
-                   **kwargs: Any) -> FaultRule:  # fmt: skip
+    def rate_limit(
+        self, pattern: str, *, retry_after: float | None = 1, retry_after_ms: int | None = None,
+        **kwargs: Any,
+    ) -> FaultRule:  # fmt: skip
         """429 with ``Retry-After`` (seconds) and/or ``retry-after-ms``."""
-        return self.add(pattern, status=429, retry_after=retry_after, retry_after_ms=retry_after_ms, **kwargs)
+        kwargs.update(retry_after=retry_after, retry_after_ms=retry_after_ms)
+        return self.add(pattern, status=429, **kwargs)
 
     def slow(self, pattern: str, delay_s: float, **kwargs: Any) -> FaultRule:
         """Delay the response (the world lock is not held while waiting)."""

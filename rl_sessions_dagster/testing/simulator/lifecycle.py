@@ -36,6 +36,7 @@ from .wire import US, SimulatorError, bad_request, full_status, not_found
 
 ListOrder = Literal["newest_first", "oldest_first", "unordered"]
 LIST_ORDERS: tuple[ListOrder, ...] = ("newest_first", "oldest_first", "unordered")
+_HOLDS_GPUS = (wire.RESOURCE_PENDING, wire.RESOURCE_CREATING, wire.RESOURCE_READY, wire.RESOURCE_STOPPING)
 DEFAULT = "default"  # registration shape: the session's (or the world's) own
 DEFAULT_LORA_CONFIG: dict[str, Any] = {"rank": 32, "alpha": 64, "dropout": 0.0, "train_unembed": True}
 W = TypeVar("W", bound="Lifecycle")
@@ -112,7 +113,9 @@ class Lifecycle:
     def _now(self) -> int:
         return self.clock.now_us()
 
-    def _later(self, due: int, item: Session | Resource, statuses: tuple[str, ...], then: Callable[[int], Any]) -> None:
+    def _later(
+        self, due: int, item: Session | Resource, statuses: tuple[str, ...], then: Callable[[int], Any]
+    ) -> None:
         """At ``due``, if ``item`` is still in one of ``statuses``, ``then(due)``."""
         heapq.heappush(self._timers, (due, next(self._timer_seq), item, statuses, then))
 
@@ -232,13 +235,14 @@ class Lifecycle:
         """Start provisioning queued resources while capacity allows, oldest first (FIFO)."""
         for r in self._queued():
             cap = self._gpu_capacity.get(r.gpu_type)
-            holding = sum(1 for o in self._resources.values() if o.gpu_type == r.gpu_type and not o.queued
-                          and o.status in (wire.RESOURCE_PENDING, wire.RESOURCE_CREATING, wire.RESOURCE_READY, wire.RESOURCE_STOPPING))  # fmt: skip
+            holding = sum(1 for o in self._resources.values()
+                          if o.gpu_type == r.gpu_type and not o.queued and o.status in _HOLDS_GPUS)  # fmt: skip
             if cap is None or holding < cap:
                 r.queued, r.json = False, None
                 delay = round(self.resource_provision_delay * US)
                 pending = (wire.RESOURCE_PENDING,)
-                self._later(at + delay // 2, r, pending, partial(self._set_resource_status, r, wire.RESOURCE_CREATING))
+                creating = partial(self._set_resource_status, r, wire.RESOURCE_CREATING)
+                self._later(at + delay // 2, r, pending, creating)
                 self._later(at + delay, r, (*pending, wire.RESOURCE_CREATING), partial(self._become_ready, r))
 
     def _queued(self) -> list[Resource]:
@@ -273,11 +277,13 @@ class Lifecycle:
         r, now = self._resource(resource_id), self._now()
         active = self._active_sessions(r)
         gone = r.status in (wire.RESOURCE_STOPPING, wire.RESOURCE_STOPPED, wire.RESOURCE_ERROR)
-        seen = tuple((s.id, s.status, s.created_at, s.updated_at) for s in map(self._sessions.get, r.session_ids) if s)
+        on_it = [self._sessions[i] for i in r.session_ids]
+        seen = tuple((s.id, s.status, s.created_at, s.updated_at) for s in on_it)
         accepted = not r.protected and not gone and (force or not active)
         self._stop_requests.append(StopRequest(r.id, now, r.status, force, accepted, seen, r.ready_at))
         if r.protected:
-            raise SimulatorError(403, f"not allowed to stop model resource {r.id}", code="permission_denied")
+            message = f"not allowed to stop model resource {r.id}"
+            raise SimulatorError(403, message, code="permission_denied")
         if gone:
             raise bad_request(f"model resource {r.id} is already {r.status}", code="not_active")
         if active and not force:

@@ -26,8 +26,10 @@ HOUR = 3600 * US
 TIMEOUT = 3600
 
 
-def populate_world(world: SimulatedWorld, n_sessions: int, checkpoints_per_session: int, active: int, seed: int,
-                   days: float, training_per_session: int, shapes: tuple[str | None, ...]) -> dict[str, Any]:  # fmt: skip
+def populate_world(
+    world: SimulatedWorld, n_sessions: int, checkpoints_per_session: int, active: int, seed: int,
+    days: float, training_per_session: int, shapes: tuple[str | None, ...],
+) -> dict[str, Any]:  # fmt: skip
     """Add ``n_sessions`` sessions (``active`` RUNNING) with exactly ``checkpoints_per_session``
     inference and ``training_per_session`` training checkpoints each, except those that failed
     at creation (none). The caller holds the lock. Ids come from an RNG seeded by ``seed`` and
@@ -67,7 +69,8 @@ def populate_world(world: SimulatedWorld, n_sessions: int, checkpoints_per_sessi
         n_ck = checkpoints_per_session
         if status == wire.SESSION_ERROR:
             roll = rng.random()
-            code = wire.AT_CAPACITY if roll < 0.3 else wire.TIMED_OUT if roll < 0.6 else wire.UNAVAILABLE if roll < 0.8 else wire.SESSION_FAILED
+            codes = (wire.AT_CAPACITY, wire.TIMED_OUT, wire.UNAVAILABLE, wire.SESSION_FAILED)
+            code = codes[(roll >= 0.3) + (roll >= 0.6) + (roll >= 0.8)]
             if code == wire.AT_CAPACITY:
                 n_ck, failed_at_creation = 0, failed_at_creation + 1
                 end = s.updated_at = created + 5 * US
@@ -76,27 +79,32 @@ def populate_world(world: SimulatedWorld, n_sessions: int, checkpoints_per_sessi
         gap, t = max(1, (end - created) // (n_ck + 2)), created
         for i in range(n_ck):
             t = min(t + gap + rng.randrange(gap // 4 + 1), end - 1)
-            s.inference.append(Checkpoint(new_uuid(rng), s.id, wire.CHECKPOINT_INFERENCE, (i + 1) * interval, t, shape, t))
+            step = (i + 1) * interval
+            s.inference.append(Checkpoint(new_uuid(rng), s.id, wire.CHECKPOINT_INFERENCE, step, t, shape, t))
         for j in range(n_tr):
             ct = max(created + 1, t - (n_tr - j) * US)
             step = (n_ck - n_tr + j + 1) * interval
             s.training.append(Checkpoint(new_uuid(rng), s.id, wire.CHECKPOINT_TRAINING, step, ct, shape, ct))
         checkpoints.extend(s.inference + s.training)
-        s.step = s.trainer_step = s.target_wv = s.applied_wv = n_ck * interval + (rng.randrange(interval) if n_ck else 0)
+        step = n_ck * interval + (rng.randrange(interval) if n_ck else 0)
+        s.step = s.trainer_step = s.target_wv = s.applied_wv = step
         sessions.append(s)
         r.session_ids.append(s.id)
 
     # Finished history: runs of 20 sessions (oldest first) on stopped resources.
-    old_created = sorted(now - HOUR - rng.randrange(max(int(days * 86400 * US), 2 * HOUR)) for _ in range(n_old))
+    span = max(int(days * 86400 * US), 2 * HOUR)
+    old_created = sorted(now - HOUR - rng.randrange(span) for _ in range(n_old))
     r: Resource | None = None
     for i, created in enumerate(old_created):
         if i % 20 == 0:
             if r is not None:
                 r.updated_at = r.last_activity + TIMEOUT * US
-            r = add_resource(created - 120 * US, wire.RESOURCE_STOPPED, rng.random() < 0.85, rng.choice(models))
+            lora = rng.random() < 0.85
+            r = add_resource(created - 120 * US, wire.RESOURCE_STOPPED, lora, rng.choice(models))
         assert r is not None
         roll = rng.random()
-        status = wire.SESSION_STOPPED if roll < 0.7 else wire.SESSION_EXPIRED if roll < 0.85 else wire.SESSION_ERROR
+        ends = (wire.SESSION_STOPPED, wire.SESSION_EXPIRED, wire.SESSION_ERROR)
+        status = ends[(roll >= 0.7) + (roll >= 0.85)]
         end = min(created + rng.randrange(HOUR // 2, 72 * HOUR), now - 60 * US)
         add_session(r, created, end, status, base + i)
         r.last_activity = max(r.last_activity, end)
@@ -105,7 +113,8 @@ def populate_world(world: SimulatedWorld, n_sessions: int, checkpoints_per_sessi
     ready: list[Resource] = []
     for j in range(n_active):
         if j % (wire.LORA_SESSION_CAP - 1) == 0:
-            r = add_resource(now - rng.randrange(2 * HOUR, 12 * HOUR), wire.RESOURCE_READY, True, rng.choice(models))
+            created = now - rng.randrange(2 * HOUR, 12 * HOUR)
+            r = add_resource(created, wire.RESOURCE_READY, True, rng.choice(models))
             r.last_activity = now - rng.randrange(300 * US)
             ready.append(r)
         assert r is not None

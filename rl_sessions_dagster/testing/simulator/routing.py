@@ -62,7 +62,9 @@ class Response:
 
 
 def json_response(body: bytes | dict[str, Any] | list[Any], status: int = 200) -> Response:
-    return Response(status, body if isinstance(body, bytes) else json.dumps(body, separators=(",", ":")).encode())
+    if not isinstance(body, bytes):
+        body = json.dumps(body, separators=(",", ":")).encode()
+    return Response(status, body)
 
 
 Handler = Callable[[Request], Response]

@@ -3,8 +3,8 @@
 A ``ThreadingHTTPServer`` in a background thread, a thread per connection, keep-alive with an
 exact Content-Length (httpx reuses connections), every response written in one ``write`` (no
 Nagle stalls). Per request: read the body → route → fault decision → optional delay (outside
-the world lock) → auth → handler → response hook → fault → log → write. ``stop()`` closes idle
-keep-alive sockets too, so no thread keeps serving after it returns.
+the world lock) → auth → handler → response hook → fault → log → write. ``stop()`` closes
+idle keep-alive sockets too, so no thread keeps serving after it returns.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ import traceback
 from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -49,8 +48,9 @@ class _Server(ThreadingHTTPServer):
         super().__init__(addr, _Handler)
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        t = threading.Thread(target=self.process_request_thread, args=(request, client_address), daemon=True,
-                             name=f"rl-simulator-{self.server_address[1]}-conn")  # fmt: skip
+        name = f"rl-simulator-{self.server_address[1]}-conn"
+        t = threading.Thread(target=self.process_request_thread, args=(request, client_address),
+                             name=name, daemon=True)  # fmt: skip
         with self.conn_lock:
             self.connections.add(request)
             self.threads = {h for h in self.threads if h.is_alive()} | {t}
@@ -85,7 +85,8 @@ class _Handler(BaseHTTPRequestHandler):
         query = parse_qs(split.query, keep_blank_values=True)
         body = self._read_body()
         handler, template, ids, allowed = sim.router.match(method, path)
-        rule = sim.faults.decide(method, path, template) if path.startswith(("/v1/", "/_sim/files/")) else None
+        faultable = path.startswith(("/v1/", "/_sim/files/"))  # never the control API
+        rule = sim.faults.decide(method, path, template) if faultable else None
         authorized = sim.authorized(path, self.headers.get("Authorization") or "")
         logged = False
 
@@ -96,7 +97,8 @@ class _Handler(BaseHTTPRequestHandler):
                 logged = True
                 sim.requests.record(RequestRecord(
                     request_id, method, path, template, query, status, rule.label() if rule else None,
-                    self.headers.get("Idempotency-Key"), authorized, time.perf_counter() - started, started_wall,
+                    self.headers.get("Idempotency-Key"), authorized, time.perf_counter() - started,
+                    started_wall,
                 ))  # fmt: skip
 
         try:
@@ -139,8 +141,9 @@ class _Handler(BaseHTTPRequestHandler):
             reason = HTTPStatus(status).phrase
         except ValueError:
             reason = "Simulated"
-        lines = [f"HTTP/1.1 {status} {reason}", f"Content-Type: {content_type}", f"Content-Length: {len(body)}",
-                 f"x-request-id: {request_id}", f"Date: {self.date_time_string()}"]  # fmt: skip
+        lines = [f"HTTP/1.1 {status} {reason}", f"Content-Type: {content_type}",
+                 f"Content-Length: {len(body)}", f"x-request-id: {request_id}",
+                 f"Date: {self.date_time_string()}"]  # fmt: skip
         lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
         if self.close_connection:
             lines.append("Connection: close")
@@ -158,7 +161,9 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 self.connection.shutdown(socket.SHUT_RDWR)
 
-    def _fault(self, rule: FaultRule, resp: Response | None, request_id: str, log: Callable[[int | None], None]) -> None:
+    def _fault(
+        self, rule: FaultRule, resp: Response | None, request_id: str, log: Callable[[int | None], None]
+    ) -> None:
         """Write (or withhold) the faulty response, logging the status the client will see."""
         if rule.drop:
             return self._abort(log, reset=False)
@@ -173,7 +178,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._write(real.status, real.body, request_id, real.content_type, send_body=False)
             return self._abort(lambda _: None, reset=True)
         log(200)  # malformed: the real body cut in half
-        self._write(200, real.body[: max(1, len(real.body) // 2)], request_id, real.content_type, real.headers)
+        cut = real.body[: max(1, len(real.body) // 2)]
+        self._write(200, cut, request_id, real.content_type, real.headers)
 
 
 class RLSimulator:
@@ -222,8 +228,10 @@ class RLSimulator:
         if self._server is None:
             self._stopping.clear()
             self._server = _Server((self.host, self._port), self)
-            self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                                            name=f"rl-simulator-{self.port}", daemon=True)  # fmt: skip
+            self._thread = threading.Thread(
+                target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+                name=f"rl-simulator-{self.port}", daemon=True,
+            )  # fmt: skip
             self._thread.start()
         return self
 
@@ -249,26 +257,31 @@ class RLSimulator:
     def __enter__(self) -> RLSimulator:
         return self.start()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
     def authorized(self, path: str, authorization: str) -> bool:
         scheme, _, token = authorization.partition(" ")
+        expected = self.api_key.encode()
         return not path.startswith("/v1/") or (
-            scheme.lower() == "bearer" and secrets.compare_digest(token.strip().encode(), self.api_key.encode())
+            scheme.lower() == "bearer" and secrets.compare_digest(token.strip().encode(), expected)
         )
 
-    def handle(self, req: Request, handler: Handler | None, allowed: list[str], authorized: bool) -> Response:
+    def handle(
+        self, req: Request, handler: Handler | None, allowed: list[str], authorized: bool
+    ) -> Response:
         """Auth, routing errors, the handler, SimulatorError → error body, the response hook."""
         try:
             if not authorized:
-                message = "Invalid API key provided" if req.headers.get("Authorization") else "Missing API key"
+                given = req.headers.get("Authorization")
+                message = "Invalid API key provided" if given else "Missing API key"
                 raise SimulatorError(401, message, code="invalid_api_key")
             if handler is None and allowed:
                 allow = {"Allow": ", ".join(sorted(set(allowed)))}
                 return Response(405, error_body(405, f"Method {req.method} not allowed"), headers=allow)
             if handler is None:
-                raise SimulatorError(404, f"Unknown request URL: {req.method} {req.path}", code="unknown_url")
+                message = f"Unknown request URL: {req.method} {req.path}"
+                raise SimulatorError(404, message, code="unknown_url")
             resp = handler(req)
         except SimulatorError as exc:
             resp = Response(exc.status, exc.body())
@@ -278,7 +291,8 @@ class RLSimulator:
         hook = self.world.response_hook
         if hook is not None and req.path.startswith("/v1/") and resp.content_type == "application/json":
             try:
-                resp.body = json.dumps(hook(req.path, json.loads(resp.body)), separators=(",", ":")).encode()
+                payload = hook(req.path, json.loads(resp.body))
+                resp.body = json.dumps(payload, separators=(",", ":")).encode()
             except Exception as exc:  # a broken hook must not kill the connection thread
                 traceback.print_exc(file=sys.stderr)
                 resp = Response(500, error_body(500, f"response_hook failed: {exc!r}"))

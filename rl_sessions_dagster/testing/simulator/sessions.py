@@ -56,9 +56,11 @@ class Sessions(Lifecycle):
         return s.id
 
     @locked
-    def request_session(self, resource_id: str, *, display_name: str | None = None,
-                        wandb: dict[str, str] | None = None, lora_config: dict[str, Any] | None = None,
-                        resume_from_checkpoint_id: str | None = None, load_optimizer: bool = True) -> str:  # fmt: skip
+    def request_session(
+        self, resource_id: str, *, display_name: str | None = None, wandb: dict[str, str] | None = None,
+        lora_config: dict[str, Any] | None = None, resume_from_checkpoint_id: str | None = None,
+        load_optimizer: bool = True,
+    ) -> str:  # fmt: skip
         """``POST /v1/rl/training-sessions``: CREATING, then RUNNING (or ERROR, see
         :meth:`fail_next_session_creates`) after ``session_start_delay`` seconds."""
         r, step, resume = self._resource(resource_id), 0, resume_from_checkpoint_id
@@ -133,16 +135,21 @@ class Sessions(Lifecycle):
                         lambda t: self._set_session_status(s, wire.SESSION_STOPPED, t))  # fmt: skip
 
     @locked
-    def fail_session(self, session_id: str, *, code: str | None = wire.SESSION_FAILED, message: str | None = None) -> None:
+    def fail_session(
+        self, session_id: str, *, code: str | None = wire.SESSION_FAILED, message: str | None = None
+    ) -> None:
         """ERROR with ``error{code, message, occurred_at}`` (``code=None``: the older shape)."""
         self._fail(self._session(session_id), code, message, self._now())
 
     def _fail(self, s: Session, code: str | None, message: str | None, at: int) -> None:
-        s.error = (code, message or wire.ERROR_MESSAGES.get(code or "", "The training session failed."), at)
+        message = message or wire.ERROR_MESSAGES.get(code or "", "The training session failed.")
+        s.error = (code, message, at)
         self._set_session_status(s, wire.SESSION_ERROR, at)
 
     @locked
-    def fail_next_session_creates(self, n: int = 1, *, code: str = wire.AT_CAPACITY, message: str | None = None) -> None:
+    def fail_next_session_creates(
+        self, n: int = 1, *, code: str = wire.AT_CAPACITY, message: str | None = None
+    ) -> None:
         """The next ``n`` HTTP-created sessions go CREATING → ERROR instead of RUNNING."""
         msg = message or wire.ERROR_MESSAGES.get(code, "The session could not start.")
         self._fail_next_creates.extend([(code, msg)] * n)
@@ -151,10 +158,12 @@ class Sessions(Lifecycle):
     def set_status(self, ident: str, status: str) -> None:
         """Force a status on a session or resource (short names expanded; unknown strings such
         as ``TRAINING_SESSION_STATUS_PAUSED`` stored raw, for drift tests)."""
+        now = self._now()
         if ident in self._sessions:
-            self._set_session_status(self._sessions[ident], session_status(status), self._now())
+            self._set_session_status(self._sessions[ident], session_status(status), now)
         else:
-            self._set_resource_status(self._resource(ident, None), wire.full_status(status, wire.RESOURCE_STATUSES), self._now())
+            status = wire.full_status(status, wire.RESOURCE_STATUSES)
+            self._set_resource_status(self._resource(ident, None), status, now)
 
     @locked
     def advance_steps(self, session_id: str, n: int = 1) -> int:
@@ -185,19 +194,26 @@ class Sessions(Lifecycle):
 
     # --- checkpoints -------------------------------------------------------------------------
     @locked
-    def add_inference_checkpoint(self, session_id: str, *, step: int | None = None,
-                                 registration_shape: str | None = DEFAULT, registered: bool = True) -> str:  # fmt: skip
+    def add_inference_checkpoint(
+        self, session_id: str, *, step: int | None = None, registration_shape: str | None = DEFAULT,
+        registered: bool = True,
+    ) -> str:  # fmt: skip
         """An inference checkpoint at the session's step by default; ``registered=False`` leaves
         it unregistered until :meth:`register_checkpoint` (registration lag)."""
         s = self._session(session_id)
         return self._add_checkpoint(s, wire.CHECKPOINT_INFERENCE, step, registration_shape, registered).id
 
     @locked
-    def add_training_checkpoint(self, session_id: str, *, step: int | None = None, registered: bool = True) -> str:
+    def add_training_checkpoint(
+        self, session_id: str, *, step: int | None = None, registered: bool = True
+    ) -> str:
         """A training checkpoint (registered only in the two newer shapes)."""
-        return self._add_checkpoint(self._session(session_id), "CHECKPOINT_TYPE_TRAINING", step, DEFAULT, registered).id
+        s = self._session(session_id)
+        return self._add_checkpoint(s, wire.CHECKPOINT_TRAINING, step, DEFAULT, registered).id
 
-    def _add_checkpoint(self, s: Session, kind: str, step: int | None, shape: str | None, registered: bool) -> Checkpoint:
+    def _add_checkpoint(
+        self, s: Session, kind: str, step: int | None, shape: str | None, registered: bool
+    ) -> Checkpoint:
         shape = s.shape if shape == DEFAULT else shape  # fixed now: a session can mix shapes
         if shape not in wire.REGISTRATION_SHAPES:
             raise ValueError(f"registration_shape must be one of {wire.REGISTRATION_SHAPES}, not {shape!r}")
@@ -238,14 +254,15 @@ class Sessions(Lifecycle):
             raise not_found("operation kind", kind)
         s = self._session(session_id)
         if not idempotency_key:
-            raise bad_request("the Idempotency-Key header is required", "Idempotency-Key", "missing_idempotency_key")
+            message = "the Idempotency-Key header is required"
+            raise bad_request(message, "Idempotency-Key", "missing_idempotency_key")
         original = self._idempotency.get((s.id, kind, idempotency_key))
         if original is not None:
             return wire.operation_dict(self._operations[original])
         body = {} if body is None else body
         if not isinstance(body, dict):
             raise bad_request("request body must be a JSON object")
-        if kind == "weights-sync" and body.get("weight_sync_type", wire.WEIGHT_SYNC_TYPES[0]) not in wire.WEIGHT_SYNC_TYPES:
+        if kind == "weights-sync" and _sync_type(body) not in wire.WEIGHT_SYNC_TYPES:
             raise bad_request("invalid weight_sync_type", param="weight_sync_type")
         for name in ("samples", "model_inputs"):
             if name in body and not isinstance(body[name], list):
@@ -320,7 +337,7 @@ class Sessions(Lifecycle):
             return {"step": wire.int64(s.step, as_str)}
         if kind == "weights-sync":
             s.target_wv = s.trainer_step
-            s.pending_publish = op.body.get("weight_sync_type", wire.WEIGHT_SYNC_TYPES[0]) != wire.WEIGHT_SYNC_TYPES[0]
+            s.pending_publish = _sync_type(op.body) != wire.WEIGHT_SYNC_TYPES[0]  # not synchronous
             if not s.pending_publish:
                 s.applied_wv = s.target_wv
             self._touch(s, now)
@@ -338,6 +355,10 @@ class Sessions(Lifecycle):
         return {"loss": round(loss, 6), "metrics": metrics}
 
 
+def _sync_type(body: dict[str, Any]) -> Any:
+    return body.get("weight_sync_type", wire.WEIGHT_SYNC_TYPES[0])
+
+
 def _samples(body: dict[str, Any], s: Session, rng: random.Random) -> list[dict[str, Any]]:
     length = max(1, min(int((body.get("sampling_params") or {}).get("max_tokens") or 8), 16))
     results = []
@@ -351,5 +372,6 @@ def _samples(body: dict[str, Any], s: Session, rng: random.Random) -> list[dict[
                 "stop_reason": "STOP_REASON_STOP",
                 "prompt_cache_hit_tokens": 0,
             })  # fmt: skip
-        results.append({"sequences": sequences, "policy_segments": [{"start_token": 0, "version": s.applied_wv}]})
+        segments = [{"start_token": 0, "version": s.applied_wv}]
+        results.append({"sequences": sequences, "policy_segments": segments})
     return results

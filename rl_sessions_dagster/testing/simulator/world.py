@@ -92,15 +92,18 @@ class SimulatedWorld(Sessions):
         self._resource_index.load(((self._key(r), r.status) for r in self._resources.values()), clear=True)
 
     @locked
-    def populate(self, n_sessions: int = 10_000, checkpoints_per_session: int = 10, active: int = 50, *,
-                 seed: int | None = None, days: float = 28.0, training_checkpoints_per_session: int = 1,
-                 registration_shapes: tuple[str | None, ...] = ("current",)) -> dict[str, Any]:  # fmt: skip
+    def populate(
+        self, n_sessions: int = 10_000, checkpoints_per_session: int = 10, active: int = 50, *,
+        seed: int | None = None, days: float = 28.0, training_checkpoints_per_session: int = 1,
+        registration_shapes: tuple[str | None, ...] = ("current",),
+    ) -> dict[str, Any]:  # fmt: skip
         """Bulk-create a realistic history (see :mod:`.populate`); returns counts and seconds."""
         enabled = gc.isenabled()
         gc.disable()  # millions of new containers, none garbage: skip the full GC passes
         try:
-            return populate_world(self, n_sessions, checkpoints_per_session, active, self.seed if seed is None else seed,
-                                  days, training_checkpoints_per_session, registration_shapes)  # fmt: skip
+            seed = self.seed if seed is None else seed
+            return populate_world(self, n_sessions, checkpoints_per_session, active, seed, days,
+                                  training_checkpoints_per_session, registration_shapes)  # fmt: skip
         finally:
             if enabled:
                 gc.enable()
@@ -169,7 +172,8 @@ class SimulatedWorld(Sessions):
     def _resource_bytes(self, r: Resource) -> bytes:
         if r.status != wire.RESOURCE_PENDING or not r.queued:
             return wire.resource_bytes(r)  # provisioning ones wait only for their pods: position 1
-        older = sum(1 for o in self._queued() if o.gpu_type == r.gpu_type and (o.created_at, o.id) < (r.created_at, r.id))
+        mine = (r.created_at, r.id)
+        older = sum(1 for o in self._queued() if o.gpu_type == r.gpu_type and (o.created_at, o.id) < mine)
         return wire.resource_bytes(r, older + 1)
 
     def _after(self, after: str | None, items: dict[str, Any], key: Callable[[Any], Key]) -> Key | None:
@@ -180,8 +184,10 @@ class SimulatedWorld(Sessions):
         return key(items[after])
 
     @locked
-    def page_sessions(self, *, limit: int = 20, after: str | None = None, statuses: Collection[str] | None = None,
-                      resource_id: str | None = None, created_by: str | None = None) -> bytes:  # fmt: skip
+    def page_sessions(
+        self, *, limit: int = 20, after: str | None = None, statuses: Collection[str] | None = None,
+        resource_id: str | None = None, created_by: str | None = None,
+    ) -> bytes:  # fmt: skip
         """One page of ``GET /v1/rl/training-sessions`` (statuses as full constants)."""
         start, sessions = self._after(after, self._sessions, self._key), self._sessions
         preds: list[Pred] = []
@@ -198,8 +204,10 @@ class SimulatedWorld(Sessions):
         return _page(it, limit, preds, lambda i: wire.session_bytes(sessions[i]))
 
     @locked
-    def page_checkpoints(self, *, limit: int = 20, after: str | None = None, session_id: str | None = None,
-                         type: str | None = None, base_model: str | None = None) -> bytes:  # fmt: skip
+    def page_checkpoints(
+        self, *, limit: int = 20, after: str | None = None, session_id: str | None = None,
+        type: str | None = None, base_model: str | None = None,
+    ) -> bytes:  # fmt: skip
         """One page of ``GET /v1/rl/checkpoints``, newest first (created_at desc, then id desc)."""
         ckpts, sessions = self._checkpoints, self._sessions
         start = self._after(after, ckpts, lambda c: (c.created_at, c.id))
@@ -214,11 +222,17 @@ class SimulatedWorld(Sessions):
             it = self._checkpoint_index.iter_desc(start, None if type is None else (type,))
         if base_model is not None:
             preds.append(lambda k: sessions[ckpts[k[1]].session_id].base_model == base_model)
-        return _page(it, limit, preds, lambda i: wire.checkpoint_bytes(ckpts[i], sessions[ckpts[i].session_id]))
+
+        def serialize(i: str) -> bytes:
+            return wire.checkpoint_bytes(ckpts[i], sessions[ckpts[i].session_id])
+
+        return _page(it, limit, preds, serialize)
 
     @locked
-    def page_resources(self, *, limit: int = 20, after: str | None = None, statuses: Collection[str] | None = None,
-                       created_by: str | None = None) -> bytes:  # fmt: skip
+    def page_resources(
+        self, *, limit: int = 20, after: str | None = None, statuses: Collection[str] | None = None,
+        created_by: str | None = None,
+    ) -> bytes:  # fmt: skip
         """One page of ``GET /v1/rl/model-resources`` (same order setting as sessions)."""
         resources = self._resources
         it = self._resource_index.iter_desc(self._after(after, resources, self._key), statuses or None)
@@ -265,7 +279,8 @@ class SimulatedWorld(Sessions):
     def price_per_hour(self, base_model: str, *, lora: bool = True, replicas: int = 1) -> float:
         """What ``estimate-cost`` answers: GPUs (trainer + generators, doubled for full-weight
         training) x the base model's price per GPU-hour."""
-        per_gpu = self._prices.get(base_model, wire.MODELS[base_model][3] if base_model in wire.MODELS else 0.0)
+        listed = wire.MODELS[base_model][3] if base_model in wire.MODELS else 0.0
+        per_gpu = self._prices.get(base_model, listed)
         return round(per_gpu * (1 + replicas) * (1 if lora else 2), 2)
 
     @locked
@@ -281,7 +296,9 @@ class SimulatedWorld(Sessions):
                 "unready_at": None if r.unready_at is None else wire.fmt_ts(r.unready_at),
                 "billed_seconds": 0.0 if r.ready_at is None else max(0, end - r.ready_at) / US,
                 "billing": r.status == wire.RESOURCE_READY,
-                "price_per_hour": self.price_per_hour(r.base_model, lora=r.lora_enabled, replicas=r.num_generator_replicas),
+                "price_per_hour": self.price_per_hour(
+                    r.base_model, lora=r.lora_enabled, replicas=r.num_generator_replicas
+                ),
             }
         return out
 
@@ -302,4 +319,5 @@ def _page(keys: Iterator[Key], limit: int, preds: list[Pred], serialize: Callabl
     picked = list(islice(it, limit + 1))
     has_more = len(picked) > limit
     del picked[limit:]
-    return wire.page_bytes([serialize(k[1]) for k in picked], limit, has_more, picked[-1][1] if has_more else "")
+    cursor = picked[-1][1] if has_more else ""
+    return wire.page_bytes([serialize(k[1]) for k in picked], limit, has_more, cursor)
