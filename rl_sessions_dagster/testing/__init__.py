@@ -5,20 +5,19 @@
 library's own API client, so the simulator stays an independent oracle for both.
 """
 
-from .simulator.clock import SimClock
-from .simulator.constants import (
+from .simulator.faults import FaultPlan, FaultRule
+from .simulator.requestlog import RequestLog, RequestRecord
+from .simulator.server import RLSimulator
+from .simulator.state import SimClock, StopRequest
+from .simulator.wire import (
     CHECKPOINT_INFERENCE,
     CHECKPOINT_TRAINING,
     OPERATION_KINDS,
     RESOURCE_STATUSES,
     SESSION_STATUSES,
     SESSION_TERMINAL,
+    SimulatorError,
 )
-from .simulator.errors import SimulatorError
-from .simulator.faults import FaultPlan, FaultRule
-from .simulator.requestlog import RequestLog, RequestRecord
-from .simulator.server import RLSimulator
-from .simulator.state import StopRequest
 from .simulator.world import SimulatedWorld
 
 __all__ = [

@@ -16,6 +16,8 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
+from dagster import DagsterInstance
+
 DAGSTER_YAML = """\
 telemetry:
   enabled: false
@@ -25,14 +27,9 @@ run_coordinator:
 """
 
 
-def prepare_dagster_home(
-    home: Path, *, clean: bool = True, storage: Mapping[str, Any] | None = None
-) -> Path:
-    """A DAGSTER_HOME with telemetry off and runs launched immediately.
-
-    ``storage`` is the ``storage:`` section of ``dagster.yaml`` (e.g.
-    ``PostgresServer.dagster_storage(db)``); None keeps Dagster's default, SQLite in ``home``.
-    """
+def prepare_dagster_home(home: Path, *, clean: bool = True, storage: Mapping[str, Any] | None = None) -> Path:
+    """A DAGSTER_HOME with telemetry off and runs launched immediately; ``storage`` is the
+    ``storage:`` section of ``dagster.yaml`` (None: Dagster's default, SQLite in ``home``)."""
     if clean and home.exists():
         shutil.rmtree(home)
     home.mkdir(parents=True, exist_ok=True)
@@ -43,30 +40,14 @@ def prepare_dagster_home(
     (home / "dagster.yaml").write_text(text)
     # Create the storage now: a daemon and a reader opening a fresh home at the same moment
     # can both stamp the schema version, and code loading then fails ("more than one head").
-    from dagster import DagsterInstance
-
     DagsterInstance.from_config(str(home)).dispose()
     return home
 
 
-def write_workspace(home: Path, module: str, working_directory: Path) -> Path:
-    path = home / "workspace.yaml"
-    path.write_text(
-        "load_from:\n"
-        f"  - python_module:\n      module_name: {module}\n"
-        f"      working_directory: {working_directory}\n"
-    )
-    return path
-
-
 def _daemon_executable() -> list[str]:
     exe = Path(sys.executable).with_name("dagster-daemon")
-    if exe.exists():
-        return [str(exe)]
-    found = shutil.which("dagster-daemon")
-    if found:
-        return [found]
-    return [sys.executable, "-m", "dagster._daemon"]
+    found = str(exe) if exe.exists() else shutil.which("dagster-daemon")
+    return [found] if found else [sys.executable, "-m", "dagster._daemon"]
 
 
 @contextmanager
@@ -79,32 +60,31 @@ def dagster_daemon(
     log_path: Path | None = None,
 ) -> Iterator[subprocess.Popen[bytes]]:
     """Start ``dagster-daemon run`` for ``module``; stop it (and its children) on exit."""
-    workspace = write_workspace(home, module, working_directory)
-    full_env = {**os.environ, "DAGSTER_HOME": str(home), **(env or {})}
-    log = open(log_path or home / "daemon.log", "wb")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen(
-        [*_daemon_executable(), "run", "-w", str(workspace)],
-        env=full_env,
-        cwd=str(working_directory),
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    try:
-        yield proc
-    finally:
-        stop_process_group(proc)
-        log.close()
+    workspace = home / "workspace.yaml"
+    workspace.write_text(f"load_from:\n  - python_module:\n      module_name: {module}\n"
+                         f"      working_directory: {working_directory}\n")  # fmt: skip
+    with open(log_path or home / "daemon.log", "wb") as log:
+        full_env = {**os.environ, "DAGSTER_HOME": str(home), **(env or {})}
+        proc = subprocess.Popen(
+            [*_daemon_executable(), "run", "-w", str(workspace)], env=full_env, cwd=str(working_directory),
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+        try:
+            yield proc
+        finally:
+            stop_process_group(proc)
 
 
 def stop_process_group(proc: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
     """SIGTERM the process group we created, then SIGKILL what is left after ``timeout``."""
     if proc.poll() is None:
-        _kill_group(proc.pid, signal.SIGTERM)
+        with suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
     while proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.1)
-    _kill_group(proc.pid, signal.SIGKILL)
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=60)
     # SIGKILL is delivered asynchronously: wait until every member is really gone (returns as
     # soon as it is; the ceiling is for a loaded machine, where reaping can lag by seconds).
@@ -113,37 +93,26 @@ def stop_process_group(proc: subprocess.Popen[bytes], timeout: float = 20.0) -> 
         time.sleep(0.05)
 
 
-def _kill_group(pgid: int, sig: signal.Signals) -> None:
-    with suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-
-
 def group_alive(pgid: int) -> bool:
     """True while a live (non-zombie) process of the group exists: proof nothing is left.
 
     Reads ``/proc`` where it exists (a killed child may linger as a zombie until reaped, and
     ``killpg(pgid, 0)`` counts zombies); elsewhere falls back to ``killpg``.
     """
-    proc = Path("/proc")
-    if not proc.is_dir():
+    if not Path("/proc").is_dir():
         try:
             os.killpg(pgid, 0)
         except ProcessLookupError:
             return False
         except PermissionError:
-            return True
+            pass
         return True
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        # Fields after the parenthesised command: state, ppid, pgrp, ...
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != "Z":
-            return True
+    for entry in Path("/proc").iterdir():
+        with suppress(OSError, ValueError):
+            stat = (entry / "stat").read_text() if entry.name.isdigit() else ""
+            fields = stat[stat.rfind(")") + 2 :].split()  # after the command: state, ppid, pgrp
+            if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != "Z":
+                return True
     return False
 
 
@@ -154,31 +123,22 @@ FINISHED_TICKS = ("SUCCESS", "SKIPPED")
 def sensor_ticks(
     instance: Any, sensor_name: str, statuses: Iterable[Any] | None = FINISHED_TICKS
 ) -> list[Any]:
-    """Stored ticks of a sensor, newest first; by default only finished ones (SUCCESS /
-    SKIPPED), ``statuses=None`` for every tick, or the ``TickStatus`` values (or names) given.
-
-    A tick is stored as STARTED before the sensor function runs, so "a tick happened" must
-    mean a finished one: changes made while a first tick is still running would otherwise be
-    taken for history.
-    """
-    from dagster._core.scheduler.instigation import InstigatorType
-
+    """Stored ticks of a sensor, newest first: finished ones by default (a tick is stored
+    STARTED before the sensor runs, so "a tick happened" must mean a finished one),
+    ``statuses=None`` for every tick, or the ``TickStatus`` values (or names) given."""
     wanted = None if statuses is None else {getattr(s, "value", s) for s in statuses}
-    for state in instance.all_instigator_state(instigator_type=InstigatorType.SENSOR):
-        if state.instigator_name == sensor_name:
+    for state in instance.all_instigator_state():
+        if state.instigator_type.value == "SENSOR" and state.instigator_name == sensor_name:
             ticks = instance.get_ticks(state.instigator_origin_id, state.selector_id, limit=10_000)
             return [t for t in ticks if wanted is None or t.status.value in wanted]
     return []
 
 
-def wait_for(
-    predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.25
-) -> Any:
+def wait_for(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.25) -> Any:
     """Poll ``predicate`` until it returns something truthy; raise TimeoutError naming ``what``."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        value = predicate()
-        if value:
+        if value := predicate():
             return value
         time.sleep(interval)
     raise TimeoutError(f"timed out after {timeout} s waiting for {what}")

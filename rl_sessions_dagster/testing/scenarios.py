@@ -12,10 +12,6 @@ from dataclasses import dataclass, field
 
 from .simulator.world import SimulatedWorld
 
-CAPACITY_MESSAGE = (
-    "The session could not start because the selected resource has no available capacity."
-)
-
 
 @dataclass
 class SweepOutcome:
@@ -30,24 +26,18 @@ class SweepOutcome:
 class DemoSweep:
     """Three sessions of one sweep, each showing one ending, on three model resources.
 
-    * ``trains``: trains, saves ``checkpoints`` registered inference checkpoints (every
-      ``steps_per_checkpoint`` steps), then is stopped → STOPPED;
-    * ``no-capacity``: fails at creation, its resource full → ERROR (RESOURCE_AT_CAPACITY);
-    * ``goes-idle``: trains a little, saves one checkpoint, then its resource stops for
-      inactivity → EXPIRED.
+    Sessions: ``trains`` saves ``checkpoints`` registered inference checkpoints (one every
+    ``steps_per_checkpoint`` steps), then is stopped → STOPPED; ``no-capacity`` fails at
+    creation → ERROR (RESOURCE_AT_CAPACITY); ``goes-idle`` saves one checkpoint, then its
+    resource stops for inactivity → EXPIRED. Resources: ``shared`` is requested PENDING and
+    provisioned (READY after ``provision_seconds``) before ``trains`` starts on it, and is left
+    READY and idle at the end, like ``no-capacity``'s (what an idle guard stops); ``expires``
+    goes STOPPED with its session.
 
-    Resources (``outcome.resources``): ``shared`` is requested PENDING and provisioned
-    (CREATING, then READY after ``provision_seconds``; this sets the world's
-    ``resource_provision_delay``) before ``trains`` starts on it, and is left READY with no
-    session when the sweep ends; ``no-capacity`` stays READY with no session from the start;
-    ``expires`` goes STOPPED with its session. The two left READY are what an idle guard stops.
-
-    ``pace`` is the wall-clock seconds between two moves; ``log`` receives one line per move.
+    ``pace``: wall-clock seconds between two moves; ``log`` gets one line per move.
     ``noticed(resource_id)``, when given, holds the sweep before it stops ``trains`` until it
-    returns true for ``shared``: a demo waits there until its sensor has seen the resource READY
-    (busy with ``trains``, so no idle guard can stop it first), so that event does not depend
-    on how fast the machine is. (The other two resources may stop before a slow
-    sensor sees them READY; a watcher then sees only their stop.)
+    returns true for ``shared``: a demo waits there until its sensor has seen the resource
+    READY and busy, so that event does not depend on how fast the machine is.
     """
 
     def __init__(
@@ -72,7 +62,6 @@ class DemoSweep:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    # -- running ---------------------------------------------------------------------------
     def start(self) -> "DemoSweep":
         self._thread = threading.Thread(target=self.run, name="demo-sweep", daemon=True)
         self._thread.start()
@@ -93,40 +82,19 @@ class DemoSweep:
 
     def run(self) -> None:
         w = self.world
-        wandb = {"entity": "demo", "project": "gsm8k-sweep", "group": "lr-sweep"}
         w.resource_provision_delay = self.provision_seconds
-        shared = w.create_model_resource(
-            "Qwen/Qwen3-8B", lora=True, inactive_timeout=3600, status="PENDING"
-        )
+        shared = w.create_model_resource("Qwen/Qwen3-8B", lora=True, inactive_timeout=3600, status="PENDING")
         self.outcome.resources[shared] = "shared"
         self.log(f"model resource {shared[:8]} requested (PENDING → CREATING → READY)")
         if not self._until_ready(shared):
             return
         self.log(f"model resource {shared[:8]} READY (billing from now)")
-        trains = w.create_session(
-            shared,
-            display_name="sweep-lr-1e-5",
-            wandb={
-                **wandb,
-                "run_name": "lr-1e-5",
-                "url": "https://wandb.ai/demo/gsm8k-sweep/runs/lr-1e-5",
-            },
-        )
+        trains = self._start_session(shared, "1e-5")
         self.outcome.sessions[trains] = "trains"
-        self.log(f"session {trains[:8]} sweep-lr-1e-5 started (RUNNING)")
         idle_resource = w.create_model_resource("Qwen/Qwen3-8B", lora=True, inactive_timeout=600)
         self.outcome.resources[idle_resource] = "expires"
-        idle = w.create_session(
-            idle_resource,
-            display_name="sweep-lr-1e-4",
-            wandb={
-                **wandb,
-                "run_name": "lr-1e-4",
-                "url": "https://wandb.ai/demo/gsm8k-sweep/runs/lr-1e-4",
-            },
-        )
+        idle = self._start_session(idle_resource, "1e-4")
         self.outcome.sessions[idle] = "goes-idle"
-        self.log(f"session {idle[:8]} sweep-lr-1e-4 started (RUNNING)")
         if not self._sleep():
             return
         full = w.create_model_resource("Qwen/Qwen3-8B", lora=False, inactive_timeout=600)
@@ -149,6 +117,14 @@ class DemoSweep:
         w.stop_session(trains, immediate=True)
         self.log(f"session {trains[:8]} stopped → STOPPED; its resource {shared[:8]} stays READY")
         self.outcome.finished = True
+
+    def _start_session(self, resource_id: str, lr: str) -> str:
+        url = f"https://wandb.ai/demo/gsm8k-sweep/runs/lr-{lr}"
+        wandb = {"entity": "demo", "project": "gsm8k-sweep", "group": "lr-sweep",
+                 "run_name": f"lr-{lr}", "url": url}  # fmt: skip
+        sid = self.world.create_session(resource_id, display_name=f"sweep-lr-{lr}", wandb=wandb)
+        self.log(f"session {sid[:8]} sweep-lr-{lr} started (RUNNING)")
+        return sid
 
     def _until_ready(self, resource_id: str) -> bool:
         while not self.world.model_resource(resource_id)["status"].endswith("READY"):

@@ -10,15 +10,10 @@ explicitly. This wraps those details so users can unit-test their own wiring::
         sim.world.add_inference_checkpoint(session_id)
         assert len(ticker.tick().run_requests) == 1
 
-Each tick's ``context.log`` is stored the way the daemon stores it (under a log key, in the
-instance's compute log manager), so ``ticker.log_messages()`` shows what the tick's page in the
-UI would: the summary line, warnings, and one line per API retry.
-
-Every run request the ticker returns names its job: Dagster leaves ``job_name`` empty when a
-sensor targets a single job (the daemon fills it in when it launches the run), so the ticker
-fills it the same way and tests can assert where each run goes.
-
-Imports Dagster: not re-exported from ``rl_sessions_dagster.testing`` (which stays light).
+Each tick's ``context.log`` is stored as the daemon stores it (under a log key), so
+``ticker.log_messages()`` shows what the tick's page in the UI would. Run requests name their
+job (Dagster leaves ``job_name`` empty for a sensor with a single target and the daemon fills it
+in at launch; the ticker does the same). Imports Dagster: not re-exported from the package.
 """
 
 import uuid

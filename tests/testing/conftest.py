@@ -36,6 +36,21 @@ def client(sim: RLSimulator) -> Iterator[httpx.Client]:
         yield c
 
 
+@pytest.fixture
+def ctl(sim: RLSimulator) -> Iterator[httpx.Client]:
+    """The ``/_sim`` control API (no Authorization needed)."""
+    with httpx.Client(base_url=f"{sim.base_url}/_sim", timeout=5.0) as c:
+        yield c
+
+
+def status(world: SimulatedWorld, sid: str) -> str:
+    return str(world.session(sid)["status"]).removeprefix("TRAINING_SESSION_STATUS_")
+
+
+def rstatus(world: SimulatedWorld, rid: str) -> str:
+    return str(world.model_resource(rid)["status"]).removeprefix("MODEL_RESOURCES_STATUS_")
+
+
 def all_pages(client: httpx.Client, path: str, **params: Any) -> list[dict[str, Any]]:
     """Follow ``meta.next_cursor`` until ``has_more`` is false; returns every item."""
     items: list[dict[str, Any]] = []

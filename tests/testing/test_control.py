@@ -10,9 +10,8 @@ from .conftest import RL
 
 
 def test_drive_the_world_over_http(
-    sim: RLSimulator, world: SimulatedWorld, client: httpx.Client
+    sim: RLSimulator, ctl: httpx.Client, world: SimulatedWorld, client: httpx.Client
 ) -> None:
-    ctl = httpx.Client(base_url=f"{sim.base_url}/_sim")  # no Authorization needed
     assert ctl.get("/health").json()["now"] == "2026-11-29T12:00:00Z"
     r = ctl.post("/resources", json={"base_model": "Qwen/Qwen3-8B", "inactive_timeout": 600}).json()
     rid = r["id"]
@@ -64,8 +63,7 @@ def test_drive_the_world_over_http(
     assert sim.requests.count("GET", "/v1/rl/training-sessions") == 0
 
 
-def test_control_errors_are_400_or_404(sim: RLSimulator) -> None:
-    ctl = httpx.Client(base_url=f"{sim.base_url}/_sim")
+def test_control_errors_are_400_or_404(ctl: httpx.Client) -> None:
     assert ctl.post("/clock/advance", json={}).status_code == 400
     assert ctl.post("/clock/advance", json={"seconds": -5}).status_code == 400
     assert ctl.post("/sessions/nope/stop").status_code == 404
@@ -77,8 +75,7 @@ def test_control_errors_are_400_or_404(sim: RLSimulator) -> None:
     assert ctl.post("/populate", json={"n_sessions": "many"}).status_code == 400
 
 
-def test_calls_on_one_object_answer_with_it_as_changed(sim: RLSimulator) -> None:
-    ctl = httpx.Client(base_url=f"{sim.base_url}/_sim")
+def test_calls_on_one_object_answer_with_it_as_changed(ctl: httpx.Client) -> None:
     rid = ctl.post("/resources", json={"inactive_timeout": 600}).json()["id"]
     sid = ctl.post("/sessions", json={"resource_id": rid}).json()["id"]
     stepped = ctl.post(f"/sessions/{sid}/steps", json={"n": 3}).json()

@@ -139,13 +139,13 @@ def test_operation_on_inactive_session_fails(world: SimulatedWorld, client: http
 def test_polls_to_complete_and_injected_failure(
     world: SimulatedWorld, client: httpx.Client
 ) -> None:
-    world.operation_polls = 3
-    world.operation_polls_by_kind["optim-step"] = 0
+    world.operation_polls = 0
     sid = world.create_session()
+    assert submit(client, sid, "optim-step").json()["status"] == COMPLETED
+    world.operation_polls = 3
     op = submit(client, sid, "forward-backward").json()
     states = [poll(client, sid, "forward-backward", op["id"])["status"] for _ in range(3)]
     assert states == ["TRAINING_OPERATION_STATUS_RUNNING"] * 2 + [COMPLETED]
-    assert submit(client, sid, "optim-step").json()["status"] == COMPLETED
     world.fail_next_operations(
         1, kind="sample", code="TRAINING_OPERATION_ERROR_CODE_NON_FINITE_LOSS"
     )

@@ -8,11 +8,7 @@ import pytest
 
 from rl_sessions_dagster.testing import RLSimulator, SimulatedWorld, SimulatorError
 
-from .conftest import RL
-
-
-def rstatus(world: SimulatedWorld, rid: str) -> str:
-    return world.model_resource(rid)["status"].removeprefix("MODEL_RESOURCES_STATUS_")
+from .conftest import RL, rstatus
 
 
 def test_capacity_queue_positions_and_admission(world: SimulatedWorld) -> None:
@@ -132,8 +128,7 @@ def test_billing_counts_ready_time_only(world: SimulatedWorld) -> None:
     assert info.value.status == 404
 
 
-def test_control_api_for_resources(sim: RLSimulator, world: SimulatedWorld) -> None:
-    ctl = httpx.Client(base_url=f"{sim.base_url}/_sim")
+def test_control_api_for_resources(ctl: httpx.Client, world: SimulatedWorld) -> None:
     assert ctl.post("/capacity", json={"gpu_type": "B200-SXM", "n": 0}).status_code == 200
     rid = ctl.post("/resources", json={"status": "PENDING"}).json()["id"]
     assert world.queued_resources() == [rid]

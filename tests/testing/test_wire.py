@@ -8,7 +8,6 @@ import httpx
 import pytest
 
 from rl_sessions_dagster.testing import SimulatedWorld
-from rl_sessions_dagster.testing.simulator.wire import fmt_ts
 
 from .conftest import RL
 
@@ -156,11 +155,6 @@ def test_checkpoint_and_resource_shapes(world: SimulatedWorld, client: httpx.Cli
     } == set(r)  # fmt: skip
     assert r["compute_config"] == {"num_generator_replicas": 1, "gpu_type": "B200-SXM"}
     assert r["inactive_timeout"] == 3600 and r["lora_enabled"] is True
-
-
-def test_fmt_ts() -> None:
-    assert fmt_ts(0) == "1970-01-01T00:00:00Z"
-    assert fmt_ts(1_795_953_600_000_001) == "2026-11-29T12:00:00.000001Z"
 
 
 def test_cached_json_is_invalidated(world: SimulatedWorld, client: httpx.Client) -> None:

@@ -10,15 +10,7 @@ import pytest
 
 from rl_sessions_dagster.testing import RLSimulator, SimulatedWorld, SimulatorError
 
-from .conftest import RL
-
-
-def status(world: SimulatedWorld, sid: str) -> str:
-    return str(world.session(sid)["status"]).removeprefix("TRAINING_SESSION_STATUS_")
-
-
-def rstatus(world: SimulatedWorld, rid: str) -> str:
-    return str(world.model_resource(rid)["status"]).removeprefix("MODEL_RESOURCES_STATUS_")
+from .conftest import RL, rstatus, status
 
 
 def test_create_session_defaults_to_running_on_a_new_ready_resource(world: SimulatedWorld) -> None:
@@ -218,16 +210,6 @@ def test_registration_lag(world: SimulatedWorld) -> None:
     assert "adapter" in s["inference_checkpoints"][0]["registration"]
     assert s["updated_at"] == "2026-11-29T12:00:07Z"
     assert "inference_registration" in world.checkpoint(cid)
-
-
-def test_registration_delay_for_operation_checkpoints(world: SimulatedWorld) -> None:
-    world.registration_delay = 30
-    sid = world.create_session()
-    op = world.submit_operation(sid, "inference-checkpoint", "k")
-    done = world.poll_operation(sid, "inference-checkpoint", op["id"])
-    assert "registration" not in done["output"]["checkpoint"]
-    world.advance_clock(30)
-    assert "registration" in world.session(sid)["inference_checkpoints"][0]
 
 
 def test_set_status_accepts_unknown_raw_strings(

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import re
 from hashlib import blake2b
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .errors import SimulatorError, bad_request
-from .routing import Request, Response, Router, json_response
-from .world import SimulatedWorld
+from .routing import Request, Response, json_response
+from .wire import SimulatorError, bad_request
+
+if TYPE_CHECKING:
+    from .world import SimulatedWorld
 
 _TIMES = "\u00d7"  # the multiplication sign
 _QUESTION = re.compile(r"(-?\d+)\s*([-+*/x" + _TIMES + r"])\s*(-?\d+)")
@@ -65,60 +67,33 @@ def _words(text: Any) -> int:
     return len(str(text).split())
 
 
-class ChatEndpoint:
-    """OpenAI-style chat completions over the world's registered inference checkpoints."""
-
-    def __init__(self, world: SimulatedWorld) -> None:
-        self.world = world
-
-    def register(self, router: Router) -> None:
-        router.add("POST", "/v1/chat/completions", self.complete)
-
-    def complete(self, req: Request) -> Response:
-        body = req.json(required=True)
-        model = body.get("model")
-        messages = body.get("messages")
-        if not isinstance(model, str) or not model:
-            raise bad_request("model is required", param="model")
-        if not isinstance(messages, list) or not messages:
-            raise bad_request("messages must be a non-empty array", param="messages")
-        if body.get("stream"):
-            raise bad_request("the simulator does not stream", param="stream")
-        found = self.world.chat_model(model)
-        if found is None:
-            raise SimulatorError(
-                404,
-                f"model {model!r} is not a registered checkpoint",
-                param="model",
-                code="model_not_found",
-            )
-        ckpt_id, step = found
-        question = ""
-        for msg in reversed(messages):
-            if isinstance(msg, dict) and msg.get("role") == "user":
-                question = str(msg.get("content") or "")
-                break
-        content = answer(self.world.seed, model, step, question)
-        prompt_tokens = sum(_words(m.get("content", "")) for m in messages if isinstance(m, dict))
-        completion_tokens = _words(content)
-        cid = blake2b(f"{req.request_id}:{ckpt_id}".encode(), digest_size=12).hexdigest()
-        return json_response(
-            {
-                "id": f"chatcmpl-{cid}",
-                "object": "chat.completion",
-                "created": int(self.world.now().timestamp()),
-                "model": model,
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": content},
-                        "finish_reason": "stop",
-                    }
-                ],
-                "usage": {
-                    "prompt_tokens": prompt_tokens,
-                    "completion_tokens": completion_tokens,
-                    "total_tokens": prompt_tokens + completion_tokens,
-                },
-            }
-        )
+def chat_completion(world: SimulatedWorld, req: Request) -> Response:
+    """OpenAI-style ``POST /v1/chat/completions`` over the registered inference checkpoints."""
+    body = req.json(required=True)
+    model, messages = body.get("model"), body.get("messages")
+    if not isinstance(model, str) or not model:
+        raise bad_request("model is required", param="model")
+    if not isinstance(messages, list) or not messages:
+        raise bad_request("messages must be a non-empty array", param="messages")
+    if body.get("stream"):
+        raise bad_request("the simulator does not stream", param="stream")
+    found = world.chat_model(model)
+    if found is None:
+        message = f"model {model!r} is not a registered checkpoint"
+        raise SimulatorError(404, message, param="model", code="model_not_found")
+    ckpt_id, step = found
+    users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+    content = answer(world.seed, model, step, str(users[-1].get("content") or "") if users else "")
+    prompt = sum(_words(m.get("content", "")) for m in messages if isinstance(m, dict))
+    completion = _words(content)
+    cid = blake2b(f"{req.request_id}:{ckpt_id}".encode(), digest_size=12).hexdigest()
+    return json_response({
+        "id": f"chatcmpl-{cid}",
+        "object": "chat.completion",
+        "created": int(world.now().timestamp()),
+        "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                     "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                  "total_tokens": prompt + completion},
+    })  # fmt: skip

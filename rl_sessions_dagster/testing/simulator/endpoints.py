@@ -1,284 +1,246 @@
-"""The 29 endpoints of the Together RL API (§1.1 of the reference), as thin HTTP adapters.
+"""The 29 endpoints of the Together RL API (§1.1 of the reference) and the presigned file URLs
+behind downloads, as thin HTTP adapters.
 
 Each handler validates the request the way the service does (400 with ``param`` set), calls one
-world method and returns the world's wire bytes; anything stateful lives in the world. Downloads
-are in ``files.py`` because they also serve the presigned file URLs.
+world method and answers with the world's wire bytes; anything stateful lives in the world.
+Download URLs point back at the simulator (``/_sim/files/<checkpoint>/<file>?sig=…``) and, like
+real presigned URLs, need no Authorization header, only a valid signature.
 """
 
 from __future__ import annotations
 
+import hmac
+import json
+import random
+from hashlib import blake2b
 from typing import Any
 
-from .constants import (
-    CHECKPOINT_TYPES,
-    OPERATION_KINDS,
-    RESOURCE_STATUSES,
-    SESSION_STATUSES,
-    SUPPORTED_MODEL_NAMES,
-    SUPPORTED_MODELS,
-)
-from .errors import bad_request
+from . import wire
+from .chat import chat_completion
 from .routing import Handler, Request, Response, Router, json_response
-from .world import SimulatedWorld
+from .wire import SimulatorError, bad_request, not_found, supported_model
+from .world import SimulatedWorld, file_size
 
 RL = "/v1/rl"
-GPU_TYPES = ("B200-SXM", "H100-80GB")
 
 
-def parse_limit(req: Request) -> int:
+def _limit(req: Request) -> int:
     """``limit`` 1-100, default 20; anything else is a 400 on ``param: "limit"``."""
     raw = req.arg("limit")
-    if raw is None or raw == "":
+    if not raw:
         return 20
-    try:
-        limit = int(raw)
-    except ValueError:
-        limit = 0
-    if not 1 <= limit <= 100:
-        raise bad_request(
-            f"limit must be an integer between 1 and 100, got {raw!r}",
-            param="limit",
-            code="invalid_limit",
-        )
-    return limit
+    if not (raw.isdigit() and 1 <= int(raw) <= 100):
+        message = f"limit must be an integer between 1 and 100, got {raw!r}"
+        raise bad_request(message, "limit", "invalid_limit")
+    return int(raw)
 
 
-def parse_statuses(req: Request, allowed: tuple[str, ...]) -> list[str] | None:
-    """``status`` filter: comma-joined (SDK style) or repeated keys; unknown values → 400."""
+def _statuses(req: Request, allowed: tuple[str, ...]) -> list[str] | None:
+    """``status`` filter, comma-joined (SDK style) or repeated; unknown values are a 400."""
     values = req.args("status")
     for v in values:
         if v not in allowed:
-            raise bad_request(
-                f"invalid status filter value {v!r}", param="status", code="invalid_status"
-            )
+            raise bad_request(f"invalid status filter value {v!r}", "status", "invalid_status")
     return values or None
 
 
-def parse_bool(req: Request, name: str) -> bool:
-    raw = (req.arg(name) or "").lower()
-    if raw in ("", "false", "0"):
-        return False
-    if raw in ("true", "1"):
-        return True
-    raise bad_request(f"{name} must be true or false", param=name)
-
-
-def _opt_str(body: dict[str, Any], name: str) -> str | None:
+def _str(body: dict[str, Any], name: str) -> str | None:
     value = body.get(name)
     if value is not None and not isinstance(value, str):
         raise bad_request(f"{name} must be a string", param=name)
     return value
 
 
-def _opt_int(body: dict[str, Any], name: str, lo: int, hi: int) -> int | None:
+def _int(body: dict[str, Any], name: str, lo: int, hi: int) -> int | None:
     value = body.get(name)
-    if value is None:
-        return None
     if isinstance(value, str) and value.lstrip("-").isdigit():
         value = int(value)  # int64 fields may arrive as strings, as the service emits them
-    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+    valid = isinstance(value, int) and not isinstance(value, bool) and lo <= value <= hi
+    if value is not None and not valid:
         raise bad_request(f"{name} must be an integer between {lo} and {hi}", param=name)
     return value
 
 
+def _of_type(body: dict[str, Any], name: str, kind: type, what: str) -> Any:
+    value = body.get(name)
+    if value is not None and not isinstance(value, kind):
+        raise bad_request(f"{name} must be {what}", param=name)
+    return value
+
+
 def _wandb(body: dict[str, Any]) -> dict[str, str] | None:
-    metadata = body.get("metadata")
-    if metadata is None:
-        return None
-    if not isinstance(metadata, dict):
-        raise bad_request("metadata must be an object", param="metadata")
-    wandb = metadata.get("wandb")
-    if wandb is None:
-        return None
-    if not isinstance(wandb, dict) or not all(isinstance(v, str) for v in wandb.values()):
+    wandb = (_of_type(body, "metadata", dict, "an object") or {}).get("wandb")
+    strings = isinstance(wandb, dict) and all(isinstance(v, str) for v in wandb.values())
+    if wandb is not None and not strings:
         raise bad_request("metadata.wandb must be an object of strings", param="metadata.wandb")
     return wandb
 
 
-class RLEndpoints:
-    """Handlers for ``/v1/rl/*`` bound to one world."""
+def _resource_body(req: Request) -> dict[str, Any]:
+    """The body of create and estimate-cost, as ``create_model_resource`` keywords."""
+    body = req.json(required=True)
+    if body.get("base_model") not in wire.MODELS:
+        raise bad_request(f"unsupported base_model {body.get('base_model')!r}", param="base_model")
+    lora = body.get("lora_enabled", True)
+    if not isinstance(lora, bool):
+        raise bad_request("lora_enabled must be a boolean", param="lora_enabled")
+    compute = body.get("compute_config") or {}
+    if not isinstance(compute, dict) or compute.get("gpu_type", wire.GPU_TYPES[0]) not in wire.GPU_TYPES:
+        raise bad_request("invalid compute_config", param="compute_config")
+    replicas = _int(compute, "num_generator_replicas", 0, 64)
+    timeout = _int(body, "inactive_timeout", 300, 86_400)
+    return {
+        "base_model": body["base_model"],
+        "lora": lora,
+        "num_generator_replicas": 1 if replicas is None else replicas,
+        "inactive_timeout": 3600 if timeout is None else timeout,
+        "optimizer": _of_type(body, "optimizer_config", dict, "an object") or {"adam": {}},
+        "base_weights_ref": _str(body, "base_weights_ref"),
+        "gpu_type": compute.get("gpu_type", wire.GPU_TYPES[0]),
+    }
 
-    def __init__(self, world: SimulatedWorld) -> None:
-        self.world = world
 
-    def register(self, router: Router) -> None:
-        """Add the 29 routes (minus download, which ``files.py`` adds) to ``router``."""
-        add = router.add
-        add("POST", f"{RL}/training-sessions", self.create_session)
-        add("GET", f"{RL}/training-sessions", self.list_sessions)
-        add("GET", f"{RL}/training-sessions/{{id}}", self.get_session)
-        add("PATCH", f"{RL}/training-sessions/{{id}}", self.patch_session)
-        add("POST", f"{RL}/training-sessions/{{id}}/stop", self.stop_session)
-        for kind in OPERATION_KINDS:
-            base = f"{RL}/training-sessions/{{id}}/operations/{kind}"
-            add("POST", base, self._submit(kind))
-            add("GET", base + "/{id}", self._poll(kind))
-        add("GET", f"{RL}/checkpoints", self.list_checkpoints)
-        add("GET", f"{RL}/checkpoints/{{id}}", self.get_checkpoint)
-        add("POST", f"{RL}/model-resources", self.create_resource)
-        add("GET", f"{RL}/model-resources", self.list_resources)
-        add("GET", f"{RL}/model-resources/{{id}}", self.get_resource)
-        add("POST", f"{RL}/model-resources/estimate-cost", self.estimate_cost)
-        add("POST", f"{RL}/model-resources/{{id}}/extend-expiry", self.extend_expiry)
-        add("POST", f"{RL}/model-resources/{{id}}/stop", self.stop_resource)
-        add("GET", f"{RL}/supported-models", self.supported_models)
+def file_content(checkpoint_id: str, filename: str) -> bytes:
+    """Deterministic bytes of a simulated file (JSON padded to its size, or random weights)."""
+    size = file_size(checkpoint_id, filename)
+    if filename.endswith(".json"):
+        text = json.dumps({"checkpoint_id": checkpoint_id, "file": filename, "simulated": True})
+        return text.encode().ljust(size, b" ")
+    return random.Random(f"{checkpoint_id}/{filename}").randbytes(size)
 
-    # --- sessions --------------------------------------------------------------------------
-    def create_session(self, req: Request) -> Response:
+
+def add_api_routes(router: Router, w: SimulatedWorld, secret: bytes) -> None:
+    """Register ``/v1/*`` on ``router``, serving ``w``; ``secret`` keys the file URLs."""
+
+    def created_by(req: Request) -> str | None:
+        who = req.arg("created_by")
+        return w.user_id if who == "me" else who or None
+
+    def then(call: Any, show: Any) -> Handler:
+        """A change and the object as changed, under one lock."""
+
+        def handler(req: Request) -> Response:
+            with w.transaction():
+                call(req)
+                return json_response(show(req.ids[0]))
+
+        return handler
+
+    def create_session(req: Request) -> Response:
         body = req.json(required=True)
         resource_id = body.get("model_resources_id")
         if not isinstance(resource_id, str) or not resource_id:
             raise bad_request("model_resources_id is required", param="model_resources_id")
-        lora = body.get("lora_config")
-        if lora is not None and not isinstance(lora, dict):
-            raise bad_request("lora_config must be an object", param="lora_config")
-        load_optimizer = body.get("load_optimizer", True)
-        if not isinstance(load_optimizer, bool):
-            raise bad_request("load_optimizer must be a boolean", param="load_optimizer")
-        w = self.world
         with w.transaction():
             sid = w.request_session(
                 resource_id,
-                display_name=_opt_str(body, "display_name") or None,
+                display_name=_str(body, "display_name") or None,
                 wandb=_wandb(body),
-                lora_config=lora,
-                resume_from_checkpoint_id=_opt_str(body, "resume_from_checkpoint_id"),
-                load_optimizer=load_optimizer,
+                lora_config=_of_type(body, "lora_config", dict, "an object"),
+                resume_from_checkpoint_id=_str(body, "resume_from_checkpoint_id"),
+                load_optimizer=_of_type(body, "load_optimizer", bool, "a boolean") is not False,
             )
             return json_response(w.session_json(sid))
 
-    def list_sessions(self, req: Request) -> Response:
-        created_by = req.arg("created_by")
-        return json_response(
-            self.world.page_sessions(
-                limit=parse_limit(req),
-                after=req.arg("after") or None,
-                statuses=parse_statuses(req, SESSION_STATUSES),
-                resource_id=req.arg("model_resources_id") or None,
-                created_by=self.world.user_id if created_by == "me" else created_by or None,
-            )
-        )
+    def list_sessions(req: Request) -> Response:
+        return json_response(w.page_sessions(
+            limit=_limit(req), after=req.arg("after") or None,
+            statuses=_statuses(req, wire.SESSION_STATUSES),
+            resource_id=req.arg("model_resources_id") or None, created_by=created_by(req),
+        ))  # fmt: skip
 
-    def get_session(self, req: Request) -> Response:
-        return json_response(self.world.session_json(req.ids[0]))
+    def list_resources(req: Request) -> Response:
+        return json_response(w.page_resources(
+            limit=_limit(req), after=req.arg("after") or None,
+            statuses=_statuses(req, wire.RESOURCE_STATUSES), created_by=created_by(req),
+        ))  # fmt: skip
 
-    def patch_session(self, req: Request) -> Response:
+    def patch_session(req: Request) -> None:
         body = req.json()
-        w = self.world
-        with w.transaction():
-            w.patch_session(
-                req.ids[0], display_name=_opt_str(body, "display_name"), wandb=_wandb(body)
-            )
-            return json_response(w.session_json(req.ids[0]))
+        w.patch_session(req.ids[0], display_name=_str(body, "display_name"), wandb=_wandb(body))
 
-    def stop_session(self, req: Request) -> Response:
-        w = self.world
-        with w.transaction():
-            w.stop_session(req.ids[0])
-            return json_response(w.session_json(req.ids[0]))
-
-    # --- operations ------------------------------------------------------------------------
-    def _submit(self, kind: str) -> Handler:
-        def submit(req: Request) -> Response:
-            key = req.headers.get("Idempotency-Key")
+    def submit(kind: str) -> Handler:
+        def handler(req: Request) -> Response:
             body = req.json() if req.body.strip() else None
-            return json_response(self.world.submit_operation(req.ids[0], kind, key, body))
+            key = req.headers.get("Idempotency-Key")
+            return json_response(w.submit_operation(req.ids[0], kind, key, body))
 
-        return submit
+        return handler
 
-    def _poll(self, kind: str) -> Handler:
-        def poll(req: Request) -> Response:
-            return json_response(self.world.poll_operation(req.ids[0], kind, req.ids[1]))
+    def poll(kind: str) -> Handler:
+        return lambda req: json_response(w.poll_operation(req.ids[0], kind, req.ids[1]))
 
-        return poll
-
-    # --- checkpoints -----------------------------------------------------------------------
-    def list_checkpoints(self, req: Request) -> Response:
+    def list_checkpoints(req: Request) -> Response:
         ctype = req.arg("type") or None
-        if ctype is not None and ctype not in CHECKPOINT_TYPES:
+        if ctype not in (None, wire.CHECKPOINT_INFERENCE, wire.CHECKPOINT_TRAINING):
             raise bad_request(f"invalid checkpoint type {ctype!r}", param="type")
-        return json_response(
-            self.world.page_checkpoints(
-                limit=parse_limit(req),
-                after=req.arg("after") or None,
-                session_id=req.arg("session_id") or None,
-                type=ctype,
-                base_model=req.arg("base_model") or None,
-            )
-        )
+        return json_response(w.page_checkpoints(
+            limit=_limit(req), after=req.arg("after") or None, session_id=req.arg("session_id") or None,
+            type=ctype, base_model=req.arg("base_model") or None,
+        ))  # fmt: skip
 
-    def get_checkpoint(self, req: Request) -> Response:
-        return json_response(self.world.checkpoint_json(req.ids[0]))
-
-    # --- model resources -------------------------------------------------------------------
-    def _resource_body(self, req: Request) -> dict[str, Any]:
-        body = req.json(required=True)
-        base_model = body.get("base_model")
-        if base_model not in SUPPORTED_MODEL_NAMES:
-            raise bad_request(f"unsupported base_model {base_model!r}", param="base_model")
-        lora = body.get("lora_enabled", True)
-        if not isinstance(lora, bool):
-            raise bad_request("lora_enabled must be a boolean", param="lora_enabled")
-        compute = body.get("compute_config") or {}
-        if not isinstance(compute, dict) or compute.get("gpu_type", GPU_TYPES[0]) not in GPU_TYPES:
-            raise bad_request("invalid compute_config", param="compute_config")
-        replicas = _opt_int(compute, "num_generator_replicas", 0, 64)
-        timeout = _opt_int(body, "inactive_timeout", 300, 86_400)
-        optimizer = body.get("optimizer_config")
-        if optimizer is not None and not isinstance(optimizer, dict):
-            raise bad_request("optimizer_config must be an object", param="optimizer_config")
-        return {
-            "base_model": base_model,
-            "lora": lora,
-            "num_generator_replicas": 1 if replicas is None else replicas,
-            "inactive_timeout": 3600 if timeout is None else timeout,
-            "optimizer": optimizer or {"adam": {}},
-            "base_weights_ref": _opt_str(body, "base_weights_ref"),
-            "gpu_type": compute.get("gpu_type", GPU_TYPES[0]),
-        }
-
-    def create_resource(self, req: Request) -> Response:
-        params = self._resource_body(req)
-        w = self.world
+    def create_resource(req: Request) -> Response:
+        params = _resource_body(req)
         with w.transaction():
-            rid = w.create_model_resource(status="PENDING", **params)
-            return json_response(w.resource_json(rid))
+            return json_response(w.resource_json(w.create_model_resource(status="PENDING", **params)))
 
-    def list_resources(self, req: Request) -> Response:
-        created_by = req.arg("created_by")
-        return json_response(
-            self.world.page_resources(
-                limit=parse_limit(req),
-                after=req.arg("after") or None,
-                statuses=parse_statuses(req, RESOURCE_STATUSES),
-                created_by=self.world.user_id if created_by == "me" else created_by or None,
-            )
-        )
-
-    def get_resource(self, req: Request) -> Response:
-        return json_response(self.world.resource_json(req.ids[0]))
-
-    def estimate_cost(self, req: Request) -> Response:
-        p = self._resource_body(req)
-        price = self.world.price_per_hour(
-            p["base_model"], lora=p["lora"], replicas=p["num_generator_replicas"]
-        )
+    def estimate_cost(req: Request) -> Response:
+        p = _resource_body(req)
+        price = w.price_per_hour(p["base_model"], lora=p["lora"], replicas=p["num_generator_replicas"])
         return json_response({"currency": "USD", "price_per_hour": price})
 
-    def extend_expiry(self, req: Request) -> Response:
-        seconds = _opt_int(req.json(required=True), "seconds", 60, 86_400)
+    def extend_expiry(req: Request) -> None:
+        seconds = _int(req.json(required=True), "seconds", 60, 86_400)
         if seconds is None:
             raise bad_request("seconds is required", param="seconds")
-        w = self.world
-        with w.transaction():
-            w.extend_expiry(req.ids[0], seconds)
-            return json_response(w.resource_json(req.ids[0]))
+        w.extend_expiry(req.ids[0], seconds)
 
-    def stop_resource(self, req: Request) -> Response:
-        w = self.world
-        with w.transaction():
-            w.stop_model_resource(req.ids[0], force=parse_bool(req, "force"))
-            return json_response(w.resource_json(req.ids[0]))
+    def stop_resource(req: Request) -> None:
+        force = (req.arg("force") or "").lower()
+        if force not in ("", "false", "0", "true", "1"):
+            raise bad_request("force must be true or false", param="force")
+        w.stop_model_resource(req.ids[0], force=force in ("true", "1"))
 
-    def supported_models(self, req: Request) -> Response:
-        return json_response({"data": list(SUPPORTED_MODELS)})
+    def signature(ckpt: str, name: str) -> str:
+        return blake2b(f"{ckpt}/{name}".encode(), key=secret, digest_size=12).hexdigest()
+
+    def download(req: Request) -> Response:
+        ckpt = req.ids[0]
+        files = w.download_files(ckpt, req.arg("variant"))
+        url = f"{req.base_url}/_sim/files/{ckpt}/"
+        data = [{"filename": name, "url": f"{url}{name}?sig={signature(ckpt, name)}", "size": size}
+                for name, size in files]  # fmt: skip
+        return json_response({"data": data})
+
+    def serve_file(req: Request) -> Response:
+        ckpt, name = req.ids
+        if not hmac.compare_digest(req.arg("sig") or "", signature(ckpt, name)):
+            raise SimulatorError(403, "invalid or missing signature", param="sig")
+        if not any(name in names for names in wire.VARIANT_FILES.values()):
+            raise not_found("file", name)
+        w.checkpoint_json(ckpt)  # 404 for an unknown checkpoint
+        return Response(200, file_content(ckpt, name), content_type="application/octet-stream")
+
+    sessions, resources = f"{RL}/training-sessions", f"{RL}/model-resources"
+    add = router.add
+    add("POST", sessions, create_session)
+    add("GET", sessions, list_sessions)
+    add("GET", sessions + "/{id}", lambda req: json_response(w.session_json(req.ids[0])))
+    add("PATCH", sessions + "/{id}", then(patch_session, w.session_json))
+    add("POST", sessions + "/{id}/stop", then(lambda req: w.stop_session(req.ids[0]), w.session_json))
+    for kind in wire.OPERATION_KINDS:
+        add("POST", f"{sessions}/{{id}}/operations/{kind}", submit(kind))
+        add("GET", f"{sessions}/{{id}}/operations/{kind}/{{id}}", poll(kind))
+    add("GET", f"{RL}/checkpoints", list_checkpoints)
+    add("GET", f"{RL}/checkpoints/{{id}}", lambda req: json_response(w.checkpoint_json(req.ids[0])))
+    add("GET", f"{RL}/checkpoints/{{id}}/download", download)
+    add("GET", "/_sim/files/{id}/{id}", serve_file)
+    add("POST", resources, create_resource)
+    add("GET", resources, list_resources)
+    add("GET", resources + "/{id}", lambda req: json_response(w.resource_json(req.ids[0])))
+    add("POST", resources + "/estimate-cost", estimate_cost)
+    add("POST", resources + "/{id}/extend-expiry", then(extend_expiry, w.resource_json))
+    add("POST", resources + "/{id}/stop", then(stop_resource, w.resource_json))
+    models = {"data": [supported_model(m) for m in wire.MODELS]}
+    add("GET", f"{RL}/supported-models", lambda req: json_response(models))
+    add("POST", "/v1/chat/completions", lambda req: chat_completion(w, req))

@@ -1,13 +1,12 @@
 """Fault injection: make matching requests fail, stall, drop or return garbage on a schedule.
 
-A rule matches ``pattern`` = ``"METHOD /path/template"`` (glob, e.g.
-``"GET /v1/rl/training-sessions"`` or ``"* /v1/rl/*"``) or a compiled regex — or, equivalently,
-``method=`` plus a ``path=`` glob — against both the route template and the concrete path.
-It fires on the next ``times`` matches, on the ``nth`` matches (1-based), at a seeded ``rate``,
-or on every match. The first rule that fires wins; its action is one of: an HTTP ``status``
-(with ``retry_after`` / ``retry_after_ms`` headers), ``drop`` (close the socket without a
-response), ``reset_after_headers`` (headers, then a reset), ``malformed`` (200 with truncated
-JSON) — each optionally preceded by ``delay_s`` — or ``delay_s`` alone (a slow response).
+A rule matches ``pattern`` = ``"METHOD /path/template"`` (a glob such as ``"* /v1/rl/*"``, or a
+compiled regex; or ``method=`` plus a ``path=`` glob) against both the route template and the
+concrete path. It fires on the next ``times`` matches, on the ``nth`` ones (1-based), at a
+seeded ``rate``, or on every match; the first rule that fires wins. Its action: an HTTP
+``status`` (with ``retry_after`` / ``retry_after_ms``), ``drop`` (close without a response),
+``reset_after_headers``, ``malformed`` (200 with the JSON cut in half), each optionally after
+``delay_s``, or ``delay_s`` alone (a slow response).
 """
 
 from __future__ import annotations
@@ -20,14 +19,14 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any
 
-from .errors import error_body
+from .wire import error_body
 
 
 @dataclass
 class FaultRule:
-    """One fault. ``process`` says whether the request still reaches the world before the
-    fault replaces its response (default: only for ``malformed``), which simulates a response
-    lost after the server acted — the case idempotency keys exist for."""
+    """One fault. ``process``: whether the request still reaches the world before the fault
+    replaces its response (default: only for ``malformed``): a response lost after the server
+    acted, the case idempotency keys exist for."""
 
     pattern: str | re.Pattern[str] | None = None
     status: int | None = None
@@ -54,30 +53,23 @@ class FaultRule:
         elif self.method is not None or self.path is not None:
             raise ValueError("give either pattern or method/path, not both")
         self.nth = frozenset(self.nth) if self.nth is not None else None
-        actions = sum(
-            [self.status is not None, self.drop, self.reset_after_headers, self.malformed]
-        )
+        actions = sum([self.status is not None, self.drop, self.reset_after_headers, self.malformed])
         if actions > 1:
             raise ValueError("a fault rule has at most one of status / drop / reset / malformed")
         if actions == 0 and not self.delay_s:
-            raise ValueError(
-                "a fault rule needs an action: status, drop, reset, malformed or delay"
-            )
-
-    @property
-    def processes_request(self) -> bool:
-        """Whether the handler runs before the fault is applied."""
-        if self.process is not None:
-            return self.process
-        return self.malformed or not self.terminal
+            raise ValueError("a fault rule needs an action: status, drop, reset, malformed or delay")
 
     @property
     def terminal(self) -> bool:
         """Whether the rule replaces the response (a bare delay does not)."""
         return self.status is not None or self.drop or self.reset_after_headers or self.malformed
 
+    @property
+    def processes_request(self) -> bool:
+        return self.process if self.process is not None else self.malformed or not self.terminal
+
     def label(self) -> str:
-        """Short description recorded in the request log (``"status:503"``, ``"drop"``, …)."""
+        """What the request log records: ``"status:503"``, ``"drop"``, ``"delay:0.5"``, …"""
         if self.status is not None:
             kind = f"status:{self.status}"
         elif self.drop:
@@ -95,17 +87,15 @@ class FaultRule:
         if isinstance(self.pattern, re.Pattern):
             return any(self.pattern.search(t) for t in targets)
         pattern = self.pattern or "* *"
-        if " " not in pattern:
-            pattern = f"* {pattern}"
+        pattern = pattern if " " in pattern else f"* {pattern}"
         return any(fnmatchcase(t, pattern) for t in targets)
 
     def error_response(self) -> tuple[int, bytes, dict[str, str]]:
         """Status, body and headers of a ``status`` fault."""
-        status = self.status or 500
-        headers = dict(self.headers or {})
+        status, headers = self.status or 500, dict(self.headers or {})
         if self.retry_after is not None:
-            ra = self.retry_after
-            headers["Retry-After"] = str(int(ra)) if float(ra).is_integer() else f"{ra:g}"
+            ra = float(self.retry_after)
+            headers["Retry-After"] = str(int(ra)) if ra.is_integer() else f"{ra:g}"
         if self.retry_after_ms is not None:
             headers["retry-after-ms"] = str(self.retry_after_ms)
         message = self.message or f"simulated fault: HTTP {status}"
@@ -125,10 +115,8 @@ class FaultPlan:
         with self._lock:
             return list(self._rules)
 
-    def add(
-        self, pattern: str | re.Pattern[str] | FaultRule | None = None, **kwargs: Any
-    ) -> FaultRule:
-        """Add a rule: ``add(FaultRule(...))``, ``add("GET /v1/rl/*", status=503, times=2)`` or
+    def add(self, pattern: str | re.Pattern[str] | FaultRule | None = None, **kwargs: Any) -> FaultRule:
+        """``add(FaultRule(...))``, ``add("GET /v1/rl/*", status=503, times=2)`` or
         ``add(method="GET", path="/v1/rl/training-sessions", status=503)``."""
         rule = pattern if isinstance(pattern, FaultRule) else FaultRule(pattern, **kwargs)
         with self._lock:
@@ -136,36 +124,27 @@ class FaultPlan:
         return rule
 
     def http_error(self, pattern: str, status: int, **kwargs: Any) -> FaultRule:
-        """Respond ``status`` with an error body."""
         return self.add(pattern, status=status, **kwargs)
 
     def rate_limit(
-        self,
-        pattern: str,
-        *,
-        retry_after: float | None = 1,
-        retry_after_ms: int | None = None,
+        self, pattern: str, *, retry_after: float | None = 1, retry_after_ms: int | None = None,
         **kwargs: Any,
-    ) -> FaultRule:
-        """Respond 429 with ``Retry-After`` (seconds) and/or ``retry-after-ms``."""
-        return self.add(
-            pattern, status=429, retry_after=retry_after, retry_after_ms=retry_after_ms, **kwargs
-        )
+    ) -> FaultRule:  # fmt: skip
+        """429 with ``Retry-After`` (seconds) and/or ``retry-after-ms``."""
+        kwargs.update(retry_after=retry_after, retry_after_ms=retry_after_ms)
+        return self.add(pattern, status=429, **kwargs)
 
     def slow(self, pattern: str, delay_s: float, **kwargs: Any) -> FaultRule:
         """Delay the response (the world lock is not held while waiting)."""
         return self.add(pattern, delay_s=delay_s, **kwargs)
 
     def drop(self, pattern: str, **kwargs: Any) -> FaultRule:
-        """Close the connection without any response."""
         return self.add(pattern, drop=True, **kwargs)
 
     def reset_after_headers(self, pattern: str, **kwargs: Any) -> FaultRule:
-        """Send the status line and headers, then reset the connection mid-body."""
         return self.add(pattern, reset_after_headers=True, **kwargs)
 
     def malformed(self, pattern: str, **kwargs: Any) -> FaultRule:
-        """Send 200 with the real JSON body cut in half."""
         return self.add(pattern, malformed=True, **kwargs)
 
     def remove(self, rule: FaultRule) -> None:
@@ -173,12 +152,11 @@ class FaultPlan:
             self._rules = [r for r in self._rules if r is not rule]
 
     def clear(self) -> None:
-        """Remove every rule."""
         with self._lock:
             self._rules.clear()
 
     def decide(self, method: str, path: str, template: str) -> FaultRule | None:
-        """The rule that fires for this request, if any (updates the rules' counters)."""
+        """The rule that fires for this request, if any (counting matches and firings)."""
         with self._lock:
             for rule in self._rules:
                 if not rule.matches(method, path, template):
@@ -188,10 +166,8 @@ class FaultPlan:
                     fire = rule.matched in rule.nth
                 elif rule.times is not None and rule.applied >= rule.times:
                     fire = False
-                elif rule.rate is not None:
-                    fire = self._rng.random() < rule.rate
                 else:
-                    fire = True
+                    fire = rule.rate is None or self._rng.random() < rule.rate
                 if fire:
                     rule.applied += 1
                     return rule

@@ -1,323 +1,342 @@
-"""Lifecycle of resources and sessions: the world's control API and its timers.
+"""The state the world keeps, its lock and timers, and the lifecycle of model resources
+(provisioning through a GPU capacity queue, READY, stop, inactivity expiry, failure).
 
-Timers (start delay, stop delay, provisioning, inactivity expiry, registration lag) sit in a
-heap and are applied lazily, in time order, whenever the world is read or changed; a transition
-is stamped with the time it was due, not the time somebody happened to look.
+Timers (start/stop delays, provisioning, inactivity expiry, registration lag) sit in a heap
+and are applied lazily, in time order, whenever the world is used; a transition is stamped
+with the time it was due, not the time somebody happened to look. Every public method takes the
+world's one re-entrant lock (``@locked``) and applies due timers first, so a test thread can
+drive the world while server threads serve it.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+import heapq
+import itertools
+import random
+import threading
+import zlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import partial
+from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
-from .checkpoints import DEFAULT
-from .constants import (
-    DEFAULT_BASE_MODEL,
-    NO_REGISTRY_MODELS,
-    REGISTRATION_SHAPES,
-    RESOURCE_READY,
-    SESSION_CREATING,
-    SESSION_ERROR,
-    SESSION_ERROR_MESSAGES,
-    SESSION_ERROR_RESOURCE_AT_CAPACITY,
-    SESSION_ERROR_SESSION_FAILED,
-    SESSION_RUNNING,
-    SESSION_STOPPED,
-    SESSION_STOPPING,
-    SESSION_TERMINAL,
-    resource_status,
-    session_status,
+from . import wire
+from .state import (
+    Checkpoint,
+    Key,
+    Operation,
+    OrderedIndex,
+    Resource,
+    Session,
+    SimClock,
+    StopRequest,
 )
-from .errors import SimulatorError, bad_request
-from .resource_lifecycle import ResourceLifecycleMixin
-from .state import US, Resource, Session, locked
+from .wire import US, SimulatorError, bad_request, full_status, not_found
 
-DEFAULT_LORA_CONFIG: dict[str, Any] = {
-    "rank": 32,
-    "alpha": 64,
-    "dropout": 0.0,
-    "train_unembed": True,
-}
+ListOrder = Literal["newest_first", "oldest_first", "unordered"]
+LIST_ORDERS: tuple[ListOrder, ...] = ("newest_first", "oldest_first", "unordered")
+_HOLDS_GPUS = (wire.RESOURCE_PENDING, wire.RESOURCE_CREATING, wire.RESOURCE_READY, wire.RESOURCE_STOPPING)
+DEFAULT = "default"  # registration shape: the session's (or the world's) own
+DEFAULT_LORA_CONFIG: dict[str, Any] = {"rank": 32, "alpha": 64, "dropout": 0.0, "train_unembed": True}
+W = TypeVar("W", bound="Lifecycle")
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
-class LifecycleMixin(ResourceLifecycleMixin):
-    """Create and move sessions and checkpoints through their lifecycles (resources: the base)."""
+def locked(fn: Callable[Concatenate[W, P], R]) -> Callable[Concatenate[W, P], R]:
+    @functools.wraps(fn)
+    def wrapper(self: W, *args: P.args, **kwargs: P.kwargs) -> R:
+        with self.transaction():
+            return fn(self, *args, **kwargs)
 
-    # settings (assigned in SimulatedWorld.__init__)
+    return wrapper
+
+
+def session_status(name: str) -> str:
+    return full_status(name, wire.SESSION_STATUSES)
+
+
+class Lifecycle:
+    """State and control calls of the world (settings: see :class:`SimulatedWorld`)."""
+
     session_start_delay: float
     session_stop_delay: float
     resource_provision_delay: float
     resource_stop_delay: float
-    default_registration_shape: str | None
-    default_int64_as_string: bool
-    _fail_next_creates: list[tuple[str, str]]
+    response_hook: Callable[[str, Any], Any] | None
 
-    # --- sessions --------------------------------------------------------------------------
+    def __init__(self, seed: int, clock: SimClock, user_id: str, list_order: ListOrder) -> None:
+        if list_order not in LIST_ORDERS:
+            raise ValueError(f"list_order must be one of {', '.join(LIST_ORDERS)}, not {list_order!r}")
+        self._lock = threading.RLock()
+        self._depth = 0
+        self.seed, self.clock, self.user_id, self._list_order = seed, clock, user_id, list_order
+        self._rng = random.Random(seed)
+        self._resources: dict[str, Resource] = {}
+        self._sessions: dict[str, Session] = {}
+        self._checkpoints: dict[str, Checkpoint] = {}
+        self._session_index, self._resource_index = OrderedIndex(), OrderedIndex()
+        self._checkpoint_index = OrderedIndex()
+        self._timers: list[tuple[int, int, Any, tuple[str, ...], Callable[[int], Any]]] = []
+        self._timer_seq = itertools.count()
+        self._chat_names: dict[str, str] | None = None  # built on first use
+        self._stop_requests: list[StopRequest] = []
+        self._fail_next_creates: list[tuple[str, str]] = []
+        self._gpu_capacity: dict[str, int | None] = {}  # None: unlimited
+        self._operations: dict[str, Operation] = {}
+        self._idempotency: dict[tuple[str, str, str], str] = {}
+        self._fail_next_ops: list[tuple[str | None, str, str]] = []
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Hold the lock across several calls (due timers applied once, at the start), so e.g.
+        a create and the serialization of its response see the same state."""
+        with self._lock:
+            self._depth += 1
+            try:
+                if self._depth == 1:
+                    self._tick()
+                yield
+            finally:
+                self._depth -= 1
+
+    # Session transitions that resource timers and stops trigger (defined in .sessions).
+    def _start(self, s: Session, at: int) -> None: ...
+    def _stop(self, s: Session, at: int, *, immediate: bool) -> None: ...
+    def _fail(self, s: Session, code: str | None, message: str | None, at: int) -> None: ...
+
+    # --- ids, time, timers, lookups, keys ----------------------------------------------------
+    def _new_id(self) -> str:
+        return new_uuid(self._rng)
+
+    def _now(self) -> int:
+        return self.clock.now_us()
+
+    def _later(
+        self, due: int, item: Session | Resource, statuses: tuple[str, ...], then: Callable[[int], Any]
+    ) -> None:
+        """At ``due``, if ``item`` is still in one of ``statuses``, ``then(due)``."""
+        heapq.heappush(self._timers, (due, next(self._timer_seq), item, statuses, then))
+
+    def _tick(self) -> None:
+        timers, now = self._timers, self._now()
+        while timers and timers[0][0] <= now:
+            due, _, item, statuses, then = heapq.heappop(timers)
+            if item.status in statuses:
+                then(due)
+
+    def _expire_when_idle(self, r: Resource, due: int) -> None:
+        def check(at: int) -> None:
+            expires = r.stop_due() or at  # activity since moved it: check again then
+            if expires > self._now():
+                self._expire_when_idle(r, expires)
+            else:
+                self._expire(r, expires)
+
+        self._later(due, r, (wire.RESOURCE_READY,), check)
+
+    def _session(self, ident: str, param: str | None = "session_id") -> Session:
+        if ident not in self._sessions:
+            raise not_found("training session", ident, param)
+        return self._sessions[ident]
+
+    def _resource(self, ident: str, param: str | None = "model_resources_id") -> Resource:
+        if ident not in self._resources:
+            raise not_found("model resource", ident, param)
+        return self._resources[ident]
+
+    def _checkpoint(self, ident: str, param: str | None = "checkpoint_id") -> Checkpoint:
+        if ident not in self._checkpoints:
+            raise not_found("checkpoint", ident, param)
+        return self._checkpoints[ident]
+
+    def _key(self, item: Session | Resource) -> Key:
+        # Pages read keys in descending order: oldest first negates the time.
+        if self._list_order == "newest_first":
+            return (item.created_at, item.id)
+        if self._list_order == "oldest_first":
+            return (-item.created_at, item.id)
+        return (zlib.crc32(item.id.encode()), item.id)  # stable, unrelated to time
+
+    # --- changes (callers hold the lock) -----------------------------------------------------
+    def _touch(self, item: Session | Resource, at: int) -> None:
+        """A change: ``updated_at`` moves (never backwards) and the cached JSON goes."""
+        item.updated_at = max(item.updated_at, at)
+        item.json = None
+
+    def _set_session_status(self, s: Session, status: str, at: int) -> None:
+        if status != s.status:
+            self._session_index.move(self._key(s), s.status, status)
+            s.status = status
+        self._touch(s, at)
+
+    def _set_resource_status(self, r: Resource, status: str, at: int) -> None:
+        old = r.status
+        if status != old:
+            self._resource_index.move(self._key(r), old, status)
+            r.status = status
+            if status == wire.RESOURCE_READY and r.ready_at is None:
+                r.ready_at = at
+            elif old == wire.RESOURCE_READY and r.unready_at is None:
+                r.unready_at = at
+            if status not in (wire.RESOURCE_PENDING, wire.RESOURCE_STOPPING):
+                r.queued = False  # a queued resource being stopped never held GPUs
+            gone = (wire.RESOURCE_STOPPED, wire.RESOURCE_ERROR)
+            if status in gone and old not in gone:
+                self._admit(at)  # its GPUs are free for the next in the queue
+        self._touch(r, at)
+
+    def _active_sessions(self, r: Resource) -> list[Session]:
+        """Sessions holding a slot on ``r``: every non-terminal status, unknown ones included."""
+        return [s for i in r.session_ids if (s := self._sessions[i]).status not in wire.SESSION_TERMINAL]
+
+    def _record_activity(self, r: Resource, at: int) -> None:
+        """Activity restarts the inactivity countdown; the shown ``expires_at`` is refreshed at
+        most once a minute (like the API's); the real stop uses the true activity."""
+        if at > r.last_activity:
+            r.last_activity = at
+            if at - r.published_activity >= 60 * US or not r.published_activity:
+                r.published_activity = at
+            r.json = None
+
+    # --- model resources ---------------------------------------------------------------------
     @locked
-    def create_session(
+    def create_model_resource(
         self,
-        resource_id: str | None = None,
+        base_model: str = wire.DEFAULT_BASE_MODEL,
         *,
-        display_name: str | None = None,
-        wandb: dict[str, str] | None = None,
-        created_by: str | None = None,
-        registration_shape: str | None = DEFAULT,
-        int64_as_string: bool | None = None,
-        status: str = "RUNNING",
-        fail_at_creation: bool = False,
-        base_model: str = DEFAULT_BASE_MODEL,
         lora: bool = True,
-        lora_config: dict[str, Any] | None = None,
-    ) -> str:
-        """Add a session; ``resource_id=None`` first creates a READY ``base_model``/``lora`` resource.
-
-        ``status="RUNNING"`` starts it at once; ``"CREATING"`` leaves it waiting for
-        :meth:`start_session`. ``fail_at_creation`` makes the start fail with RESOURCE_AT_CAPACITY
-        (immediately unless the session is left CREATING). Raises :class:`SimulatorError` 429 if
-        the resource is full and 400 if it is not READY, like the HTTP endpoint.
-        """
-        if resource_id is None:
-            resource_id = self.create_model_resource(base_model, lora=lora)
-        r = self._resource(resource_id)
-        fail = SESSION_ERROR_RESOURCE_AT_CAPACITY if fail_at_creation else None
-        s = self._new_session(
-            r,
-            display_name=display_name,
-            wandb=wandb,
-            created_by=created_by,
-            shape=registration_shape,
-            int64_as_string=int64_as_string,
-            lora_config=lora_config,
-            fail_code=fail,
-        )
-        if session_status(status) != SESSION_CREATING:
-            self._start(s, self._now())
-        return s.id
-
-    @locked
-    def request_session(
-        self,
-        resource_id: str,
-        *,
-        display_name: str | None = None,
-        wandb: dict[str, str] | None = None,
-        lora_config: dict[str, Any] | None = None,
-        resume_from_checkpoint_id: str | None = None,
-        load_optimizer: bool = True,
-    ) -> str:
-        """What ``POST /v1/rl/training-sessions`` does: a CREATING session that starts (or fails,
-        see :meth:`fail_next_session_creates`) after ``session_start_delay`` seconds."""
-        r = self._resource(resource_id)
-        step = 0
-        if resume_from_checkpoint_id is not None:
-            ck = self._checkpoints.get(resume_from_checkpoint_id)
-            if ck is None or ck.is_inference:
-                raise bad_request(
-                    "resume_from_checkpoint_id must name a training checkpoint",
-                    "resume_from_checkpoint_id",
-                )
-            if self._sessions[ck.session_id].base_model != r.base_model:
-                raise bad_request("checkpoint base model differs", "resume_from_checkpoint_id")
-            step = ck.step if load_optimizer else 0
-        fail = self._fail_next_creates[0] if self._fail_next_creates else (None, None)
-        s = self._new_session(
-            r,
-            display_name=display_name,
-            wandb=wandb,
-            lora_config=lora_config,
-            resume_from=resume_from_checkpoint_id,
-            step=step,
-            fail_code=fail[0],
-            fail_message=fail[1],
-        )
-        if fail[0] is not None:
-            del self._fail_next_creates[0]
-        self._schedule(s.created_at + round(self.session_start_delay * US), "session_start", s.id)
-        return s.id
-
-    def _new_session(
-        self,
-        r: Resource,
-        *,
-        display_name: str | None = None,
-        wandb: dict[str, str] | None = None,
+        inactive_timeout: int = 3600,
+        status: str = "READY",
         created_by: str | None = None,
-        shape: str | None = DEFAULT,
-        int64_as_string: bool | None = None,
-        lora_config: dict[str, Any] | None = None,
-        fail_code: str | None = None,
-        fail_message: str | None = None,
-        resume_from: str | None = None,
-        step: int = 0,
-    ) -> Session:
-        """Validate capacity and add a CREATING session (callers start it or schedule the start)."""
-        if r.status != RESOURCE_READY:
-            raise bad_request(
-                f"model resource {r.id} is {r.status}, not READY", "model_resources_id"
-            )
-        if len(self._active_sessions(r)) >= r.cap:
-            raise SimulatorError(
-                429,
-                f"model resource {r.id} already hosts its maximum of {r.cap} concurrent session(s)",
-                param="model_resources_id",
-                code="resource_at_capacity",
-            )
-        if shape == DEFAULT:
-            shape = None if r.base_model in NO_REGISTRY_MODELS else self.default_registration_shape
-        if shape not in REGISTRATION_SHAPES:
-            raise ValueError(
-                f"registration_shape must be one of {REGISTRATION_SHAPES}, not {shape!r}"
-            )
-        lora = None
-        if r.lora_enabled:
-            lora = {**DEFAULT_LORA_CONFIG, **(lora_config or {})}
-        now = self._now()
-        s = Session(
-            id=self._new_id(),
-            resource_id=r.id,
-            base_model=r.base_model,
-            status=SESSION_CREATING,
-            created_at=now,
-            updated_at=now,
-            created_by=created_by or self.user_id,
-            shape=shape,
-            int64_as_string=(
-                self.default_int64_as_string if int64_as_string is None else int64_as_string
-            ),
-            adapter=r.lora_enabled and r.base_weights_ref is None,
-            display_name=display_name,
-            wandb=dict(wandb) if wandb else None,
-            lora=lora,
-            step=step,
-            trainer_step=step,
-            resume_from=resume_from,
-            fail_code=fail_code,
-            fail_message=fail_message,
-        )
-        self._add_session_record(s)
-        return s
+        num_generator_replicas: int = 1,
+        base_weights_ref: str | None = None,
+        optimizer: dict[str, Any] | None = None,
+        gpu_type: str = "B200-SXM",
+    ) -> str:
+        """Add a resource. ``"PENDING"`` provisions it (``resource_provision_delay``) once GPU
+        capacity allows (``set_gpu_capacity``); any other status is set as-is (short, full or
+        raw), READY by default so sessions can attach at once."""
+        now, status = self._now(), full_status(status, wire.RESOURCE_STATUSES)
+        r = Resource(self._new_id(), base_model, lora, int(inactive_timeout), status, now, now,
+                     created_by or self.user_id, num_generator_replicas, gpu_type,
+                     optimizer or {"adam": {}}, base_weights_ref)  # fmt: skip
+        self._resources[r.id] = r
+        self._resource_index.add(self._key(r), r.status)
+        if status == wire.RESOURCE_PENDING:
+            r.queued = True
+            self._admit(now)
+        elif status == wire.RESOURCE_READY:
+            self._become_ready(r, now)
+        return r.id
 
-    def _start(self, s: Session, at: int) -> None:
-        """CREATING → RUNNING (activity on the resource), or → ERROR if set to fail at creation."""
-        if s.fail_code is not None:
-            self._fail(s, s.fail_code, s.fail_message, at)
-            return
-        self._set_session_status(s, SESSION_RUNNING, at)
-        r = self._resources[s.resource_id]
+    def _admit(self, at: int) -> None:
+        """Start provisioning queued resources while capacity allows, oldest first (FIFO)."""
+        for r in self._queued():
+            cap = self._gpu_capacity.get(r.gpu_type)
+            holding = sum(1 for o in self._resources.values()
+                          if o.gpu_type == r.gpu_type and not o.queued and o.status in _HOLDS_GPUS)  # fmt: skip
+            if cap is None or holding < cap:
+                r.queued, r.json = False, None
+                delay = round(self.resource_provision_delay * US)
+                pending = (wire.RESOURCE_PENDING,)
+                creating = partial(self._set_resource_status, r, wire.RESOURCE_CREATING)
+                self._later(at + delay // 2, r, pending, creating)
+                self._later(at + delay, r, (*pending, wire.RESOURCE_CREATING), partial(self._become_ready, r))
+
+    def _queued(self) -> list[Resource]:
+        waiting = (r for r in self._resources.values() if r.queued and r.status == wire.RESOURCE_PENDING)
+        return sorted(waiting, key=lambda r: (r.created_at, r.id))
+
+    def _become_ready(self, r: Resource, at: int) -> None:
+        self._set_resource_status(r, wire.RESOURCE_READY, at)
+        if r.ready_at is None:  # created READY: no status change marked the start of billing
+            r.ready_at = at
         self._record_activity(r, at)
+        self._expire_when_idle(r, r.stop_due() or at)
 
     @locked
-    def start_session(self, session_id: str) -> None:
-        """Finish a CREATING session's start now (RUNNING, or ERROR if set to fail)."""
-        s = self._session(session_id)
-        if s.status != SESSION_CREATING:
-            raise bad_request(f"session {s.id} is {s.status}, not CREATING")
-        self._start(s, self._now())
+    def set_gpu_capacity(self, gpu_type: str, n: int | None) -> None:
+        """At most ``n`` resources of ``gpu_type`` hold GPUs at once (None: unlimited); later
+        ones wait PENDING with ``status_details.queue_position``."""
+        if n is not None and n < 0:
+            raise ValueError(f"capacity must be >= 0, got {n}")
+        self._gpu_capacity[gpu_type] = n
+        self._admit(self._now())
 
     @locked
-    def stop_session(self, session_id: str, *, immediate: bool = False) -> None:
-        """Stop a session: STOPPING, then STOPPED after ``session_stop_delay`` (or at once)."""
-        self._stop(self._session(session_id), self._now(), immediate=immediate)
-
-    def _stop(self, s: Session, at: int, *, immediate: bool) -> None:
-        if s.status in SESSION_TERMINAL:
-            return
-        if immediate:
-            self._set_session_status(s, SESSION_STOPPED, at)
-            return
-        if s.status != SESSION_STOPPING:
-            self._set_session_status(s, SESSION_STOPPING, at)
-            self._schedule(at + round(self.session_stop_delay * US), "session_stop", s.id)
+    def queued_resources(self) -> list[str]:
+        """Ids of resources waiting for capacity, oldest first."""
+        return [r.id for r in self._queued()]
 
     @locked
-    def fail_session(
-        self,
-        session_id: str,
-        *,
-        code: str | None = SESSION_ERROR_SESSION_FAILED,
-        message: str | None = None,
-    ) -> None:
-        """Move a session to ERROR with ``error{code, message, occurred_at}`` (``code=None`` omits
-        the code, as older payloads did)."""
-        self._fail(self._session(session_id), code, message, self._now())
-
-    def _fail(self, s: Session, code: str | None, message: str | None, at: int) -> None:
-        if message is None:
-            message = SESSION_ERROR_MESSAGES.get(code or "", "The training session failed.")
-        s.error = (code, message, at)
-        self._set_session_status(s, SESSION_ERROR, at)
-
-    @locked
-    def fail_next_session_creates(
-        self,
-        n: int = 1,
-        *,
-        code: str = SESSION_ERROR_RESOURCE_AT_CAPACITY,
-        message: str | None = None,
-    ) -> None:
-        """Make the next ``n`` HTTP-created sessions go CREATING → ERROR instead of RUNNING."""
-        msg = message or SESSION_ERROR_MESSAGES.get(code, "The session could not start.")
-        self._fail_next_creates.extend([(code, msg)] * n)
+    def stop_model_resource(self, resource_id: str, *, force: bool = False) -> None:
+        """``POST …/stop``: 403 if protected, 400 if already stopped or, without ``force``,
+        while sessions are active; a forced stop also stops every attached session."""
+        r, now = self._resource(resource_id), self._now()
+        active = self._active_sessions(r)
+        gone = r.status in (wire.RESOURCE_STOPPING, wire.RESOURCE_STOPPED, wire.RESOURCE_ERROR)
+        on_it = [self._sessions[i] for i in r.session_ids]
+        seen = tuple((s.id, s.status, s.created_at, s.updated_at) for s in on_it)
+        accepted = not r.protected and not gone and (force or not active)
+        self._stop_requests.append(StopRequest(r.id, now, r.status, force, accepted, seen, r.ready_at))
+        if r.protected:
+            message = f"not allowed to stop model resource {r.id}"
+            raise SimulatorError(403, message, code="permission_denied")
+        if gone:
+            raise bad_request(f"model resource {r.id} is already {r.status}", code="not_active")
+        if active and not force:
+            raise bad_request(f"model resource {r.id} has {len(active)} active session(s); pass force=true",
+                              param="force", code="sessions_active")  # fmt: skip
+        for s in active:
+            self._stop(s, now, immediate=False)
+        self._set_resource_status(r, wire.RESOURCE_STOPPING, now)
+        self._later(now + round(self.resource_stop_delay * US), r, (wire.RESOURCE_STOPPING,),
+                    lambda t: self._set_resource_status(r, wire.RESOURCE_STOPPED, t))  # fmt: skip
 
     @locked
-    def set_status(self, ident: str, status: str) -> None:
-        """Force any status string on a session or resource (short names are expanded; unknown
-        strings like ``TRAINING_SESSION_STATUS_PAUSED`` are stored raw, for drift tests)."""
-        now = self._now()
-        if ident in self._sessions:
-            self._set_session_status(self._sessions[ident], session_status(status), now)
-        else:
-            self._set_resource_status(self._resource(ident, None), resource_status(status), now)
+    def stop_requests(self) -> list[StopRequest]:
+        """Every stop asked of the world (refused ones too), with the sessions at that instant."""
+        return list(self._stop_requests)
 
     @locked
-    def advance_steps(self, session_id: str, n: int = 1) -> int:
-        """Add ``n`` optimizer steps to a session; returns the new step."""
-        s = self._session(session_id)
-        s.step += n
-        s.trainer_step = s.step
-        self._touch_session(s, self._now())
-        return s.step
+    def extend_expiry(self, resource_id: str, seconds: float) -> None:
+        """Keep a READY resource up for at least ``seconds`` from now (400 if not READY)."""
+        r = self._resource(resource_id)
+        if r.status != wire.RESOURCE_READY:
+            raise bad_request(f"model resource {r.id} is {r.status}, not READY", code="not_ready")
+        r.expiry_floor = max(r.expiry_floor, self._now() + round(seconds * US))
+        r.json = None
 
     @locked
-    def patch_session(
-        self,
-        session_id: str,
-        *,
-        display_name: str | None = None,
-        wandb: dict[str, str] | None = None,
-    ) -> None:
-        """PATCH semantics: None leaves a field unchanged, ``""`` clears it."""
-        s = self._session(session_id)
-        if display_name is not None:
-            s.display_name = display_name or None
-        if wandb is not None:
-            merged = dict(s.wandb or {})
-            for k, v in wandb.items():
-                if v == "":
-                    merged.pop(k, None)
-                else:
-                    merged[k] = v
-            s.wandb = merged or None
-        self._touch_session(s, self._now())
+    def expire_resource(self, resource_id: str) -> None:
+        """Stop the resource for inactivity now: STOPPED, its sessions EXPIRED."""
+        self._expire(self._resource(resource_id), self._now())
+
+    def _expire(self, r: Resource, at: int) -> None:
+        for s in self._active_sessions(r):  # STOPPING ones included
+            self._set_session_status(s, wire.SESSION_EXPIRED, at)
+        self._set_resource_status(r, wire.RESOURCE_STOPPED, at)
 
     @locked
-    def mutate_session_json(
-        self, session_id: str, *, drop: tuple[str, ...] = (), extra: dict[str, Any] | None = None
-    ) -> None:
-        """Drift testing: drop top-level keys from / add keys to this session's JSON (cached)."""
-        s = self._session(session_id)
-        s.drop_fields = tuple(drop)
-        s.extra_fields = dict(extra) if extra else None
-        s.json = None
+    def fail_model_resource(self, resource_id: str, *, code: str = wire.PROVISIONING_FAILED,
+                            message: str = "The model resource failed.") -> None:  # fmt: skip
+        """ERROR; its active sessions go ERROR/RESOURCE_UNAVAILABLE (a guess: undocumented)."""
+        r, now = self._resource(resource_id), self._now()
+        for s in self._active_sessions(r):
+            self._fail(s, wire.UNAVAILABLE, None, now)
+        r.error = (code, message, now)
+        self._set_resource_status(r, wire.RESOURCE_ERROR, now)
 
-    # --- timers ----------------------------------------------------------------------------
-    def _on_timer(self, kind: str, target: str, due: int, now: int) -> None:
-        if kind in ("session_start", "session_stop"):
-            s = self._sessions[target]
-            if kind == "session_start" and s.status == SESSION_CREATING:
-                self._start(s, due)
-            elif kind == "session_stop" and s.status == SESSION_STOPPING:
-                self._set_session_status(s, SESSION_STOPPED, due)
-        elif kind == "register":
-            self._register(self._checkpoints[target], due)
-        else:
-            self._on_resource_timer(kind, target, due, now)
+    @locked
+    def protect_resource(self, resource_id: str, protected: bool = True) -> None:
+        """Make ``POST …/stop`` on this resource answer 403 (or allow it again)."""
+        self._resource(resource_id).protected = protected
+
+
+def new_uuid(rng: random.Random) -> str:
+    """A uuid4 string from a seeded RNG, so a seeded world is reproducible."""
+    n = rng.getrandbits(128)
+    h = f"{(n & ~(0xF000 << 64) | (0x4000 << 64)) & ~(0xC000 << 48) | (0x8000 << 48):032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"

@@ -1,9 +1,4 @@
-"""Request/response values and the path-template router shared by every endpoint module.
-
-Templates name id segments ``{id}`` (``/v1/rl/training-sessions/{id}/stop``); the matched
-template is what the request log counts and what fault rules match, so ids never fragment the
-counters. Literal segments win over ``{id}`` (``/model-resources/estimate-cost`` is not an id).
-"""
+"""Requests, responses and the router every endpoint module registers on."""
 
 from __future__ import annotations
 
@@ -14,21 +9,19 @@ from dataclasses import dataclass, field
 from email.message import Message
 from typing import Any
 
-from .errors import bad_request
+from .wire import bad_request
 
-_ID_SEGMENT = re.compile(
-    r"^(?:[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
-    r"|(?:ml|rv|req|op|chatcmpl)[_-][0-9a-zA-Z]+|[0-9a-f]{16,})$"
-)
+#: Path segments that look like ids: an unmatched path is still counted under a template.
+_ID = re.compile(r"^(?:[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+                 r"|(?:ml|rv|req|op|chatcmpl)[_-][0-9a-zA-Z]+|[0-9a-f]{16,})$")  # fmt: skip
 
 
 @dataclass
 class Request:
-    """One HTTP request as handlers see it (the body is already fully read)."""
+    """One HTTP request as handlers see it (the body already read)."""
 
     method: str
     path: str
-    template: str
     ids: tuple[str, ...]
     query: dict[str, list[str]]
     headers: Message
@@ -37,16 +30,13 @@ class Request:
     request_id: str
 
     def arg(self, name: str) -> str | None:
-        """Last value of a query parameter, or None."""
+        """Last value of a query parameter."""
         values = self.query.get(name)
         return values[-1] if values else None
 
     def args(self, name: str) -> list[str]:
-        """All values of a query parameter, splitting comma-joined values (SDK array style)."""
-        out: list[str] = []
-        for value in self.query.get(name, ()):
-            out.extend(v.strip() for v in value.split(",") if v.strip())
-        return out
+        """All values of a query parameter, comma-joined ones split (SDK array style)."""
+        return [v.strip() for value in self.query.get(name, ()) for v in value.split(",") if v.strip()]
 
     def json(self, *, required: bool = False) -> dict[str, Any]:
         """The body as a JSON object ({} when empty and not required); 400 otherwise."""
@@ -65,8 +55,6 @@ class Request:
 
 @dataclass
 class Response:
-    """What a handler returns; the server adds Content-Length, x-request-id and friends."""
-
     status: int
     body: bytes
     content_type: str = "application/json"
@@ -74,7 +62,6 @@ class Response:
 
 
 def json_response(body: bytes | dict[str, Any] | list[Any], status: int = 200) -> Response:
-    """A JSON response from bytes (already serialized) or an object."""
     if not isinstance(body, bytes):
         body = json.dumps(body, separators=(",", ":")).encode()
     return Response(status, body)
@@ -83,61 +70,33 @@ def json_response(body: bytes | dict[str, Any] | list[Any], status: int = 200) -
 Handler = Callable[[Request], Response]
 
 
-@dataclass(frozen=True)
-class Route:
-    """``method template → handler``."""
-
-    method: str
-    template: str
-    handler: Handler
-    segments: tuple[str, ...]
-    literals: int
-
-
 class Router:
-    """Matches ``(method, path)`` to a route; remembers which methods exist for a template."""
+    """``METHOD /template/{id}`` → handler. The matched template is what the request log counts
+    and fault rules match, so ids never fragment counters; literal segments win over ``{id}``
+    (``/model-resources/estimate-cost`` is not an id)."""
 
     def __init__(self) -> None:
-        self._routes: list[Route] = []
+        self.routes: list[tuple[str, str, tuple[str, ...], Handler]] = []
 
     def add(self, method: str, template: str, handler: Handler) -> None:
         segments = tuple(template.strip("/").split("/"))
-        literals = sum(1 for s in segments if s != "{id}")
-        self._routes.append(Route(method.upper(), template, handler, segments, literals))
-        self._routes.sort(key=lambda r: -r.literals)
+        self.routes.append((method, template, segments, handler))
+        self.routes.sort(key=lambda r: -sum(s != "{id}" for s in r[2]))
 
-    @property
-    def routes(self) -> list[Route]:
-        return list(self._routes)
-
-    def match(self, method: str, path: str) -> tuple[Route | None, str, tuple[str, ...], list[str]]:
-        """``(route or None, template, ids, allowed methods)``; unmatched paths get a template
-        with id-looking segments replaced by ``{id}`` so they still count sensibly."""
+    def match(self, method: str, path: str) -> tuple[Handler | None, str, tuple[str, ...], list[str]]:
+        """``(handler or None, template, ids, methods allowed on that template)``."""
         parts = tuple(path.strip("/").split("/"))
-        allowed: list[str] = []
-        best: tuple[Route, tuple[str, ...]] | None = None
-        best_template = None
-        for route in self._routes:
-            if len(route.segments) != len(parts):
+        found, allowed, best = None, [], None
+        ids_found: tuple[str, ...] = ()
+        for m, template, segments, handler in self.routes:
+            if len(segments) != len(parts) or (best is not None and template != best):
                 continue
-            ids = []
-            for seg, part in zip(route.segments, parts, strict=True):
-                if seg == "{id}":
-                    if not part:
-                        break
-                    ids.append(part)
-                elif seg != part:
-                    break
-            else:
-                if best_template is not None and route.template != best_template:
-                    continue  # a less literal template for the same path
-                best_template = route.template
-                allowed.append(route.method)
-                if route.method == method and best is None:
-                    best = (route, tuple(ids))
+            ids = tuple(p for s, p in zip(segments, parts, strict=True) if s == "{id}")
+            if all(s == p or (s == "{id}" and p) for s, p in zip(segments, parts, strict=True)):
+                best = template
+                allowed.append(m)
+                if m == method and found is None:
+                    found, ids_found = handler, ids
         if best is not None:
-            return best[0], best[0].template, best[1], allowed
-        if best_template is not None:
-            return None, best_template, (), allowed
-        generic = "/" + "/".join("{id}" if _ID_SEGMENT.match(p) else p for p in parts)
-        return None, generic, (), []
+            return found, best, ids_found, allowed
+        return None, "/" + "/".join("{id}" if _ID.match(p) else p for p in parts), (), []

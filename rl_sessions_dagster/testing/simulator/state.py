@@ -1,51 +1,61 @@
-"""In-memory records of the simulated service and the locked base class of the world.
+"""The world's records, its clock and its sorted list indices.
 
-Records are plain slotted dataclasses (cheap to build 1M of them in ``populate``); each one that
-is served often caches its serialized JSON in ``json`` and drops it whenever it changes. All
-mutation goes through :class:`WorldBase` helpers so indices, caches and ``updated_at`` stay in
-step, always under the world's single re-entrant lock.
+Records are slotted dataclasses (cheap to build 1M of them in ``populate``). Time is integer
+microseconds since the epoch, so timestamps format exactly (float seconds lose the microsecond
+digit around 2026). Each listable item has a key ``(sort value, id)``; an index keeps them
+sorted, partitioned by status, and pages read them in *descending* order strictly below the
+``after`` item's key, so a cursor stays valid whatever is inserted or changes status between
+pages (keyset pagination, like the service's id cursor), in O(log n + page) at 100k items.
 """
 
 from __future__ import annotations
 
-import functools
 import heapq
-import itertools
-import random
-import threading
-import zlib
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+import time
+from bisect import bisect_left, insort
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
+from datetime import UTC, datetime
+from typing import Any, Literal
 
-from .clock import SimClock
-from .constants import (
-    CHECKPOINT_INFERENCE,
-    FULL_WEIGHT_SESSION_CAP,
-    LORA_SESSION_CAP,
-    RESOURCE_ERROR,
-    RESOURCE_PENDING,
-    RESOURCE_READY,
-    RESOURCE_STOPPED,
-    RESOURCE_STOPPING,
-    SESSION_TERMINAL,
-)
-from .errors import not_found
-from .index import Key, OrderedIndex
+from .wire import CHECKPOINT_INFERENCE, LORA_SESSION_CAP, RESOURCE_READY, US
 
-#: ``(code or None, message, occurred_at µs)`` — ``code`` None omits it from the wire (old shape).
+ClockMode = Literal["real", "manual"]
+#: ``(code or None, message, occurred_at µs)``; ``code`` None omits it from the wire (old shape).
 ErrorInfo = tuple[str | None, str, int]
-ListOrder = Literal["newest_first", "oldest_first", "unordered"]
-LIST_ORDERS: tuple[ListOrder, ...] = ("newest_first", "oldest_first", "unordered")
-ResponseHook = Callable[[str, Any], Any]
-US = 1_000_000
+Key = tuple[int, str]
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+class SimClock:
+    """``"real"``: UTC now plus the advanced offset; ``"manual"``: frozen at ``start`` (fixed by
+    default, so seeded worlds are reproducible) plus the offset. The world locks around it."""
+
+    def __init__(self, mode: ClockMode = "real", start: datetime | None = None) -> None:
+        if mode not in ("real", "manual"):
+            raise ValueError(f"clock must be 'real' or 'manual', not {mode!r}")
+        self.mode: ClockMode = mode
+        self._offset_us = 0
+        start = start or datetime(2026, 11, 29, 12, tzinfo=UTC)
+        self._start_us = (start.replace(tzinfo=start.tzinfo or UTC) - _EPOCH) // (_EPOCH.resolution)
+
+    def now_us(self) -> int:
+        base = self._start_us if self.mode == "manual" else time.time_ns() // 1000
+        return base + self._offset_us
+
+    def now(self) -> datetime:
+        us = self.now_us()
+        return datetime.fromtimestamp(us // US, tz=UTC).replace(microsecond=us % US)
+
+    def advance(self, seconds: float) -> None:
+        """Forward only: timers already applied cannot be undone."""
+        if seconds < 0:
+            raise ValueError("the clock only moves forward")
+        self._offset_us += round(seconds * US)
 
 
 @dataclass(slots=True, eq=False)
 class Checkpoint:
-    """An inference or training checkpoint; registry ids are derived from ``id`` when emitted."""
-
     id: str
     session_id: str
     kind: str
@@ -62,8 +72,6 @@ class Checkpoint:
 
 @dataclass(slots=True, eq=False)
 class Session:
-    """A training session, with the wire-format quirks it emits (shape, int64-as-string)."""
-
     id: str
     resource_id: str
     base_model: str
@@ -72,8 +80,8 @@ class Session:
     updated_at: int
     created_by: str
     shape: str | None
-    int64_as_string: bool
     adapter: bool
+    int64_as_string: bool = False
     display_name: str | None = None
     wandb: dict[str, str] | None = None
     lora: dict[str, Any] | None = None
@@ -84,8 +92,8 @@ class Session:
     pending_publish: bool = False
     error: ErrorInfo | None = None
     resume_from: str | None = None
-    fail_code: str | None = None
-    fail_message: str | None = None
+    #: set at creation: the start ends in ERROR with this code and message instead of RUNNING.
+    fail_with: tuple[str, str | None] | None = None
     inference: list[Checkpoint] = field(default_factory=list)
     training: list[Checkpoint] = field(default_factory=list)
     drop_fields: tuple[str, ...] = ()
@@ -96,7 +104,7 @@ class Session:
 @dataclass(frozen=True)
 class StopRequest:
     """A stop the world was asked for, with what was on the resource at that instant: the
-    oracle for "never stopped a GPU in use" (``stop_requests()``)."""
+    oracle for "never stopped a GPU in use" (``world.stop_requests()``)."""
 
     resource_id: str
     at_us: int
@@ -110,8 +118,6 @@ class StopRequest:
 
 @dataclass(slots=True, eq=False)
 class Resource:
-    """A model resource (GPU allocation) that sessions attach to."""
-
     id: str
     base_model: str
     lora_enabled: bool
@@ -125,27 +131,25 @@ class Resource:
     optimizer: dict[str, Any] = field(default_factory=lambda: {"adam": {}})
     base_weights_ref: str | None = None
     last_activity: int = 0
-    #: the activity time ``expires_at`` shows: refreshed at most once per ``expiry_refresh``.
+    #: the activity ``expires_at`` shows: refreshed at most once a minute.
     published_activity: int = 0
     expiry_floor: int = 0
     error: ErrorInfo | None = None
     session_ids: list[str] = field(default_factory=list)
     json: bytes | None = None
-    #: billing: when it first became READY and when it left READY (µs), for spend oracles.
+    #: billing: when it first became READY and when it left READY (µs).
     ready_at: int | None = None
     unready_at: int | None = None
-    #: waiting for GPU capacity (PENDING, not yet provisioning).
-    queued: bool = False
-    #: stop is refused with 403 (a resource the caller may not stop).
-    protected: bool = False
+    queued: bool = False  # PENDING, waiting for GPU capacity (not yet provisioning)
+    protected: bool = False  # stop answers 403
 
     @property
     def cap(self) -> int:
-        return LORA_SESSION_CAP if self.lora_enabled else FULL_WEIGHT_SESSION_CAP
+        return LORA_SESSION_CAP if self.lora_enabled else 1
 
     def expires_at(self) -> int | None:
         """What the API shows while READY: the last *published* activity + ``inactive_timeout``
-        (or a later extend-expiry floor). Never later than :meth:`stop_due`, never moves earlier."""
+        (or a later extend-expiry floor); never later than :meth:`stop_due`."""
         if self.status != RESOURCE_READY:
             return None
         return max(self.published_activity + self.inactive_timeout * US, self.expiry_floor)
@@ -159,7 +163,7 @@ class Resource:
 
 @dataclass(slots=True, eq=False)
 class Operation:
-    """An async operation; completes after ``polls_needed`` GETs (0 = already done on submit)."""
+    """An async operation; completes on its ``polls_needed``-th GET (0: done on submit)."""
 
     id: str
     session_id: str
@@ -167,7 +171,6 @@ class Operation:
     status: str
     polls_needed: int
     body: dict[str, Any]
-    idempotency_key: str
     created_at: int
     polls_seen: int = 0
     output: dict[str, Any] | None = None
@@ -175,203 +178,50 @@ class Operation:
     fail_with: tuple[str, str] | None = None
 
 
-W = TypeVar("W", bound="WorldBase")
-P = ParamSpec("P")
-R = TypeVar("R")
+def _desc(keys: list[Key], after: Key | None) -> Iterator[Key]:
+    end = len(keys) if after is None else bisect_left(keys, after)
+    return map(keys.__getitem__, range(end - 1, -1, -1))
 
 
-def locked(fn: Callable[Concatenate[W, P], R]) -> Callable[Concatenate[W, P], R]:
-    """Run a world method under the lock, applying due timers once per outermost call."""
+class OrderedIndex:
+    """Keys sorted ascending, partitioned by a status (or type) string; read largest first."""
 
-    @functools.wraps(fn)
-    def wrapper(self: W, *args: P.args, **kwargs: P.kwargs) -> R:
-        with self._lock:
-            self._depth += 1
-            try:
-                if self._depth == 1:
-                    self._tick()
-                return fn(self, *args, **kwargs)
-            finally:
-                self._depth -= 1
+    __slots__ = ("_all", "_parts")
 
-    return wrapper
+    def __init__(self) -> None:
+        self._all: list[Key] = []
+        self._parts: dict[str, list[Key]] = {}
 
+    def add(self, key: Key, part: str) -> None:
+        insort(self._all, key)
+        insort(self._parts.setdefault(part, []), key)
 
-def _unordered_value(ident: str) -> int:
-    # A stable pseudo-random position unrelated to creation time.
-    return zlib.crc32(ident.encode())
+    def move(self, key: Key, old: str, new: str) -> None:
+        keys = self._parts.get(old, [])
+        i = bisect_left(keys, key)
+        if i < len(keys) and keys[i] == key:
+            del keys[i]
+        insort(self._parts.setdefault(new, []), key)
 
+    def load(self, items: Iterable[tuple[Key, str]], *, clear: bool = False) -> None:
+        """Bulk insert, sorting once (what ``populate`` and a change of list order use)."""
+        if clear:
+            self._all, self._parts = [], {}
+        for key, part in items:
+            self._all.append(key)
+            self._parts.setdefault(part, []).append(key)
+        self._all.sort()
+        for keys in self._parts.values():
+            keys.sort()
 
-class WorldBase:
-    """State, lock, timers and the low-level mutation helpers shared by the world's mixins."""
+    def iter_desc(self, after: Key | None, parts: Collection[str] | None = None) -> Iterator[Key]:
+        """Keys strictly below ``after`` (all if None), largest first, optionally per partition."""
+        if parts is None:
+            return _desc(self._all, after)
+        lists = [self._parts[p] for p in set(parts) if self._parts.get(p)]
+        if len(lists) <= 1:
+            return _desc(lists[0], after) if lists else iter(())
+        return heapq.merge(*(_desc(keys, after) for keys in lists), reverse=True)
 
-    def __init__(self, *, seed: int, clock: SimClock, user_id: str, list_order: ListOrder) -> None:
-        self._lock = threading.RLock()
-        self._depth = 0
-        self.seed = seed
-        self.clock = clock
-        self.user_id = user_id
-        self._rng = random.Random(seed)
-        self._list_order: ListOrder = list_order
-        self._resources: dict[str, Resource] = {}
-        self._sessions: dict[str, Session] = {}
-        self._checkpoints: dict[str, Checkpoint] = {}
-        self._operations: dict[str, Operation] = {}
-        self._idempotency: dict[tuple[str, str, str], str] = {}
-        self._session_index = OrderedIndex()
-        self._resource_index = OrderedIndex()
-        self._checkpoint_index = OrderedIndex()
-        self._timers: list[tuple[int, int, str, str]] = []
-        self._timer_seq = itertools.count()
-        self._chat_names: dict[str, str] | None = None
-        self.response_hook: ResponseHook | None = None
-        self.expiry_refresh_us = 60 * US
-        self._stop_requests: list[StopRequest] = []
-
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
-        """Hold the lock across several calls (timers are applied once, at the start), so e.g.
-        a create and the serialization of its response see the same state."""
-        with self._lock:
-            self._depth += 1
-            try:
-                if self._depth == 1:
-                    self._tick()
-                yield
-            finally:
-                self._depth -= 1
-
-    # --- ids, time, timers -----------------------------------------------------------------
-    def _new_id(self) -> str:
-        """A uuid4 string from the seeded RNG, so a seeded world is reproducible."""
-        n = self._rng.getrandbits(128)
-        n = (n & ~(0xF000 << 64) | (0x4000 << 64)) & ~(0xC000 << 48) | (0x8000 << 48)
-        h = f"{n:032x}"
-        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
-
-    def _now(self) -> int:
-        return self.clock.now_us()
-
-    def _schedule(self, due: int, kind: str, target: str) -> None:
-        heapq.heappush(self._timers, (due, next(self._timer_seq), kind, target))
-
-    def _tick(self) -> None:
-        """Apply every timer that is due, in time order (lazily, whenever the world is used)."""
-        timers = self._timers
-        if not timers:
-            return
-        now = self._now()
-        while timers and timers[0][0] <= now:
-            due, _, kind, target = heapq.heappop(timers)
-            self._on_timer(kind, target, due, now)
-
-    def _on_timer(self, kind: str, target: str, due: int, now: int) -> None:
-        raise NotImplementedError  # provided by LifecycleMixin
-
-    # --- lookups ---------------------------------------------------------------------------
-    def _session(self, ident: str, param: str | None = "session_id") -> Session:
-        s = self._sessions.get(ident)
-        if s is None:
-            raise not_found("training session", ident, param)
-        return s
-
-    def _resource(self, ident: str, param: str | None = "model_resources_id") -> Resource:
-        r = self._resources.get(ident)
-        if r is None:
-            raise not_found("model resource", ident, param)
-        return r
-
-    def _checkpoint(self, ident: str, param: str | None = "checkpoint_id") -> Checkpoint:
-        c = self._checkpoints.get(ident)
-        if c is None:
-            raise not_found("checkpoint", ident, param)
-        return c
-
-    # --- keys and indices ------------------------------------------------------------------
-    def _session_key(self, s: Session) -> Key:
-        # Pages are read in descending key order: oldest first negates the time.
-        if self._list_order == "newest_first":
-            return (s.created_at, s.id)
-        if self._list_order == "oldest_first":
-            return (-s.created_at, s.id)
-        return (_unordered_value(s.id), s.id)
-
-    def _resource_key(self, r: Resource) -> Key:
-        if self._list_order == "newest_first":
-            return (r.created_at, r.id)
-        if self._list_order == "oldest_first":
-            return (-r.created_at, r.id)
-        return (_unordered_value(r.id), r.id)
-
-    @staticmethod
-    def _checkpoint_key(c: Checkpoint) -> Key:
-        return (c.created_at, c.id)
-
-    def _rebuild_indices(self) -> None:
-        self._session_index.clear()
-        self._session_index.load((self._session_key(s), s.status) for s in self._sessions.values())
-        self._resource_index.clear()
-        self._resource_index.load(
-            (self._resource_key(r), r.status) for r in self._resources.values()
-        )
-
-    # --- mutation helpers (callers hold the lock) ------------------------------------------
-    def _touch_session(self, s: Session, at: int) -> None:
-        """Record a change: bump ``updated_at`` (never backwards) and drop the JSON cache."""
-        if at > s.updated_at:
-            s.updated_at = at
-        s.json = None
-
-    def _set_session_status(self, s: Session, status: str, at: int) -> None:
-        if status != s.status:
-            self._session_index.move(self._session_key(s), s.status, status)
-            s.status = status
-        self._touch_session(s, at)
-
-    def _touch_resource(self, r: Resource, at: int) -> None:
-        if at > r.updated_at:
-            r.updated_at = at
-        r.json = None
-
-    def _set_resource_status(self, r: Resource, status: str, at: int) -> None:
-        if status != r.status:
-            self._resource_index.move(self._resource_key(r), r.status, status)
-            old, r.status = r.status, status
-            if status == RESOURCE_READY and r.ready_at is None:
-                r.ready_at = at
-            elif old == RESOURCE_READY and r.unready_at is None:
-                r.unready_at = at
-            if status not in (RESOURCE_PENDING, RESOURCE_STOPPING):
-                r.queued = False  # a queued resource being stopped never held GPUs
-            if status in (RESOURCE_STOPPED, RESOURCE_ERROR) and old not in (
-                RESOURCE_STOPPED,
-                RESOURCE_ERROR,
-            ):
-                self._resource_released(r, at)
-        self._touch_resource(r, at)
-
-    def _resource_released(self, r: Resource, at: int) -> None:
-        """A resource gave its GPUs back (the capacity queue may admit the next one)."""
-
-    def _add_session_record(self, s: Session) -> None:
-        self._sessions[s.id] = s
-        self._session_index.add(self._session_key(s), s.status)
-        self._resources[s.resource_id].session_ids.append(s.id)
-
-    def _add_resource_record(self, r: Resource) -> None:
-        self._resources[r.id] = r
-        self._resource_index.add(self._resource_key(r), r.status)
-
-    def _active_sessions(self, r: Resource) -> list[Session]:
-        """Sessions holding a slot on ``r``: every non-terminal status, unknown ones included."""
-        sessions = self._sessions
-        return [s for sid in r.session_ids if (s := sessions[sid]).status not in SESSION_TERMINAL]
-
-    def _record_activity(self, r: Resource, at: int) -> None:
-        """Activity restarts the inactivity countdown (``expires_at`` only moves later, and the
-        shown value is refreshed at most once per ``expiry_refresh_us``, like the API's)."""
-        if at > r.last_activity:
-            r.last_activity = at
-            if at - r.published_activity >= self.expiry_refresh_us or not r.published_activity:
-                r.published_activity = at
-            r.json = None
+    def part_counts(self) -> dict[str, int]:
+        return {p: len(keys) for p, keys in self._parts.items() if keys}

@@ -1,8 +1,9 @@
-"""World records → JSON in the wire shapes of the Together RL API.
+"""The Together RL wire format: enum values spelled as the service spells them, the error body,
+and the JSON of every record, in the shapes the SDK models (registration shapes and
+int64-as-string are applied here and only here).
 
-Session bytes are cached on the record (``Session.json``) and pages are built by joining cached
-fragments, so serving 100 sessions x 10 checkpoints costs microseconds once warm. Registration
-shapes (current / object_ids / legacy / none) and int64-as-string are applied here and only here.
+Serialized bytes are cached on the records (``.json``, dropped on every change), so a page of
+100 warm sessions is a join of 100 byte strings.
 """
 
 from __future__ import annotations
@@ -10,137 +11,230 @@ from __future__ import annotations
 import json
 import time
 from hashlib import blake2b
-from typing import Any
+from typing import TYPE_CHECKING, Any, Final
 
-from .constants import (
-    CHECKPOINT_INFERENCE,
-    CHECKPOINT_TRAINING,
-    RESOURCE_PENDING,
-    SHAPE_CURRENT,
-    SHAPE_OBJECT_IDS,
-)
-from .state import Checkpoint, Operation, Resource, Session
+if TYPE_CHECKING:
+    from .state import Checkpoint, Operation, Resource, Session
 
-_strftime, _gmtime = time.strftime, time.gmtime
-_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+US: Final = 1_000_000  # the world keeps time in integer microseconds
+
+SESSION_CREATING: Final = "TRAINING_SESSION_STATUS_CREATING"
+SESSION_RUNNING: Final = "TRAINING_SESSION_STATUS_RUNNING"
+SESSION_STOPPING: Final = "TRAINING_SESSION_STATUS_STOPPING"
+SESSION_STOPPED: Final = "TRAINING_SESSION_STATUS_STOPPED"
+SESSION_ERROR: Final = "TRAINING_SESSION_STATUS_ERROR"
+SESSION_EXPIRED: Final = "TRAINING_SESSION_STATUS_EXPIRED"
+#: What the ``status`` list filter accepts (UNSPECIFIED is refused by the service).
+SESSION_STATUSES: Final = (SESSION_CREATING, SESSION_RUNNING, SESSION_STOPPING, SESSION_STOPPED,
+                           SESSION_ERROR, SESSION_EXPIRED)  # fmt: skip
+#: No transition leaves these; STOPPING is transitional (it still holds a LoRA slot).
+SESSION_TERMINAL: Final = frozenset({SESSION_STOPPED, SESSION_ERROR, SESSION_EXPIRED})
+RESOURCE_PENDING: Final = "MODEL_RESOURCES_STATUS_PENDING"
+RESOURCE_CREATING: Final = "MODEL_RESOURCES_STATUS_CREATING"
+RESOURCE_READY: Final = "MODEL_RESOURCES_STATUS_READY"
+RESOURCE_STOPPING: Final = "MODEL_RESOURCES_STATUS_STOPPING"
+RESOURCE_STOPPED: Final = "MODEL_RESOURCES_STATUS_STOPPED"
+RESOURCE_ERROR: Final = "MODEL_RESOURCES_STATUS_ERROR"
+RESOURCE_STATUSES: Final = (RESOURCE_PENDING, RESOURCE_CREATING, RESOURCE_READY,
+                            RESOURCE_STOPPING, RESOURCE_STOPPED, RESOURCE_ERROR)  # fmt: skip
+AT_CAPACITY: Final = "TRAINING_SESSION_ERROR_CODE_RESOURCE_AT_CAPACITY"
+UNAVAILABLE: Final = "TRAINING_SESSION_ERROR_CODE_RESOURCE_UNAVAILABLE"
+TIMED_OUT: Final = "TRAINING_SESSION_ERROR_CODE_TIMED_OUT"
+SESSION_FAILED: Final = "TRAINING_SESSION_ERROR_CODE_SESSION_FAILED"
+#: Default messages per error code (the capacity one is the documented example text).
+ERROR_MESSAGES: Final = {
+    UNAVAILABLE: "The model resource this session runs on is unavailable.",
+    AT_CAPACITY: (
+        "The session could not start because the selected resource has no available capacity."
+    ),
+    TIMED_OUT: "The session timed out.",
+    SESSION_FAILED: "The training session failed.",
+}
+PROVISIONING_FAILED: Final = "MODEL_RESOURCES_ERROR_CODE_PROVISIONING_FAILED"
+#: Concurrent non-terminal sessions one resource hosts (HTTP create beyond this → 429).
+LORA_SESSION_CAP: Final = 5
+
+CHECKPOINT_INFERENCE: Final = "CHECKPOINT_TYPE_INFERENCE"
+CHECKPOINT_TRAINING: Final = "CHECKPOINT_TYPE_TRAINING"
+#: Files behind each download variant (the adapter one exists only for LoRA sessions).
+VARIANT_FILES: Final = {
+    "CHECKPOINT_VARIANT_MERGED": ("config.json", "model.safetensors"),
+    "CHECKPOINT_VARIANT_ADAPTER": ("adapter_config.json", "adapter_model.safetensors"),
+}
+#: Registration shapes a session can emit (API reference §3.3); None never registers.
+REGISTRATION_SHAPES: Final = ("current", "object_ids", "legacy", None)
+
+OPERATION_KINDS: Final = ("forward-backward", "custom-forward-backward", "optim-step",
+                          "weights-sync", "sample", "inference-checkpoint", "training-checkpoint")  # fmt: skip
+WEIGHT_SYNC_TYPES: Final = ("WEIGHT_SYNC_TYPE_SYNCHRONOUS", "WEIGHT_SYNC_TYPE_BACKGROUND_PUBLISH",
+                            "WEIGHT_SYNC_TYPE_PIPELINE")  # fmt: skip
+
+DEFAULT_BASE_MODEL: Final = "Qwen/Qwen3-8B"
+GPU_TYPES: Final = ("B200-SXM", "H100-80GB")
+#: Base models whose checkpoints are never uploaded to the registry (no ``registration``).
+NO_REGISTRY_MODELS: Final = frozenset({"MiniMaxAI/MiniMax-M3"})
+#: base model: (context length, LoRA max rank or 0, full-weight supported, $ per GPU-hour)
+MODELS: Final = {
+    "Qwen/Qwen3-0.6B": (32768, 128, True, 3.2),
+    "Qwen/Qwen3-8B": (32768, 128, True, 6.4),
+    "Qwen/Qwen3.5-4B": (65536, 128, True, 4.8),
+    "Qwen/Qwen3-32B": (32768, 64, False, 25.6),
+    "meta-llama/Llama-3.1-8B-Instruct": (131072, 128, True, 6.4),
+    "MiniMaxAI/MiniMax-M3": (131072, 32, False, 51.2),
+}
+
+
+def supported_model(name: str) -> dict[str, Any]:
+    """One ``RlSupportedModel`` of ``GET /v1/rl/supported-models``."""
+    ctx, rank, full, _ = MODELS[name]
+    trainer: dict[str, Any] = {}
+    if full:
+        trainer["full"] = {"max_batch_size": 256, "max_seq_length": ctx}
+    if rank:
+        trainer["lora"] = {"max_batch_size": 512, "max_rank": rank, "max_seq_length": ctx}
+    sampling = {"logprobs": 1, "max_tokens": 1024, "n": 1, "temperature": 1.0}
+    generator = {"context_length": ctx, "sampling_defaults": sampling}
+    config = {"gpu_type": GPU_TYPES[0], "generator_config": generator, "trainer_config": trainer}
+    return {"base_model": name, "default_gpu_type": GPU_TYPES[0], "compute_configs": [config]}
+
+
+def full_status(name: str, statuses: tuple[str, ...]) -> str:
+    """``"RUNNING"`` → the wire constant of that family; other strings pass through raw."""
+    prefix = statuses[0].rsplit("_", 1)[0] + "_"
+    return prefix + name.upper() if prefix + name.upper() in statuses else name
+
+
+# --- errors ------------------------------------------------------------------------------------
+_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+                404: "not_found_error", 408: "timeout_error", 409: "conflict_error",
+                429: "rate_limit_error"}  # fmt: skip
+
+
+def error_body(status: int, message: str, *, param: str | None = None, code: str | None = None) -> bytes:
+    """The OpenAI-style ``{"error": {message, type, param, code}}`` body (5xx: ``server_error``)."""
+    kind = _ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
+    return dumps({"error": {"message": message, "type": kind, "param": param, "code": code}})
+
+
+class SimulatorError(Exception):
+    """An API error: HTTP ``status`` plus the ``ErrorData`` fields. World methods raise it for
+    invalid calls too (unknown id → 404, full resource → 429), so HTTP forwards it unchanged."""
+
+    def __init__(self, status: int, message: str, *, param: str | None = None, code: str | None = None) -> None:
+        super().__init__(message)
+        self.status, self.message, self.param, self.code = status, message, param, code
+
+    def body(self) -> bytes:
+        return error_body(self.status, self.message, param=self.param, code=self.code)
+
+    def __repr__(self) -> str:
+        return f"SimulatorError({self.status}, {self.message!r}, param={self.param!r})"
+
+
+def not_found(kind: str, ident: str, param: str | None = None) -> SimulatorError:
+    return SimulatorError(404, f"{kind} {ident!r} not found", param=param, code="not_found")
+
+
+def bad_request(message: str, param: str | None = None, code: str = "invalid_request") -> SimulatorError:
+    return SimulatorError(400, message, param=param, code=code)
+
+
+# --- rendering ---------------------------------------------------------------------------------
+_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
 def dumps(obj: Any) -> bytes:
-    """Compact JSON bytes."""
-    return _dumps(obj).encode()
+    return _encode(obj).encode()
 
 
 def fmt_ts(us: int) -> str:
     """RFC 3339 UTC with ``Z``: microseconds when non-zero, else whole seconds (as proto-JSON)."""
-    secs, frac = divmod(us, 1_000_000)
-    base = _strftime("%Y-%m-%dT%H:%M:%S", _gmtime(secs))
+    secs, frac = divmod(us, US)
+    base = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs))
     return f"{base}.{frac:06d}Z" if frac else base + "Z"
 
 
 def int64(value: int, as_string: bool) -> int | str:
-    """An int64 field: a JSON number, or a JSON string as proto-JSON emits it."""
+    """An int64 field: a JSON number, or a string as proto-JSON emits it."""
     return str(value) if as_string else value
 
 
-# --- registration ------------------------------------------------------------------------------
+def _error(info: tuple[str | None, str, int]) -> dict[str, Any]:
+    code, message, at = info  # code None: the older shape without it
+    return {**({"code": code} if code is not None else {}), "message": message, "occurred_at": fmt_ts(at)}
+
+
 def registry_artifact(ckpt_id: str, what: str) -> tuple[str, str]:
     """Registry ``(ml_…, rv_…)`` ids of a checkpoint, derived from its id (nothing to store)."""
     h = blake2b(f"{what}:{ckpt_id}".encode(), digest_size=20).hexdigest()
     return "ml_" + h[:20], "rv_" + h[20:]
 
 
-def model_name(ck: Checkpoint, s: Session) -> str:
-    """Registered model name of the older shapes (``user/<base>-rl-<id8>-step-N``)."""
-    return f"{s.created_by}/{s.base_model.rsplit('/', 1)[-1]}-rl-{ck.id[:8]}-step-{ck.step}"
-
-
 def inference_registration(ck: Checkpoint, s: Session) -> dict[str, Any] | None:
-    """The ``registration`` object of an inference checkpoint in its shape, or None if absent."""
+    """The ``registration`` of an inference checkpoint in its shape, or None while absent."""
     if ck.registered_at is None or ck.shape is None:
         return None
-    if ck.shape == SHAPE_CURRENT:
-        mid, rev = registry_artifact(ck.id, "adapter" if s.adapter else "model")
-        return {"adapter" if s.adapter else "model": {"id": mid, "revision_id": rev}}
-    reg: dict[str, Any] = {
-        "model_name": model_name(ck, s),
-        "registered_at": fmt_ts(ck.registered_at),
-    }
-    if ck.shape == SHAPE_OBJECT_IDS:
+    if ck.shape == "current":
+        what = "adapter" if s.adapter else "model"
+        mid, rev = registry_artifact(ck.id, what)
+        return {what: {"id": mid, "revision_id": rev}}
+    name = f"{s.created_by}/{s.base_model.rsplit('/', 1)[-1]}-rl-{ck.id[:8]}-step-{ck.step}"
+    reg: dict[str, Any] = {"model_name": name, "registered_at": fmt_ts(ck.registered_at)}
+    if ck.shape == "object_ids":
         reg["model_object_id"], reg["model_object_revision_id"] = registry_artifact(ck.id, "model")
         if s.adapter:
-            aid, arev = registry_artifact(ck.id, "adapter")
-            reg["adapter_object_id"], reg["adapter_object_revision_id"] = aid, arev
+            reg["adapter_object_id"], reg["adapter_object_revision_id"] = registry_artifact(ck.id, "adapter")
     return reg
 
 
 def training_registration(ck: Checkpoint) -> dict[str, Any] | None:
     """``{id, revision_id}`` of a training checkpoint (only the two newer shapes have one)."""
-    if ck.registered_at is None or ck.shape not in (SHAPE_CURRENT, SHAPE_OBJECT_IDS):
+    if ck.registered_at is None or ck.shape not in ("current", "object_ids"):
         return None
     mid, rev = registry_artifact(ck.id, "training")
     return {"id": mid, "revision_id": rev}
 
 
+def registration(ck: Checkpoint, s: Session) -> dict[str, Any] | None:
+    return inference_registration(ck, s) if ck.is_inference else training_registration(ck)
+
+
 def chat_names(ck: Checkpoint, s: Session) -> list[str]:
-    """Names under which ``/v1/chat/completions`` serves this checkpoint (what its JSON exposes)."""
+    """Names under which ``/v1/chat/completions`` serves this checkpoint (what its JSON shows)."""
     reg = inference_registration(ck, s) if ck.is_inference else None
     if reg is None:
         return []
-    names = [
-        str(reg[k]) for k in ("model_name", "model_object_id", "adapter_object_id") if k in reg
-    ]
-    names += [reg[k]["id"] for k in ("model", "adapter") if k in reg]
-    return names
+    names = [str(reg[k]) for k in ("model_name", "model_object_id", "adapter_object_id") if k in reg]
+    return names + [reg[k]["id"] for k in ("model", "adapter") if k in reg]
 
 
-# --- checkpoints -------------------------------------------------------------------------------
 def checkpoint_in_session(ck: Checkpoint, s: Session) -> dict[str, Any]:
     """``InferenceCheckpoint`` / ``TrainingCheckpoint`` as nested in a session."""
-    d: dict[str, Any] = {
-        "id": ck.id,
-        "created_at": fmt_ts(ck.created_at),
-        "step": int64(ck.step, s.int64_as_string),
-    }
-    reg = inference_registration(ck, s) if ck.is_inference else training_registration(ck)
+    d: dict[str, Any] = {"id": ck.id, "created_at": fmt_ts(ck.created_at), "step": int64(ck.step, s.int64_as_string)}
+    reg = registration(ck, s)
     if reg is not None:
         d["registration"] = reg
     return d
 
 
-def checkpoint_dict(ck: Checkpoint, s: Session) -> dict[str, Any]:
-    """``Checkpoint`` of ``/v1/rl/checkpoints`` (registration in the checkpoint's own shape)."""
-    d: dict[str, Any] = {
-        "id": ck.id,
-        "base_model": s.base_model,
-        "created_at": fmt_ts(ck.created_at),
-        "session_id": s.id,
-        "step": int64(ck.step, s.int64_as_string),
-        "type": CHECKPOINT_INFERENCE if ck.is_inference else CHECKPOINT_TRAINING,
-    }
-    if ck.is_inference:
-        reg = inference_registration(ck, s)
-        if reg is not None:
-            d["inference_registration"] = reg
-    else:
-        treg = training_registration(ck)
-        if treg is not None:
-            d["training_registration"] = treg
-    if s.lora is not None and "rank" in s.lora:
-        d["lora_rank"] = s.lora["rank"]
-    return d
-
-
 def checkpoint_bytes(ck: Checkpoint, s: Session) -> bytes:
-    """Cached bytes of :func:`checkpoint_dict`."""
-    b = ck.json
-    if b is None:
-        b = ck.json = dumps(checkpoint_dict(ck, s))
-    return b
+    """``Checkpoint`` of ``/v1/rl/checkpoints`` (registration in the checkpoint's own shape)."""
+    if ck.json is None:
+        d: dict[str, Any] = {"id": ck.id, "base_model": s.base_model, "created_at": fmt_ts(ck.created_at),
+                             "session_id": s.id, "step": int64(ck.step, s.int64_as_string), "type": ck.kind}  # fmt: skip
+        reg = registration(ck, s)
+        if reg is not None:
+            d["inference_registration" if ck.is_inference else "training_registration"] = reg
+        if s.lora is not None and "rank" in s.lora:
+            d["lora_rank"] = s.lora["rank"]
+        ck.json = dumps(d)
+    return ck.json
 
 
-# --- sessions ----------------------------------------------------------------------------------
-def session_dict(s: Session) -> dict[str, Any]:
+def session_bytes(s: Session) -> bytes:
     """``Session`` exactly as the SDK models it (JSON key ``model_resources_id``)."""
+    if s.json is not None:
+        return s.json
     as_str = s.int64_as_string
     d: dict[str, Any] = {"id": s.id}
     if s.display_name is not None:
@@ -148,22 +242,14 @@ def session_dict(s: Session) -> dict[str, Any]:
     d["status"] = s.status
     d["metadata"] = {"wandb": dict(s.wandb)} if s.wandb else {}
     if s.error is not None:
-        code, message, occurred_at = s.error
-        err: dict[str, Any] = {"code": code} if code is not None else {}
-        err["message"] = message
-        err["occurred_at"] = fmt_ts(occurred_at)
-        d["error"] = err
+        d["error"] = _error(s.error)
     d["inference_checkpoints"] = [checkpoint_in_session(c, s) for c in s.inference]
     d["training_checkpoints"] = [checkpoint_in_session(c, s) for c in s.training]
     if s.resume_from is not None:
         d["resume_from_checkpoint_id"] = s.resume_from
-    d["created_at"] = fmt_ts(s.created_at)
-    d["updated_at"] = fmt_ts(s.updated_at)
+    d["created_at"], d["updated_at"] = fmt_ts(s.created_at), fmt_ts(s.updated_at)
     if s.lora is not None:
-        lora = dict(s.lora)
-        if "seed" in lora:
-            lora["seed"] = int64(lora["seed"], as_str)
-        d["lora_config"] = lora
+        d["lora_config"] = {**s.lora, **({"seed": int64(s.lora["seed"], as_str)} if "seed" in s.lora else {})}
     d["model_resources_id"] = s.resource_id
     d["base_model"] = s.base_model
     d["created_by"] = s.created_by
@@ -176,65 +262,41 @@ def session_dict(s: Session) -> dict[str, Any]:
     }
     for name in s.drop_fields:
         d.pop(name, None)
-    if s.extra_fields:
-        d.update(s.extra_fields)
-    return d
+    d.update(s.extra_fields or {})
+    s.json = dumps(d)
+    return s.json
 
 
-def session_bytes(s: Session) -> bytes:
-    """Cached bytes of :func:`session_dict` (the cache is dropped whenever the session changes)."""
-    b = s.json
-    if b is None:
-        b = s.json = dumps(session_dict(s))
-    return b
-
-
-# --- model resources ---------------------------------------------------------------------------
-def resource_dict(r: Resource, queue_position: int | None = None) -> dict[str, Any]:
-    """``ModelResources`` as the SDK models it."""
+def resource_bytes(r: Resource, queue_position: int = 1) -> bytes:
+    """``ModelResources`` as the SDK models it (cached unless PENDING: the position moves)."""
+    if r.json is not None and r.status != RESOURCE_PENDING:
+        return r.json
     d: dict[str, Any] = {
         "id": r.id,
         "base_model": r.base_model,
-        "compute_config": {
-            "num_generator_replicas": r.num_generator_replicas,
-            "gpu_type": r.gpu_type,
-        },
+        "compute_config": {"num_generator_replicas": r.num_generator_replicas, "gpu_type": r.gpu_type},
         "created_at": fmt_ts(r.created_at),
         "created_by": r.created_by,
         "inactive_timeout": r.inactive_timeout,
         "lora_enabled": r.lora_enabled,
         "optimizer_config": r.optimizer,
         "status": r.status,
-        "status_details": (
-            {"queue_position": queue_position or 1} if r.status == RESOURCE_PENDING else {}
-        ),
+        "status_details": {"queue_position": queue_position} if r.status == RESOURCE_PENDING else {},
         "updated_at": fmt_ts(r.updated_at),
     }
     if r.base_weights_ref is not None:
         d["base_weights_ref"] = r.base_weights_ref
     if r.error is not None:
-        code, message, occurred_at = r.error
-        err: dict[str, Any] = {"code": code} if code is not None else {}
-        err["message"] = message
-        err["occurred_at"] = fmt_ts(occurred_at)
-        d["error"] = err
+        d["error"] = _error(r.error)
     expires = r.expires_at()
     if expires is not None:
         d["expires_at"] = fmt_ts(expires)
-    return d
+    r.json = dumps(d)
+    return r.json
 
 
-def resource_bytes(r: Resource) -> bytes:
-    """Cached bytes of :func:`resource_dict`."""
-    b = r.json
-    if b is None:
-        b = r.json = dumps(resource_dict(r))
-    return b
-
-
-# --- operations, pages -------------------------------------------------------------------------
 def operation_dict(op: Operation) -> dict[str, Any]:
-    """``{id, status, output?, error?}`` shared by all seven operation kinds."""
+    """``{id, status, output?, error?}``, shared by all seven operation kinds."""
     d: dict[str, Any] = {"id": op.id, "status": op.status}
     if op.output is not None:
         d["output"] = op.output
@@ -244,6 +306,6 @@ def operation_dict(op: Operation) -> dict[str, Any]:
 
 
 def page_bytes(fragments: list[bytes], limit: int, has_more: bool, next_cursor: str) -> bytes:
-    """``{"data": [...], "meta": {limit, has_more, next_cursor}}`` from pre-serialized items."""
+    """``{"data": [...], "meta": {limit, has_more, next_cursor}}`` from serialized items."""
     meta = dumps({"limit": limit, "has_more": has_more, "next_cursor": next_cursor})
     return b'{"data":[' + b",".join(fragments) + b'],"meta":' + meta + b"}"

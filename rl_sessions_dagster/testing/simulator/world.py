@@ -1,58 +1,47 @@
-"""``SimulatedWorld``: the in-memory Together RL service state behind the simulator.
+"""``SimulatedWorld``: the in-memory Together RL account behind the simulator, usable on its own.
 
-The world is usable on its own (no HTTP) and is what ``RLSimulator`` serves. Its public
-methods are spread over small mixins, one concept each:
-
-* ``lifecycle.py`` — create/start/stop/fail/expire resources and sessions, checkpoints,
-  registration lag, forced raw statuses, drift mutations;
-* ``operations.py`` — the seven operation kinds, idempotency, injected operation failures;
-* ``queries.py`` — wire JSON getters and keyset pages;
-* ``resources.py`` — the GPU capacity queue, prices, stop permissions, billing records;
-* this module — construction, settings, clock, list order, bulk population.
-
-Every public method takes the world's single re-entrant lock and first applies due timers, so
-the world is safe to drive from a test thread while server threads serve it.
+Its calls live by concept: :mod:`.lifecycle` (state, timers, model resources), :mod:`.sessions`
+(sessions, checkpoints, operations), this module (settings, the clock, list order, reads,
+prices and billing), :mod:`.populate` (bulk history).
 """
 
 from __future__ import annotations
 
 import gc
+import json
+from collections.abc import Callable, Collection, Iterable, Iterator
 from datetime import datetime
+from hashlib import blake2b
+from itertools import islice
 from typing import Any
 
-from .clock import ClockMode, SimClock
-from .operations import OperationsMixin
-from .queries import QueriesMixin
-from .resources import ResourceAdminMixin
-from .state import LIST_ORDERS, US, ListOrder, locked
+from . import wire
+from .lifecycle import LIST_ORDERS, ListOrder, locked, session_status
+from .populate import populate_world
+from .sessions import Sessions
+from .state import ClockMode, Key, Resource, SimClock
+from .wire import US, bad_request
+
+Pred = Callable[[Key], bool]
 
 
-class SimulatedWorld(QueriesMixin, ResourceAdminMixin, OperationsMixin):
+class SimulatedWorld(Sessions):
     """Thread-safe in-memory state of a simulated Together RL account.
 
     Args:
-        seed: seeds every id and random choice, so the same calls give the same world.
-        clock: ``"real"`` (UTC now plus :meth:`advance_clock` offsets) or ``"manual"``
-            (frozen at ``start``, moved only by :meth:`advance_clock`).
-        start: start of a manual clock (default 2026-11-29T12:00:00Z).
-        user_id: the API key's user: default ``created_by`` and what ``created_by=me`` means.
-        list_order: ``"newest_first"`` (created_at desc, id desc) or ``"unordered"`` (a stable
-            order unrelated to time) for session and model-resource lists.
+        seed: seeds every id and random choice: the same calls give the same world.
+        clock: ``"real"`` (UTC now plus :meth:`advance_clock` offsets) or ``"manual"`` (frozen
+            at ``start``, default 2026-11-29T12:00:00Z, moved only by :meth:`advance_clock`).
+        user_id: the API key's user: default ``created_by``, what ``created_by=me`` means.
+        list_order: ``"newest_first"`` (created_at desc, id desc), ``"oldest_first"`` or
+            ``"unordered"`` (stable, unrelated to time) for session and resource lists.
         session_start_delay / session_stop_delay: seconds an HTTP-created session stays
             CREATING / a stopped session stays STOPPING.
-        resource_provision_delay / resource_stop_delay: seconds PENDING+CREATING / STOPPING
-            last for resources that go through those states.
-        operation_polls: GETs after which an operation completes (0 = completed on submit);
-            ``operation_polls_by_kind`` overrides it per kind.
-        registration_delay: seconds between an operation-created checkpoint and its registration.
-        default_registration_shape / default_int64_as_string: wire quirks of new sessions.
-        expiry_refresh: seconds between refreshes of a READY resource's shown ``expires_at``
-            (the API refreshes it about once a minute; the real stop uses the true activity).
+        resource_provision_delay / resource_stop_delay: seconds PENDING+CREATING / STOPPING last.
+        operation_polls: GETs after which an operation completes (0: on submit).
 
-    Attributes:
-        response_hook: ``callable(path, payload) -> payload`` applied by the server to every
-            decoded ``/v1`` JSON response before it is sent (bypasses nothing in the world; the
-            server re-encodes only while a hook is set). For drift tests.
+    ``response_hook``: ``callable(path, payload) -> payload`` the server applies to every decoded
+    ``/v1`` JSON response before sending it (drift tests).
     """
 
     def __init__(
@@ -68,93 +57,267 @@ class SimulatedWorld(QueriesMixin, ResourceAdminMixin, OperationsMixin):
         resource_provision_delay: float = 0.0,
         resource_stop_delay: float = 0.0,
         operation_polls: int = 1,
-        operation_polls_by_kind: dict[str, int] | None = None,
-        registration_delay: float = 0.0,
-        default_registration_shape: str | None = "current",
-        default_int64_as_string: bool = False,
-        expiry_refresh: float = 60.0,
     ) -> None:
-        if list_order not in LIST_ORDERS:
-            raise ValueError(
-                f"list_order must be one of {', '.join(LIST_ORDERS)}, not {list_order!r}"
-            )
-        super().__init__(
-            seed=seed, clock=SimClock(clock, start), user_id=user_id, list_order=list_order
-        )
+        super().__init__(seed, SimClock(clock, start), user_id, list_order)
         self.session_start_delay = session_start_delay
         self.session_stop_delay = session_stop_delay
         self.resource_provision_delay = resource_provision_delay
         self.resource_stop_delay = resource_stop_delay
         self.operation_polls = operation_polls
-        self.operation_polls_by_kind = dict(operation_polls_by_kind or {})
-        self.registration_delay = registration_delay
-        self.default_registration_shape = default_registration_shape
-        self.default_int64_as_string = default_int64_as_string
-        self.expiry_refresh_us = round(expiry_refresh * US)
-        self._fail_next_creates = []
-        self._fail_next_ops = []
+        self.response_hook = None
+        self._prices: dict[str, float] = {}
 
-    # --- clock -----------------------------------------------------------------------------
+    # --- clock, order, bulk ------------------------------------------------------------------
     @locked
     def now(self) -> datetime:
-        """The world's current time (aware UTC)."""
         return self.clock.now()
 
     def advance_clock(self, seconds: float) -> None:
-        """Move simulated time forward and apply every timer that became due (expiry, delays)."""
+        """Move simulated time forward and apply every timer that became due."""
         with self._lock:
             self.clock.advance(seconds)
             self._tick()
 
-    # --- list order ------------------------------------------------------------------------
     @property
     def list_order(self) -> ListOrder:
-        """Current order of session and model-resource lists."""
         return self._list_order
 
     @locked
     def set_list_order(self, order: ListOrder) -> None:
-        """Switch between ``"newest_first"``, ``"oldest_first"`` and ``"unordered"`` (an order
-        unrelated to time); rebuilds the indices."""
+        """Switch the order of session and resource lists (rebuilds their indices)."""
         if order not in LIST_ORDERS:
             raise ValueError(f"order must be one of {', '.join(LIST_ORDERS)}, not {order!r}")
-        if order != self._list_order:
-            self._list_order = order
-            self._rebuild_indices()
+        self._list_order = order
+        self._session_index.load(((self._key(s), s.status) for s in self._sessions.values()), clear=True)
+        self._resource_index.load(((self._key(r), r.status) for r in self._resources.values()), clear=True)
 
-    # --- bulk ------------------------------------------------------------------------------
     @locked
     def populate(
-        self,
-        n_sessions: int = 10_000,
-        checkpoints_per_session: int = 10,
-        active: int = 50,
-        *,
-        seed: int | None = None,
-        days: float = 28.0,
-        training_checkpoints_per_session: int = 1,
+        self, n_sessions: int = 10_000, checkpoints_per_session: int = 10, active: int = 50, *,
+        seed: int | None = None, days: float = 28.0, training_checkpoints_per_session: int = 1,
         registration_shapes: tuple[str | None, ...] = ("current",),
-        base_models: tuple[str, ...] | None = None,
-    ) -> dict[str, Any]:
-        """Bulk-create a realistic history; see :func:`populate.populate_world`. Returns counts
-        and the elapsed seconds."""
-        from .populate import populate_world
-
-        # Millions of new containers would trigger many full GC passes; none can be garbage.
-        was_enabled = gc.isenabled()
-        gc.disable()
+    ) -> dict[str, Any]:  # fmt: skip
+        """Bulk-create a realistic history (see :mod:`.populate`); returns counts and seconds."""
+        enabled = gc.isenabled()
+        gc.disable()  # millions of new containers, none garbage: skip the full GC passes
         try:
-            return populate_world(
-                self,
-                n_sessions=n_sessions,
-                checkpoints_per_session=checkpoints_per_session,
-                active=active,
-                seed=self.seed if seed is None else seed,
-                days=days,
-                training_checkpoints_per_session=training_checkpoints_per_session,
-                registration_shapes=registration_shapes,
-                base_models=base_models,
-            )
+            seed = self.seed if seed is None else seed
+            return populate_world(self, n_sessions, checkpoints_per_session, active, seed, days,
+                                  training_checkpoints_per_session, registration_shapes)  # fmt: skip
         finally:
-            if was_enabled:
+            if enabled:
                 gc.enable()
+
+    # --- reads: wire JSON (dicts for Python, bytes for HTTP) ---------------------------------
+    @locked
+    def session(self, session_id: str) -> dict[str, Any]:
+        """What ``GET /v1/rl/training-sessions/{id}`` returns."""
+        return json.loads(self.session_json(session_id))
+
+    @locked
+    def session_ids(self, status: str | Iterable[str] | None = None) -> list[str]:
+        """Ids in list order, optionally of some statuses (short names accepted)."""
+        names = None if status is None else [status] if isinstance(status, str) else list(status)
+        parts = None if names is None else [session_status(n) for n in names]
+        return [k[1] for k in self._session_index.iter_desc(None, parts)]
+
+    @locked
+    def sessions(self, status: str | Iterable[str] | None = None) -> list[dict[str, Any]]:
+        return [json.loads(wire.session_bytes(self._sessions[i])) for i in self.session_ids(status)]
+
+    @locked
+    def checkpoint(self, checkpoint_id: str) -> dict[str, Any]:
+        return json.loads(self.checkpoint_json(checkpoint_id))
+
+    @locked
+    def checkpoints(self, session_id: str | None = None, type: str | None = None) -> list[dict[str, Any]]:
+        """Every checkpoint, newest first, optionally filtered."""
+        return json.loads(self.page_checkpoints(limit=10**9, session_id=session_id, type=type))["data"]
+
+    @locked
+    def model_resource(self, resource_id: str) -> dict[str, Any]:
+        return json.loads(self.resource_json(resource_id))
+
+    @locked
+    def model_resources(self) -> list[dict[str, Any]]:
+        keys = self._resource_index.iter_desc(None)
+        return [json.loads(self._resource_bytes(self._resources[k[1]])) for k in keys]
+
+    @locked
+    def counts(self) -> dict[str, Any]:
+        """Sizes of the world, per status / type (what ``/_sim/stats`` reports)."""
+        return {
+            "sessions": len(self._sessions),
+            "sessions_by_status": self._session_index.part_counts(),
+            "model_resources": len(self._resources),
+            "model_resources_by_status": self._resource_index.part_counts(),
+            "checkpoints": len(self._checkpoints),
+            "checkpoints_by_type": self._checkpoint_index.part_counts(),
+            "operations": len(self._operations),
+        }
+
+    @locked
+    def session_json(self, session_id: str) -> bytes:
+        return wire.session_bytes(self._session(session_id))
+
+    @locked
+    def resource_json(self, resource_id: str) -> bytes:
+        return self._resource_bytes(self._resource(resource_id))
+
+    @locked
+    def checkpoint_json(self, checkpoint_id: str) -> bytes:
+        ck = self._checkpoint(checkpoint_id)
+        return wire.checkpoint_bytes(ck, self._sessions[ck.session_id])
+
+    def _resource_bytes(self, r: Resource) -> bytes:
+        if r.status != wire.RESOURCE_PENDING or not r.queued:
+            return wire.resource_bytes(r)  # provisioning ones wait only for their pods: position 1
+        mine = (r.created_at, r.id)
+        older = sum(1 for o in self._queued() if o.gpu_type == r.gpu_type and (o.created_at, o.id) < mine)
+        return wire.resource_bytes(r, older + 1)
+
+    def _after(self, after: str | None, items: dict[str, Any], key: Callable[[Any], Key]) -> Key | None:
+        if not after:
+            return None
+        if after not in items:
+            raise bad_request(f"unknown cursor {after!r}", param="after", code="invalid_cursor")
+        return key(items[after])
+
+    @locked
+    def page_sessions(
+        self, *, limit: int = 20, after: str | None = None, statuses: Collection[str] | None = None,
+        resource_id: str | None = None, created_by: str | None = None,
+    ) -> bytes:  # fmt: skip
+        """One page of ``GET /v1/rl/training-sessions`` (statuses as full constants)."""
+        start, sessions = self._after(after, self._sessions, self._key), self._sessions
+        preds: list[Pred] = []
+        if resource_id is not None:
+            r = self._resources.get(resource_id)
+            keys = sorted((self._key(sessions[i]) for i in (r.session_ids if r else [])), reverse=True)
+            it: Iterator[Key] = iter([k for k in keys if start is None or k < start])
+            if statuses:
+                preds.append(lambda k: sessions[k[1]].status in statuses)
+        else:
+            it = self._session_index.iter_desc(start, statuses or None)
+        if created_by is not None:
+            preds.append(lambda k: sessions[k[1]].created_by == created_by)
+        return _page(it, limit, preds, lambda i: wire.session_bytes(sessions[i]))
+
+    @locked
+    def page_checkpoints(
+        self, *, limit: int = 20, after: str | None = None, session_id: str | None = None,
+        type: str | None = None, base_model: str | None = None,
+    ) -> bytes:  # fmt: skip
+        """One page of ``GET /v1/rl/checkpoints``, newest first (created_at desc, then id desc)."""
+        ckpts, sessions = self._checkpoints, self._sessions
+        start = self._after(after, ckpts, lambda c: (c.created_at, c.id))
+        preds: list[Pred] = []
+        if session_id is not None:
+            own = (s.inference + s.training) if (s := sessions.get(session_id)) else []
+            keys = sorted(((c.created_at, c.id) for c in own), reverse=True)
+            it: Iterator[Key] = iter([k for k in keys if start is None or k < start])
+            if type is not None:
+                preds.append(lambda k: ckpts[k[1]].kind == type)
+        else:
+            it = self._checkpoint_index.iter_desc(start, None if type is None else (type,))
+        if base_model is not None:
+            preds.append(lambda k: sessions[ckpts[k[1]].session_id].base_model == base_model)
+
+        def serialize(i: str) -> bytes:
+            return wire.checkpoint_bytes(ckpts[i], sessions[ckpts[i].session_id])
+
+        return _page(it, limit, preds, serialize)
+
+    @locked
+    def page_resources(
+        self, *, limit: int = 20, after: str | None = None, statuses: Collection[str] | None = None,
+        created_by: str | None = None,
+    ) -> bytes:  # fmt: skip
+        """One page of ``GET /v1/rl/model-resources`` (same order setting as sessions)."""
+        resources = self._resources
+        it = self._resource_index.iter_desc(self._after(after, resources, self._key), statuses or None)
+        preds: list[Pred] = [] if created_by is None else [lambda k: resources[k[1]].created_by == created_by]
+        return _page(it, limit, preds, lambda i: self._resource_bytes(resources[i]))
+
+    @locked
+    def chat_model(self, name: str) -> tuple[str, int] | None:
+        """``(checkpoint id, step)`` of the inference checkpoint registered under ``name``."""
+        if self._chat_names is None:
+            self._chat_names = {
+                n: ck.id
+                for ck in self._checkpoints.values()
+                if ck.registered_at is not None and ck.is_inference
+                for n in wire.chat_names(ck, self._sessions[ck.session_id])
+            }
+        cid = self._chat_names.get(name)
+        return None if cid is None else (cid, self._checkpoints[cid].step)
+
+    @locked
+    def download_files(self, checkpoint_id: str, variant: str | None) -> list[tuple[str, int]]:
+        """``(filename, size)`` of a download; 400 for a missing or invalid variant, a training
+        checkpoint, or the adapter variant of a full-weight session."""
+        ck = self._checkpoint(checkpoint_id)
+        if not variant:
+            raise bad_request("variant is required", param="variant", code="missing_parameter")
+        if variant not in wire.VARIANT_FILES:
+            raise bad_request(f"invalid variant {variant!r}", param="variant")
+        if not ck.is_inference:
+            raise bad_request("only inference checkpoints can be downloaded", param="checkpoint_id")
+        if variant.endswith("ADAPTER") and self._sessions[ck.session_id].lora is None:
+            raise bad_request("the adapter variant exists only for LoRA sessions", param="variant")
+        return [(name, file_size(ck.id, name)) for name in wire.VARIANT_FILES[variant]]
+
+    # --- prices and billing (the API bills only while READY) ---------------------------------
+    @locked
+    def set_price(self, base_model: str, price_per_gpu_hour: float) -> None:
+        """Override the price per GPU-hour of ``base_model`` (estimate-cost reads it)."""
+        if price_per_gpu_hour < 0:
+            raise ValueError("price must be >= 0")
+        self._prices[base_model] = float(price_per_gpu_hour)
+
+    @locked
+    def price_per_hour(self, base_model: str, *, lora: bool = True, replicas: int = 1) -> float:
+        """What ``estimate-cost`` answers: GPUs (trainer + generators, doubled for full-weight
+        training) x the base model's price per GPU-hour."""
+        listed = wire.MODELS[base_model][3] if base_model in wire.MODELS else 0.0
+        per_gpu = self._prices.get(base_model, listed)
+        return round(per_gpu * (1 + replicas) * (1 if lora else 2), 2)
+
+    @locked
+    def billing(self) -> dict[str, dict[str, Any]]:
+        """Per resource: ``status``, ``ready_at``/``unready_at`` (wire timestamps or None),
+        ``billed_seconds``, ``billing`` (READY now), ``price_per_hour``: the spend oracle."""
+        now, out = self._now(), {}
+        for r in self._resources.values():
+            end = r.unready_at if r.unready_at is not None else now
+            out[r.id] = {
+                "status": r.status,
+                "ready_at": None if r.ready_at is None else wire.fmt_ts(r.ready_at),
+                "unready_at": None if r.unready_at is None else wire.fmt_ts(r.unready_at),
+                "billed_seconds": 0.0 if r.ready_at is None else max(0, end - r.ready_at) / US,
+                "billing": r.status == wire.RESOURCE_READY,
+                "price_per_hour": self.price_per_hour(
+                    r.base_model, lora=r.lora_enabled, replicas=r.num_generator_replicas
+                ),
+            }
+        return out
+
+    @locked
+    def billing_resources(self) -> list[str]:
+        """Ids of resources billing right now (READY)."""
+        return [r.id for r in self._resources.values() if r.status == wire.RESOURCE_READY]
+
+
+def file_size(checkpoint_id: str, filename: str) -> int:
+    """Deterministic small size of a simulated file (json ≤ 2 KiB, weights ≤ 64 KiB)."""
+    h = int.from_bytes(blake2b(f"{checkpoint_id}/{filename}".encode(), digest_size=4).digest(), "big")
+    return 256 + h % 1792 if filename.endswith(".json") else 4096 + h % 61440
+
+
+def _page(keys: Iterator[Key], limit: int, preds: list[Pred], serialize: Callable[[str], bytes]) -> bytes:
+    it = filter(lambda k: all(p(k) for p in preds), keys) if preds else keys
+    picked = list(islice(it, limit + 1))
+    has_more = len(picked) > limit
+    del picked[limit:]
+    cursor = picked[-1][1] if has_more else ""
+    return wire.page_bytes([serialize(k[1]) for k in picked], limit, has_more, cursor)
