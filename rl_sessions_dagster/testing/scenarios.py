@@ -72,11 +72,6 @@ class DemoSweep:
         if self._thread is not None:
             self._thread.join(timeout=10)
 
-    def wait(self, timeout: float | None = None) -> bool:
-        if self._thread is not None:
-            self._thread.join(timeout)
-        return self.outcome.finished
-
     def _sleep(self) -> bool:
         return not self._stop.wait(self.pace)
 

@@ -87,8 +87,11 @@ def add_control_routes(
     def add_fault(req: Request, body: Body) -> Body:
         unknown = set(body) - _FAULT_FIELDS - {"pattern"}
         if "pattern" not in body or unknown:
-            raise ValueError(f"a fault needs 'pattern' and known fields (unknown: {sorted(unknown)})")
-        rule = faults.add(str(body["pattern"]), **_pick(body, *_FAULT_FIELDS))
+            raise bad_request(f"a fault needs 'pattern' and known fields (unknown: {sorted(unknown)})")
+        try:
+            rule = faults.add(str(body["pattern"]), **_pick(body, *_FAULT_FIELDS))
+        except (TypeError, ValueError) as exc:
+            raise bad_request(f"invalid fault: {exc}") from None
         return {"ok": True, "fault": rule.label()}
 
     def stats(req: Request, body: Body) -> Body:
