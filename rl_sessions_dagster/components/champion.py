@@ -102,7 +102,7 @@ class ChampionSection(Section):
         route = self.on_change
         return build_champion_definitions(
             name=self.sensor_name,
-            target=dg.AssetSelection.from_string(route.assets) if route else None,
+            assets=dg.AssetSelection.from_string(route.assets) if route else None,
             rule=self.rule(),
             options=ChampionOptions(
                 key=dg.AssetKey.from_user_string(self.key),

@@ -1,7 +1,7 @@
 """The two event-sensor sections of ``TogetherRLComponent``, one shape for both families:
 
 ```yaml
-sessions:          # session and checkpoint events → build_routed_sensor
+sessions:          # session and checkpoint events → build_session_sensor
   name: ...
   minimum_interval_seconds: 30
   running: false
@@ -30,7 +30,7 @@ from ..sensors import (
     ResourceRoute,
     ResourceSensorOptions,
     build_model_resource_sensor,
-    build_routed_sensor,
+    build_session_sensor,
 )
 from ..sensors.options import event_kinds
 from .schema import Section
@@ -210,7 +210,7 @@ class SessionSensorSection(SensorSection):
         it is off or has nothing to run or announce."""
         if not self.enabled or (not routes and not self.announce):
             return None
-        return build_routed_sensor(
+        return build_session_sensor(
             name=self.name,
             routes=routes,
             session_filter=self.filter.build(),
@@ -302,7 +302,8 @@ class ResourceSensorSection(SensorSection):
         description="Sensor name; also the key of its cursor (renaming starts over).",
     )
     filter: ResourceFilterConfig = Field(
-        default_factory=ResourceFilterConfig, description="Which model resources the sensor watches."
+        default_factory=ResourceFilterConfig,
+        description="Which model resources the sensor watches.",
     )
     options: ResourceOptionsConfig = Field(
         default_factory=ResourceOptionsConfig,

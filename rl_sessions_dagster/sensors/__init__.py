@@ -1,17 +1,14 @@
-"""Dagster sensors that turn Together RL events into runs: session events, model-resource
-events, the idle guard and the sweep champion.
+"""Dagster sensors that turn Together RL events into runs, one builder per family: session
+events (:func:`build_session_sensor`), model-resource events
+(:func:`build_model_resource_sensor`), the idle guard (:func:`build_idle_guard`) and the sweep
+champion (:func:`build_champion_definitions`).
 
 Every builder has one shape: the sensor's identity (``name``, ``minimum_interval_seconds``,
-``default_status``, ``description``), where its runs go (``routes``, or one ``job``/``target``),
-what it watches (a filter, policy or rule) and one typed options object.
+``default_status``, ``description``), where its runs go (``routes``, or the champion's one
+``job``/``assets``), what it watches (a filter, policy or rule) and one typed options object.
 """
 
-from .champion import (
-    CHAMPION_CHANGED,
-    build_champion_asset_spec,
-    build_champion_definitions,
-    build_champion_sensor,
-)
+from .champion import CHAMPION_CHANGED, build_champion_definitions
 from .idle_guard import IdleStopConfig, build_idle_guard
 from .options import (
     ChampionOptions,
@@ -23,10 +20,9 @@ from .options import (
     ResourceSensorOptions,
     UnknownEventKind,
 )
-from .presets import build_checkpoint_sensor, build_session_status_sensor
 from .resource_sensor import ResourceFilter, build_model_resource_sensor, resource_event_tags
 from .run_requests import RunRequestFn, event_tags
-from .session_sensor import build_rl_event_sensor, build_routed_sensor
+from .session_sensor import build_session_sensor
 from .tick import TRANSIENT_ERRORS
 
 __all__ = [
@@ -43,15 +39,10 @@ __all__ = [
     "ResourceSensorOptions",
     "RunRequestFn",
     "UnknownEventKind",
-    "build_champion_asset_spec",
     "build_champion_definitions",
-    "build_champion_sensor",
-    "build_checkpoint_sensor",
     "build_idle_guard",
     "build_model_resource_sensor",
-    "build_rl_event_sensor",
-    "build_routed_sensor",
-    "build_session_status_sensor",
+    "build_session_sensor",
     "event_tags",
     "resource_event_tags",
 ]

@@ -12,26 +12,22 @@ events), :class:`IdleGuardOptions` (the idle guard), :class:`ChampionOptions` (t
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 import dagster as dg
 
 from ..core.events import CHECKPOINT_EVENTS, EventKind
 from ..core.resource_events import ResourceEvent, ResourceEventKind
+from ..core.resource_tracker import ResourceTrackerConfig
+from ..core.tracker_io import TrackerConfig
 from ..partitions import (
     CHAMPION_ASSET_KEY,
     CHECKPOINT_ASSET_KEY,
     CHECKPOINT_PARTITIONS,
     EVALUATION_ASSET_KEY,
 )
+from ..partitions.jobs import Assets, Job
 from .run_requests import RunRequestFn
-
-if TYPE_CHECKING:
-    from dagster._core.definitions.asset_selection import CoercibleToAssetSelection
-    from dagster._core.definitions.target import ExecutableDefinition
-
-    from ..core.resource_tracker import ResourceTrackerConfig
-    from ..core.tracker_io import TrackerConfig
 
 DEFAULT_TICK_BUDGET_SECONDS = 40.0
 K = TypeVar("K", bound=Enum)
@@ -113,9 +109,7 @@ class PollingOptions:
             "unavailable_alarm_seconds",
         )
 
-    def tracker_config(self, kinds: frozenset[EventKind]) -> "TrackerConfig":
-        from ..core.tracker_io import TrackerConfig  # the core loads with the first tick
-
+    def tracker_config(self, kinds: frozenset[EventKind]) -> TrackerConfig:
         return TrackerConfig(
             kinds=kinds,
             max_events=self.max_runs_per_tick,
@@ -160,9 +154,7 @@ class ResourceSensorOptions:
                 raise _invalid(f"{name} must be >= 0, got {getattr(self, name)!r}")
         _positive(self, "tick_budget_seconds", "unavailable_alarm_seconds")
 
-    def tracker_config(self, kinds: frozenset[ResourceEventKind]) -> "ResourceTrackerConfig":
-        from ..core.resource_tracker import ResourceTrackerConfig  # loads with the first tick
-
+    def tracker_config(self, kinds: frozenset[ResourceEventKind]) -> ResourceTrackerConfig:
         return ResourceTrackerConfig(
             kinds=kinds,
             max_events=self.max_runs_per_tick,
@@ -277,8 +269,8 @@ class EventRoute:
     """
 
     event_kinds: Iterable[EventKind | str]
-    job: "ExecutableDefinition | None" = None
-    assets: "CoercibleToAssetSelection | None" = None
+    job: "Job | None" = None
+    assets: "Assets | None" = None
     job_name: str | None = None
     partitions_def: dg.DynamicPartitionsDefinition | None = field(default=CHECKPOINT_PARTITIONS)
     run_request_fn: RunRequestFn | None = None
@@ -310,8 +302,8 @@ class ResourceRoute:
     ``run_request_fn`` reshapes each run request or drops it."""
 
     event_kinds: Iterable[ResourceEventKind | str]
-    job: "ExecutableDefinition | None" = None
-    assets: "CoercibleToAssetSelection | None" = None
+    job: "Job | None" = None
+    assets: "Assets | None" = None
     job_name: str | None = None
     run_request_fn: ResourceRunRequestFn | None = None
     #: The parsed ``event_kinds`` (which is normalised to the same set when built).
