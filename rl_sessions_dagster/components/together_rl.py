@@ -26,7 +26,7 @@ from .evaluation import EvaluationSection
 from .gpus import IdleGuardConfig, SpendScheduleConfig, gpu_defs
 from .report import ReportSection
 from .resource_section import default_resource, resolve_resource, resource_model
-from .schema import Section, exact_model, templatable
+from .schema import Section, exact
 from .sensors import ResourceSensorSection, SessionSensorSection
 
 SCAFFOLD_YAML = """\
@@ -191,8 +191,8 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
     @classmethod
     def model(cls) -> type[BaseModel]:
         """Dagster's derived model, whose JSON schema (what ``dg check yaml`` and
-        ``dg utils inspect-component`` read) is made exact by :func:`.schema.exact_schema`."""
-        return exact_model(templatable(super().model()), cls)
+        ``dg utils inspect-component`` read) is made exact by :func:`.schema.exact`."""
+        return exact(super().model(), cls)
 
     @property
     def checkpoint_key(self) -> dg.AssetKey:
