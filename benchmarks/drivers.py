@@ -68,7 +68,8 @@ def _resource(base_url: str, api_key: str) -> TogetherRLResource:
 
 
 class OursSensor:
-    """``build_rl_event_sensor`` (every event kind, defaults otherwise) via ``evaluate_tick``."""
+    """``build_session_sensor`` (every event kind to one job, defaults otherwise) via
+    ``evaluate_tick``."""
 
     name = "ours: sensor via evaluate_tick"
     key = "ours_sensor"

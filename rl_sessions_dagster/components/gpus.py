@@ -15,7 +15,13 @@ from ..assets.schedules import build_sync_job_and_schedule
 from ..core.idle import IdlePolicy
 from ..sensors import IdleGuardOptions, build_idle_guard
 from .schema import Section
-from .sensors import ResourceSensorSection, options_section, sensor_status
+from .sensors import (
+    ResourceSensorSection,
+    interval_field,
+    options_section,
+    running_field,
+    sensor_status,
+)
 
 _POLICY = IdlePolicy()
 
@@ -64,10 +70,8 @@ class IdleGuardConfig(_GuardOptions):  # type: ignore[valid-type,misc] # a deriv
     deny_base_models: list[str] = Field(
         default_factory=list, description="Never resources of these base models."
     )
-    minimum_interval_seconds: int = Field(
-        default=300, ge=1, le=86_400, description="Seconds between ticks (1 to 86400)."
-    )
-    running: bool = Field(default=False, description="Default status RUNNING (else STOPPED).")
+    minimum_interval_seconds: int = interval_field(300)
+    running: bool = running_field()
 
     def build(
         self, resource_key: str, spend_db_path: str | None = None
@@ -111,7 +115,7 @@ class SpendScheduleConfig(Section):
     cron_schedule: str = Field(
         default="*/15 * * * *", min_length=1, description="When the spend asset refreshes (cron)."
     )
-    running: bool = Field(default=False, description="Default status RUNNING (else STOPPED).")
+    running: bool = running_field()
     job_name: str = Field(
         default="together_rl_spend_job",
         min_length=1,

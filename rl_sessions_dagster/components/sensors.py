@@ -78,6 +78,18 @@ ResourceEventKindName = Literal[
 ]
 
 
+def interval_field(default: int = 30) -> Any:
+    """``minimum_interval_seconds`` of a sensor section."""
+    return Field(
+        default=default, ge=1, le=86_400, description="Seconds between ticks (1 to 86400)."
+    )
+
+
+def running_field() -> Any:
+    """``running`` of a sensor or schedule section."""
+    return Field(default=False, description="Default status RUNNING (else STOPPED).")
+
+
 def sensor_status(running: bool) -> dg.DefaultSensorStatus:
     return dg.DefaultSensorStatus.RUNNING if running else dg.DefaultSensorStatus.STOPPED
 
@@ -89,10 +101,8 @@ class SensorSection(Section):
     name: str = Field(
         min_length=1, description="Sensor name; also the key of its cursor (renaming starts over)."
     )
-    minimum_interval_seconds: int = Field(
-        default=30, ge=1, le=86_400, description="Seconds between ticks (1 to 86400)."
-    )
-    running: bool = Field(default=False, description="Default status RUNNING (else STOPPED).")
+    minimum_interval_seconds: int = interval_field()
+    running: bool = running_field()
 
 
 # -- sessions ---------------------------------------------------------------------------------

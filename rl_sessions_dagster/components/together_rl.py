@@ -27,7 +27,7 @@ from .gpus import IdleGuardConfig, SpendScheduleConfig, gpu_defs
 from .report import ReportSection
 from .resource_section import default_resource, resolve_resource, resource_model
 from .schema import Section, exact
-from .sensors import ResourceSensorSection, SessionSensorSection
+from .sensors import ResourceSensorSection, SessionSensorSection, running_field
 
 SCAFFOLD_YAML = """\
 type: {type_name}
@@ -109,7 +109,7 @@ class SyncConfig(Section):
     cron_schedule: str = Field(
         default="*/15 * * * *", min_length=1, description="When the sync runs (cron)."
     )
-    running: bool = Field(default=False, description="Default status RUNNING (else STOPPED).")
+    running: bool = running_field()
     job_name: str | None = Field(
         default=None,
         description="Name of the sync job (default: from the asset key, "
