@@ -26,10 +26,11 @@ import dagster as dg
 
 from rl_sessions_dagster import (
     EventKind,
+    EventRoute,
     PollingOptions,
     SessionFilter,
     TogetherRLResource,
-    build_rl_event_sensor,
+    build_session_sensor,
 )
 from rl_sessions_dagster.api import RLSessionsClient, ServerClock, TrainingSession
 from rl_sessions_dagster.core import TrackerConfig, TrackerState, advance
@@ -67,17 +68,17 @@ def _resource(base_url: str, api_key: str) -> TogetherRLResource:
 
 
 class OursSensor:
-    """``build_rl_event_sensor`` (every event kind, defaults otherwise) via ``evaluate_tick``."""
+    """``build_session_sensor`` (every event kind to one job, defaults otherwise) via
+    ``evaluate_tick``."""
 
     name = "ours: sensor via evaluate_tick"
     key = "ours_sensor"
 
     def __init__(self, base_url: str, api_key: str, instance: dg.DagsterInstance) -> None:
-        sensor = build_rl_event_sensor(
+        sensor = build_session_sensor(
             name=SENSOR_NAME,
-            event_kinds=list(EventKind),
-            job=bench_job,
-            options=PollingOptions(checkpoint_asset_key=None),  # runs only, as measured before
+            routes=[EventRoute(list(EventKind), job=bench_job, partitions_def=None)],
+            options=PollingOptions(checkpoint_asset_key=None),
         )
         self.defs = dg.Definitions(
             jobs=[bench_job],

@@ -28,11 +28,11 @@ import dagster as dg
 
 from rl_sessions_dagster import (
     EventKind,
+    EventRoute,
     TogetherRLResource,
-    build_rl_event_sensor,
-    build_session_status_sensor,
+    build_session_sensor,
 )
-from rl_sessions_dagster.core import TrackerState
+from rl_sessions_dagster.core import TERMINAL_EVENTS, TrackerState
 
 from .drivers import bench_job as quiet_job
 from .simproc import API_KEY, SimProcess, simulator
@@ -133,15 +133,25 @@ def run_case(n: int, order: str, samples: int, ticks: int) -> list[Row]:
     with simulator(n, list_order=order) as sim, dg.instance_for_test() as instance:
         sensors = [
             Sensor(
-                build_rl_event_sensor(  # the checkpoint preset, unpartitioned runs
+                build_session_sensor(
                     name="together_rl_checkpoint_sensor",
-                    event_kinds=[EventKind.CHECKPOINT_REGISTERED],
-                    job=quiet_job,
+                    routes=[
+                        EventRoute(
+                            [EventKind.CHECKPOINT_REGISTERED], job=quiet_job, partitions_def=None
+                        )
+                    ],
                 ),
                 sim.base_url,
                 instance,
             ),
-            Sensor(build_session_status_sensor(job=quiet_job), sim.base_url, instance),
+            Sensor(
+                build_session_sensor(
+                    name="together_rl_session_status_sensor",
+                    routes=[EventRoute(TERMINAL_EVENTS, job=quiet_job)],
+                ),
+                sim.base_url,
+                instance,
+            ),
         ]
         for s in sensors:
             row = Row(n, order, s.name, warmup_ticks=_warm(s))

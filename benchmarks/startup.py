@@ -23,9 +23,7 @@ _IMPORT = "import time; t = time.perf_counter(); {m}; print(time.perf_counter() 
 _DEFS_NAMES = (
     "TogetherRLResource",
     "TogetherRLComponent",
-    "build_checkpoint_sensor",
-    "build_session_status_sensor",
-    "build_rl_event_sensor",
+    "build_session_sensor",
     "build_model_resource_sensor",
     "build_idle_guard",
     "build_spend_asset",

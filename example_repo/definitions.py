@@ -16,18 +16,20 @@ import dagster as dg
 from rl_sessions_dagster import (
     CHECKPOINT_ASSET_SPEC,
     CHECKPOINT_PARTITIONS,
+    EventKind,
+    EventRoute,
     IdlePolicy,
     ResourceRoute,
     ResourceSensorOptions,
     TogetherRLResource,
-    build_checkpoint_sensor,
     build_idle_guard,
     build_model_resource_sensor,
-    build_session_status_sensor,
+    build_session_sensor,
     build_spend_asset,
     checkpoint_id_for_partition,
 )
 from rl_sessions_dagster.assets import build_session_sync_asset, build_sync_job_and_schedule
+from rl_sessions_dagster.core import TERMINAL_EVENTS
 
 from .evaluation import evaluate_model
 from .gpus import GPU_NOTICES_KEY, gpu_notices
@@ -190,15 +192,15 @@ def finished_session_report() -> None:
 
 evaluation_job = dg.define_asset_job("evaluate_checkpoint", selection=[EVAL_KEY])
 
-checkpoint_sensor = build_checkpoint_sensor(
+checkpoint_sensor = build_session_sensor(
     name="evaluate_new_checkpoints",
-    job=evaluation_job,
+    routes=[EventRoute([EventKind.CHECKPOINT_REGISTERED], job=evaluation_job)],
     minimum_interval_seconds=SENSOR_INTERVAL,
     default_status=dg.DefaultSensorStatus.RUNNING,
 )
-status_sensor = build_session_status_sensor(
+status_sensor = build_session_sensor(
     name="report_finished_sessions",
-    job=finished_session_report,
+    routes=[EventRoute(TERMINAL_EVENTS, job=finished_session_report)],
     minimum_interval_seconds=SENSOR_INTERVAL,
     default_status=dg.DefaultSensorStatus.RUNNING,
 )

@@ -35,15 +35,17 @@ import dagster as dg
 from rl_sessions_dagster import (
     CHECKPOINT_ASSET_SPEC,
     CHECKPOINT_PARTITIONS,
+    EventKind,
+    EventRoute,
     TogetherRLResource,
-    build_checkpoint_sensor,
     build_model_resource_sensor,
-    build_session_status_sensor,
+    build_session_sensor,
     build_spend_asset,
     build_training_op,
     checkpoint_id_for_partition,
 )
 from rl_sessions_dagster.assets import build_session_sync_asset
+from rl_sessions_dagster.core import TERMINAL_EVENTS
 from rl_sessions_dagster.sensors import ResourceFilter, ResourceRoute
 
 #: The variable naming the definitions to load.
@@ -83,7 +85,13 @@ def _checkpoint_defs(asset: dg.AssetsDefinition, job: Any, **resource: Any) -> d
     return dg.Definitions(
         assets=[CHECKPOINT_ASSET_SPEC, asset],
         jobs=[job],
-        sensors=[build_checkpoint_sensor(job=job, **RUNNING)],
+        sensors=[
+            build_session_sensor(
+                name="together_rl_checkpoint_sensor",
+                routes=[EventRoute([EventKind.CHECKPOINT_REGISTERED], job=job)],
+                **RUNNING,
+            )
+        ],
         resources=_resource(**resource),
     )
 
@@ -104,8 +112,16 @@ def sessions() -> dg.Definitions:
         assets=[CHECKPOINT_ASSET_SPEC, evaluation],
         jobs=[evaluation_job, report_job],
         sensors=[
-            build_checkpoint_sensor(job=evaluation_job, **RUNNING),
-            build_session_status_sensor(job=report_job, **RUNNING),
+            build_session_sensor(
+                name="together_rl_checkpoint_sensor",
+                routes=[EventRoute([EventKind.CHECKPOINT_REGISTERED], job=evaluation_job)],
+                **RUNNING,
+            ),
+            build_session_sensor(
+                name="together_rl_session_status_sensor",
+                routes=[EventRoute(TERMINAL_EVENTS, job=report_job)],
+                **RUNNING,
+            ),
         ],
         resources=_resource(**_TEST_RESOURCE),
     )

@@ -1,20 +1,16 @@
 """Jobs and schedules for the table assets (the sessions sync, the spend): one asset job each
 and a cron schedule, STOPPED until turned on, so a deploy never starts polling by surprise."""
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import dagster as dg
 
-if TYPE_CHECKING:
-    # Not exported by ``dagster``; only needed for annotations.
-    from dagster._core.definitions.unresolved_asset_job_definition import (
-        UnresolvedAssetJobDefinition,
-    )
+from ..partitions.jobs import AssetJob, Job
 
 __all__ = ["build_sync_job_and_schedule", "build_sync_schedule"]
 
 
-def _sync_job(asset: dg.AssetsDefinition, job_name: str | None) -> "UnresolvedAssetJobDefinition":
+def _sync_job(asset: dg.AssetsDefinition, job_name: str | None) -> AssetJob:
     return dg.define_asset_job(
         job_name or f"{asset.key.to_python_identifier()}_sync_job",
         selection=[asset],
@@ -23,7 +19,7 @@ def _sync_job(asset: dg.AssetsDefinition, job_name: str | None) -> "UnresolvedAs
 
 
 def build_sync_schedule(
-    asset_or_job: "dg.AssetsDefinition | UnresolvedAssetJobDefinition | dg.JobDefinition",
+    asset_or_job: "dg.AssetsDefinition | Job",
     *,
     cron_schedule: str = "*/15 * * * *",
     name: str | None = None,
@@ -65,7 +61,7 @@ def build_sync_job_and_schedule(
     default_status: dg.DefaultScheduleStatus = dg.DefaultScheduleStatus.STOPPED,
     run_config: dict[str, Any] | None = None,
     execution_timezone: str | None = None,
-) -> tuple["UnresolvedAssetJobDefinition", dg.ScheduleDefinition]:
+) -> "tuple[AssetJob, dg.ScheduleDefinition]":
     """An asset job for a table asset (sync, spend) and a schedule that runs it."""
     job = _sync_job(asset, job_name)
     schedule = build_sync_schedule(

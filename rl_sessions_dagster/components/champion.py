@@ -18,7 +18,7 @@ from ..core.sweeps import ChampionRule
 from ..partitions import CHAMPION_ASSET_KEY, EVALUATION_ASSET_KEY
 from ..sensors import ChampionOptions, build_champion_definitions
 from .schema import Section
-from .sensors import sensor_status
+from .sensors import interval_field, running_field, sensor_status
 
 __all__ = ["ChampionRouteConfig", "ChampionSection"]
 
@@ -65,10 +65,8 @@ class ChampionSection(Section):
     sensor_name: str = Field(
         default="together_rl_champion", min_length=1, description="Name of the champion sensor."
     )
-    minimum_interval_seconds: int = Field(
-        default=30, ge=1, le=86400, description="Seconds between the champion sensor's ticks."
-    )
-    running: bool = Field(default=False, description="Default status RUNNING (else STOPPED).")
+    minimum_interval_seconds: int = interval_field()
+    running: bool = running_field()
 
     def rule(self) -> ChampionRule:
         return ChampionRule(
@@ -102,7 +100,7 @@ class ChampionSection(Section):
         route = self.on_change
         return build_champion_definitions(
             name=self.sensor_name,
-            target=dg.AssetSelection.from_string(route.assets) if route else None,
+            assets=dg.AssetSelection.from_string(route.assets) if route else None,
             rule=self.rule(),
             options=ChampionOptions(
                 key=dg.AssetKey.from_user_string(self.key),

@@ -15,13 +15,26 @@ from ..assets.schedules import build_sync_job_and_schedule
 from ..core.idle import IdlePolicy
 from ..sensors import IdleGuardOptions, build_idle_guard
 from .schema import Section
-from .sensors import ResourceSensorSection, sensor_status
+from .sensors import (
+    ResourceSensorSection,
+    interval_field,
+    options_section,
+    running_field,
+    sensor_status,
+)
 
-_GUARD = IdleGuardOptions()
 _POLICY = IdlePolicy()
 
+#: The guard's options (stop_attempts and the tick knobs), from IdleGuardOptions.
+_GuardOptions = options_section(
+    IdleGuardOptions,
+    "IdleGuardOptionsConfig",
+    ":class:`~rl_sessions_dagster.IdleGuardOptions` in YAML.",
+    exclude={"resource_key", "spend_db_path"},
+)
 
-class IdleGuardConfig(Section):
+
+class IdleGuardConfig(_GuardOptions):  # type: ignore[valid-type,misc] # a derived model
     """:func:`~rl_sessions_dagster.build_idle_guard` in YAML. Dry run unless ``dry_run: false``."""
 
     enabled: bool = Field(default=True, description="false: no idle guard.")
@@ -43,12 +56,6 @@ class IdleGuardConfig(Section):
         description="Also interrupt sessions already STOPPING (force=true); sessions in any "
         "other status, known or not, always keep the resource up.",
     )
-    stop_attempts: int = Field(
-        default=_GUARD.stop_attempts,
-        ge=1,
-        le=20,
-        description="Runs per idle stretch before the guard gives up.",
-    )
     created_by: str | None = Field(
         default=_POLICY.created_by,
         description='"me" (the key\'s own resources), a user id, or null (all).',
@@ -63,10 +70,8 @@ class IdleGuardConfig(Section):
     deny_base_models: list[str] = Field(
         default_factory=list, description="Never resources of these base models."
     )
-    minimum_interval_seconds: int = Field(
-        default=300, ge=1, le=86_400, description="Seconds between ticks (1 to 86400)."
-    )
-    running: bool = Field(default=False, description="Default status RUNNING (else STOPPED).")
+    minimum_interval_seconds: int = interval_field(300)
+    running: bool = running_field()
 
     def build(
         self, resource_key: str, spend_db_path: str | None = None
@@ -87,8 +92,8 @@ class IdleGuardConfig(Section):
             dry_run=self.dry_run,
             options=IdleGuardOptions(
                 resource_key=resource_key,
-                stop_attempts=self.stop_attempts,
                 spend_db_path=spend_db_path,
+                **{name: getattr(self, name) for name in _GuardOptions.model_fields},
             ),
             minimum_interval_seconds=self.minimum_interval_seconds,
             default_status=sensor_status(self.running),
@@ -110,7 +115,7 @@ class SpendScheduleConfig(Section):
     cron_schedule: str = Field(
         default="*/15 * * * *", min_length=1, description="When the spend asset refreshes (cron)."
     )
-    running: bool = Field(default=False, description="Default status RUNNING (else STOPPED).")
+    running: bool = running_field()
     job_name: str = Field(
         default="together_rl_spend_job",
         min_length=1,

@@ -84,11 +84,8 @@ ResourceSection = create_model(
 
 
 def resource_model() -> type[BaseModel]:
-    """Dagster's model of the section (templates accepted), marked with the section it derives
-    from so :mod:`.schema` restores its descriptions and exact types."""
-    model = ResourceSection.model()
-    model.__rl_section__ = ResourceSection  # type: ignore[attr-defined]
-    return model
+    """Dagster's model of the section (templates accepted, its schema exact)."""
+    return ResourceSection.model()
 
 
 def resolve_resource(context: dg.ResolutionContext, model: BaseModel) -> TogetherRLResource:

@@ -1,23 +1,24 @@
-"""The JSON schema ``dg check yaml`` validates ``defs.yaml`` against, made exact.
+"""Two fixes to the models Dagster derives from the Component's sections, both needed by
+``dg check yaml`` (tests/components/test_bad_yaml_dg.py) and ``dg utils inspect-component``.
 
-Dagster derives the Component's schema from its pydantic models but, in 1.13, (1) drops each
+Dagster derives each section's model from its pydantic fields but, in 1.13, (1) drops each
 field's ``description`` (the derived field's own ``description=None`` wins the merge), and (2)
 lets every non-string field also take *any* string, so that ``{{ env.X }}`` templates pass.
-The second makes each nested section an ``anyOf``: a misspelled key inside ``sensor:`` is then
-reported as "``sensor`` is not valid under any of the given schemas", at the parent's line and
-without the key; an unknown event kind or ``minimum_interval_seconds: abc`` passes.
+The second makes each nested section an ``anyOf``: a misspelled key inside ``sessions:`` is
+then reported as "``sessions`` is not valid under any of the given schemas", at the parent's
+line and without the key; an unknown event kind or ``minimum_interval_seconds: abc`` passes.
 
-:func:`exact_schema` puts the descriptions back (from the models' own fields) and replaces each
-such ``anyOf`` by "a template string, or else exactly the declared type" (``if``/``else``). With
-no failing ``anyOf`` in the way, ``jsonschema`` reports the innermost error at its own path, so
-``dg check yaml`` names the misspelled key, the unknown kind or the out-of-bounds number at its
-line. Pydantic validation at load is unchanged; templates still resolve as before (see
-:class:`Section` for the bounds).
+:func:`exact` (applied by :meth:`Section.model`) gives each derived model a
+``json_schema_extra`` hook that puts the descriptions back and replaces such an ``anyOf`` by "a
+template string, or else exactly the declared type" (``if``/``else``): ``jsonschema`` then
+reports the innermost error at its own path, so ``dg check yaml`` names the misspelled key,
+the unknown kind or the out-of-bounds number at its line. It also keeps bounds only on the
+declared type, so a template is checked when it resolves (see :func:`exact`). Validation at
+load is Dagster's, unchanged.
 """
 
 import types
 import typing
-from collections.abc import Iterator
 from typing import Any
 
 import dagster as dg
@@ -31,29 +32,6 @@ TEMPLATE = {
 }
 _ANY_STRING = {"type": "string"}
 _NULL = {"type": "null"}
-
-
-def models_in(root: type[BaseModel]) -> dict[str, type[BaseModel]]:
-    """Every pydantic model reachable from ``root``'s fields, by the name Dagster's derived
-    schema gives it (``<Class>Model``)."""
-    found: dict[str, type[BaseModel]] = {}
-
-    def visit(tp: Any) -> None:
-        if isinstance(tp, type) and issubclass(tp, BaseModel):
-            name = f"{tp.__name__}Model"
-            if name in found:
-                return
-            found[name] = tp
-            for field in tp.model_fields.values():
-                visit(field.annotation)
-                for meta in field.metadata:  # a dg.Resolver's model: the section it derives from
-                    visit(getattr(getattr(meta, "model_field_type", None), "__rl_section__", None))
-            return
-        for arg in typing.get_args(tp):
-            visit(arg)
-
-    visit(root)
-    return found
 
 
 def _takes_strings(annotation: Any) -> bool:
@@ -94,29 +72,17 @@ def _tighten(prop: dict[str, Any]) -> None:
         prop["anyOf"] = [*declared, {}]
 
 
-def _objects(
-    schema: dict[str, Any], root: type[BaseModel]
-) -> Iterator[tuple[dict[str, Any], type[BaseModel]]]:
-    models = models_in(root)
-    yield schema, root
-    for name, definition in schema.get("$defs", {}).items():
-        if name in models:
-            yield definition, models[name]
-
-
-def exact_schema(schema: dict[str, Any], root: type[BaseModel]) -> dict[str, Any]:
-    """``schema`` (Dagster's derived schema of ``root``) with descriptions restored and the
-    string escape hatch narrowed to templates. Mutates and returns ``schema``."""
-    for obj, model in _objects(schema, root):
-        for name, prop in obj.get("properties", {}).items():
-            field = model.model_fields.get(name)
-            if field is None:
-                continue
-            if field.description and not prop.get("description"):
-                prop["description"] = field.description
-            if not _takes_strings(field.annotation):
-                _tighten(prop)
-    return schema
+def _exact_schema(schema: dict[str, Any], section: type[BaseModel]) -> None:
+    """The ``json_schema_extra`` hook of a derived model: ``schema`` (its object schema) with
+    the section's descriptions restored and the string escape hatch narrowed to templates."""
+    for name, prop in schema.get("properties", {}).items():
+        field = section.model_fields.get(name)
+        if field is None:
+            continue
+        if field.description and not prop.get("description"):
+            prop["description"] = field.description
+        if not _takes_strings(field.annotation):
+            _tighten(prop)
 
 
 def undescribed(schema: dict[str, Any]) -> list[str]:
@@ -130,52 +96,37 @@ def undescribed(schema: dict[str, Any]) -> list[str]:
     return missing
 
 
-def templatable(derived: type[BaseModel]) -> type[BaseModel]:
-    """``derived`` with bounds (``ge``, ``le``, ``min_length``...) kept only on the declared type.
+def exact(derived: type[BaseModel], section: type[BaseModel]) -> type[BaseModel]:
+    """``derived`` (Dagster's model of ``section``) with its JSON schema made exact
+    (:func:`_exact_schema`) and bounds (``ge``, ``le``, ``min_length``...) kept only on the
+    declared type.
 
     Dagster's derived field is ``Annotated[int, Ge(1)] | str`` *and* carries ``Ge(1)`` itself,
     so a template string (``"{{ env.X or 30 }}"``) hits ``>=`` and fails the load with a
     ``TypeError``. Dropping the field-level copy leaves the bound on the ``int`` branch, where
     YAML numbers are checked; the template's value is checked by the section's own model when
     it resolves. Mutates ``derived`` once."""
-    if getattr(derived, "__rl_templatable__", False):
+    if getattr(derived, "__rl_exact__", False):
         return derived
-    changed = False
     for field in derived.model_fields.values():
         if field.metadata and str in typing.get_args(field.annotation):
             field.metadata = []
-            changed = True
-    if changed:
-        derived.model_rebuild(force=True)
-    setattr(derived, "__rl_templatable__", True)  # noqa: B010 - pydantic class attribute
+
+    def hook(schema: dict[str, Any], cls: type[Any] | None = None) -> None:
+        _exact_schema(schema, section)
+
+    derived.model_config = {**derived.model_config, "json_schema_extra": hook}
+    derived.model_rebuild(force=True)
+    setattr(derived, "__rl_exact__", True)  # noqa: B010 - pydantic class attribute
     return derived
 
 
 class Section(dg.Model, dg.Resolvable):
     """Base of the Component's YAML sections: Dagster's model of it takes templates in place
-    of bounded numbers (see :func:`templatable`)."""
+    of bounded numbers, and its schema is exact (see :func:`exact`)."""
 
     model_config = ConfigDict(defer_build=True)
 
     @classmethod
     def model(cls) -> type[BaseModel]:
-        return templatable(super().model())
-
-
-_EXACT: dict[type[BaseModel], type[BaseModel]] = {}
-
-
-def exact_model(derived: type[BaseModel], root: type[BaseModel]) -> type[BaseModel]:
-    """``derived`` (Dagster's model of ``root``) whose ``model_json_schema`` is
-    :func:`exact_schema`'s; validation is inherited unchanged."""
-    if derived not in _EXACT:
-
-        def model_json_schema(cls: type[BaseModel], *args: Any, **kwargs: Any) -> dict[str, Any]:
-            base = derived.model_json_schema.__func__  # type: ignore[attr-defined]
-            return exact_schema(base(cls, *args, **kwargs), root)
-
-        exact = type(
-            derived.__name__, (derived,), {"model_json_schema": classmethod(model_json_schema)}
-        )
-        _EXACT[derived] = exact
-    return _EXACT[derived]
+        return exact(super().model(), cls)

@@ -1,7 +1,7 @@
 """The two event-sensor sections of ``TogetherRLComponent``, one shape for both families:
 
 ```yaml
-sessions:          # session and checkpoint events → build_routed_sensor
+sessions:          # session and checkpoint events → build_session_sensor
   name: ...
   minimum_interval_seconds: 30
   running: false
@@ -12,13 +12,16 @@ model_resources:   # model-resource events → build_model_resource_sensor
   (the same keys: filter is a ResourceFilter, options ResourceSensorOptions)
 ```
 
-Every default of ``options`` is read from the Python options object, never re-spelled here.
+Each ``options:`` section is derived from the Python options class (:func:`options_section`):
+the same fields, defaults, bounds and descriptions, spelled once in ``sensors/options.py``.
 """
 
-from typing import Literal
+import copy
+from collections.abc import Collection
+from typing import Any, Literal
 
 import dagster as dg
-from pydantic import Field
+from pydantic import Field, create_model
 
 from ..core import CHECKPOINT_EVENTS
 from ..core.filters import SessionFilter
@@ -30,15 +33,31 @@ from ..sensors import (
     ResourceRoute,
     ResourceSensorOptions,
     build_model_resource_sensor,
-    build_routed_sensor,
+    build_session_sensor,
 )
 from ..sensors.options import event_kinds
 from .schema import Section
 
-__all__ = ["ResourceSensorSection", "SessionSensorSection"]
+__all__ = ["ResourceSensorSection", "SessionSensorSection", "options_section"]
 
-_POLLING = PollingOptions()
-_RESOURCE = ResourceSensorOptions()
+
+def options_section(
+    options: Any, name: str, doc: str, *, exclude: Collection[str]
+) -> type[Section]:
+    """The YAML section of an options class: its fields (type, default, bounds, description)
+    minus ``exclude``, the ones the Component sets itself (the resource key, the asset keys)."""
+    fields: dict[str, Any] = {
+        field: (info.annotation, copy.copy(info))
+        for field, info in options.__pydantic_fields__.items()
+        if field not in exclude
+    }
+    return create_model(name, __base__=Section, __module__=__name__, __doc__=doc, **fields)
+
+
+def _values(section: Section) -> dict[str, Any]:
+    """A derived section's values, as the options class takes them."""
+    return section.model_dump()
+
 
 #: The session event kinds as YAML spells them (``EventKind`` values; a test keeps them equal).
 EventKindName = Literal[
@@ -59,6 +78,18 @@ ResourceEventKindName = Literal[
 ]
 
 
+def interval_field(default: int = 30) -> Any:
+    """``minimum_interval_seconds`` of a sensor section."""
+    return Field(
+        default=default, ge=1, le=86_400, description="Seconds between ticks (1 to 86400)."
+    )
+
+
+def running_field() -> Any:
+    """``running`` of a sensor or schedule section."""
+    return Field(default=False, description="Default status RUNNING (else STOPPED).")
+
+
 def sensor_status(running: bool) -> dg.DefaultSensorStatus:
     return dg.DefaultSensorStatus.RUNNING if running else dg.DefaultSensorStatus.STOPPED
 
@@ -70,10 +101,8 @@ class SensorSection(Section):
     name: str = Field(
         min_length=1, description="Sensor name; also the key of its cursor (renaming starts over)."
     )
-    minimum_interval_seconds: int = Field(
-        default=30, ge=1, le=86_400, description="Seconds between ticks (1 to 86400)."
-    )
-    running: bool = Field(default=False, description="Default status RUNNING (else STOPPED).")
+    minimum_interval_seconds: int = interval_field()
+    running: bool = running_field()
 
 
 # -- sessions ---------------------------------------------------------------------------------
@@ -125,51 +154,12 @@ class SessionFilterConfig(Section):
         return SessionFilter(**self.model_dump())
 
 
-class PollingConfig(Section):
-    """:class:`~rl_sessions_dagster.PollingOptions` in YAML (its defaults)."""
-
-    backfill: bool = Field(
-        default=_POLLING.backfill,
-        description="On the first tick, announce history too (default: only what happens next).",
-    )
-    max_runs_per_tick: int = Field(
-        default=_POLLING.max_runs_per_tick,
-        ge=1,
-        le=1000,
-        description="Most events a tick turns into runs; the rest follow next tick, in order.",
-    )
-    tick_budget_seconds: float = Field(
-        default=_POLLING.tick_budget_seconds,
-        gt=0,
-        le=3600,
-        description="Wall time a tick may spend on the API, retries included (kept 15 s "
-        "under DAGSTER_SENSOR_GRPC_TIMEOUT_SECONDS).",
-    )
-    lookback_seconds: float = Field(
-        default=_POLLING.lookback_seconds,
-        gt=0,
-        description="How far behind the newest session seen the finished-session scan reaches.",
-    )
-    registration_wait_seconds: float = Field(
-        default=_POLLING.registration_wait_seconds,
-        gt=0,
-        description="How long an unregistered checkpoint is re-checked.",
-    )
-    page_size: int = Field(
-        default=_POLLING.page_size, ge=1, le=100, description="List page size (1-100)."
-    )
-    unavailable_alarm_seconds: float = Field(
-        default=_POLLING.unavailable_alarm_seconds,
-        gt=0,
-        description="After this long with every tick failing to read the API, one tick fails "
-        "loudly; the sensor keeps retrying.",
-    )
-    unordered_pages_per_tick: int = Field(
-        default=_POLLING.unordered_pages_per_tick,
-        ge=1,
-        le=1000,
-        description="Pages of a finished-session list with no time order read per tick.",
-    )
+PollingConfig = options_section(
+    PollingOptions,
+    "PollingConfig",
+    ":class:`~rl_sessions_dagster.PollingOptions` in YAML.",
+    exclude={"resource_key", "checkpoint_asset_key"},
+)
 
 
 class SessionSensorSection(SensorSection):
@@ -184,7 +174,7 @@ class SessionSensorSection(SensorSection):
     filter: SessionFilterConfig = Field(
         default_factory=SessionFilterConfig, description="Which sessions the sensor watches."
     )
-    options: PollingConfig = Field(
+    options: PollingConfig = Field(  # type: ignore[valid-type] # a derived model
         default_factory=PollingConfig, description="How the sensor reads the API (PollingOptions)."
     )
     announce: list[Literal["checkpoint_registered", "checkpoint_created"]] = Field(
@@ -210,14 +200,14 @@ class SessionSensorSection(SensorSection):
         it is off or has nothing to run or announce."""
         if not self.enabled or (not routes and not self.announce):
             return None
-        return build_routed_sensor(
+        return build_session_sensor(
             name=self.name,
             routes=routes,
             session_filter=self.filter.build(),
             options=PollingOptions(
                 resource_key=resource_key,
                 checkpoint_asset_key=checkpoint_asset_key,
-                **self.options.model_dump(),
+                **_values(self.options),
             ),
             announce=self.announce,
             minimum_interval_seconds=self.minimum_interval_seconds,
@@ -254,42 +244,12 @@ class ResourceFilterConfig(Section):
     base_model: str | None = Field(default=None, description="Only resources of this base model.")
 
 
-class ResourceOptionsConfig(Section):
-    """:class:`~rl_sessions_dagster.ResourceSensorOptions` in YAML (its defaults)."""
-
-    expiring_lead_seconds: float = Field(
-        default=_RESOURCE.expiring_lead_seconds,
-        gt=0,
-        description="resource_expiring fires this long before expires_at.",
-    )
-    queued_long_seconds: float = Field(
-        default=_RESOURCE.queued_long_seconds,
-        gt=0,
-        description="resource_queued_long fires once PENDING this long.",
-    )
-    max_runs_per_tick: int = Field(
-        default=_RESOURCE.max_runs_per_tick,
-        ge=1,
-        le=1000,
-        description="Most events a tick turns into runs.",
-    )
-    tick_budget_seconds: float = Field(
-        default=_RESOURCE.tick_budget_seconds,
-        gt=0,
-        le=3600,
-        description="Wall time a tick may spend on the API, retries included.",
-    )
-    lookback_seconds: float = Field(
-        default=_RESOURCE.lookback_seconds,
-        ge=0,
-        description="How far back a resource that ended between ticks is still reported.",
-    )
-    unavailable_alarm_seconds: float = Field(
-        default=_RESOURCE.unavailable_alarm_seconds,
-        gt=0,
-        description="After this long with every tick failing to read the API, one tick fails "
-        "loudly; the sensor keeps retrying.",
-    )
+ResourceOptionsConfig = options_section(
+    ResourceSensorOptions,
+    "ResourceOptionsConfig",
+    ":class:`~rl_sessions_dagster.ResourceSensorOptions` in YAML.",
+    exclude={"resource_key", "spend_db_path"},
+)
 
 
 class ResourceSensorSection(SensorSection):
@@ -302,9 +262,10 @@ class ResourceSensorSection(SensorSection):
         description="Sensor name; also the key of its cursor (renaming starts over).",
     )
     filter: ResourceFilterConfig = Field(
-        default_factory=ResourceFilterConfig, description="Which model resources the sensor watches."
+        default_factory=ResourceFilterConfig,
+        description="Which model resources the sensor watches.",
     )
-    options: ResourceOptionsConfig = Field(
+    options: ResourceOptionsConfig = Field(  # type: ignore[valid-type] # a derived model
         default_factory=ResourceOptionsConfig,
         description="Thresholds and tick knobs (ResourceSensorOptions).",
     )
@@ -325,7 +286,7 @@ class ResourceSensorSection(SensorSection):
             options=ResourceSensorOptions(
                 resource_key=resource_key,
                 spend_db_path=spend_db_path,
-                **self.options.model_dump(),
+                **_values(self.options),
             ),
             minimum_interval_seconds=self.minimum_interval_seconds,
             default_status=sensor_status(self.running),

@@ -26,8 +26,8 @@ from .evaluation import EvaluationSection
 from .gpus import IdleGuardConfig, SpendScheduleConfig, gpu_defs
 from .report import ReportSection
 from .resource_section import default_resource, resolve_resource, resource_model
-from .schema import Section, exact_model, templatable
-from .sensors import ResourceSensorSection, SessionSensorSection
+from .schema import Section, exact
+from .sensors import ResourceSensorSection, SessionSensorSection, running_field
 
 SCAFFOLD_YAML = """\
 type: {type_name}
@@ -109,7 +109,7 @@ class SyncConfig(Section):
     cron_schedule: str = Field(
         default="*/15 * * * *", min_length=1, description="When the sync runs (cron)."
     )
-    running: bool = Field(default=False, description="Default status RUNNING (else STOPPED).")
+    running: bool = running_field()
     job_name: str | None = Field(
         default=None,
         description="Name of the sync job (default: from the asset key, "
@@ -191,8 +191,8 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
     @classmethod
     def model(cls) -> type[BaseModel]:
         """Dagster's derived model, whose JSON schema (what ``dg check yaml`` and
-        ``dg utils inspect-component`` read) is made exact by :func:`.schema.exact_schema`."""
-        return exact_model(templatable(super().model()), cls)
+        ``dg utils inspect-component`` read) is made exact by :func:`.schema.exact`."""
+        return exact(super().model(), cls)
 
     @property
     def checkpoint_key(self) -> dg.AssetKey:

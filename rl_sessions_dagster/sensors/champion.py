@@ -17,51 +17,30 @@ together can never race to write the same sweep; the standings are order-indepen
 to the earliest step, then the smallest checkpoint id).
 
 A tick that ends with another champion than it began with requests one ``champion_changed``
-run (routed to a job or an asset selection), for the champion it ended with, so a deploy job
+run (of a job, or an asset selection run as an asset job), for the champion it ended with, so a deploy job
 never races a champion already superseded. Its run key is
 ``champion_changed:<sweep>:<checkpoint id>:<n>`` (``n`` counts the sweep's changes): exactly
 once per change, even when a re-evaluation hands the title back to an earlier champion.
 """
 
 import json
-from typing import TYPE_CHECKING
 
 import dagster as dg
 
 from ..core.sweeps import Candidate, ChampionRule
 from ..partitions import (
-    CHAMPION_ASSET_KEY,
-    EVALUATION_ASSET_KEY,
     SWEEP_PARTITIONS,
     checkpoint_sweeps,
     latest_metadata,
 )
+from ..partitions.jobs import Assets, Job
 from .champion_fold import SweepState, candidate, fold_sweep
 from .options import ChampionOptions
-from .quiet_sensor import QuietSensorDefinition
-from .targets import is_job
-
-if TYPE_CHECKING:
-    from dagster._core.definitions.asset_selection import CoercibleToAssetSelection
-    from dagster._core.definitions.target import ExecutableDefinition
-
-__all__ = [
-    "CHAMPION_CHANGED",
-    "build_champion_asset_spec",
-    "build_champion_definitions",
-    "build_champion_sensor",
-    "champion_changed_request",
-]
+from .run_requests import tag_value
 
 CHAMPION_CHANGED = "champion_changed"
 #: Evaluation materializations one tick folds at most (the rest next tick).
 _BATCH = 500
-_MAX_TAG = 200
-
-
-def _tag(value: object) -> str:
-    text = str(value)
-    return text if len(text) <= _MAX_TAG else text[: _MAX_TAG - 1] + "…"
 
 
 def champion_changed_request(
@@ -69,13 +48,13 @@ def champion_changed_request(
 ) -> dg.RunRequest:
     tags = {
         "together/event": CHAMPION_CHANGED,
-        "together/sweep": _tag(sweep),
+        "together/sweep": tag_value(sweep),
         "together/checkpoint_id": champ.checkpoint_id,
         "together/score": repr(champ.value),
         "together/change": str(changes),
     }
     if champ.model_name:
-        tags["together/model_name"] = _tag(champ.model_name)
+        tags["together/model_name"] = tag_value(champ.model_name)
     if champ.session_id:
         tags["together/session_id"] = champ.session_id
     if champ.step is not None:
@@ -98,47 +77,38 @@ def _read_cursor(cursor: str | None) -> int | None:
 
 
 def _champion_job(
-    name: str,
-    job: "ExecutableDefinition | None",
-    target: "CoercibleToAssetSelection | ExecutableDefinition | None",
-    options: ChampionOptions,
-) -> "ExecutableDefinition | None":
-    """The job of ``champion_changed`` runs: ``job``, or ``target`` (a job, or an asset
-    selection run as the asset job ``options.job_name``), or none."""
-    if job is not None and target is not None:
+    name: str, job: "Job | None", assets: "Assets | None", options: ChampionOptions
+) -> "Job | None":
+    """The job of ``champion_changed`` runs: ``job``, or ``assets`` run as the asset job
+    ``options.job_name``, or none."""
+    if job is not None and assets is not None:
         raise dg.DagsterInvalidDefinitionError(
-            f"sensor '{name}' takes at most one of job= and target="
+            f"sensor '{name}' takes at most one of job= and assets="
         )
-    chosen = job if job is not None else target
-    if chosen is None or is_job(chosen):
-        return chosen
-    return dg.define_asset_job(options.job_name, selection=chosen)
+    if assets is not None:
+        return dg.define_asset_job(options.job_name, selection=assets)
+    return job
 
 
-def build_champion_sensor(
+def _champion_sensor(
     *,
-    name: str = "together_rl_champion",
-    job: "ExecutableDefinition | None" = None,
-    target: "CoercibleToAssetSelection | ExecutableDefinition | None" = None,
-    rule: ChampionRule | None = None,
-    options: ChampionOptions | None = None,
-    minimum_interval_seconds: int = 30,
-    default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
-    description: str | None = None,
+    name: str,
+    job: "Job | None",
+    rule: ChampionRule,
+    options: ChampionOptions,
+    minimum_interval_seconds: int,
+    default_status: dg.DefaultSensorStatus,
+    description: str | None,
 ) -> dg.SensorDefinition:
     """The sensor that keeps the champion asset (``options.key``, partitioned by
     ``SWEEP_PARTITIONS``) up to date from the materializations of ``options.evaluation_key``,
-    and runs ``job`` (or ``target``: a job or an asset selection) once per champion change
-    (with ``options.partitioned_job`` the run carries the champion's checkpoint partition key).
-    """
-    rule = rule or ChampionRule()
-    options = options or ChampionOptions()
-    job = _champion_job(name, job, target, options)
+    and runs ``job`` once per champion change (with ``options.partitioned_job`` the run
+    carries the champion's checkpoint partition key)."""
     key, evaluation_key = options.key, options.evaluation_key
     checkpoint_asset_key = options.checkpoint_asset_key
     partitioned_job = options.partitioned_job
 
-    def _champion_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
+    def evaluate(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
         instance = context.instance
         after = _read_cursor(context.cursor)
         records = instance.fetch_materializations(
@@ -197,8 +167,8 @@ def build_champion_sensor(
             cursor=json.dumps({"after": records[-1].storage_id}),
         )
 
-    return QuietSensorDefinition(
-        rl_fn=_champion_sensor,
+    return dg.SensorDefinition(
+        evaluation_fn=evaluate,
         name=name,
         jobs=[job] if job is not None else [],
         minimum_interval_seconds=minimum_interval_seconds,
@@ -210,11 +180,8 @@ def build_champion_sensor(
     )
 
 
-def build_champion_asset_spec(
-    key: dg.AssetKey = CHAMPION_ASSET_KEY,
-    *,
-    evaluation_key: dg.AssetKey = EVALUATION_ASSET_KEY,
-    group_name: str | None = "together_rl",
+def _champion_asset_spec(
+    key: dg.AssetKey, *, evaluation_key: dg.AssetKey, group_name: str | None
 ) -> dg.AssetSpec:
     """The champion asset: recorded by the champion sensor, one partition per sweep."""
     return dg.AssetSpec(
@@ -232,23 +199,32 @@ def build_champion_asset_spec(
 def build_champion_definitions(
     *,
     name: str = "together_rl_champion",
-    job: "ExecutableDefinition | None" = None,
-    target: "CoercibleToAssetSelection | ExecutableDefinition | None" = None,
+    job: "Job | None" = None,
+    assets: "Assets | None" = None,
     rule: ChampionRule | None = None,
     options: ChampionOptions | None = None,
     minimum_interval_seconds: int = 30,
     default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
     description: str | None = None,
 ) -> dg.Definitions:
-    """The champion asset and its sensor (arguments as for :func:`build_champion_sensor`;
-    the asset goes in ``options.group_name``)."""
+    """The champion asset (``options.key``, in ``options.group_name``) and the sensor that
+    keeps it: it folds each materialization of ``options.evaluation_key`` into its sweep's
+    standings and runs ``job`` (or ``assets``, as the asset job ``options.job_name``) once per
+    change of champion; with neither, it only records the champions.
+
+    Args:
+        name: the sensor's name (also the key of its cursor).
+        rule: how checkpoints are compared (:class:`~rl_sessions_dagster.ChampionRule`).
+        options: the assets read and written and the shape of the run (:class:`ChampionOptions`).
+        minimum_interval_seconds, default_status, description: as for ``@dg.sensor``.
+    """
     options = options or ChampionOptions()
-    sensor = build_champion_sensor(
-        name=name, job=job, target=target, rule=rule, options=options,
-        minimum_interval_seconds=minimum_interval_seconds, default_status=default_status,
-        description=description,
+    sensor = _champion_sensor(
+        name=name, job=_champion_job(name, job, assets, options), rule=rule or ChampionRule(),
+        options=options, minimum_interval_seconds=minimum_interval_seconds,
+        default_status=default_status, description=description,
     )  # fmt: skip
-    spec = build_champion_asset_spec(
+    spec = _champion_asset_spec(
         options.key, evaluation_key=options.evaluation_key, group_name=options.group_name
     )
     return dg.Definitions(assets=[spec], sensors=[sensor])

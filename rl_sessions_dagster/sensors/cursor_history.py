@@ -13,6 +13,11 @@ from typing import TypeVar
 
 import dagster as dg
 
+# Private on purpose, the one runtime import of dagster._ in the library's glue: Dagster has no
+# public API for a sensor's stored ticks, and the instance's instigator states are filtered by
+# this enum. Without it, an unreadable cursor could only start over.
+from dagster._core.scheduler.instigation import InstigatorType
+
 from ..core.cursor import CursorError
 
 T = TypeVar("T")
@@ -27,8 +32,6 @@ def stored_ticks(context: dg.SensorEvaluationContext, limit: int = HISTORY_DEPTH
     The sensor is found by name (and code location, when the context knows it); when several
     match, the one whose stored cursor is the one being evaluated is preferred.
     """
-    from dagster._core.scheduler.instigation import InstigatorType
-
     try:
         instance = context.instance
     except Exception:  # built without an instance (a plain unit test)

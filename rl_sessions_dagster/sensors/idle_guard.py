@@ -28,26 +28,22 @@ No ``from __future__ import annotations`` here: Dagster must see the real ``cont
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import dagster as dg
 
-from ..api import ServerClock
+from ..api import RLSessionsClient, ServerClock
 from ..api.clock import to_ms
 from ..api.enums import ModelResourceStatus
+from ..api.lifecycle import PriceCache, monotonic_deadline, stop_resource
 from ..core.cursor import CursorError
 from ..core.idle import Decision, IdlePolicy, IdleVerdict, ResourceUse, decide, resource_use
 from ..core.idle import worth_a_look as _worth_a_look
 from ..resource import TogetherRLResource
 from .options import IdleGuardOptions
-from .quiet_sensor import QuietSensorDefinition
-from .run_requests import TAG_PREFIX
+from .run_requests import TAG_PREFIX, tag_value
+from .spend_spans import record_stop
 from .tick import SensorFamily, Tick, TickOutcome, local_now_ms, run_tick, tick_budget
-
-if TYPE_CHECKING:  # the client (and httpx) load when a run or tick builds one
-    from ..api import RLSessionsClient
-
-__all__ = ["IdleStopConfig", "build_idle_guard", "find_idle"]
 
 _RID_TAG = f"{TAG_PREFIX}model_resources_id"
 _SINCE_TAG = f"{TAG_PREFIX}idle_since_ms"
@@ -91,7 +87,7 @@ class IdleStopConfig(dg.Config):
     force: bool = False
 
 
-def read_use(client: "RLSessionsClient", rid: str, *, force: bool, deadline: float) -> ResourceUse:
+def read_use(client: RLSessionsClient, rid: str, *, force: bool, deadline: float) -> ResourceUse:
     """Every session on ``rid`` (no status filter: unknown statuses must be seen), and how
     many list items could not be read."""
     skipped: list[Any] = []
@@ -102,7 +98,7 @@ def read_use(client: "RLSessionsClient", rid: str, *, force: bool, deadline: flo
 
 
 def find_idle(
-    client: "RLSessionsClient",
+    client: RLSessionsClient,
     policy: IdlePolicy,
     *,
     created_by: str | None,
@@ -183,10 +179,6 @@ def build_idle_guard(
         retry_policy=dg.RetryPolicy(max_retries=2, delay=15),
     )
     def _stop_idle(context: dg.OpExecutionContext, config: IdleStopConfig) -> dg.Output:
-        # what a run needs, loaded by the run, not with the definitions
-        from ..api.lifecycle import PriceCache, monotonic_deadline, stop_resource
-        from .spend_spans import record_stop
-
         resource: TogetherRLResource = getattr(context.resources, resource_key)
         rid = config.model_resources_id
         deadline = monotonic_deadline(120.0)
@@ -261,7 +253,7 @@ def build_idle_guard(
                 f"{TAG_PREFIX}guard_mode": mode,
                 f"{TAG_PREFIX}guard_attempt": str(attempt),
                 f"{TAG_PREFIX}idle_minutes": str(d.idle_ms // 60000),
-                **({f"{TAG_PREFIX}base_model": r.base_model[:200]} if r.base_model else {}),
+                **({f"{TAG_PREFIX}base_model": tag_value(r.base_model)} if r.base_model else {}),
             },
         )
 
@@ -309,8 +301,8 @@ def build_idle_guard(
             alarm_after_s=options.unavailable_alarm_seconds,
         )
 
-    return _guard_job, QuietSensorDefinition(
-        rl_fn=_guard_sensor,
+    return _guard_job, dg.SensorDefinition(
+        evaluation_fn=_guard_sensor,
         name=f"{name}_sensor",
         jobs=[_guard_job],
         minimum_interval_seconds=minimum_interval_seconds,

@@ -3,36 +3,40 @@ definitions load, not at the first event.
 
 Every builder takes the same shape: the sensor's identity (``name``,
 ``minimum_interval_seconds``, ``default_status``, ``description``), where its runs go (``routes``
-of :class:`EventRoute` / :class:`ResourceRoute`, or one ``job``/``target``), what it watches (a
-filter, policy or rule) and one options object holding the rarely changed knobs:
+of :class:`EventRoute` / :class:`ResourceRoute`, or the champion's ``job``/``assets``), what it
+watches (a filter, policy or rule) and one options object holding the rarely changed knobs:
 :class:`PollingOptions` (session events), :class:`ResourceSensorOptions` (model-resource
 events), :class:`IdleGuardOptions` (the idle guard), :class:`ChampionOptions` (the champion).
+
+Each knob is spelled once, here: its type, default, bounds and description. The Component's
+YAML sections are derived from these fields (``components/sensors.py``), so ``dg check yaml``
+checks the same bounds and ``dg utils inspect-component`` shows the same descriptions.
 """
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import dagster as dg
+from pydantic import BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic.dataclasses import dataclass as options_dataclass
 
 from ..core.events import CHECKPOINT_EVENTS, EventKind, ResourceEvent, ResourceEventKind
+from ..core.observation import TrackerConfig
+from ..core.resources import ResourceTrackerConfig
 from ..partitions import (
     CHAMPION_ASSET_KEY,
     CHECKPOINT_ASSET_KEY,
     CHECKPOINT_PARTITIONS,
     EVALUATION_ASSET_KEY,
 )
+from ..partitions.jobs import Assets, Job
 from .run_requests import RunRequestFn
 
-if TYPE_CHECKING:
-    from dagster._core.definitions.asset_selection import CoercibleToAssetSelection
-    from dagster._core.definitions.target import ExecutableDefinition
-
-    from ..core.observation import TrackerConfig
-    from ..core.resources import ResourceTrackerConfig
-
 DEFAULT_TICK_BUDGET_SECONDS = 40.0
+#: Runs per idle stretch of one resource before the guard gives up on it (the first + retries).
+DEFAULT_STOP_ATTEMPTS = 3
 K = TypeVar("K", bound=Enum)
 
 #: Reshape the default RunRequest of a model-resource event, or drop it (return None).
@@ -43,78 +47,120 @@ def _invalid(message: str) -> dg.DagsterInvalidDefinitionError:
     return dg.DagsterInvalidDefinitionError(message)
 
 
-def _at_least_one(owner: object, *names: str) -> None:
-    for name in names:
-        value = getattr(owner, name)
-        if isinstance(value, bool) or not value >= 1:
-            raise _invalid(f"{name} must be at least 1, got {value!r}")
+def _not_bool(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError("expected a number, not a boolean")
+    return value
 
 
-def _positive(owner: object, *names: str) -> None:
-    for name in names:
-        if not getattr(owner, name) > 0:
-            raise _invalid(f"{name} must be positive, got {getattr(owner, name)!r}")
+#: A count or a duration: a number, never a boolean (which Python would take for 0 or 1).
+Count = Annotated[int, BeforeValidator(_not_bool)]
+Seconds = Annotated[float, BeforeValidator(_not_bool)]
+
+_CONFIG = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
 
-def _resource_key(owner: object) -> None:
-    key = getattr(owner, "resource_key")  # noqa: B009 - every options class has one
-    if not isinstance(key, str) or not key:
-        raise _invalid(f"resource_key must be a non-empty string, got {key!r}")
+class _Checked:
+    """A mistake in an options object is a definition error naming the field, as Dagster
+    raises for other definitions (a pydantic ``ValidationError`` otherwise)."""
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _definition_error(cls, data: Any, handler: Any) -> Any:
+        try:
+            return handler(data)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or '(options)'}: {e['msg']}, "
+                f"got {e.get('input')!r}"
+                for e in exc.errors()
+            )
+            raise _invalid(f"{cls.__name__}: {problems}") from None
 
 
-@dataclass(frozen=True, kw_only=True)
-class PollingOptions:
+def _resource_key() -> Any:
+    return Field(
+        default="together",
+        min_length=1,
+        description="Key of the TogetherRLResource in Definitions.",
+    )
+
+
+def _tick_budget() -> Any:
+    return Field(
+        default=DEFAULT_TICK_BUDGET_SECONDS,
+        gt=0,
+        le=3600,
+        description="Wall time a tick may spend on the API, retries included (kept 15 s under "
+        "DAGSTER_SENSOR_GRPC_TIMEOUT_SECONDS); unread work is left for the next tick.",
+    )
+
+
+def _max_runs() -> Any:
+    return Field(
+        default=25,
+        ge=1,
+        le=1000,
+        description="Most events a tick turns into runs; the rest follow next tick, in order.",
+    )
+
+
+def _alarm() -> Any:
+    return Field(
+        default=600.0,
+        gt=0,
+        description="After this long with every tick failing to read the API (5xx, timeouts, "
+        "connection errors), one tick fails loudly (red in the UI); the sensor keeps "
+        "retrying. Configuration errors (key, DNS, TLS) fail every tick.",
+    )
+
+
+def _spend_db_path() -> Any:
+    return Field(
+        default=None,
+        description="Where the spend asset keeps its tables, when not where the resource's "
+        "database_url puts every table (the default).",
+    )
+
+
+@options_dataclass(frozen=True, kw_only=True, config=_CONFIG)
+class PollingOptions(_Checked):
     """How a session-event sensor reads the API and what it records. One object, shared by
-    every route of the sensor.
+    every route of the sensor."""
 
-    Attributes:
-        resource_key: key of the :class:`~rl_sessions_dagster.TogetherRLResource` in
-            ``Definitions``.
-        checkpoint_asset_key: record a runless materialization of this asset (partitioned by
-            ``CHECKPOINT_PARTITIONS``) per checkpoint event; ``None`` to disable.
-        backfill: on the first tick, announce history too (default: only what happens next).
-        max_runs_per_tick: cap on events per tick; later events follow next tick, in order.
-        tick_budget_seconds: wall time a tick may spend on the API, retries included (kept
-            15 s under Dagster's sensor gRPC timeout); unread work is left for the next tick.
-        lookback_seconds: how far behind the newest session seen the finished-session scan
-            reaches (covers clock and visibility lag).
-        registration_wait_seconds: how long an unregistered checkpoint is re-checked.
-        page_size: list page size (1-100).
-        unavailable_alarm_seconds: when every tick has failed to read the API (5xx, timeouts,
-            connection errors) for this long, one tick fails loudly (red in the UI); the
-            sensor keeps retrying. Configuration errors (key, DNS, TLS) fail every tick.
-        unordered_pages_per_tick: when the finished-session list has no time order, the
-            pages of it a tick reads (a session born and ended between ticks is reported
-            within ``2 * ceil(pages / unordered_pages_per_tick) + 1`` ticks).
-    """
+    resource_key: str = _resource_key()
+    checkpoint_asset_key: dg.AssetKey | None = Field(
+        default=CHECKPOINT_ASSET_KEY,
+        description="Record a runless materialization of this asset (partitioned by "
+        "CHECKPOINT_PARTITIONS) per checkpoint event; None to disable.",
+    )
+    backfill: bool = Field(
+        default=False,
+        description="On the first tick, announce history too (default: only what happens next).",
+    )
+    max_runs_per_tick: Count = _max_runs()
+    tick_budget_seconds: Seconds = _tick_budget()
+    lookback_seconds: Seconds = Field(
+        default=600.0,
+        gt=0,
+        description="How far behind the newest session seen the finished-session scan reaches "
+        "(covers clock and visibility lag).",
+    )
+    registration_wait_seconds: Seconds = Field(
+        default=3600.0, gt=0, description="How long an unregistered checkpoint is re-checked."
+    )
+    page_size: Count = Field(default=100, ge=1, le=100, description="List page size (1-100).")
+    unavailable_alarm_seconds: Seconds = _alarm()
+    unordered_pages_per_tick: Count = Field(
+        default=8,
+        ge=1,
+        le=1000,
+        description="When the finished-session list has no time order, the pages of it a tick "
+        "reads (a session born and ended between ticks is reported within "
+        "2 * ceil(pages / unordered_pages_per_tick) + 1 ticks).",
+    )
 
-    resource_key: str = "together"
-    checkpoint_asset_key: dg.AssetKey | None = CHECKPOINT_ASSET_KEY
-    backfill: bool = False
-    max_runs_per_tick: int = 25
-    tick_budget_seconds: float = DEFAULT_TICK_BUDGET_SECONDS
-    lookback_seconds: float = 600.0
-    registration_wait_seconds: float = 3600.0
-    page_size: int = 100
-    unavailable_alarm_seconds: float = 600.0
-    unordered_pages_per_tick: int = 8
-
-    def __post_init__(self) -> None:
-        _resource_key(self)
-        _at_least_one(self, "max_runs_per_tick", "unordered_pages_per_tick")
-        if isinstance(self.page_size, bool) or not 1 <= self.page_size <= 100:
-            raise _invalid(f"page_size must be between 1 and 100, got {self.page_size!r}")
-        _positive(
-            self,
-            "tick_budget_seconds",
-            "lookback_seconds",
-            "registration_wait_seconds",
-            "unavailable_alarm_seconds",
-        )
-
-    def tracker_config(self, kinds: frozenset[EventKind]) -> "TrackerConfig":
-        from ..core.observation import TrackerConfig  # the core loads with the first tick
-
+    def tracker_config(self, kinds: frozenset[EventKind]) -> TrackerConfig:
         return TrackerConfig(
             kinds=kinds,
             max_events=self.max_runs_per_tick,
@@ -125,43 +171,34 @@ class PollingOptions:
         )
 
 
-@dataclass(frozen=True, kw_only=True)
-class ResourceSensorOptions:
-    """How the model-resource sensor reads and announces, checked when built.
+@options_dataclass(frozen=True, kw_only=True, config=_CONFIG)
+class ResourceSensorOptions(_Checked):
+    """How the model-resource sensor reads and announces, checked when built."""
 
-    Attributes:
-        resource_key: as in :class:`PollingOptions`.
-        expiring_lead_seconds: ``resource_expiring`` fires when a READY resource's
-            ``expires_at`` is this close (once per deadline; activity moves the deadline).
-        queued_long_seconds: ``resource_queued_long`` fires once a resource has been PENDING
-            this long (tagged with its ``queue_position``).
-        spend_db_path: where the spend asset keeps its tables (the sensor records each
-            resource's billed span there), when not where the resource's ``database_url``
-            puts every table (the default).
-        max_runs_per_tick / tick_budget_seconds / lookback_seconds /
-        unavailable_alarm_seconds: as in :class:`PollingOptions`.
-    """
+    resource_key: str = _resource_key()
+    expiring_lead_seconds: Seconds = Field(
+        default=600.0,
+        ge=0,
+        description="resource_expiring fires when a READY resource's expires_at is this close "
+        "(once per deadline; activity moves the deadline).",
+    )
+    queued_long_seconds: Seconds = Field(
+        default=1800.0,
+        ge=0,
+        description="resource_queued_long fires once a resource has been PENDING this long "
+        "(tagged with its queue_position).",
+    )
+    spend_db_path: str | None = _spend_db_path()
+    max_runs_per_tick: Count = _max_runs()
+    tick_budget_seconds: Seconds = _tick_budget()
+    lookback_seconds: Seconds = Field(
+        default=600.0,
+        ge=0,
+        description="How far back a resource that ended between ticks is still reported.",
+    )
+    unavailable_alarm_seconds: Seconds = _alarm()
 
-    resource_key: str = "together"
-    expiring_lead_seconds: float = 600.0
-    queued_long_seconds: float = 1800.0
-    spend_db_path: str | None = None
-    max_runs_per_tick: int = 25
-    tick_budget_seconds: float = DEFAULT_TICK_BUDGET_SECONDS
-    lookback_seconds: float = 600.0
-    unavailable_alarm_seconds: float = 600.0
-
-    def __post_init__(self) -> None:
-        _resource_key(self)
-        _at_least_one(self, "max_runs_per_tick")
-        for name in ("expiring_lead_seconds", "queued_long_seconds", "lookback_seconds"):
-            if not getattr(self, name) >= 0:
-                raise _invalid(f"{name} must be >= 0, got {getattr(self, name)!r}")
-        _positive(self, "tick_budget_seconds", "unavailable_alarm_seconds")
-
-    def tracker_config(self, kinds: frozenset[ResourceEventKind]) -> "ResourceTrackerConfig":
-        from ..core.resources import ResourceTrackerConfig  # loads with the first tick
-
+    def tracker_config(self, kinds: frozenset[ResourceEventKind]) -> ResourceTrackerConfig:
         return ResourceTrackerConfig(
             kinds=kinds,
             max_events=self.max_runs_per_tick,
@@ -171,55 +208,51 @@ class ResourceSensorOptions:
         )
 
 
-#: Runs per idle stretch of one resource before the guard gives up on it (the first + retries).
-DEFAULT_STOP_ATTEMPTS = 3
+@options_dataclass(frozen=True, kw_only=True, config=_CONFIG)
+class IdleGuardOptions(_Checked):
+    """How the idle guard ticks and retries; what it may stop is its ``IdlePolicy``."""
+
+    resource_key: str = _resource_key()
+    stop_attempts: Count = Field(
+        default=DEFAULT_STOP_ATTEMPTS,
+        ge=1,
+        le=20,
+        description="Runs per idle stretch before the guard gives up (a failed run is "
+        "requested again under a fresh run key).",
+    )
+    spend_db_path: str | None = _spend_db_path()
+    tick_budget_seconds: Seconds = _tick_budget()
+    unavailable_alarm_seconds: Seconds = _alarm()
 
 
-@dataclass(frozen=True, kw_only=True)
-class IdleGuardOptions:
-    """How the idle guard ticks and retries; what it may stop is its ``IdlePolicy``.
+@options_dataclass(frozen=True, kw_only=True, config=_CONFIG)
+class ChampionOptions(_Checked):
+    """Which assets the champion sensor reads and writes, and how its run is shaped."""
 
-    Attributes:
-        resource_key: as in :class:`PollingOptions`.
-        stop_attempts: runs per idle stretch before giving up (a failed run is requested
-            again under a fresh run key).
-        spend_db_path: as in :class:`ResourceSensorOptions` (a guard run records the billed
-            span of the resource it stopped).
-        tick_budget_seconds / unavailable_alarm_seconds: as in :class:`PollingOptions`.
-    """
-
-    resource_key: str = "together"
-    stop_attempts: int = DEFAULT_STOP_ATTEMPTS
-    spend_db_path: str | None = None
-    tick_budget_seconds: float = DEFAULT_TICK_BUDGET_SECONDS
-    unavailable_alarm_seconds: float = 600.0
-
-    def __post_init__(self) -> None:
-        _resource_key(self)
-        _at_least_one(self, "stop_attempts")
-        _positive(self, "tick_budget_seconds", "unavailable_alarm_seconds")
-
-
-@dataclass(frozen=True, kw_only=True)
-class ChampionOptions:
-    """Which assets the champion sensor reads and writes, and how its run is shaped.
-
-    Attributes:
-        key: the champion asset (partitioned by sweep).
-        evaluation_key: the evaluation asset whose materializations are folded in.
-        checkpoint_asset_key: the checkpoint asset whose metadata names each sweep.
-        job_name: the asset job run when the sensor's ``target`` is an asset selection.
-        partitioned_job: each ``champion_changed`` run carries the champion's checkpoint
-            partition key (the target must use ``CHECKPOINT_PARTITIONS``).
-        group_name: asset group of the champion asset (``build_champion_definitions``).
-    """
-
-    key: dg.AssetKey = CHAMPION_ASSET_KEY
-    evaluation_key: dg.AssetKey = EVALUATION_ASSET_KEY
-    checkpoint_asset_key: dg.AssetKey = CHECKPOINT_ASSET_KEY
-    job_name: str = "together_rl_champion_changed"
-    partitioned_job: bool = False
-    group_name: str | None = "together_rl"
+    key: dg.AssetKey = Field(
+        default=CHAMPION_ASSET_KEY, description="The champion asset (partitioned by sweep)."
+    )
+    evaluation_key: dg.AssetKey = Field(
+        default=EVALUATION_ASSET_KEY,
+        description="The evaluation asset whose materializations are folded in.",
+    )
+    checkpoint_asset_key: dg.AssetKey = Field(
+        default=CHECKPOINT_ASSET_KEY,
+        description="The checkpoint asset whose metadata names each sweep.",
+    )
+    job_name: str = Field(
+        default="together_rl_champion_changed",
+        min_length=1,
+        description="The asset job run when the sensor's target is an asset selection.",
+    )
+    partitioned_job: bool = Field(
+        default=False,
+        description="Each champion_changed run carries the champion's checkpoint partition key "
+        "(the target must use CHECKPOINT_PARTITIONS).",
+    )
+    group_name: str | None = Field(
+        default="together_rl", description="Asset group of the champion asset."
+    )
 
 
 class UnknownEventKind(dg.DagsterInvalidDefinitionError, ValueError):
@@ -276,8 +309,8 @@ class EventRoute:
     """
 
     event_kinds: Iterable[EventKind | str]
-    job: "ExecutableDefinition | None" = None
-    assets: "CoercibleToAssetSelection | None" = None
+    job: "Job | None" = None
+    assets: "Assets | None" = None
     job_name: str | None = None
     partitions_def: dg.DynamicPartitionsDefinition | None = field(default=CHECKPOINT_PARTITIONS)
     run_request_fn: RunRequestFn | None = None
@@ -309,8 +342,8 @@ class ResourceRoute:
     ``run_request_fn`` reshapes each run request or drops it."""
 
     event_kinds: Iterable[ResourceEventKind | str]
-    job: "ExecutableDefinition | None" = None
-    assets: "CoercibleToAssetSelection | None" = None
+    job: "Job | None" = None
+    assets: "Assets | None" = None
     job_name: str | None = None
     run_request_fn: ResourceRunRequestFn | None = None
     #: The parsed ``event_kinds`` (which is normalised to the same set when built).

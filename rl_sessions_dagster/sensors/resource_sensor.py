@@ -3,35 +3,34 @@ queued too long), exactly once, with the session sensors' tick discipline.
 
 Each tick lists every model resource (few per account) within the tick budget, runs the pure
 tracker (``core/resource_tracker.py``) and returns a ``SensorResult``. A transient API failure
-ends the tick with a SkipReason and the cursor untouched, so the next tick retries. This module
-builds and checks the definition; the tick body (:mod:`.resource_tick`), with the tracker and
-the API's models, loads with the first tick.
+ends the tick with a SkipReason and the cursor untouched, so the next tick retries.
 """
 
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import dagster as dg
 
+from ..api.models import ModelResource
 from ..core.events import ResourceEvent, ResourceEventKind
+from ..core.resources import (
+    ResourceObservation,
+    ResourceTrackerConfig,
+    ResourceTrackerState,
+    advance_resources,
+    status_changes,
+)
 from .options import ResourceRoute, ResourceSensorOptions
-from .quiet_sensor import QuietSensorDefinition
-from .run_requests import TAG_PREFIX
+from .run_requests import TAG_PREFIX, tag_value
+from .spend_spans import record_spans
 from .targets import RouteTarget, resolve_routes
-from .tick import run_tick, tick_budget
+from .tick import SensorFamily, Tick, TickOutcome, run_tick, tick_budget
 
-if TYPE_CHECKING:
-    from ..api.models import ModelResource
-    from ..core.resources import ResourceTrackerConfig
+#: The model-resource tracker as a sensor family of the tick skeleton.
+RESOURCES = SensorFamily(ResourceTrackerState.from_cursor, ResourceTrackerState)
 
-_MAX_TAG = 200
-
-
-def _tag(value: object) -> str:
-    text = str(value)
-    return text if len(text) <= _MAX_TAG else text[: _MAX_TAG - 1] + "…"
+ResourceBody = Callable[[Tick, ResourceTrackerState], TickOutcome[ResourceTrackerState]]
 
 
 @dataclass(frozen=True)
@@ -44,9 +43,9 @@ class ResourceFilter:
 
     created_by: str | None = None
     base_model: str | None = None
-    predicate: "Callable[[ModelResource], bool] | None" = None
+    predicate: Callable[[ModelResource], bool] | None = None
 
-    def matches(self, resource: "ModelResource") -> bool:
+    def matches(self, resource: ModelResource) -> bool:
         if self.base_model is not None and resource.base_model != self.base_model:
             return False
         return self.predicate is None or bool(self.predicate(resource))
@@ -62,16 +61,16 @@ def resource_event_tags(event: ResourceEvent) -> dict[str, str]:
         f"{TAG_PREFIX}model_resources_id": r.id,
         f"{TAG_PREFIX}resource_status": status.short
         if status.name != "UNKNOWN"
-        else _tag(r.raw_status),
+        else tag_value(r.raw_status),
     }
     if r.base_model:
-        tags[f"{TAG_PREFIX}base_model"] = _tag(r.base_model)
+        tags[f"{TAG_PREFIX}base_model"] = tag_value(r.base_model)
     if event.previous_status:
-        tags[f"{TAG_PREFIX}previous_status"] = _tag(event.previous_status)
+        tags[f"{TAG_PREFIX}previous_status"] = tag_value(event.previous_status)
     if event.error_code:
-        tags[f"{TAG_PREFIX}error_code"] = _tag(event.error_code)
+        tags[f"{TAG_PREFIX}error_code"] = tag_value(event.error_code)
     if event.error_message:
-        tags[f"{TAG_PREFIX}error_message"] = _tag(event.error_message)
+        tags[f"{TAG_PREFIX}error_message"] = tag_value(event.error_message)
     if event.queue_position is not None:
         tags[f"{TAG_PREFIX}queue_position"] = str(event.queue_position)
     if event.queued_ms is not None:
@@ -100,8 +99,8 @@ class ResourcePlan:
     budget: float
 
     @functools.cached_property
-    def config(self) -> "ResourceTrackerConfig":
-        """The tracker's policy, built on the first tick (with the tracker, not the definitions)."""
+    def config(self) -> ResourceTrackerConfig:
+        """The tracker's policy."""
         return self.options.tracker_config(frozenset(self.route_of))
 
 
@@ -142,8 +141,6 @@ def build_model_resource_sensor(
     )
 
     def _sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
-        from .resource_tick import RESOURCES, resource_tick  # the tracker loads with a tick
-
         return run_tick(
             context,
             RESOURCES,
@@ -153,8 +150,8 @@ def build_model_resource_sensor(
             alarm_after_s=options.unavailable_alarm_seconds,
         )
 
-    return QuietSensorDefinition(
-        rl_fn=_sensor,
+    return dg.SensorDefinition(
+        evaluation_fn=_sensor,
         name=name,
         jobs=[t.job for t in targets],
         minimum_interval_seconds=minimum_interval_seconds,
@@ -163,3 +160,56 @@ def build_model_resource_sensor(
         description=description
         or f"Together RL model-resource events ({', '.join(sorted(k.value for k in plan.route_of))}).",
     )
+
+
+def resource_tick(plan: ResourcePlan) -> ResourceBody:
+    """The body of one tick of the sensor ``plan`` describes."""
+    options = plan.options
+    flt = plan.resource_filter
+
+    def body(tick: Tick, state: ResourceTrackerState) -> TickOutcome[ResourceTrackerState]:
+        listed = [
+            r
+            for r in tick.client.list_model_resources(
+                created_by=flt.created_by, deadline=tick.deadline
+            )
+            if flt.matches(r)
+        ]
+        obs = ResourceObservation(
+            now_ms=tick.now_ms, resources=listed, server_now_ms=tick.clock.last_ms
+        )
+        spans = ""
+        if moved := status_changes(state, listed):
+            try:
+                resource = getattr(tick.context.resources, options.resource_key)
+                changed = record_spans(
+                    resource, tick.context.instance, options.spend_db_path, moved,
+                    now_ms=obs.clock_ms,
+                )  # fmt: skip
+                spans = f"; {len(changed)} billed span(s) updated" if changed else ""
+            except Exception as exc:  # spend is a side record: never block the events
+                tick.context.log.warning(f"could not record billed spans: {exc}")
+        outcome = advance_resources(state, obs, plan.config)
+        for note in outcome.notes:
+            tick.context.log.warning(note)
+        requests: list[dg.RunRequest] = []
+        for event in outcome.events:
+            target = plan.route_of[event.kind]
+            default = default_resource_run_request(
+                event, target.job_name if plan.name_jobs else None
+            )
+            fn = target.route.run_request_fn
+            request = default if fn is None else fn(event, default)
+            if request is not None:
+                requests.append(request)
+        summary = (
+            f"{len(requests)} run(s) from {len(outcome.events)} event(s); "
+            f"{len(listed)} resource(s) listed; tracking {len(outcome.state.tracked)}{spans}"
+        )
+        if outcome.deferred:
+            summary += (
+                f"; more events than max_runs_per_tick={options.max_runs_per_tick}, rest next tick"
+            )
+        return TickOutcome(outcome.state, summary, requests)
+
+    return body

@@ -16,7 +16,8 @@ TAG_PREFIX = "together/"
 _MAX_TAG_VALUE = 200
 
 
-def _tag(value: object) -> str:
+def tag_value(value: object) -> str:
+    """``value`` as a run tag value, cut to Dagster's length limit."""
     text = str(value)
     return text if len(text) <= _MAX_TAG_VALUE else text[: _MAX_TAG_VALUE - 1] + "…"
 
@@ -29,7 +30,7 @@ def event_tags(event: SessionEvent) -> dict[str, str]:
         f"{TAG_PREFIX}session_id": session.id,
         f"{TAG_PREFIX}session_status": session.status.short
         if session.status.name != "UNKNOWN"
-        else _tag(session.raw_status),
+        else tag_value(session.raw_status),
     }
     if event.checkpoint is not None:
         tags[f"{TAG_PREFIX}checkpoint_id"] = event.checkpoint.id
@@ -38,11 +39,11 @@ def event_tags(event: SessionEvent) -> dict[str, str]:
     elif session.step is not None:
         tags[f"{TAG_PREFIX}step"] = str(session.step)
     if session.base_model:
-        tags[f"{TAG_PREFIX}base_model"] = _tag(session.base_model)
+        tags[f"{TAG_PREFIX}base_model"] = tag_value(session.base_model)
     if session.display_name:
-        tags[f"{TAG_PREFIX}display_name"] = _tag(session.display_name)
+        tags[f"{TAG_PREFIX}display_name"] = tag_value(session.display_name)
     if event.previous_status:
-        tags[f"{TAG_PREFIX}previous_status"] = _tag(event.previous_status)
+        tags[f"{TAG_PREFIX}previous_status"] = tag_value(event.previous_status)
     return tags
 
 

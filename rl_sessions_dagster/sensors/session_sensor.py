@@ -1,42 +1,43 @@
-"""Session-event sensors: each tick reads the API within a time budget, runs the pure event core,
-and returns a ``SensorResult`` with one RunRequest per wanted event.
+"""The session-event sensor: each tick reads the API within a time budget, runs the pure event
+core, and returns a ``SensorResult`` with one RunRequest per wanted event.
 
-:func:`build_routed_sensor` is the general form: one poll of the API per interval, each event
-kind routed to a job or an asset selection (:class:`EventRoute`), so checkpoint evaluation
-and session reports share one poll. :func:`build_rl_event_sensor` is the single-target form;
-the presets in :mod:`.presets` are its usual wiring. Each sensor keeps its own cursor.
+:func:`build_session_sensor` polls the API once per interval and routes each event kind to a
+job or an asset selection (:class:`EventRoute`), so checkpoint evaluation and session reports
+share one poll and one cursor.
 
 The resource is a sensor requirement resolved by Dagster at tick time, never a closed-over
 object: an unresolved ``EnvVar`` would otherwise be sent as the key itself (the bug of
 dagster-fivetran's polling sensor).
 
 The tick is the shared skeleton (:mod:`.tick`: budget, clock, transient failures, outage alarm,
-cursor recovery, one log line) around this family's body, in :mod:`.session_tick`: ``collect``
-→ ``advance`` → run requests. This module only builds and checks definitions; the tick body,
-and with it the tracker and the API's models, loads with the first tick, so a code server
-loading definitions pays for neither.
+cursor recovery, one log line) around this family's body, :func:`session_tick`: ``collect``
+→ ``advance`` → run requests.
 """
 
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import dagster as dg
 
+from ..core import SessionEvent, TrackerState, advance
 from ..core.events import CHECKPOINT_EVENTS, EventKind
 from ..core.filters import SessionFilter
+from ..core.observation import TrackerConfig
+from ..core.reading import collect
+from ..partitions import CHECKPOINT_PARTITIONS
+from .client_source import ClientSessionSource
 from .options import EventRoute, PollingOptions
 from .options import event_kinds as parse_event_kinds
-from .quiet_sensor import QuietSensorDefinition
-from .targets import RouteTarget, is_job, resolve_routes
-from .tick import run_tick, tick_budget
+from .run_requests import checkpoint_materialization, default_run_request
+from .targets import RouteTarget, check_at_tick, resolve_routes
+from .tick import TRANSIENT_ERRORS, SensorFamily, Tick, TickOutcome, run_tick, tick_budget
 
-if TYPE_CHECKING:
-    from dagster._core.definitions.asset_selection import CoercibleToAssetSelection
-    from dagster._core.definitions.target import ExecutableDefinition
+#: pages of the unfiltered session list a tick may read for discovery (after the first tick).
+DISCOVERY_PAGES_PER_TICK = 50
 
-    from ..core.observation import TrackerConfig
+#: The session tracker as a sensor family of the tick skeleton.
+SESSIONS = SensorFamily(TrackerState.from_cursor, TrackerState)
 
 
 @dataclass(frozen=True)
@@ -55,8 +56,8 @@ class SensorPlan:
     announce: frozenset[EventKind] = frozenset()  # checkpoint kinds announced with no route
 
     @functools.cached_property
-    def config(self) -> "TrackerConfig":
-        """The tracker's policy, built on the first tick (with the tracker, not the definitions)."""
+    def config(self) -> TrackerConfig:
+        """The tracker's policy."""
         return self.options.tracker_config(self.kinds)
 
     def target_for(self, kind: EventKind) -> RouteTarget[EventRoute] | None:
@@ -66,7 +67,7 @@ class SensorPlan:
         return None
 
 
-def build_routed_sensor(
+def build_session_sensor(
     *,
     name: str,
     routes: Sequence[EventRoute],
@@ -126,8 +127,6 @@ def build_routed_sensor(
     )
 
     def evaluate(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
-        from .session_tick import SESSIONS, session_tick  # the tracker loads with the first tick
-
         return run_tick(
             context,
             SESSIONS,
@@ -137,8 +136,8 @@ def build_routed_sensor(
             alarm_after_s=plan.options.unavailable_alarm_seconds,
         )
 
-    return QuietSensorDefinition(
-        rl_fn=evaluate,
+    return dg.SensorDefinition(
+        evaluation_fn=evaluate,
         name=name,
         jobs=[t.job for t in targets],
         minimum_interval_seconds=minimum_interval_seconds,
@@ -162,55 +161,115 @@ def _describe(
     )
 
 
-def single_route(
-    sensor: str,
-    kinds: Iterable[EventKind | str],
-    job: "ExecutableDefinition | None",
-    target: "CoercibleToAssetSelection | ExecutableDefinition | None",
-    partitions_def: dg.DynamicPartitionsDefinition | None,
-) -> EventRoute:
-    """The one route of a single-target sensor: ``job`` (a job) or ``target`` (a job or an
-    asset selection, run as the asset job ``<sensor>_assets``), as ``@dg.sensor`` takes them."""
-    if (job is None) == (target is None):
-        raise dg.DagsterInvalidDefinitionError(
-            f"sensor '{sensor}' takes exactly one of job= and target="
+def session_tick(plan: SensorPlan) -> Callable[[Tick, TrackerState], TickOutcome[TrackerState]]:
+    """The session family's tick body: collect → advance → run requests."""
+
+    def body(tick: Tick, state: TrackerState) -> TickOutcome[TrackerState]:
+        context = tick.context
+        check_at_tick(context, plan.name, list(plan.targets))
+        source = ClientSessionSource(
+            tick.client,
+            plan.session_filter,
+            deadline=tick.deadline,
+            page_size=plan.options.page_size,
+            server_clock=tick.clock,
         )
-    chosen = job if job is not None else target
-    if is_job(chosen):
-        return EventRoute(kinds, job=chosen, partitions_def=partitions_def)
-    return EventRoute(
-        kinds,
-        assets=chosen,
-        job_name=f"{sensor}_assets",
-        partitions_def=partitions_def,
-    )
+        reserve = min(5.0, plan.budget / 4)
+        collected = collect(
+            state,
+            plan.config,
+            source,
+            now_ms=tick.now_ms,
+            out_of_time=lambda: tick.out_of_time(reserve),
+            transient=TRANSIENT_ERRORS,
+            discovery_pages_per_tick=DISCOVERY_PAGES_PER_TICK,
+        )
+        for item in source.skipped:
+            context.log.warning(
+                f"skipped an unreadable item of the API's lists (id {item.id or 'unreadable'}, "
+                f"field {item.field or '(the item)'}: {item.reason}); it is read again when "
+                "it is listed again"
+            )
+        for sid in collected.unreadable:
+            context.log.warning(f"session {sid} could not be read; it is fetched again next tick")
+        outcome = advance(state, collected.observation, plan.config)
+        for note in outcome.notes:
+            context.log.warning(note)
+        built = _build_requests(outcome.events, plan)
+        summary = (
+            f"{len(built.run_requests)} run(s) from {len(outcome.events)} event(s); "
+            f"tracking {len(outcome.state.tracked)} session(s)"
+        )
+        if outcome.deferred:
+            summary += (
+                f"; more events than max_runs_per_tick={plan.options.max_runs_per_tick}, "
+                "rest next tick"
+            )
+        if collected.interrupted:
+            summary += f"; read stopped early ({collected.interrupted}), rest next tick"
+        unreadable = len(source.skipped) + len(collected.unreadable)
+        if unreadable:
+            summary += f"; {unreadable} unreadable item(s) skipped (retried when read again)"
+        return TickOutcome(
+            outcome.state,
+            summary,
+            built.run_requests,
+            built.partition_requests(),
+            built.asset_events,
+            requests=collected.requests,
+        )
+
+    return body
 
 
-def build_rl_event_sensor(
-    *,
-    name: str,
-    event_kinds: Iterable[EventKind | str],
-    job: "ExecutableDefinition | None" = None,
-    target: "CoercibleToAssetSelection | ExecutableDefinition | None" = None,
-    session_filter: SessionFilter | None = None,
-    options: PollingOptions | None = None,
-    minimum_interval_seconds: int = 30,
-    default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
-    description: str | None = None,
-) -> dg.SensorDefinition:
-    """A sensor that requests one (unpartitioned) run per wanted session event, on one target.
+@dataclass
+class _Built:
+    run_requests: list[dg.RunRequest]
+    asset_events: list[dg.AssetMaterialization]
+    partition_keys: dict[str, tuple[dg.DynamicPartitionsDefinition, list[str]]]
 
-    ``job`` (a job) or ``target`` (a job or an asset selection) says what the runs execute.
-    For checkpoint runs partitioned by checkpoint use :func:`~.presets.build_checkpoint_sensor`;
-    for a ``run_request_fn`` or several targets, :func:`build_routed_sensor` with
-    :class:`EventRoute`. Other arguments as for :func:`build_routed_sensor`.
-    """
-    return build_routed_sensor(
-        name=name,
-        routes=[single_route(name, event_kinds, job, target, None)],
-        session_filter=session_filter,
-        options=options,
-        minimum_interval_seconds=minimum_interval_seconds,
-        default_status=default_status,
-        description=description,
-    )
+    def add_partition(self, partitions_def: dg.DynamicPartitionsDefinition, key: str) -> None:
+        entry = self.partition_keys.setdefault(str(partitions_def.name), (partitions_def, []))
+        entry[1].append(key)
+
+    def partition_requests(self) -> list[dg.AddDynamicPartitionsRequest]:
+        return [
+            pdef.build_add_request(list(dict.fromkeys(keys)))
+            for pdef, keys in self.partition_keys.values()
+            if keys
+        ]
+
+
+def _build_requests(events: Sequence[SessionEvent], plan: SensorPlan) -> _Built:
+    built = _Built([], [], {})
+    for event in events:
+        target = plan.target_for(event.kind)
+        if target is None:
+            if event.kind in plan.announce:
+                _announce(built, event, plan.checkpoint_asset_key)
+            continue
+        route = target.route
+        request: dg.RunRequest | None = default_run_request(event, partitioned=route.partitioned)
+        if plan.name_jobs and request is not None:
+            request = request.with_replaced_attrs(job_name=target.job_name)
+        if route.run_request_fn is not None and request is not None:
+            request = route.run_request_fn(event, request)
+        if request is None:
+            continue
+        built.run_requests.append(request)
+        if event.checkpoint is None:
+            continue
+        if route.partitioned and route.partitions_def is not None and request.partition_key:
+            built.add_partition(route.partitions_def, request.partition_key)
+        _announce(built, event, plan.checkpoint_asset_key)
+    return built
+
+
+def _announce(built: _Built, event: SessionEvent, asset_key: dg.AssetKey | None) -> None:
+    """The checkpoint's partition and the runless materialization of the checkpoint asset."""
+    if asset_key is None:
+        return
+    mat = checkpoint_materialization(event, asset_key)
+    if mat is not None and mat.partition is not None:
+        built.add_partition(CHECKPOINT_PARTITIONS, str(mat.partition))
+        built.asset_events.append(mat)

@@ -11,7 +11,6 @@ import contextlib
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 import dagster as dg
 
@@ -19,16 +18,14 @@ from ..api.models import ModelResource
 from ..core.spend import ResourceSpan, observe_span, observe_spans
 from ..resource import TogetherRLResource
 from ..resource.tables import open_table_store
-
-if TYPE_CHECKING:
-    from ..storage.sql import SQLAlchemyTableStore
+from ..storage.sql import SQLAlchemyTableStore
 
 PriceFn = Callable[[ModelResource], tuple[float | None, str | None]]
 
 
 def _tables(
     resource: TogetherRLResource, instance: dg.DagsterInstance, db_path: str | None
-) -> "contextlib.AbstractContextManager[SQLAlchemyTableStore]":
+) -> contextlib.AbstractContextManager[SQLAlchemyTableStore]:
     """The library's tables (the resource's ``database_url``, else the instance decides), or
     the spend asset's ``db_path`` override when the builder was given one."""
     override = os.path.expanduser(os.path.expandvars(db_path)) if db_path else None

@@ -10,18 +10,12 @@ resolved from assets the sensor cannot see, so it is checked on the sensor's fir
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import AbstractSet, Any, Generic, TypeVar  # noqa: UP035 - AssetSelection's own type
 
 import dagster as dg
-from dagster._core.definitions.unresolved_asset_job_definition import (
-    UnresolvedAssetJobDefinition,
-)
 
+from ..partitions.jobs import Job
 from .options import EventRoute, ResourceRoute
-
-if TYPE_CHECKING:
-    from dagster._core.definitions.target import ExecutableDefinition
-    from typing_extensions import TypeIs
 
 #: A route of either family: both are resolved here, by the same code.
 R = TypeVar("R", EventRoute, ResourceRoute)
@@ -67,24 +61,36 @@ def partitioned_by(found: object, expected: dg.DynamicPartitionsDefinition) -> b
     return isinstance(found, dg.DynamicPartitionsDefinition) and found.name == expected.name
 
 
-class _CheckedAssetJob(UnresolvedAssetJobDefinition):
-    """An asset job that, when Dagster resolves it at load, checks that its selection matched
-    an asset (else the partition check would blame partitioning) and then its partitioning."""
+class CheckedSelection(dg.AssetSelection):
+    """The selection of an ``assets=`` route, checked when Dagster resolves the route's asset
+    job at load: it must match an asset that can run (else the partition check would blame
+    partitioning), and those assets must have the route's partitions."""
 
-    _rl_sensor: str = ""
-    _rl_expected: dg.DynamicPartitionsDefinition | None = None
+    def __init__(
+        self,
+        selection: dg.AssetSelection,
+        *,
+        sensor: str,
+        job: str,
+        expected: dg.DynamicPartitionsDefinition | None,
+    ) -> None:
+        self.selection, self.sensor, self.job, self.expected = selection, sensor, job, expected
 
-    def resolve(self, asset_graph: Any, *args: Any, **kwargs: Any) -> dg.JobDefinition:
+    def resolve_inner(self, asset_graph: Any, allow_missing: bool) -> AbstractSet[dg.AssetKey]:
         matched = self.selection.resolve(asset_graph, allow_missing=True)
-        if not matched & asset_graph.executable_asset_keys:
-            raise empty_selection_error(
-                type(self)._rl_sensor, self.name, _shown(self.selection), matched
-            )
-        job = super().resolve(asset_graph, *args, **kwargs)
-        expected = type(self)._rl_expected
-        if expected is not None and not partitioned_by(job.partitions_def, expected):
-            raise misrouted_error(type(self)._rl_sensor, job.name, expected, job.partitions_def)
-        return job
+        runnable = matched & asset_graph.executable_asset_keys
+        if not runnable:
+            raise empty_selection_error(self.sensor, self.job, _shown(self.selection), matched)
+        if self.expected is not None:
+            found = {asset_graph.get(key).partitions_def for key in runnable} - {None}
+            if len(found) <= 1:  # several: Dagster refuses the job itself, saying why
+                partitions = next(iter(found), None)
+                if not partitioned_by(partitions, self.expected):
+                    raise misrouted_error(self.sensor, self.job, self.expected, partitions)
+        return self.selection.resolve_inner(asset_graph, allow_missing=allow_missing)
+
+    def to_selection_str(self) -> str:
+        return self.selection.to_selection_str()
 
 
 def _shown(selection: dg.AssetSelection) -> str:
@@ -92,23 +98,6 @@ def _shown(selection: dg.AssetSelection) -> str:
         return f"'{selection.to_selection_str()}'"
     except Exception:  # a selection with no string form
         return repr(selection)
-
-
-def _checked_asset_job(
-    sensor: str,
-    base: UnresolvedAssetJobDefinition,
-    expected: dg.DynamicPartitionsDefinition | None,
-) -> UnresolvedAssetJobDefinition:
-    cls = type(
-        "CheckpointAssetJob", (_CheckedAssetJob,), {"_rl_sensor": sensor, "_rl_expected": expected}
-    )
-    fields = {name: getattr(base, name) for name in base._fields}  # type: ignore[attr-defined]
-    return cls(**fields)
-
-
-def is_job(target: object) -> "TypeIs[ExecutableDefinition]":
-    """A job (rather than an asset selection) as a sensor's ``job=``/``target=`` may give it."""
-    return isinstance(target, dg.JobDefinition | dg.GraphDefinition | UnresolvedAssetJobDefinition)
 
 
 def expected_partitions(route: EventRoute | ResourceRoute) -> dg.DynamicPartitionsDefinition | None:
@@ -121,7 +110,9 @@ class RouteTarget(Generic[R]):
     """A route with the job its runs execute (made here for ``assets=`` routes)."""
 
     route: R
-    job: "ExecutableDefinition"
+    job: Job
+    #: False for a user's asset job, whose partitioning only the asset graph knows.
+    checked_at_load: bool = True
 
     @property
     def job_name(self) -> str:
@@ -132,15 +123,6 @@ class RouteTarget(Generic[R]):
         """The partitions the target must have: the route's, when its runs carry a key."""
         return expected_partitions(self.route)
 
-    @property
-    def checked_at_load(self) -> bool:
-        """False for a user's asset job whose partitioning only the asset graph knows."""
-        return not (
-            isinstance(self.job, UnresolvedAssetJobDefinition)
-            and not isinstance(self.job, _CheckedAssetJob)
-            and self.job.partitions_def is None
-        )
-
 
 def resolve_route(sensor: str, index: int, route: R) -> RouteTarget[R]:
     """The route's job (an asset job named ``job_name`` for ``assets=``), checked now where its
@@ -148,19 +130,17 @@ def resolve_route(sensor: str, index: int, route: R) -> RouteTarget[R]:
     expected = expected_partitions(route)
     if route.assets is not None:
         name = route.job_name or f"{sensor}_route_{index}"
-        asset_job = dg.define_asset_job(name, selection=route.assets)
-        return RouteTarget(route, _checked_asset_job(sensor, asset_job, expected))
+        selection = dg.AssetSelection.from_coercible(route.assets)
+        checked = CheckedSelection(selection, sensor=sensor, job=name, expected=expected)
+        return RouteTarget(route, dg.define_asset_job(name, selection=checked))
     job = route.job
     assert job is not None  # a route holds exactly one of job / assets
-    if expected is not None:
-        if isinstance(job, dg.GraphDefinition):
-            raise misrouted_error(sensor, job.name, expected, None)
-        found = job.partitions_def
-        if (isinstance(job, dg.JobDefinition) or found is not None) and not partitioned_by(
-            found, expected
-        ):
-            raise misrouted_error(sensor, job.name, expected, found)
-    return RouteTarget(route, job)
+    found = None if isinstance(job, dg.GraphDefinition) else job.partitions_def
+    # A user's asset job (define_asset_job) without partitions_def: only the asset graph knows.
+    known = isinstance(job, dg.JobDefinition | dg.GraphDefinition) or found is not None
+    if expected is not None and known and not partitioned_by(found, expected):
+        raise misrouted_error(sensor, job.name, expected, found)
+    return RouteTarget(route, job, checked_at_load=known)
 
 
 def resolve_routes(sensor: str, routes: Sequence[R]) -> tuple[RouteTarget[R], ...]:

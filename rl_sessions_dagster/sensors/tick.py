@@ -13,7 +13,8 @@ family supplies only its body (read → decide → run requests):
   fails loudly (a red tick, a sensor-failure alert), then the sensor goes on retrying quietly.
 * **Cursor recovery.** An unreadable cursor is restored from the sensor's own tick history
   (:mod:`.cursor_history`) instead of silently starting over.
-* **One log line** per tick: what the body did, API requests, retries and time.
+* **One log line** per tick: what the body did, API requests, retries and time; each API
+  retry is a WARNING line of the tick's own log (:func:`~..resource.retry_log.tick_retry_log`).
 """
 
 import os
@@ -21,7 +22,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 import dagster as dg
 
@@ -29,16 +30,14 @@ from ..api import (
     DeadlineExceeded,
     DecodeError,
     RateLimitError,
+    RLSessionsClient,
     ServerClock,
     ServerError,
     TransportError,
 )
 from ..resource import TogetherRLResource
-from ..resource.retry_log import current_tick_retry_log
+from ..resource.retry_log import RetryLog, tick_retry_log
 from .cursor_history import previous_tick_failed_loudly, read_state
-
-if TYPE_CHECKING:  # the client (and httpx) load when a tick builds one
-    from ..api import RLSessionsClient
 
 #: Failures that end a tick quietly (SkipReason, cursor kept): the next tick retries.
 TRANSIENT_ERRORS = (TransportError, ServerError, RateLimitError, DeadlineExceeded, DecodeError)
@@ -82,7 +81,7 @@ class Tick:
     """One tick's context, client, clock and deadline, handed to a family's body."""
 
     context: dg.SensorEvaluationContext
-    client: "RLSessionsClient"
+    client: RLSessionsClient
     clock: ServerClock
     started: float
     deadline: float
@@ -128,7 +127,27 @@ def run_tick(
     alarm_after_s: float,
 ) -> dg.SensorResult | dg.SkipReason:
     """One tick: cursor (recovered if unreadable) → the body, inside the budget and with the
-    transient-failure and outage rules → one log line → ``SensorResult``."""
+    transient-failure and outage rules → one log line → ``SensorResult``.
+
+    The API retries of the tick are written to the tick's log (``context.log``, which Dagster
+    stores with the tick): the resource's clients pick the log up by themselves. Their count
+    is logged at the end unless the summary line already gave it (a skipped tick)."""
+    with tick_retry_log(context.log) as retries:
+        result = _run_tick(context, family, body, retries, resource_key, budget, alarm_after_s)
+    if retries.count and not retries.summarised:
+        context.log.info(retries.summary())
+    return result
+
+
+def _run_tick(
+    context: dg.SensorEvaluationContext,
+    family: SensorFamily[S],
+    body: Callable[[Tick, S], TickOutcome[S]],
+    retries: RetryLog,
+    resource_key: str,
+    budget: float,
+    alarm_after_s: float,
+) -> dg.SensorResult | dg.SkipReason:
     started = time.monotonic()
     now_ms = local_now_ms()
     state = read_state(context, family.parse, family.fresh)
@@ -142,8 +161,7 @@ def run_tick(
         return unavailable(context, state, exc, now_ms, alarm_after_s)
     out.state.failing_since_ms = None
     elapsed_ms = int((time.monotonic() - started) * 1000)
-    tick_retries = current_tick_retry_log()  # each retry is a WARNING line above this one
-    retried = tick_retries.take_count() if tick_retries else client.stats.retries
+    retried = retries.take_count()  # each retry is a WARNING line above this one
     requests = out.requests if out.requests is not None else client.stats.requests
     summary = f"{out.summary}; {requests} API request(s) ({retried} retried) in {elapsed_ms} ms"
     context.log.info(summary)

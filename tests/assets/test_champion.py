@@ -80,7 +80,7 @@ def test_best_checkpoint_per_sweep_changes_once_per_change_and_checks_scores(sim
             resources={"together": resource},
         ),
         build_champion_definitions(
-            target=dg.AssetSelection.assets(deploy_champion),
+            assets=dg.AssetSelection.assets(deploy_champion),
             options=ChampionOptions(job_name="deploy"),
         ),
     )
@@ -171,7 +171,7 @@ def recorded_defs():
             ]
         ),
         build_champion_definitions(
-            target=dg.AssetSelection.assets(deploy_champion),
+            assets=dg.AssetSelection.assets(deploy_champion),
             options=ChampionOptions(job_name="deploy"),
         ),
     )

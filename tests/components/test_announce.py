@@ -10,7 +10,7 @@ from rl_sessions_dagster import (
     CHECKPOINT_PARTITIONS,
     PollingOptions,
     TogetherRLComponent,
-    build_routed_sensor,
+    build_session_sensor,
 )
 from rl_sessions_dagster.testing import RLSimulator
 from rl_sessions_dagster.testing.sensor_ticks import SensorTicker
@@ -93,4 +93,4 @@ def test_no_routes_and_nothing_announced_builds_no_sensor():
 )
 def test_announce_mistakes_fail_when_built(kwargs, match):
     with pytest.raises(dg.DagsterInvalidDefinitionError, match=match):
-        build_routed_sensor(name="s", routes=[], **kwargs)
+        build_session_sensor(name="s", routes=[], **kwargs)

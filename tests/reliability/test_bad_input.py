@@ -9,14 +9,13 @@ import pytest
 
 from rl_sessions_dagster import (
     EventKind,
+    EventRoute,
     PollingOptions,
     RLSessionsClient,
-    build_checkpoint_sensor,
-    build_rl_event_sensor,
-    build_session_status_sensor,
+    build_session_sensor,
 )
 from rl_sessions_dagster.api import AuthenticationError, ConfigurationError
-from rl_sessions_dagster.core import TrackerState
+from rl_sessions_dagster.core import TERMINAL_EVENTS, TrackerState
 
 from .conftest import API_KEY, RecordingTicker, evaluation_job, make_defs, report_job
 
@@ -35,7 +34,16 @@ def keys(data) -> list[str]:
 
 
 def status_ticker(url: str, instance, *, api_key: str | None = API_KEY) -> RecordingTicker:
-    defs = make_defs(url, [build_session_status_sensor(job=report_job)], api_key=api_key)
+    defs = make_defs(
+        url,
+        [
+            build_session_sensor(
+                name="together_rl_session_status_sensor",
+                routes=[EventRoute(TERMINAL_EVENTS, job=report_job)],
+            )
+        ],
+        api_key=api_key,
+    )
     return RecordingTicker(defs, STATUS, instance)
 
 
@@ -119,7 +127,17 @@ def unreadable_cursor(sim, instance, capsys, **_):
     ]
     for bad in garbage:
         t = RecordingTicker(
-            make_defs(sim.base_url, [build_checkpoint_sensor(job=evaluation_job)]), CKPT, instance
+            make_defs(
+                sim.base_url,
+                [
+                    build_session_sensor(
+                        name="together_rl_checkpoint_sensor",
+                        routes=[EventRoute([EventKind.CHECKPOINT_REGISTERED], job=evaluation_job)],
+                    )
+                ],
+            ),
+            CKPT,
+            instance,
         )
         t.cursor = bad
         capsys.readouterr()
@@ -139,10 +157,19 @@ def unreadable_cursor(sim, instance, capsys, **_):
 def unknown_status(sim, instance, **_):
     world = sim.world
     a, b = world.create_session(), world.create_session()
-    everything = build_rl_event_sensor(
-        name="all", event_kinds=list(EventKind), job=report_job
+    everything = build_session_sensor(
+        name="all", routes=[EventRoute(list(EventKind), job=report_job, partitions_def=None)]
     )
-    defs = make_defs(sim.base_url, [everything, build_session_status_sensor(job=report_job)])
+    defs = make_defs(
+        sim.base_url,
+        [
+            everything,
+            build_session_sensor(
+                name="together_rl_session_status_sensor",
+                routes=[EventRoute(TERMINAL_EVENTS, job=report_job)],
+            ),
+        ],
+    )
     t_all, t_status = (
         RecordingTicker(defs, "all", instance),
         RecordingTicker(defs, STATUS, instance),
@@ -187,7 +214,16 @@ def unknown_fields(sim, instance, **_):
     sid = world.create_session(display_name="drift")
     defs = make_defs(
         sim.base_url,
-        [build_checkpoint_sensor(job=evaluation_job), build_session_status_sensor(job=report_job)],
+        [
+            build_session_sensor(
+                name="together_rl_checkpoint_sensor",
+                routes=[EventRoute([EventKind.CHECKPOINT_REGISTERED], job=evaluation_job)],
+            ),
+            build_session_sensor(
+                name="together_rl_session_status_sensor",
+                routes=[EventRoute(TERMINAL_EVENTS, job=report_job)],
+            ),
+        ],
     )
     t_ckpt, t_status = (
         RecordingTicker(defs, CKPT, instance),
@@ -226,17 +262,32 @@ def limit_errors(sim, instance, **_):
     # Bad polling knobs are refused when the sensor is defined, whatever the builder.
     for bad in (0, -5, 101):
         with pytest.raises(dg.DagsterInvalidDefinitionError, match="page_size"):
-            build_session_status_sensor(job=report_job, options=PollingOptions(page_size=bad))
+            build_session_sensor(
+                name="together_rl_session_status_sensor",
+                routes=[EventRoute(TERMINAL_EVENTS, job=report_job)],
+                options=PollingOptions(page_size=bad),
+            )
         with pytest.raises(dg.DagsterInvalidDefinitionError, match="page_size"):
-            build_checkpoint_sensor(job=evaluation_job, options=PollingOptions(page_size=bad))
+            build_session_sensor(
+                name="together_rl_checkpoint_sensor",
+                routes=[EventRoute([EventKind.CHECKPOINT_REGISTERED], job=evaluation_job)],
+                options=PollingOptions(page_size=bad),
+            )
     with pytest.raises(dg.DagsterInvalidDefinitionError, match="max_runs_per_tick"):
-        build_session_status_sensor(job=report_job, options=PollingOptions(max_runs_per_tick=0))
+        build_session_sensor(
+            name="together_rl_session_status_sensor",
+            routes=[EventRoute(TERMINAL_EVENTS, job=report_job)],
+            options=PollingOptions(max_runs_per_tick=0),
+        )
     with pytest.raises(dg.DagsterInvalidDefinitionError, match="event_kinds"):
-        build_rl_event_sensor(name="none", event_kinds=[], job=report_job)
+        build_session_sensor(
+            name="none", routes=[EventRoute([], job=report_job, partitions_def=None)]
+        )
     with pytest.raises(ValueError):
-        build_rl_event_sensor(name="typo", event_kinds=["checkpoint_registred"], job=report_job)
-    with pytest.raises(dg.DagsterInvalidDefinitionError, match="checkpoint events"):
-        build_checkpoint_sensor(job=evaluation_job, event_kinds=[EventKind.SESSION_STOPPED])
+        build_session_sensor(
+            name="typo",
+            routes=[EventRoute(["checkpoint_registred"], job=report_job, partitions_def=None)],
+        )
 
 
 def error_body_garbage(sim, instance, **_):

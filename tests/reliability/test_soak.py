@@ -15,11 +15,11 @@ import pytest
 
 from rl_sessions_dagster import (
     EventKind,
+    EventRoute,
     PollingOptions,
-    build_checkpoint_sensor,
-    build_rl_event_sensor,
-    build_session_status_sensor,
+    build_session_sensor,
 )
+from rl_sessions_dagster.core import TERMINAL_EVENTS
 from rl_sessions_dagster.testing import RLSimulator, SimulatedWorld, SimulatorError
 
 from .conftest import API_KEY, RecordingTicker, evaluation_job, make_defs, report_job
@@ -222,12 +222,17 @@ def run_soak(instance, *, order: str, rounds: int, seed: int) -> dict:
         cw.observe()
 
         sensors = [
-            build_checkpoint_sensor(job=evaluation_job),
-            build_session_status_sensor(job=report_job),
-            build_rl_event_sensor(
+            build_session_sensor(
+                name="together_rl_checkpoint_sensor",
+                routes=[EventRoute([EventKind.CHECKPOINT_REGISTERED], job=evaluation_job)],
+            ),
+            build_session_sensor(
+                name="together_rl_session_status_sensor",
+                routes=[EventRoute(TERMINAL_EVENTS, job=report_job)],
+            ),
+            build_session_sensor(
                 name=ALL,
-                event_kinds=list(EventKind),
-                job=report_job,
+                routes=[EventRoute(list(EventKind), job=report_job, partitions_def=None)],
                 options=PollingOptions(max_runs_per_tick=12, page_size=5),
             ),
         ]
@@ -353,10 +358,7 @@ def test_slow_api_needs_several_ticks_each_within_budget_and_loses_nothing(insta
         running, paused, stopped, failed = (world.create_session() for _ in range(4))
         world.advance_clock(2)
         budget = 9.0
-        sensor = build_rl_event_sensor(
-            name="slow", event_kinds=list(EventKind), job=report_job,
-            options=PollingOptions(tick_budget_seconds=budget, page_size=2),
-        )  # fmt: skip
+        sensor = build_session_sensor(name="slow", routes=[EventRoute(list(EventKind), job=report_job, partitions_def=None)], options=PollingOptions(tick_budget_seconds=budget, page_size=2))  # fmt: skip
         t = RecordingTicker(
             make_defs(sim.base_url, [sensor], request_timeout=10.0), "slow", instance
         )

@@ -8,8 +8,6 @@ simulator; PostgreSQL cases are in ``tests/resource/test_tables_postgres.py``.
 import os
 import socket
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import dagster as dg
@@ -257,14 +255,3 @@ def test_open_table_store_closes_and_shows_no_password(tmp_path) -> None:
             pass
     assert "it is set by TogetherRLResource.database_url" in str(info.value)
     assert SECRET not in str(info.value) and info.value.__cause__ is None
-
-
-def test_importing_the_builders_does_not_load_the_store() -> None:
-    """SQLAlchemy's store module (and its table definitions) load when a run opens the tables."""
-    code = (
-        "import sys, rl_sessions_dagster.assets, rl_sessions_dagster.components, "
-        "rl_sessions_dagster.resource.tables, rl_sessions_dagster.storage; "
-        "print([m for m in sys.modules if m.startswith('rl_sessions_dagster.storage.s')])"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"

@@ -8,10 +8,12 @@ import pytest
 
 from rl_sessions_dagster import (
     CHECKPOINT_ASSET_SPEC,
+    EventKind,
+    EventRoute,
     TogetherRLResource,
-    build_checkpoint_sensor,
-    build_session_status_sensor,
+    build_session_sensor,
 )
+from rl_sessions_dagster.core import TERMINAL_EVENTS
 from rl_sessions_dagster.testing import RLSimulator
 from rl_sessions_dagster.testing.sensor_ticks import SensorTicker
 
@@ -44,8 +46,14 @@ def make_resource(sim: RLSimulator, **overrides) -> TogetherRLResource:
 
 def make_defs(sim: RLSimulator, *sensors: dg.SensorDefinition, **resource_overrides):
     sensors = sensors or (
-        build_checkpoint_sensor(job=evaluation_job),
-        build_session_status_sensor(job=report_job),
+        build_session_sensor(
+            name="together_rl_checkpoint_sensor",
+            routes=[EventRoute([EventKind.CHECKPOINT_REGISTERED], job=evaluation_job)],
+        ),
+        build_session_sensor(
+            name="together_rl_session_status_sensor",
+            routes=[EventRoute(TERMINAL_EVENTS, job=report_job)],
+        ),
     )
     return dg.Definitions(
         assets=[CHECKPOINT_ASSET_SPEC, evaluation],

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rl_sessions_dagster import EventKind, EventRoute, SessionFilter, build_routed_sensor
+from rl_sessions_dagster import EventKind, EventRoute, SessionFilter, build_session_sensor
 from rl_sessions_dagster.api.models import TrainingSession
 from rl_sessions_dagster.testing import RLSimulator
 from rl_sessions_dagster.testing.sensor_ticks import SensorTicker
@@ -93,7 +93,7 @@ def sensor(case: Case, kinds: list[EventKind]) -> dg.SensorDefinition:
             EventRoute(TERMINAL, job=report_job),
         ]
     )
-    return build_routed_sensor(name="filtered", routes=routes, session_filter=case.session_filter)
+    return build_session_sensor(name="filtered", routes=routes, session_filter=case.session_filter)
 
 
 def session_ids(data) -> set[str]:

@@ -8,13 +8,13 @@ import pytest
 
 from rl_sessions_dagster import (
     EventKind,
+    EventRoute,
     PollingOptions,
     SessionFilter,
-    build_rl_event_sensor,
-    build_session_status_sensor,
+    build_session_sensor,
 )
 from rl_sessions_dagster.api import AuthenticationError
-from rl_sessions_dagster.core import TrackerState
+from rl_sessions_dagster.core import TERMINAL_EVENTS, TrackerState
 from rl_sessions_dagster.core.state import CURSOR_VERSION
 
 from .conftest import API_KEY, evaluation_job, make_defs, report_job
@@ -128,10 +128,11 @@ def test_first_tick_backfill_and_cap_follow_in_order(sim, ticker):
         sim.world.advance_clock(1)
         sim.world.advance_steps(sid, 1)
         ckpts.append(sim.world.add_inference_checkpoint(sid))
-    sensor = build_rl_event_sensor(
+    sensor = build_session_sensor(
         name="backfill",
-        event_kinds=[EventKind.CHECKPOINT_CREATED],
-        job=evaluation_job,
+        routes=[
+            EventRoute([EventKind.CHECKPOINT_CREATED], job=evaluation_job, partitions_def=None)
+        ],
         options=PollingOptions(backfill=True, max_runs_per_tick=2),
     )
     t = ticker(make_defs(sim, sensor), "backfill")
@@ -146,10 +147,9 @@ def test_first_tick_backfill_and_cap_follow_in_order(sim, ticker):
 def test_filters_by_display_name_and_wandb_project(sim, ticker):
     wanted = sim.world.create_session(display_name="sweep-1", wandb={"project": "p"})
     other = sim.world.create_session(display_name="sweep-2", wandb={"project": "q"})
-    sensor = build_rl_event_sensor(
+    sensor = build_session_sensor(
         name="filtered",
-        event_kinds=[EventKind.SESSION_STOPPED],
-        job=report_job,
+        routes=[EventRoute([EventKind.SESSION_STOPPED], job=report_job)],
         session_filter=SessionFilter(display_name="sweep-*", wandb_project="p"),
     )
     t = ticker(make_defs(sim, sensor), "filtered")
@@ -161,10 +161,8 @@ def test_filters_by_display_name_and_wandb_project(sim, ticker):
 
 def test_unknown_status_is_a_generic_change_and_the_tick_goes_on(sim, ticker):
     sid = sim.world.create_session()
-    sensor = build_rl_event_sensor(
-        name="all",
-        event_kinds=list(EventKind),
-        job=report_job,
+    sensor = build_session_sensor(
+        name="all", routes=[EventRoute(list(EventKind), job=report_job, partitions_def=None)]
     )
     t = ticker(make_defs(sim, sensor), "all")
     t.tick()
@@ -200,8 +198,10 @@ def test_transient_failure_skips_the_tick_and_keeps_the_cursor(sim, ticker):
 
 def test_an_outage_that_persists_fails_a_tick_loudly_and_loses_nothing(sim, ticker):
     sid = sim.world.create_session()
-    sensor = build_session_status_sensor(
-        job=report_job, options=PollingOptions(unavailable_alarm_seconds=600)
+    sensor = build_session_sensor(
+        name="together_rl_session_status_sensor",
+        routes=[EventRoute(TERMINAL_EVENTS, job=report_job)],
+        options=PollingOptions(unavailable_alarm_seconds=600),
     )
     t = ticker(make_defs(sim, sensor), sensor.name)
     t.tick()
@@ -251,10 +251,9 @@ def test_unreadable_cursor_is_reset_without_flood(sim, ticker):
 
 def test_slow_api_tick_stays_within_budget_and_progress_is_kept(sim, ticker):
     sids = [sim.world.create_session() for _ in range(3)]
-    sensor = build_rl_event_sensor(
+    sensor = build_session_sensor(
         name="slow",
-        event_kinds=[EventKind.SESSION_STOPPED],
-        job=report_job,
+        routes=[EventRoute([EventKind.SESSION_STOPPED], job=report_job)],
         options=PollingOptions(tick_budget_seconds=1.5, page_size=1),
     )
     t = ticker(make_defs(sim, sensor), "slow")

@@ -11,12 +11,14 @@ import re
 import dagster as dg
 
 from rl_sessions_dagster import (
+    EventKind,
+    EventRoute,
     IdlePolicy,
     ResourceEventKind,
     ResourceRoute,
     TogetherRLResource,
-    build_checkpoint_sensor,
     build_model_resource_sensor,
+    build_session_sensor,
 )
 from rl_sessions_dagster.sensors.idle_guard import build_idle_guard
 
@@ -54,7 +56,15 @@ def assert_no_key(ticker) -> None:
 
 def test_session_sensor_tick_logs_each_retry_and_counts_them(sim, ticker) -> None:
     sim.world.create_session(display_name="watched")
-    defs = make_defs(sim, build_checkpoint_sensor(job=evaluation_job), max_attempts=4, **FAST)
+    defs = make_defs(
+        sim,
+        build_session_sensor(
+            name="together_rl_checkpoint_sensor",
+            routes=[EventRoute([EventKind.CHECKPOINT_REGISTERED], job=evaluation_job)],
+        ),
+        max_attempts=4,
+        **FAST,
+    )
     t = ticker(defs, "together_rl_checkpoint_sensor")
     sim.faults.http_error(SESSIONS, 503, times=2)
 
@@ -79,7 +89,15 @@ def test_session_sensor_tick_logs_each_retry_and_counts_them(sim, ticker) -> Non
 
 
 def test_retry_after_is_named_when_honoured(sim, ticker) -> None:
-    defs = make_defs(sim, build_checkpoint_sensor(job=evaluation_job), max_attempts=3, **FAST)
+    defs = make_defs(
+        sim,
+        build_session_sensor(
+            name="together_rl_checkpoint_sensor",
+            routes=[EventRoute([EventKind.CHECKPOINT_REGISTERED], job=evaluation_job)],
+        ),
+        max_attempts=3,
+        **FAST,
+    )
     t = ticker(defs, "together_rl_checkpoint_sensor")
     sim.faults.rate_limit(SESSIONS, retry_after=0.05, times=1)
     t.tick()
@@ -93,7 +111,15 @@ def test_retry_after_is_named_when_honoured(sim, ticker) -> None:
 
 def test_a_tick_that_gives_up_still_shows_its_retries(sim, ticker) -> None:
     """Every attempt fails: the tick skips quietly, its log says what was tried and why."""
-    defs = make_defs(sim, build_checkpoint_sensor(job=evaluation_job), max_attempts=3, **FAST)
+    defs = make_defs(
+        sim,
+        build_session_sensor(
+            name="together_rl_checkpoint_sensor",
+            routes=[EventRoute([EventKind.CHECKPOINT_REGISTERED], job=evaluation_job)],
+        ),
+        max_attempts=3,
+        **FAST,
+    )
     t = ticker(defs, "together_rl_checkpoint_sensor")
     sim.faults.http_error(SESSIONS, 503)
     data = t.tick()
