@@ -149,6 +149,9 @@ class SessionFilterConfig(Section):
     wandb_project: str | None = Field(
         default=None, description="Only sessions logging to this W&B project."
     )
+    wandb_group: str | None = Field(
+        default=None, description="Only sessions in this W&B group (a sweep)."
+    )
 
     def build(self) -> SessionFilter:
         return SessionFilter(**self.model_dump())

@@ -236,3 +236,25 @@ def test_resource_section_is_every_field_of_the_resource():
     assert TogetherRLComponent().resource.api_key == dg.EnvVar("TOGETHER_API_KEY")
     with pytest.raises(Exception, match="max_attempts"):
         TogetherRLComponent.resolve_from_yaml("resource: {max_attempts: 0}\n")
+
+
+def test_yaml_filter_excludes_a_session_born_between_ticks(monkeypatch):
+    """``filter:`` in YAML holds on the checkpoint-list path too (#31): a session of another
+    W&B group, born between two ticks with a registered checkpoint, gets no evaluation."""
+    yaml = YAML.replace('filter: {display_name: "sweep-*"}', "filter: {wandb_group: grid-a}")
+    with RLSimulator(api_key=API_KEY) as sim, dg.instance_for_test() as instance:
+        monkeypatch.setenv("RL_TEST_KEY", API_KEY)
+        monkeypatch.setenv("TOGETHER_BASE_URL", sim.base_url)
+        ticker = SensorTicker(component_defs(yaml), "rl_events", instance)
+        ticker.tick()
+        sim.world.advance_clock(5)
+        ids = {}
+        for group in ("grid-a", "grid-b"):
+            sid = sim.world.create_session(wandb={"project": "p", "group": group})
+            sim.world.advance_steps(sid, 10)
+            ids[group] = (sid, sim.world.add_inference_checkpoint(sid))
+            sim.world.stop_session(sid, immediate=True)
+        sim.world.advance_clock(2)
+        keys = sorted(r.run_key for r in ticker.tick().run_requests)
+        (sid_a, cid_a) = ids["grid-a"]
+        assert keys == [f"checkpoint_registered:{sid_a}:{cid_a}", f"session_stopped:{sid_a}"]
