@@ -55,7 +55,7 @@ def test_run_request_hook_example_runs():
 
 def test_routed_sensor_example_loads_with_the_quick_start(monkeypatch):
     (quick_start,) = [b for b in BLOCKS if "defs = dg.Definitions(" in b]
-    (routed,) = [b for b in BLOCKS if "build_routed_sensor(" in b]
+    (routed,) = [b for b in BLOCKS if "rl_events = build_session_sensor(" in b]
     monkeypatch.setenv("TOGETHER_API_KEY", "k")
     namespace: dict = {}
     exec(compile(quick_start, "README-quick-start", "exec"), namespace)
