@@ -243,7 +243,7 @@ class ChampionOptions(_Checked):
     job_name: str = Field(
         default="together_rl_champion_changed",
         min_length=1,
-        description="The asset job run when the sensor's target is an asset selection.",
+        description="Name of the asset job made when build_champion_definitions is given assets.",
     )
     partitioned_job: bool = Field(
         default=False,

@@ -69,7 +69,7 @@ class SensorPlan:
 
 def build_session_sensor(
     *,
-    name: str,
+    name: str = "together_rl_events",
     routes: Sequence[EventRoute],
     session_filter: SessionFilter | None = None,
     options: PollingOptions | None = None,
@@ -81,7 +81,8 @@ def build_session_sensor(
     """One sensor, one poll of the API per tick, each event kind routed to its own target.
 
     Args:
-        name: the sensor's name (also the key of its cursor; rename = start over).
+        name: the sensor's name (also the key of its cursor; rename = start over). The
+            default is the Component's, so both spellings of one sensor share its cursor.
         routes: which event kinds go where; each kind to at most one route. Kinds in no
             route are only tracked.
         session_filter: which sessions to watch (model resource, creator, name glob, W&B).

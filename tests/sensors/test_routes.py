@@ -74,7 +74,7 @@ def test_one_routed_sensor_serves_both_families_with_one_poll(sim, ticker):
     assert t.tick().run_requests == []
 
 
-def test_two_preset_sensors_poll_twice_for_the_same_events(sim, instance, ticker):
+def test_two_single_route_sensors_poll_twice_for_the_same_events(sim, instance, ticker):
     """The reason for routing: the same world, the same tick, read once instead of twice."""
     happen = scripted_world(sim)
     defs = make_defs(
