@@ -87,6 +87,51 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+# --- the order of a parallel run (pytest-xdist, as scripts/test.sh runs the suite) --------------
+#
+# The workers take tests one at a time (``--maxschedchunk 1``) from a list sorted longest first,
+# so the long tests start at once, spread over the workers, and the short ones fill the gaps:
+# the run ends soon after its longest test. The seconds are those measured one at a time on a
+# 2-core machine (``pytest -m slow --durations=0``); a slow test not listed counts as ``_SLOW``,
+# a fast one as 0 (collection order). They change the order only, never what runs; a single
+# process keeps pytest's order (module fixtures set up once).
+
+#: Expected seconds of the longest tests, by node id prefix.
+LONGEST: dict[str, float] = {
+    "tests/reliability/test_soak.py::test_soak_newest_first_list": 107,
+    "tests/reliability/test_secret_hygiene.py::": 99,
+    "tests/test_demo.py::test_demo_runs_the_whole_story": 97,
+    "tests/reliability/test_soak.py::test_soak_oldest_first_list": 92,
+    "tests/test_benchmarks_smoke.py::test_quick_benchmark_completes_with_every_row": 57,
+    "tests/components/test_yaml_only_e2e.py::": 56,
+    "tests/reliability/test_daemon_restarts.py::": 53,
+    "tests/sensors/test_daemon_cursor.py::": 35,
+    "tests/postgres/test_fresh_containers.py::": 34,
+    "tests/sensors/test_idle_guard_properties.py::test_the_guard_never_stops_a_gpu_in_use": 33,
+    "tests/reliability/test_soak.py::test_soak_unordered_list": 31,
+    "tests/sensors/test_daemon.py::": 28,
+    "tests/reliability/test_soak.py::test_slow_api_needs_several_ticks": 24,
+    "tests/assets/test_spend_spans.py::test_spend_is_within_one_percent_of_the_bill": 21,
+    "tests/sensors/test_daemon_resources.py::": 19,
+    "tests/components/test_dg_cli.py::": 19,
+    "tests/postgres/test_run_retries.py::": 18,
+    "tests/sensors/test_idle_guard_properties.py::test_every_hazard_alone_in_one_world": 18,
+}
+_SLOW = 5.0
+
+
+def _expected_seconds(item: pytest.Item) -> float:
+    for prefix, seconds in LONGEST.items():
+        if item.nodeid.startswith(prefix):
+            return seconds
+    return _SLOW if item.get_closest_marker("slow") else 0.0
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if hasattr(config, "workerinput"):  # an xdist worker: every worker sorts the same way
+        items.sort(key=_expected_seconds, reverse=True)  # stable: ties keep collection order
+
+
 @pytest.fixture
 def sim_options() -> dict[str, Any]:
     """Options of every ``sim`` of a folder (override in its conftest); markers come first."""

@@ -107,7 +107,10 @@ def test_json_scalars_read_as_before(field: str, value: Any) -> None:
     _same({field: value}, from_json=False)
 
 
-@pytest.mark.parametrize("value", PYTHON_ONLY, ids=repr)
+# Ids stable across processes (pytest-xdist workers must collect the same ids): no address.
+@pytest.mark.parametrize(
+    "value", PYTHON_ONLY, ids=lambda v: "object()" if type(v) is object else repr(v)
+)
 @pytest.mark.parametrize("field", ["at", "raw", "metadata"])
 def test_python_values_read_as_before(field: str, value: Any) -> None:
     _same({field: value}, from_json=False)
