@@ -58,12 +58,15 @@ def checkpoint_id_for_partition(
 ) -> str:
     """The full checkpoint id of a partition (default: the run's).
 
-    Reads, in order: the run's ``together/checkpoint_id``
+    Reads, in order: a key without ``/`` as the id itself (a partition added by hand or by a
+    test); the run's ``together/checkpoint_id``
     tag when the run is for this partition (every sensor run); the ``checkpoint_id`` metadata
     the sensor recorded on the checkpoint asset for this partition (UI re-runs, backfills,
     ``AutomationCondition.eager()``).
     """
     key = partition_key if partition_key is not None else context.partition_key
+    if "/" not in key:
+        return key
     tags = context.run.tags
     if tags.get("dagster/partition") == key and tags.get("together/checkpoint_id"):
         return tags["together/checkpoint_id"]

@@ -328,7 +328,7 @@ def test_keys_sort_by_session_then_step():
 
 def test_checkpoint_id_is_found_for_sensor_runs_and_ui_reruns(instance):
     """Sensor runs carry the id as a tag; a UI re-run has no tag and reads the event the sensor
-    recorded."""
+    recorded; a key that is a bare id is the id."""
     full = "c0ffee00-1111-2222-3333-444455556666"
     key = "sweep-a/000010/c0ffee00"
     seen: list[str] = []
@@ -348,4 +348,5 @@ def test_checkpoint_id_is_found_for_sensor_runs_and_ui_reruns(instance):
         )
     )
     assert dg.materialize([evaluate], partition_key=key, instance=instance).success
-    assert seen == [full, full]
+    assert dg.materialize([evaluate], partition_key=full, instance=instance).success
+    assert seen == [full, full, full]
