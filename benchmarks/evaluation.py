@@ -28,7 +28,7 @@ from typing import Any
 
 from rl_sessions_dagster.api import RLSessionsClient
 from rl_sessions_dagster.api.registration import deployment_target
-from rl_sessions_dagster.evaluation import RunSettings, build_grader, load_dataset, run_evaluation
+from rl_sessions_dagster.evaluation import RunSettings, load_dataset, resolve_grader, run_evaluation
 
 from .machine import describe
 from .simproc import SimProcess, simulator
@@ -80,7 +80,7 @@ def run(args: argparse.Namespace, log: Any = print) -> dict[str, Any]:
     items = [{"a": i % 97 + 2, "b": i // 97 + 3, "expected": i % 97 + 2 + i // 97 + 3}
              for i in range(args.items)]  # fmt: skip
     dataset = load_dataset(items=items, prompt_template="What is {a} + {b}?")
-    graders = [build_grader("numeric")]
+    graders = [resolve_grader("numeric")]
     seq_n = min(args.sequential_items or args.items, args.items)
     out: dict[str, Any] = {"args": vars(args), "machine": describe()}
     with simulator(1, active=1, checkpoints_per_session=1) as sim:

@@ -28,7 +28,7 @@ from rl_sessions_dagster import (
     build_spend_asset,
     checkpoint_id_for_partition,
 )
-from rl_sessions_dagster.assets import build_session_sync_asset, build_sync_job_and_schedule
+from rl_sessions_dagster.assets import build_session_sync_asset
 from rl_sessions_dagster.core import TERMINAL_EVENTS
 
 from .evaluation import evaluate_model
@@ -208,7 +208,8 @@ status_sensor = build_session_sensor(
 # No db_path: the tables go where the resource says (RL_TABLES_URL, else the instance's
 # PostgreSQL, else $DAGSTER_HOME/together_rl_sync.sqlite), with the spend tables.
 sync_asset = build_session_sync_asset()
-sync_job, sync_schedule = build_sync_job_and_schedule(sync_asset)
+sync_job = dg.define_asset_job("together__rl_sessions_table_sync_job", selection=[sync_asset])
+sync_schedule = dg.ScheduleDefinition(job=sync_job, cron_schedule="*/15 * * * *")
 
 # The GPUs, as in defs.yaml: each model-resource event runs gpu_notices and refreshes spend;
 # the idle guard stops this key's READY resources left with no session.

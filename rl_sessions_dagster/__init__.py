@@ -10,7 +10,6 @@ holds the local simulator of the service.
 from .api import ResourceSpec, RLSessionsClient, TogetherRLError
 from .assets import (
     CHECKPOINT_ASSET_SPEC,
-    build_checkpoint_asset_spec,
     build_evaluation_asset,
     build_session_report_asset,
     build_spend_asset,
@@ -67,7 +66,6 @@ __all__ = [
     "TrainingLaunchConfig",
     "__version__",
     "build_champion_definitions",
-    "build_checkpoint_asset_spec",
     "build_evaluation_asset",
     "build_idle_guard",
     "build_model_resource_sensor",

@@ -2,7 +2,7 @@
 champions, the finished-session report, and the scheduled session/checkpoint sync."""
 
 from .champion import champion_baseline
-from .checkpoints import CHECKPOINT_ASSET_SPEC, build_checkpoint_asset_spec
+from .checkpoints import CHECKPOINT_ASSET_SPEC
 from .evaluation import (
     SCORE_CHECK_NAME,
     Baseline,
@@ -22,9 +22,6 @@ from .sync import (
     SyncConfig,
     SyncStats,
     build_session_sync_asset,
-    build_sync_definitions,
-    build_sync_job_and_schedule,
-    build_sync_schedule,
     run_sync,
 )
 
@@ -45,14 +42,10 @@ __all__ = [
     "StoreFactory",
     "SyncConfig",
     "SyncStats",
-    "build_checkpoint_asset_spec",
     "build_evaluation_asset",
     "build_session_report_asset",
     "build_session_sync_asset",
     "build_spend_asset",
-    "build_sync_definitions",
-    "build_sync_job_and_schedule",
-    "build_sync_schedule",
     "champion_baseline",
     "evaluation_metadata",
     "previous_checkpoint_baseline",

@@ -66,7 +66,7 @@ def build_spend_asset(
     description: str | None = None,
 ) -> dg.AssetsDefinition:
     """An asset estimating what the GPUs cost, per resource, session and sweep (schedule it,
-    e.g. with ``build_sync_schedule``; every run refines the observed READY spans)."""
+    e.g. with ``dg.ScheduleDefinition``; every run refines the observed READY spans)."""
 
     @dg.asset(
         key=dg.AssetKey.from_coercible(key),

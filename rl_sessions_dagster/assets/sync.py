@@ -30,7 +30,6 @@ from ..core.filters import SessionFilter
 from ..resource import TogetherRLResource
 from ..resource.tables import DEFAULT_DB_FILENAME, open_table_store
 from ..storage.urls import backend_of
-from .schedules import build_sync_job_and_schedule, build_sync_schedule
 from .sync_metadata import SESSION_TABLE_SCHEMA, SyncStats, sync_metadata
 
 if TYPE_CHECKING:  # the models load with the first run or tick, not with the definitions
@@ -45,9 +44,6 @@ __all__ = [
     "SyncConfig",
     "SyncStats",
     "build_session_sync_asset",
-    "build_sync_definitions",
-    "build_sync_job_and_schedule",
-    "build_sync_schedule",
     "run_sync",
 ]
 
@@ -216,12 +212,11 @@ def build_session_sync_asset(
 
         import dagster as dg
         from rl_sessions_dagster import TogetherRLResource
-        from rl_sessions_dagster.assets import (
-            build_session_sync_asset, build_sync_job_and_schedule,
-        )
+        from rl_sessions_dagster.assets import build_session_sync_asset
 
         sessions_table = build_session_sync_asset(created_by="me")
-        sync_job, sync_schedule = build_sync_job_and_schedule(sessions_table)
+        sync_job = dg.define_asset_job("sync_sessions", selection=[sessions_table])
+        sync_schedule = dg.ScheduleDefinition(job=sync_job, cron_schedule="*/15 * * * *")
         defs = dg.Definitions(
             assets=[sessions_table], jobs=[sync_job], schedules=[sync_schedule],
             resources={"together": TogetherRLResource(api_key=dg.EnvVar("TOGETHER_API_KEY"))},
@@ -352,20 +347,3 @@ def build_session_sync_asset(
         return dg.MaterializeResult(metadata=sync_metadata(stats, counts, path or ""))
 
     return _sync_asset
-
-
-def build_sync_definitions(
-    *,
-    cron_schedule: str = "*/15 * * * *",
-    default_status: dg.DefaultScheduleStatus = dg.DefaultScheduleStatus.STOPPED,
-    **asset_kwargs: Any,
-) -> dg.Definitions:
-    """Asset, job and schedule in one ``Definitions`` (merge it with yours; add the resource).
-
-    ``asset_kwargs`` go to :func:`build_session_sync_asset`.
-    """
-    asset = build_session_sync_asset(**asset_kwargs)
-    job, schedule = build_sync_job_and_schedule(
-        asset, cron_schedule=cron_schedule, default_status=default_status
-    )
-    return dg.Definitions(assets=[asset], jobs=[job], schedules=[schedule])

@@ -11,7 +11,7 @@ import dagster as dg
 from pydantic import Field
 
 from ..assets import build_spend_asset
-from ..assets.schedules import build_sync_job_and_schedule
+from ..assets.schedules import table_job_and_schedule
 from ..core.idle import IdlePolicy
 from ..sensors import IdleGuardOptions, build_idle_guard
 from .schema import Section
@@ -131,7 +131,7 @@ class SpendScheduleConfig(Section):
             db_path=self.db_path,
             group_name=group_name,
         )
-        job, schedule = build_sync_job_and_schedule(
+        job, schedule = table_job_and_schedule(
             asset,
             job_name=self.job_name,
             cron_schedule=self.cron_schedule,

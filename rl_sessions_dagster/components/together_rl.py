@@ -16,8 +16,8 @@ import dagster as dg
 from dagster.components import Scaffolder, ScaffoldRequest, scaffold_component, scaffold_with
 from pydantic import BaseModel, Field
 
-from ..assets import build_checkpoint_asset_spec, build_session_sync_asset
-from ..assets.schedules import build_sync_job_and_schedule
+from ..assets import CHECKPOINT_ASSET_SPEC, build_session_sync_asset
+from ..assets.schedules import table_job_and_schedule
 from ..partitions import CHECKPOINT_ASSET_KEY
 from ..resource import TogetherRLResource
 from ..sensors import EventRoute
@@ -222,7 +222,7 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
         sync_asset = build_session_sync_asset(
             resource_key=self.resource_key, db_path=self.sync.db_path
         )
-        job, schedule = build_sync_job_and_schedule(
+        job, schedule = table_job_and_schedule(
             sync_asset,
             job_name=self.sync.job_name,
             cron_schedule=self.sync.cron_schedule,
@@ -273,8 +273,8 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
         sensor = self.build_sensor()
-        checkpoint_spec = build_checkpoint_asset_spec(
-            self.checkpoint_key, group_name=self.checkpoint_asset.group_name
+        checkpoint_spec = CHECKPOINT_ASSET_SPEC.replace_attributes(
+            key=self.checkpoint_key, group_name=self.checkpoint_asset.group_name
         )
         return dg.Definitions.merge(
             dg.Definitions(

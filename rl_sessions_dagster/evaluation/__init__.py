@@ -7,7 +7,7 @@ Dagster asset around it is :func:`rl_sessions_dagster.assets.build_evaluation_as
 """
 
 from .dataset import Dataset, DatasetError, EvalItem, load_dataset
-from .graders import Grade, Grader, GraderSpec, Verdict, build_grader
+from .graders import Grade, Grader, GraderSpec, Verdict, resolve_grader
 from .runner import (
     EvaluationFailed,
     EvaluationResult,
@@ -32,8 +32,8 @@ __all__ = [
     "LoadedEvaluation",
     "RunSettings",
     "Verdict",
-    "build_grader",
     "load_dataset",
     "percentile",
+    "resolve_grader",
     "run_evaluation",
 ]

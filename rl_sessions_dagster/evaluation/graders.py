@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .dataset import EvalItem
 
-__all__ = ["Grade", "Grader", "GraderSpec", "Verdict", "build_grader", "resolve_function"]
+__all__ = ["Grade", "Grader", "GraderSpec", "Verdict", "resolve_function", "resolve_grader"]
 
 Verdict = Literal["pass", "fail", "unreadable"]
 GraderType = Literal["exact", "contains", "regex", "numeric", "json_field", "function"]
@@ -289,7 +289,7 @@ _BUILDERS: dict[str, Callable[[GraderSpec], Callable[[str, EvalItem], Grade]]] =
 }
 
 
-def build_grader(spec: str | GraderSpec | dict[str, Any]) -> Grader:
+def resolve_grader(spec: str | GraderSpec | dict[str, Any]) -> Grader:
     """A grader from its spec; raises ValueError for a bad pattern, path or function."""
     parsed = GraderSpec.parse(spec)
     if parsed.type == "function" and not parsed.function:

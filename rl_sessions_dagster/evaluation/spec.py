@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .dataset import Dataset, DatasetError, load_dataset
-from .graders import Grader, GraderSpec, build_grader
+from .graders import Grader, GraderSpec, resolve_grader
 
 if TYPE_CHECKING:  # the engine loads with the first run, not with the definitions
     from .runner import RunSettings
@@ -127,7 +127,7 @@ class EvaluationSpec(BaseModel):
             self.dataset, self.items, prompt_template=self.prompt_template,
             system_prompt=self.system_prompt, base_dir=base_dir,
         )  # fmt: skip
-        graders = tuple(build_grader(g) for g in self.graders)
+        graders = tuple(resolve_grader(g) for g in self.graders)
         names = [g.name for g in graders]
         if len(set(names)) != len(names):
             raise ValueError(f"grader names must be unique (give name:), got {names}")

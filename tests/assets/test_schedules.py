@@ -2,17 +2,13 @@
 
 import dagster as dg
 
-from rl_sessions_dagster.assets import (
-    build_session_sync_asset,
-    build_spend_asset,
-    build_sync_job_and_schedule,
-    build_sync_schedule,
-)
+from rl_sessions_dagster.assets import build_session_sync_asset, build_spend_asset
+from rl_sessions_dagster.assets.schedules import table_job_and_schedule
 
 
 def test_schedule_evaluates_to_one_run_of_the_sync_job() -> None:
     asset = build_session_sync_asset()
-    job, schedule = build_sync_job_and_schedule(asset, run_config={"ops": {}})
+    job, schedule = table_job_and_schedule(asset, run_config={"ops": {}})
     assert schedule.cron_schedule == "*/15 * * * *"
     assert schedule.default_status == dg.DefaultScheduleStatus.STOPPED
     assert schedule.job_name == job.name == "together__rl_sessions_table_sync_job"
@@ -20,7 +16,7 @@ def test_schedule_evaluates_to_one_run_of_the_sync_job() -> None:
         (request,) = schedule.evaluate_tick(ctx).run_requests or []
     assert request.run_config == {"ops": {}}
 
-    other = build_sync_schedule(asset, cron_schedule="0 * * * *", name="hourly")
+    _, other = table_job_and_schedule(asset, cron_schedule="0 * * * *", schedule_name="hourly")
     assert (other.name, other.cron_schedule) == ("hourly", "0 * * * *")
     with dg.build_schedule_context() as ctx:
         assert len(other.evaluate_tick(ctx).run_requests or []) == 1
@@ -28,7 +24,7 @@ def test_schedule_evaluates_to_one_run_of_the_sync_job() -> None:
 
 def test_spend_gets_its_own_job_and_schedule() -> None:
     asset = build_spend_asset()
-    job, schedule = build_sync_job_and_schedule(
+    job, schedule = table_job_and_schedule(
         asset, job_name="spend_job", cron_schedule="0 * * * *", schedule_name="spend_hourly"
     )
     assert (schedule.name, schedule.job_name, job.name) == ("spend_hourly", "spend_job", "spend_job")

@@ -16,8 +16,8 @@ from rl_sessions_dagster import TogetherRLResource
 from rl_sessions_dagster.assets import (
     SESSION_SYNC_ASSET_KEY,
     build_session_sync_asset,
-    build_sync_definitions,
 )
+from rl_sessions_dagster.assets.schedules import table_job_and_schedule
 from rl_sessions_dagster.core.filters import SessionFilter
 from rl_sessions_dagster.storage import (
     CheckpointRow,
@@ -319,8 +319,10 @@ def test_a_custom_store_replaces_sqlite(
 
 
 def test_sync_definitions_load_and_resolve(sim: RLSimulator, resource: TogetherRLResource) -> None:
-    defs = dg.Definitions.merge(
-        build_sync_definitions(), dg.Definitions(resources={"together": resource})
+    asset = build_session_sync_asset()
+    job, schedule = table_job_and_schedule(asset)
+    defs = dg.Definitions(
+        assets=[asset], jobs=[job], schedules=[schedule], resources={"together": resource}
     )
     job = defs.resolve_job_def("together__rl_sessions_table_sync_job")
     assert [n.name for n in job.nodes] == ["together__rl_sessions_table"]

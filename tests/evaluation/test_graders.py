@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rl_sessions_dagster.evaluation import EvalItem, Grade, build_grader
+from rl_sessions_dagster.evaluation import EvalItem, Grade, resolve_grader
 
 
 def item(expected, **fields):
@@ -39,7 +39,7 @@ def item(expected, **fields):
     ],
 )
 def test_builtin_verdicts(spec, answer, expected, verdict):
-    assert build_grader(spec).grade(answer, item(expected)).verdict == verdict
+    assert resolve_grader(spec).grade(answer, item(expected)).verdict == verdict
 
 
 def check_length(answer, it):
@@ -60,12 +60,12 @@ def half(answer, it):
 
 def test_function_graders_by_import_string():
     mod = __name__
-    assert build_grader(f"{mod}:check_length").grade("abc", item("", n=3)).passed
-    assert build_grader(f"{mod}:check_length").name == f"{mod}:check_length"
-    assert build_grader(f"{mod}:half").grade("x", item("")).passed
-    none = build_grader(f"{mod}:returns_none").grade("x", item(""))
+    assert resolve_grader(f"{mod}:check_length").grade("abc", item("", n=3)).passed
+    assert resolve_grader(f"{mod}:check_length").name == f"{mod}:check_length"
+    assert resolve_grader(f"{mod}:half").grade("x", item("")).passed
+    none = resolve_grader(f"{mod}:returns_none").grade("x", item(""))
     assert none.verdict == "unreadable"
-    boom = build_grader(f"{mod}:raises").grade("x", item(""))
+    boom = resolve_grader(f"{mod}:raises").grade("x", item(""))
     assert boom.verdict == "unreadable" and "KeyError" in boom.detail
 
 
@@ -82,26 +82,26 @@ def test_function_graders_by_import_string():
 )
 def test_bad_grader_specs_fail_at_build(spec, match):
     with pytest.raises(ValueError, match=match):
-        build_grader(spec)
+        resolve_grader(spec)
 
 
 def test_check_refuses_items_a_grader_can_never_compare():
-    assert "not a number" in build_grader("numeric").check(item("abc"))
-    assert "valid regex" in build_grader("regex").check(item("("))
-    assert build_grader("numeric").check(item("12")) is None
-    assert build_grader("exact").check(item({"a": 1})) is not None
+    assert "not a number" in resolve_grader("numeric").check(item("abc"))
+    assert "valid regex" in resolve_grader("regex").check(item("("))
+    assert resolve_grader("numeric").check(item("12")) is None
+    assert resolve_grader("exact").check(item({"a": 1})) is not None
 
 
 @given(st.integers(-(10**9), 10**9), st.text(alphabet="abc ,.:", max_size=20))
 def test_numeric_reads_an_integer_among_words(n, words):
     answer = f"{words} {n}"
-    assert build_grader("numeric").grade(answer, item(n)).verdict == "pass"
-    assert build_grader("numeric").grade(answer, item(n + 1)).verdict == "fail"
+    assert resolve_grader("numeric").grade(answer, item(n)).verdict == "pass"
+    assert resolve_grader("numeric").grade(answer, item(n + 1)).verdict == "fail"
 
 
 @given(st.floats(-1e6, 1e6, allow_nan=False), st.floats(0.001, 1e3, allow_nan=False))
 def test_numeric_within_abs_tol_passes_and_beyond_fails(x, tol):
-    g = build_grader({"type": "numeric", "abs_tol": tol})
+    g = resolve_grader({"type": "numeric", "abs_tol": tol})
     assert g.grade(f"{x + tol / 2:.6f}", item(round(x, 6))).passed
     assert not g.grade(f"{x + tol * 2 + 1:.6f}", item(round(x, 6))).passed
 
@@ -109,11 +109,11 @@ def test_numeric_within_abs_tol_passes_and_beyond_fails(x, tol):
 @given(st.dictionaries(st.text("xyz", min_size=1, max_size=3), st.integers(), min_size=1))
 def test_json_field_finds_every_top_level_key(doc):
     for key, value in doc.items():
-        g = build_grader({"type": "json_field", "path": key})
+        g = resolve_grader({"type": "json_field", "path": key})
         assert g.grade(json.dumps(doc), item(value)).passed
 
 
 @given(st.text(max_size=40))
 def test_no_grader_raises_on_any_answer(answer):
     for spec in ("exact", "contains", "numeric", {"type": "json_field", "path": "a"}):
-        assert isinstance(build_grader(spec).grade(answer, item("1")), Grade)
+        assert isinstance(resolve_grader(spec).grade(answer, item("1")), Grade)

@@ -8,9 +8,9 @@ from rl_sessions_dagster.evaluation import (
     EvaluationFailed,
     EvaluationSpec,
     RunSettings,
-    build_grader,
     load_dataset,
     percentile,
+    resolve_grader,
     run_evaluation,
 )
 from rl_sessions_dagster.testing.simulator.chat import answer as oracle
@@ -30,7 +30,7 @@ def test_scores_match_the_simulator_and_rise_with_the_step(sim, client):
     scores = []
     for step in (0, 400):
         _, model = checkpoint_model(sim, client, step)
-        result = run_evaluation(client, model, ds, [build_grader("numeric")],
+        result = run_evaluation(client, model, ds, [resolve_grader("numeric")],
                                 RunSettings(concurrency=8))  # fmt: skip
         truth = sum(
             oracle(sim.world.seed, model, step, i.prompt) == f"The answer is {i.expected}."
@@ -51,7 +51,7 @@ def test_samples_cost_and_percentiles(sim, client):
     _, model = checkpoint_model(sim, client, 10)
     settings = RunSettings(samples=3, concurrency=4, price_prompt_per_million=2.0,
                            price_completion_per_million=6.0)  # fmt: skip
-    result = run_evaluation(client, model, dataset(), [build_grader("numeric")], settings)
+    result = run_evaluation(client, model, dataset(), [resolve_grader("numeric")], settings)
     assert result.calls == 120 and len(result.rows) == 120
     expected_cost = (result.prompt_tokens * 2.0 + result.completion_tokens * 6.0) / 1e6
     assert result.cost_usd == pytest.approx(expected_cost)
@@ -60,7 +60,7 @@ def test_samples_cost_and_percentiles(sim, client):
 
 def test_unreadable_answers_are_counted_not_failed(sim, client):
     _, model = checkpoint_model(sim, client, 10)
-    graders = [build_grader("numeric"), build_grader({"type": "json_field", "path": "x"})]
+    graders = [resolve_grader("numeric"), resolve_grader({"type": "json_field", "path": "x"})]
     result = run_evaluation(client, model, dataset(), graders, RunSettings(concurrency=4))
     assert result.grader_unreadable == {"numeric": 0, "json_field": 40}
     assert result.grader_scores["json_field"] is None
@@ -75,7 +75,7 @@ def test_five_percent_faults_every_item_still_answered(sim, client, sleeps):
     sim.faults.add("POST /v1/chat/completions", status=429, retry_after=1, rate=0.02)
     items = [dict(i, id=f"{n}") for n, i in enumerate(ITEMS * 5)]
     big = load_dataset(items=items, prompt_template=TEMPLATE)
-    result = run_evaluation(client, model, big, [build_grader("numeric")],
+    result = run_evaluation(client, model, big, [resolve_grader("numeric")],
                             RunSettings(concurrency=16))  # fmt: skip
     assert result.calls == 200 and result.passed + result.failed == 200
     assert sum(r.fault is not None for r in sim.requests.records()) == len(sleeps) > 0
@@ -85,7 +85,7 @@ def test_endpoint_that_keeps_failing_fails_the_run_naming_the_model(sim, client)
     _, model = checkpoint_model(sim, client, 10)
     sim.faults.add("POST /v1/chat/completions", status=503)
     with pytest.raises(EvaluationFailed, match=f"model '{model}'.*after 4 attempt") as info:
-        run_evaluation(client, model, dataset(), [build_grader("numeric")],
+        run_evaluation(client, model, dataset(), [resolve_grader("numeric")],
                        RunSettings(concurrency=4))  # fmt: skip
     assert isinstance(info.value.cause, ServerError)
     assert KEY not in str(info.value) and KEY not in repr(info.value.cause.__dict__)
@@ -95,7 +95,7 @@ def test_endpoint_that_keeps_failing_fails_the_run_naming_the_model(sim, client)
 
 def test_call_cap_refuses_before_any_call(sim, client):
     with pytest.raises(EvaluationFailed, match="max_calls=10"):
-        run_evaluation(client, "m", dataset(), [build_grader("numeric")],
+        run_evaluation(client, "m", dataset(), [resolve_grader("numeric")],
                        RunSettings(max_calls=10))  # fmt: skip
     assert not sim.requests.records(template="/v1/chat/completions")
 
