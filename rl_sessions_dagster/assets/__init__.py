@@ -13,8 +13,14 @@ from .evaluation import (
     previous_checkpoint_baseline,
 )
 from .report import REPORT_ASSET_KEY, ReportConfig, build_session_report_asset, session_spend
-from .spend import DEFAULT_SPEND_DB_FILENAME, SPEND_ASSET_KEY, SpendConfig, build_spend_asset
-from .spend_report import SpendReport, run_spend
+from .spend import (
+    DEFAULT_SPEND_DB_FILENAME,
+    SPEND_ASSET_KEY,
+    SpendConfig,
+    SpendReport,
+    build_spend_asset,
+    run_spend,
+)
 from .sync import (
     DEFAULT_DB_FILENAME,
     SESSION_SYNC_ASSET_KEY,

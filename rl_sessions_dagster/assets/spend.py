@@ -10,22 +10,47 @@ tables. Its materialization carries the totals and two tables the UI renders
 
 Numbers are estimates: price x observed READY time (see ``core/spend.py`` for how the span is
 observed). Schedule it as often as the precision you want on READY transitions. What a run
-does is in :mod:`.spend_report`, loaded by the run, not with the definitions.
+does is :func:`run_spend` (observe, price, compute, store; no Dagster) and
+:func:`spend_metadata`, below the asset.
 
 No ``from __future__ import annotations`` here: Dagster must see the real ``context`` type.
 """
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any
 
 import dagster as dg
 from pydantic import Field
 
-from ..api import ServerClock
+from ..api import RLSessionsClient, ServerClock
+from ..api.lifecycle import PriceCache
+from ..core.spend import (
+    HOUR_MS,
+    Attachment,
+    ResourceSpan,
+    Spend,
+    attachment,
+    compute_spend,
+    observe_span,
+    sweep_of_auto,
+    sweep_totals,
+)
 from ..resource import TogetherRLResource
-from ..resource.tables import DEFAULT_DB_FILENAME, open_table_store
+from ..resource.tables import DEFAULT_DB_FILENAME, db_metadata, open_table_store
+from ..storage import ResourceSpendRow, SessionSpendRow, SpendStore
 
-__all__ = ["DEFAULT_SPEND_DB_FILENAME", "SPEND_ASSET_KEY", "SpendConfig", "build_spend_asset"]
+__all__ = [
+    "DEFAULT_SPEND_DB_FILENAME",
+    "SPEND_ASSET_KEY",
+    "SpendConfig",
+    "SpendReport",
+    "build_spend_asset",
+    "run_spend",
+    "spend_metadata",
+]
 
 SPEND_ASSET_KEY = dg.AssetKey(["together", "rl_spend"])
 #: The sync's database by default, so spend rows join the rl_sessions table.
@@ -81,8 +106,6 @@ def build_spend_asset(
     def _spend_asset(
         context: dg.AssetExecutionContext, config: SpendConfig
     ) -> dg.MaterializeResult:
-        from .spend_report import run_spend, spend_metadata, sweep_function
-
         resource: TogetherRLResource = getattr(context.resources, resource_key)
         override = config.db_path or db_path
         if override and override != ":memory:":
@@ -114,3 +137,173 @@ def build_spend_asset(
         return dg.MaterializeResult(metadata=metadata)
 
     return _spend_asset
+
+
+@dataclass
+class SpendReport:
+    spend: Spend
+    spans: list[ResourceSpan]
+    attachments: list[Attachment]
+    sweeps: dict[str, tuple[int, float, float]] = field(default_factory=dict)
+    price_requests: int = 0
+    price_errors: list[str] = field(default_factory=list)
+    #: the time the open spans were measured to (the API's clock when it sent a ``Date``).
+    now_ms: int = 0
+
+
+def sweep_function(group_by: str, separator: str = "-") -> Callable[[Attachment], str]:
+    if group_by == "wandb_group":
+        return lambda a: a.wandb_group or "(none)"
+    if group_by == "name_prefix":
+        return lambda a: sweep_of_auto(replace(a, wandb_group=None), separator)
+    if group_by == "auto":
+        return lambda a: sweep_of_auto(a, separator)
+    raise ValueError(f"group_by must be 'auto', 'wandb_group' or 'name_prefix', not {group_by!r}")
+
+
+def run_spend(
+    client: "RLSessionsClient",
+    store: SpendStore,
+    *,
+    now_ms: int | None = None,
+    created_by: str | None = None,
+    sweep_of: Callable[[Attachment], str] = sweep_of_auto,
+    clock: ServerClock | None = None,
+) -> SpendReport:
+    """One spend pass: observe, price, compute, store. Dagster-free.
+
+    Open spans are measured to ``now_ms``, else to the API's clock as ``clock`` saw it when
+    the resources were listed (the sensors judge by it too), else to the local clock."""
+    resources = list(client.list_model_resources(created_by=created_by))
+    now = now_ms
+    if now is None:
+        now = (clock.last_ms if clock is not None else None) or int(
+            datetime.now(UTC).timestamp() * 1000
+        )
+    ids = {r.id for r in resources}
+    # Every session on these resources counts, whoever created it: a share of the GPUs.
+    attachments = [
+        a
+        for s in client.list_sessions()
+        if (a := attachment(s)) is not None and a.resource_id in ids
+    ]
+    first_session: dict[str, int] = {}
+    for a in attachments:
+        first_session[a.resource_id] = min(first_session.get(a.resource_id, a.start_ms), a.start_ms)
+    known = store.load_spans()
+    prices = PriceCache(client)
+    spans: list[ResourceSpan] = []
+    for r in resources:
+        span = observe_span(
+            known.get(r.id), r, now_ms=now, first_session_ms=first_session.get(r.id)
+        )
+        if span.price_per_hour is None and span.ready_from_ms is not None:
+            price, currency = prices.price(r)
+            span = replace(span, price_per_hour=price, currency=currency)
+        spans.append(span)
+    spend = compute_spend(spans, attachments, now_ms=now)
+    rows = [
+        ResourceSpendRow(
+            s,
+            spend.resource_ms.get(s.resource_id, 0) / 1000,
+            None if s.resource_id not in spend.idle_ms else spend.idle_ms[s.resource_id] / 1000,
+            spend.resource_cost.get(s.resource_id),
+            spend.idle_cost.get(s.resource_id),
+        )
+        for s in spans
+    ]
+    session_rows = [
+        SessionSpendRow(
+            a.session_id,
+            a.resource_id,
+            a.display_name,
+            sweep_of(a),
+            spend.session_ms[a.session_id] / 1000,
+            spend.session_cost.get(a.session_id),
+        )
+        for a in attachments
+        if a.session_id in spend.session_ms
+    ]
+    store.save(rows, session_rows, now_ms=now)
+    return SpendReport(
+        spend,
+        spans,
+        attachments,
+        dict(sweep_totals(spend, attachments, sweep_of)),
+        prices.requests,
+        prices.errors,
+        now,
+    )
+
+
+def _iso(ms: int | None) -> str | None:
+    return None if ms is None else datetime.fromtimestamp(ms / 1000, UTC).isoformat()
+
+
+def spend_metadata(report: SpendReport, *, now_ms: int, rows: int, path: str) -> dict[str, Any]:
+    """Totals plus two tables the UI renders: resources by cost, sweeps by cost."""
+    spend = report.spend
+    resource_records = []
+    ranked = sorted(report.spans, key=lambda s: -(spend.resource_cost.get(s.resource_id) or 0))
+    for s in ranked[:rows]:
+        resource_records.append(
+            dg.TableRecord(
+                {
+                    "resource_id": s.resource_id,
+                    "status": s.raw_status.removeprefix("MODEL_RESOURCES_STATUS_"),
+                    "base_model": s.base_model or "",
+                    "ready_from": _iso(s.ready_from_ms) or "",
+                    "billed_hours": round(spend.resource_ms.get(s.resource_id, 0) / HOUR_MS, 4),
+                    "price_per_hour": s.price_per_hour,
+                    "cost": round(spend.resource_cost.get(s.resource_id, 0.0), 4),
+                    "idle_cost": round(spend.idle_cost.get(s.resource_id, 0.0), 4),
+                }
+            )
+        )
+    sweep_records = [
+        dg.TableRecord(
+            {"sweep": k, "sessions": n, "billed_hours": round(h, 4), "cost": round(c, 4)}
+        )
+        for k, (n, h, c) in list(report.sweeps.items())[:rows]
+    ]
+    col = dg.TableColumn
+    return {
+        "total_cost": dg.MetadataValue.float(float(round(spend.total_cost, 4))),
+        "idle_cost": dg.MetadataValue.float(float(round(sum(spend.idle_cost.values()), 4))),
+        "billed_hours": dg.MetadataValue.float(
+            float(round(sum(spend.resource_ms.values()) / HOUR_MS, 4))
+        ),
+        "billing_now": dg.MetadataValue.int(
+            sum(1 for s in report.spans if s.ready_from_ms is not None and s.ready_until_ms is None)
+        ),
+        "unpriced_resources": dg.MetadataValue.int(len(spend.unpriced)),
+        "estimate_cost_requests": dg.MetadataValue.int(report.price_requests),
+        "resources": dg.MetadataValue.table(
+            resource_records,
+            schema=dg.TableSchema(
+                columns=[
+                    col("resource_id", "string"),
+                    col("status", "string"),
+                    col("base_model", "string"),
+                    col("ready_from", "string"),
+                    col("billed_hours", "float"),
+                    col("price_per_hour", "float"),
+                    col("cost", "float"),
+                    col("idle_cost", "float"),
+                ]
+            ),
+        ),
+        "sweeps": dg.MetadataValue.table(
+            sweep_records,
+            schema=dg.TableSchema(
+                columns=[
+                    col("sweep", "string"),
+                    col("sessions", "int"),
+                    col("billed_hours", "float"),
+                    col("cost", "float"),
+                ]
+            ),
+        ),
+        "computed_at": dg.MetadataValue.text(_iso(now_ms) or ""),
+        "db_path": db_metadata(path),
+    }

@@ -9,8 +9,7 @@ import pytest
 
 from rl_sessions_dagster import TogetherRLResource
 from rl_sessions_dagster.api import RLSessionsClient
-from rl_sessions_dagster.assets.spend import build_spend_asset
-from rl_sessions_dagster.assets.spend_report import run_spend
+from rl_sessions_dagster.assets.spend import build_spend_asset, run_spend
 from rl_sessions_dagster.storage import SQLAlchemyTableStore
 
 KEY = "sk-test-CANARY-spend"
