@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from rl_sessions_dagster.api import RLSessionsClient
-from rl_sessions_dagster.api.registration import deployment_target
+from rl_sessions_dagster.api.checkpoints import deployment_target
 from rl_sessions_dagster.evaluation import RunSettings, load_dataset, resolve_grader, run_evaluation
 
 from .machine import describe

@@ -5,16 +5,16 @@ return, the enums of their statuses and codes, the errors it raises, its retry p
 clock, and the lifecycle helpers (wait, stop, save a checkpoint). Nested blocks of those
 objects (``LoraConfig``, ``WandbMetadata``, ...), the typed results of operations and the
 supported-model catalogue are importable from the modules that define them
-(``api.models``, ``api.operation_results``, ``api.catalog``, ``api.enums``).
+(``api.models``, ``api.operations``, ``api.catalog``, ``api.enums``).
 """
 
+from ._http import API_KEY_ENV, DEFAULT_BASE_URL
 from .catalog import CostEstimate, SupportedModel
-from .chat import ChatCompletion, ChatMessage
-from .checkpoint_ops import CheckpointFailed
-from .checkpoint_ops import (
+from .checkpoints import CheckpointFailed
+from .checkpoints import (
     create_inference_checkpoint_and_wait as create_inference_checkpoint_and_wait,
 )
-from .checkpoint_ops import (
+from .checkpoints import (
     create_training_checkpoint_and_wait as create_training_checkpoint_and_wait,
 )
 from .client import RLSessionsClient
@@ -31,7 +31,6 @@ from .enums import (
     SessionErrorCode,
     SessionStatus,
 )
-from .env import API_KEY_ENV, DEFAULT_BASE_URL
 from .errors import (
     APIStatusError,
     AuthenticationError,
@@ -50,6 +49,7 @@ from .errors import (
     UnprocessableEntityError,
     UnreachableHostError,
 )
+from .inference import ChatCompletion, ChatMessage
 from .lifecycle import (
     ResourceFailed,
     ResourceSpec,
@@ -70,7 +70,7 @@ from .models import (
     TrainingCheckpoint,
     TrainingSession,
 )
-from .operation_results import Operation
+from .operations import Operation
 from .pages import Page, SkippedItem
 from .retries import RetryEvent, RetryPolicy
 

@@ -1,8 +1,9 @@
 """The HTTP core under :class:`~rl_sessions_dagster.api.client.RLSessionsClient`.
 
-One place owns configuration (key, base URL, timeouts), the request/decode step, the retry
-wrapper and auto-pagination, so each endpoint method in ``client.py`` is a few lines of
-path-and-body. No Dagster here: the client must be usable (and testable) on its own.
+One place owns configuration (key, base URL and the environment variables they fall back to,
+timeouts), the request/decode step, the retry wrapper and auto-pagination, so each endpoint
+method in ``client.py`` is a few lines of path-and-body. No Dagster here: the client must be
+usable (and testable) on its own.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import httpx
 import pydantic
 
 from ..version import __version__
-from .env import API_KEY_ENV, BASE_URL_ENV, DEFAULT_BASE_URL
 from .error_mapping import (
     configuration_failure,
     error_from_response,
@@ -33,8 +33,20 @@ from .errors import ConfigurationError, DecodeError, TogetherRLError, scrub
 from .pages import Page, SkippedItem, parse_page, salvage
 from .retries import RetryPolicy, parse_retry_after
 
+API_KEY_ENV = "TOGETHER_API_KEY"
+
+
+BASE_URL_ENV = "TOGETHER_BASE_URL"
+
+
+DEFAULT_BASE_URL = "https://api.together.ai"
+
+
 M = TypeVar("M", bound=pydantic.BaseModel)
+
+
 T = TypeVar("T")
+
 
 MAX_PAGE_SIZE = 100
 

@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ._http import compact, segment
-from ._operations import OPERATION_KINDS, OperationKind, OperationsAPI
 from .catalog import CostEstimate, SupportedModel
 from .enums import (
     CheckpointType,
@@ -32,6 +31,7 @@ from .models import (
     SessionMetadata,
     TrainingSession,
 )
+from .operations import OPERATION_KINDS, OperationKind, OperationsAPI
 from .pages import Page, SkippedItem
 
 StatusFilter = Iterable[SessionStatus | str] | SessionStatus | str | None

@@ -1,26 +1,85 @@
-"""Chat completions on a registered checkpoint: ``POST /v1/chat/completions`` (OpenAI-compatible).
+"""Chat completions on a registered checkpoint: ``POST /v1/chat/completions``
+(OpenAI-compatible), its wire models and the client method.
 
 An evaluation needs exactly one inference call, and it should not reach into the client's
 internals to make it (build a body, post it, turn failures into key-free errors, retry): this
 module gives it a typed method with the same retry policy and errors as every other endpoint.
 The ``model`` to pass is :attr:`DeploymentTarget.inference_model
-<rl_sessions_dagster.api.registration.DeploymentTarget.inference_model>` (the adapter id, the
+<rl_sessions_dagster.api.checkpoints.DeploymentTarget.inference_model>` (the adapter id, the
 model id or, for old checkpoints, the legacy model name).
 
 A chat call is retried like a GET (it changes nothing on the server; a repeat costs only
-tokens): transport errors, 408, 429 (``Retry-After`` honoured) and 5xx. Kept apart from
-``client.py`` only for size; no Dagster here.
+tokens): transport errors, 408, 429 (``Retry-After`` honoured) and 5xx.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from ._http import BaseClient, compact
-from .chat import ChatCompletion, MessageLike, message_wire
 
-__all__ = ["InferenceAPI"]
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(extra="allow", populate_by_name=True, defer_build=True)
+
+
+class ChatMessage(_Wire):
+    """One message of a conversation (``role`` is ``system``, ``user``, ``assistant``, ...)."""
+
+    role: str
+    content: str | None = None
+
+
+class ChatChoice(_Wire):
+    index: int = 0
+    message: ChatMessage = Field(default_factory=lambda: ChatMessage(role="assistant"))
+    finish_reason: str | None = None
+
+
+class ChatUsage(_Wire):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+
+class ChatCompletion(_Wire):
+    """The response, plus ``latency_s``: seconds the call took on this side, retries and
+    their sleeps included (what a caller waiting for the answer experiences)."""
+
+    id: str | None = None
+    model: str | None = None
+    choices: list[ChatChoice] = Field(default_factory=list)
+    usage: ChatUsage | None = None
+    latency_s: float = Field(default=0.0, exclude=True)
+
+    @property
+    def text(self) -> str:
+        """The first choice's content (``""`` when the model sent none)."""
+        return (self.choices[0].message.content or "") if self.choices else ""
+
+    @property
+    def prompt_tokens(self) -> int:
+        return self.usage.prompt_tokens if self.usage else 0
+
+    @property
+    def completion_tokens(self) -> int:
+        return self.usage.completion_tokens if self.usage else 0
+
+
+MessageLike = ChatMessage | dict[str, Any]
+
+
+def message_wire(m: MessageLike) -> dict[str, Any]:
+    if isinstance(m, ChatMessage):
+        return m.model_dump(mode="json", exclude_none=True)
+    if not isinstance(m, dict) or not isinstance(m.get("role"), str):
+        raise ValueError(f"a chat message is a ChatMessage or a dict with a 'role', not {m!r}")
+    return m
+
 
 _CHAT = "/v1/chat/completions"
 

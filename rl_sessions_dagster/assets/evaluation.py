@@ -292,7 +292,7 @@ def build_evaluation_asset(
     )
     def _evaluation(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         # what a run needs, loaded by the run, not with the definitions
-        from ..api.registration import CheckpointNotRegisteredError, deployment_target
+        from ..api.checkpoints import CheckpointNotRegisteredError, deployment_target
         from ..evaluation.runner import EvaluationFailed
         from ..evaluation.runner import run_evaluation as run_engine
 

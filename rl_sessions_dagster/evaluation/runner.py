@@ -22,7 +22,7 @@ from .dataset import Dataset, EvalItem
 from .graders import Grade, Grader, Verdict
 
 if TYPE_CHECKING:  # the chat models load with the first call
-    from ..api.chat import ChatCompletion
+    from ..api.inference import ChatCompletion
 
 __all__ = [
     "EvaluationFailed",

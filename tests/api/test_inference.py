@@ -13,7 +13,7 @@ from rl_sessions_dagster.api import (
     RLSessionsClient,
     ServerError,
 )
-from rl_sessions_dagster.api.registration import deployment_target
+from rl_sessions_dagster.api.checkpoints import deployment_target
 from rl_sessions_dagster.testing import RLSimulator
 
 from .conftest import KEY, RetryRecorder

@@ -18,7 +18,7 @@ from rl_sessions_dagster.api import (
     RLSessionsClient,
     TrainingCheckpoint,
 )
-from rl_sessions_dagster.api.checkpoint_ops import (
+from rl_sessions_dagster.api.checkpoints import (
     CheckpointFailed,
     create_inference_checkpoint_and_wait,
     create_training_checkpoint_and_wait,

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from rl_sessions_dagster.api import CheckpointVariant, Registration, RLSessionsClient
-from rl_sessions_dagster.api.registration import (
+from rl_sessions_dagster.api.checkpoints import (
     CheckpointNotDownloadableError,
     CheckpointNotRegisteredError,
     choose_variant,

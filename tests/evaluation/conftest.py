@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from rl_sessions_dagster.api import RetryPolicy, RLSessionsClient
-from rl_sessions_dagster.api.registration import deployment_target
+from rl_sessions_dagster.api.checkpoints import deployment_target
 from rl_sessions_dagster.testing import RLSimulator
 
 KEY = "sk-eval-CANARY-0123456789"

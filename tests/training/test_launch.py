@@ -10,7 +10,7 @@ import dagster as dg
 import pytest
 
 from rl_sessions_dagster import TogetherRLResource
-from rl_sessions_dagster.api.checkpoint_ops import create_inference_checkpoint_and_wait
+from rl_sessions_dagster.api.checkpoints import create_inference_checkpoint_and_wait
 from rl_sessions_dagster.api.lifecycle import ResourceSpec
 from rl_sessions_dagster.training import build_training_op, launched_session
 from tests.support import sim_resource

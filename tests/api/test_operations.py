@@ -30,7 +30,7 @@ from rl_sessions_dagster.api import (
 )
 from rl_sessions_dagster.api.enums import MuonScalingStrategy, StopReason, WeightSyncType
 from rl_sessions_dagster.api.models import LoraConfig
-from rl_sessions_dagster.api.operation_results import (
+from rl_sessions_dagster.api.operations import (
     ForwardBackwardResult,
     InferenceCheckpointResult,
     OptimStepResult,

@@ -1,37 +1,35 @@
-"""From a checkpoint's registration to what deployment and evaluation need.
+"""Checkpoints after training made them: save one and wait for it, and go from its
+registration to what deployment and evaluation need.
 
-An evaluation asset downstream of a checkpoint wants two things: the name to send as ``model``
-to a chat-completions call (or the registry ids to deploy on a dedicated endpoint), and, when
-it evaluates offline, the files. The API has sent three registration shapes over time (see
-:class:`~rl_sessions_dagster.api.models.Registration`); these helpers hide that history and
-fail with an error that says *why* a checkpoint cannot be deployed, instead of a ``None``
-surfacing as an HTTP 404 three steps later.
-
-No Dagster import: usable from any asset, op or script.
+An evaluation asset downstream of a checkpoint wants the name to send as ``model`` to a
+chat-completions call (or the registry ids to deploy on a dedicated endpoint) and, when it
+evaluates offline, the files. The API has sent three registration shapes over time (see
+:class:`~rl_sessions_dagster.api.models.Registration`); these helpers hide that and fail with
+an error that says *why* a checkpoint cannot be deployed, instead of a ``None`` surfacing as an
+HTTP 404 three steps later. Waits are bounded like every wait in
+:mod:`~rl_sessions_dagster.api.lifecycle`; a checkpoint operation that fails raises
+:class:`CheckpointFailed` carrying the operation.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Any, Literal
 
-from .enums import CheckpointType, CheckpointVariant
-from .models import Checkpoint, CheckpointFile, InferenceCheckpoint, Registration
-
-if TYPE_CHECKING:  # the client (and httpx) load when a call is made
-    from .client import RLSessionsClient
-
-__all__ = [
-    "CheckpointNotDownloadableError",
-    "CheckpointNotRegisteredError",
-    "DeploymentKind",
-    "DeploymentTarget",
-    "choose_variant",
-    "deployment_target",
-    "download_urls",
-]
+from .client import RLSessionsClient
+from .enums import CheckpointType, CheckpointVariant, OperationStatus
+from .lifecycle import WaitFailed, wait_deadline
+from .models import (
+    Checkpoint,
+    CheckpointFile,
+    InferenceCheckpoint,
+    Registration,
+    TrainingCheckpoint,
+)
+from .operations import Operation
 
 DeploymentKind = Literal["adapter", "model", "legacy"]
+
 
 _NOT_REGISTERED_HINT = (
     "Its weights were not uploaded to the Together model registry: either the base model "
@@ -212,3 +210,76 @@ def download_urls(
             checkpoint_id=ck.id,
         )
     return client.get_checkpoint_download(ck.id, chosen, deadline=deadline).data
+
+
+class CheckpointFailed(WaitFailed):
+    """A checkpoint operation FAILED (or COMPLETED without a checkpoint in its output)."""
+
+    def __init__(self, message: str, operation: Operation) -> None:
+        super().__init__(message, operation.error)
+        self.operation = operation
+
+
+def _checkpoint_op(
+    client: RLSessionsClient,
+    session_id: str,
+    kind: Literal["inference-checkpoint", "training-checkpoint"],
+    *,
+    timeout: float,
+    deadline: float | None,
+    poll_interval: float,
+    idempotency_key: str | None,
+) -> tuple[Operation, dict[str, Any]]:
+    until = wait_deadline(client, timeout, deadline)
+    op = client.submit_operation(session_id, kind, idempotency_key=idempotency_key, deadline=until)
+    if not op.is_done:
+        remaining = max(0.0, until - client.retry.clock())
+        op = client.wait_for_operation(
+            session_id, kind, op.id, poll_interval=poll_interval, timeout=remaining,
+            deadline=until,
+        )  # fmt: skip
+    data = (op.output or {}).get("checkpoint")
+    if op.status is not OperationStatus.COMPLETED or not isinstance(data, dict):
+        err = op.error
+        why = (
+            f"{err.code_raw or 'no code'}: {err.message or ''}"
+            if err
+            else "no checkpoint in output"
+        )
+        raise CheckpointFailed(f"{kind} operation {op.id} of session {session_id}: {why}", op)
+    return op, data
+
+
+def create_inference_checkpoint_and_wait(
+    client: RLSessionsClient,
+    session_id: str,
+    *,
+    timeout: float = 7200.0,
+    deadline: float | None = None,
+    poll_interval: float = 2.0,
+    idempotency_key: str | None = None,
+) -> InferenceCheckpoint:
+    """Save deployable weights and return the typed checkpoint (checkpoints of large models
+    take well over five minutes, hence the two-hour default, as in the SDK)."""
+    _, data = _checkpoint_op(
+        client, session_id, "inference-checkpoint", timeout=timeout, deadline=deadline,
+        poll_interval=poll_interval, idempotency_key=idempotency_key,
+    )  # fmt: skip
+    return InferenceCheckpoint.model_validate(data)
+
+
+def create_training_checkpoint_and_wait(
+    client: RLSessionsClient,
+    session_id: str,
+    *,
+    timeout: float = 7200.0,
+    deadline: float | None = None,
+    poll_interval: float = 2.0,
+    idempotency_key: str | None = None,
+) -> TrainingCheckpoint:
+    """Save the full training state (for ``resume_from_checkpoint_id``) and return it."""
+    _, data = _checkpoint_op(
+        client, session_id, "training-checkpoint", timeout=timeout, deadline=deadline,
+        poll_interval=poll_interval, idempotency_key=idempotency_key,
+    )  # fmt: skip
+    return TrainingCheckpoint.model_validate(data)
