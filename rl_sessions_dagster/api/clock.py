@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import email.utils
-from typing import TYPE_CHECKING
+from datetime import datetime
 
-if TYPE_CHECKING:
-    from datetime import datetime
-
-    import httpx
+import httpx
 
 
 def to_ms(ts: datetime | None) -> int | None:

@@ -15,7 +15,9 @@ import json
 import socket
 import ssl
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import httpx
 
 from .errors import (
     APIStatusError,
@@ -34,9 +36,6 @@ from .errors import (
     UnreachableHostError,
     scrub,
 )
-
-if TYPE_CHECKING:  # imported where used: a definitions file reads the error classes, not httpx
-    import httpx
 
 #: Longest excerpt of a response body kept in an error message.
 BODY_EXCERPT_CHARS = 400

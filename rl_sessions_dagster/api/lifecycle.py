@@ -13,8 +13,9 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
+from .client import RLSessionsClient
 from .enums import ModelResourceStatus, SessionStatus
 from .errors import (
     BadRequestError,
@@ -25,9 +26,6 @@ from .errors import (
     TogetherRLError,
 )
 from .models import ModelResource, TrainingSession
-
-if TYPE_CHECKING:  # the client (and httpx) load when a call is made, not with ResourceSpec
-    from .client import RLSessionsClient
 
 __all__ = [
     "ResourceFailed",

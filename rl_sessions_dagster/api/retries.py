@@ -27,13 +27,12 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, NoReturn, TypeVar
+from typing import Literal, NoReturn, TypeVar
+
+import httpx
+import tenacity
 
 from .errors import DeadlineExceeded, TogetherRLError, TransportError
-
-if TYPE_CHECKING:  # tenacity loads on the first retry: most calls never need it
-    import httpx
-    import tenacity
 
 T = TypeVar("T")
 log = logging.getLogger("rl_sessions_dagster.api")

@@ -19,11 +19,12 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import dagster as dg
 
 from ..api.errors import TogetherRLError
+from ..evaluation.runner import EvaluationResult
 from ..evaluation.spec import EvaluationSpec, LoadedEvaluation
 from ..partitions import (
     CHECKPOINT_ASSET_KEY,
@@ -32,9 +33,6 @@ from ..partitions import (
     checkpoint_id_for_partition,
 )
 from ..resource import TogetherRLResource
-
-if TYPE_CHECKING:  # the engine loads with the first run, not with the definitions
-    from ..evaluation.runner import EvaluationResult
 
 __all__ = [
     "EVALUATION_ASSET_KEY",

@@ -13,11 +13,12 @@ reached an evaluation is still a report.
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import dagster as dg
 from pydantic import Field
 
+from ..api.models import TrainingSession
 from ..partitions import (
     EVALUATION_ASSET_KEY,
     checkpoint_partition_key,
@@ -27,9 +28,6 @@ from ..partitions import (
 from ..resource import TogetherRLResource
 from ..resource.tables import open_table_store
 from ..storage import TableStoreConfigError, TableStoreError
-
-if TYPE_CHECKING:  # the models load with the first run, not with the definitions
-    from ..api.models import TrainingSession
 
 __all__ = [
     "REPORT_ASSET_KEY",

@@ -21,21 +21,19 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import dagster as dg
 from pydantic import Field
 
+from ..api.models import TrainingSession
+from ..api.pages import SkippedItem
 from ..core.filters import SessionFilter
 from ..resource import TogetherRLResource
 from ..resource.tables import DEFAULT_DB_FILENAME, open_table_store
+from ..storage.rows import CheckpointRow, SessionRow, SessionStore
 from ..storage.urls import backend_of
 from .sync_metadata import SESSION_TABLE_SCHEMA, SyncStats, sync_metadata
-
-if TYPE_CHECKING:  # the models load with the first run or tick, not with the definitions
-    from ..api.models import TrainingSession
-    from ..api.pages import SkippedItem
-    from ..storage.rows import CheckpointRow, SessionRow, SessionStore
 
 __all__ = [
     "DEFAULT_DB_FILENAME",

@@ -7,15 +7,12 @@ from __future__ import annotations
 import heapq
 from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import dagster as dg
 
+from ..api.pages import SkippedItem
 from ..resource.tables import db_metadata
-
-if TYPE_CHECKING:  # the models and rows load with the first run, not with the definitions
-    from ..api.pages import SkippedItem
-    from ..storage.rows import SessionRow, StoreCounts
+from ..storage.rows import SessionRow, StoreCounts
 
 __all__ = ["SESSION_TABLE_SCHEMA", "SyncStats", "sync_metadata"]
 

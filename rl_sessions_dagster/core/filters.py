@@ -5,10 +5,8 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # the models load with the first tick, not with the definitions
-    from ..api.models import TrainingSession
+from ..api.models import TrainingSession
 
 
 @dataclass(frozen=True)

@@ -22,13 +22,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING
 
 from ..api.clock import to_ms
 from ..api.enums import ModelResourceStatus, SessionStatus
-
-if TYPE_CHECKING:  # the models load with the first tick, not with the definitions
-    from ..api.models import ModelResource, TrainingSession
+from ..api.models import ModelResource, TrainingSession
 
 
 @dataclass(frozen=True)

@@ -28,14 +28,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
-from typing import TYPE_CHECKING
 
 from ..api.clock import to_ms
 from ..api.enums import ModelResourceStatus
+from ..api.models import ModelResource, TrainingSession
 from .sweeps import sweep_name
-
-if TYPE_CHECKING:  # the models load with the first run or tick, not with the definitions
-    from ..api.models import ModelResource, TrainingSession
 
 HOUR_MS = 3_600_000
 #: Statuses before READY: a span has not begun (and, seen again after READY, a new

@@ -15,14 +15,12 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from ..api.errors import TogetherRLError
+from ..api.inference import ChatCompletion
 from .dataset import Dataset, EvalItem
 from .graders import Grade, Grader, Verdict
-
-if TYPE_CHECKING:  # the chat models load with the first call
-    from ..api.inference import ChatCompletion
 
 __all__ = [
     "EvaluationFailed",

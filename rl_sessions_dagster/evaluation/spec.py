@@ -10,15 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .dataset import Dataset, DatasetError, load_dataset
 from .graders import Grader, GraderSpec, resolve_grader
-
-if TYPE_CHECKING:  # the engine loads with the first run, not with the definitions
-    from .runner import RunSettings
+from .runner import RunSettings
 
 __all__ = ["EvaluationSpec", "LoadedEvaluation"]
 

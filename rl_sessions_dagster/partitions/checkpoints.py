@@ -12,13 +12,10 @@ it back.
 """
 
 import re
-from typing import TYPE_CHECKING
 
 import dagster as dg
 
-if TYPE_CHECKING:  # the models load with the first tick, not with the definitions
-    from ..api.models import InferenceCheckpoint, TrainingSession
-
+from ..api.models import InferenceCheckpoint, TrainingSession
 
 CHECKPOINT_PARTITIONS_NAME = "together_rl_checkpoints"
 CHECKPOINT_PARTITIONS = dg.DynamicPartitionsDefinition(name=CHECKPOINT_PARTITIONS_NAME)

@@ -24,15 +24,13 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import dagster as dg
 
+from ..storage.sql import SQLAlchemyTableStore
 from ..storage.urls import TableStoreConfigError, backend_of, check_target, is_database_url
 from .together_rl import TABLES_URL_ENV, TogetherRLResource
-
-if TYPE_CHECKING:
-    from ..storage.sql import SQLAlchemyTableStore
 
 __all__ = [
     "DEFAULT_DB_FILENAME",

@@ -7,17 +7,14 @@ calls the API at definition load.
 
 import dataclasses
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import dagster as dg
 from pydantic import Field, field_validator
 
-from ..api import API_KEY_ENV, DEFAULT_BASE_URL, RetryPolicy, ServerClock
+from ..api import API_KEY_ENV, DEFAULT_BASE_URL, RetryPolicy, RLSessionsClient, ServerClock
 from ..storage.urls import check_target
 from .retry_log import Log, RetryLog, current_tick_retry_log
-
-if TYPE_CHECKING:  # imported in get_client: the client (and httpx) load when a tick needs it
-    from ..api import RLSessionsClient
 
 #: Read when ``database_url`` is unset: where every table of the library goes.
 TABLES_URL_ENV = "RL_TABLES_URL"

@@ -7,9 +7,9 @@ the user did not ask for.
 """
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..api import BadRequestError, DecodeError, NotFoundError, ServerClock
+from ..api import BadRequestError, DecodeError, NotFoundError, RLSessionsClient, ServerClock
 from ..api.clock import to_ms
 from ..api.enums import ACTIVE_SESSION_STATUSES, TERMINAL_SESSION_STATUSES, CheckpointType
 from ..api.models import Checkpoint, TrainingSession
@@ -20,9 +20,6 @@ from ..core.reading import (
     SessionExcluded,
     StatusFilterRejected,
 )
-
-if TYPE_CHECKING:  # the client (and httpx) load when a tick builds one
-    from ..api import RLSessionsClient
 
 _ORDER = ("CREATING", "RUNNING", "STOPPING", "STOPPED", "ERROR", "EXPIRED")
 ACTIVE = sorted((s.short for s in ACTIVE_SESSION_STATUSES), key=_ORDER.index)

@@ -12,11 +12,10 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
-if TYPE_CHECKING:  # the models load with the first run or tick, not with the definitions
-    from ..api.models import InferenceCheckpoint, TrainingCheckpoint, TrainingSession
-    from ..core.spend import ResourceSpan
+from ..api.models import InferenceCheckpoint, TrainingCheckpoint, TrainingSession
+from ..core.spend import ResourceSpan
 
 __all__ = [
     "SCHEMA_VERSION",

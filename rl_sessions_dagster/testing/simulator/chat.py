@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import re
 from hashlib import blake2b
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .routing import Request, Response, json_response
 from .wire import SimulatorError, bad_request
-
-if TYPE_CHECKING:
-    from .world import SimulatedWorld
+from .world import SimulatedWorld
 
 _TIMES = "\u00d7"  # the multiplication sign
 _QUESTION = re.compile(r"(-?\d+)\s*([-+*/x" + _TIMES + r"])\s*(-?\d+)")
