@@ -179,7 +179,6 @@ def transport_error(
     The caller must raise the result *outside* its ``except`` block (or ``from None``), so the
     original exception, whose request carries the auth header, is not chained.
     """
-    import httpx
 
     # Transport failures after which the request surely never reached the server.
     not_sent = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
@@ -231,7 +230,6 @@ def configuration_failure(
     Like :func:`transport_error`, the result holds no httpx object: raise it outside the
     ``except`` block.
     """
-    import httpx
 
     if not isinstance(exc, httpx.ConnectError):
         return None

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
+from ._http import compact
 from .client import RLSessionsClient
 from .enums import ModelResourceStatus, SessionStatus
 from .errors import (
@@ -95,7 +96,6 @@ class ResourceSpec:
     def request_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of ``create_model_resource`` / ``estimate_model_resource_cost``
         (without ``base_model``)."""
-        from ._http import compact
 
         compute = compact(
             gpu_type=self.gpu_type, num_generator_replicas=self.num_generator_replicas

@@ -211,7 +211,6 @@ class RetryPolicy:
                 exc.attempts = attempts  # also right for a 404 that follows two 503s
                 raise
 
-        import tenacity
 
         out_of_attempts = tenacity.stop_after_attempt(self.max_attempts)
         retrying = tenacity.Retrying(
@@ -282,7 +281,6 @@ class _Wait:
     """Retry-After when the server sent one, else tenacity's exponential backoff with jitter."""
 
     def __init__(self, policy: RetryPolicy) -> None:
-        import tenacity
 
         self._policy = policy
         # == wait_exponential_jitter, spelled so it works on tenacity 8.2 and 9.x alike (9.x

@@ -23,8 +23,10 @@ from typing import Any
 
 import dagster as dg
 
+from ..api.checkpoints import CheckpointNotRegisteredError, deployment_target
 from ..api.errors import TogetherRLError
-from ..evaluation.runner import EvaluationResult
+from ..evaluation.runner import EvaluationFailed, EvaluationResult
+from ..evaluation.runner import run_evaluation as run_engine
 from ..evaluation.spec import EvaluationSpec, LoadedEvaluation
 from ..partitions import (
     CHECKPOINT_ASSET_KEY,
@@ -289,11 +291,6 @@ def build_evaluation_asset(
         ],
     )
     def _evaluation(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
-        # what a run needs, loaded by the run, not with the definitions
-        from ..api.checkpoints import CheckpointNotRegisteredError, deployment_target
-        from ..evaluation.runner import EvaluationFailed
-        from ..evaluation.runner import run_evaluation as run_engine
-
         resource: TogetherRLResource = getattr(context.resources, resource_key)
         partition = context.partition_key
         checkpoint_id = checkpoint_id_for_partition(

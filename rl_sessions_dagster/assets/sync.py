@@ -31,7 +31,14 @@ from ..api.pages import SkippedItem
 from ..core.filters import SessionFilter
 from ..resource import TogetherRLResource
 from ..resource.tables import DEFAULT_DB_FILENAME, open_table_store
-from ..storage.rows import CheckpointRow, SessionRow, SessionStore
+from ..storage.rows import (
+    CheckpointRow,
+    MarksMissing,
+    SessionRow,
+    SessionStore,
+    checkpoint_rows,
+    session_row,
+)
 from ..storage.urls import backend_of
 from .sync_metadata import SESSION_TABLE_SCHEMA, SyncStats, sync_metadata
 
@@ -135,7 +142,6 @@ def run_sync(
     ``on_progress`` gets the running stats at most every ``progress_seconds`` (checked per
     session), so a long walk is visible while it runs and not only at the end.
     """
-    from ..storage.rows import MarksMissing, checkpoint_rows, session_row
 
     now = synced_at or datetime.now(UTC)
     stats = SyncStats(newest_limit)

@@ -12,7 +12,7 @@ import dagster as dg
 
 from ..api.pages import SkippedItem
 from ..resource.tables import db_metadata
-from ..storage.rows import SessionRow, StoreCounts
+from ..storage.rows import SessionRow, StoreCounts, UpsertResult
 
 __all__ = ["SESSION_TABLE_SCHEMA", "SyncStats", "sync_metadata"]
 
@@ -25,7 +25,6 @@ class SyncStats:
         self.checkpoints_seen = 0
         self.duplicates_skipped = 0
         self.sessions_marked_missing = 0
-        from ..storage.rows import UpsertResult
 
         self.sessions_written = UpsertResult()
         self.checkpoints_written = UpsertResult()

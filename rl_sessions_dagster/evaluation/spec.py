@@ -103,7 +103,6 @@ class EvaluationSpec(BaseModel):
         return self
 
     def settings(self) -> RunSettings:
-        from .runner import RunSettings
 
         return RunSettings(
             samples=self.samples, temperature=self.temperature, max_tokens=self.max_tokens,

@@ -29,7 +29,13 @@ from typing import Any
 import dagster as dg
 
 from ..storage.sql import SQLAlchemyTableStore
-from ..storage.urls import TableStoreConfigError, backend_of, check_target, is_database_url
+from ..storage.urls import (
+    TableStoreConfigError,
+    backend_of,
+    check_target,
+    is_database_url,
+    redact_url,
+)
 from .together_rl import TABLES_URL_ENV, TogetherRLResource
 
 __all__ = [
@@ -79,7 +85,6 @@ class TablesTarget:
     setting: str
 
     def __repr__(self) -> str:
-        from ..storage.urls import redact_url
 
         return f"TablesTarget({redact_url(self.url)!r}, schema={self.schema!r})"
 
@@ -177,7 +182,6 @@ def open_table_store(
     that cannot work and :class:`~rl_sessions_dagster.storage.TableStoreError` when the
     database cannot be reached; neither quotes a password.
     """
-    from ..storage.sql import SQLAlchemyTableStore
 
     target = resolve_tables_target(resource, instance, url, url_setting=url_setting)
     store = SQLAlchemyTableStore(
@@ -191,7 +195,6 @@ def open_table_store(
 
 def db_metadata(display: str) -> dg.MetadataValue:
     """The ``db_path`` metadata entry: a file path, or the URL with its password masked."""
-    from ..storage.urls import redact_url
 
     if is_database_url(display):  # a URL has no space: after one comes e.g. "(schema x)"
         url, space, rest = display.partition(" ")

@@ -136,7 +136,6 @@ class TogetherRLResource(dg.ConfigurableResource):
         Raises :class:`~rl_sessions_dagster.api.ConfigurationError` naming ``TOGETHER_API_KEY``
         when no key is configured, and for a malformed or plain-http non-loopback base URL.
         """
-        from ..api.client import RLSessionsClient
 
         return RLSessionsClient(
             api_key=self.api_key,

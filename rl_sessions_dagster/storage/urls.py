@@ -11,6 +11,8 @@ Stdlib only: definitions load (and the check of a literal setting) must not pay 
 
 import re
 
+from sqlalchemy.engine import make_url
+
 __all__ = [
     "SUPPORTED_BACKENDS",
     "TableStoreConfigError",
@@ -54,7 +56,6 @@ def redact_url(url: object) -> str:
     if not is_database_url(text):
         return text
     try:
-        from sqlalchemy.engine import make_url
 
         return make_url(url).render_as_string(hide_password=True)  # type: ignore[arg-type]
     except Exception:
