@@ -8,19 +8,26 @@ Builds the sweep-partitioned champion asset and its sensor
 compares each checkpoint with its sweep's champion.
 """
 
-from typing import Literal
+import copy
+from typing import Any
 
 import dagster as dg
 from pydantic import Field
 
 from ..assets import BaselineFinder, champion_baseline
-from ..core.sweeps import ChampionRule
+from ..core.sweeps import ChampionRule, Direction
 from ..partitions import CHAMPION_ASSET_KEY, EVALUATION_ASSET_KEY
 from ..sensors import ChampionOptions, build_champion_definitions
 from .schema import Section
 from .sensors import interval_field, running_field, sensor_status
 
 __all__ = ["ChampionRouteConfig", "ChampionSection"]
+
+
+def rule_field(name: str) -> Any:
+    """A copy of one :class:`ChampionRule` field, for the YAML section."""
+    rule: Any = ChampionRule  # a pydantic dataclass: its fields are in __pydantic_fields__
+    return copy.copy(rule.__pydantic_fields__[name])
 
 
 class ChampionRouteConfig(Section):
@@ -43,19 +50,11 @@ class ChampionSection(Section):
     evaluation_key: str | None = Field(
         default=None, description="Evaluation asset (default: the evaluation: section's key)."
     )
-    metric: str = Field(default="score", description="Evaluation metadata entry compared.")
-    direction: Literal["higher", "lower"] = Field(
-        default="higher", description="Whether a higher or a lower metric is better."
-    )
-    min_candidates: int = Field(
-        default=1,
-        ge=1,
-        le=10_000,
-        description="Evaluated checkpoints a sweep needs before a champion.",
-    )
-    name_separator: str = Field(
-        default="-", description="Sweep without W&B group: display name up to the last one."
-    )
+    # The rule's fields, as ChampionRule spells them (type, default, bounds, description).
+    metric: str = rule_field("metric")
+    direction: Direction = rule_field("direction")
+    min_candidates: int = rule_field("min_candidates")
+    name_separator: str = rule_field("name_separator")
     baseline: bool = Field(
         default=True, description="Also check each evaluation's score against the champion."
     )

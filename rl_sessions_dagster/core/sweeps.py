@@ -11,6 +11,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from pydantic import Field
+from pydantic.dataclasses import dataclass as checked_dataclass
+
 Direction = Literal["higher", "lower"]
 NO_SWEEP = "(none)"
 
@@ -26,16 +29,28 @@ def sweep_name(wandb_group: str | None, display_name: str | None, separator: str
     return NO_SWEEP
 
 
-@dataclass(frozen=True)
+@checked_dataclass(frozen=True, kw_only=True)
 class ChampionRule:
-    """How a sweep's champion is chosen: by ``metric`` (evaluation metadata), in
-    ``direction``, once ``min_candidates`` checkpoints are evaluated; a sweep without a W&B
-    group is the display name up to the last ``name_separator``."""
+    """How a sweep's champion is chosen. Its fields (bounds, descriptions) are also the YAML's
+    ``champion:`` fields, so every knob is spelled here once."""
 
-    metric: str = "score"
-    direction: Direction = "higher"
-    min_candidates: int = 1
-    name_separator: str = "-"
+    metric: str = Field(
+        default="score", min_length=1, description="Evaluation metadata entry compared."
+    )
+    direction: Direction = Field(
+        default="higher", description="Whether a higher or a lower metric is better."
+    )
+    min_candidates: int = Field(
+        default=1,
+        ge=1,
+        le=10_000,
+        description="Evaluated checkpoints a sweep needs before a champion.",
+    )
+    name_separator: str = Field(
+        default="-",
+        min_length=1,
+        description="Sweep without W&B group: display name up to the last one.",
+    )
 
 
 @dataclass(frozen=True)
