@@ -5,10 +5,12 @@ Each section is off unless written in the YAML (``enabled: false`` also turns it
 ``defs.yaml`` that only watches sessions loads exactly as before. Building makes no API call.
 """
 
+import copy
 from typing import Any
 
 import dagster as dg
 from pydantic import Field
+from pydantic_core import PydanticUndefined
 
 from ..assets import build_spend_asset
 from ..assets.schedules import table_job_and_schedule
@@ -23,7 +25,14 @@ from .sensors import (
     sensor_status,
 )
 
-_POLICY = IdlePolicy()
+
+def _policy_field(name: str) -> Any:
+    """A copy of one :class:`IdlePolicy` field for the YAML section; its sets read as lists."""
+    policy: Any = IdlePolicy  # a pydantic dataclass: its fields are in __pydantic_fields__
+    info = copy.copy(policy.__pydantic_fields__[name])
+    if isinstance(info.default, frozenset):
+        info.default, info.default_factory = PydanticUndefined, list
+    return info
 
 #: The guard's options (stop_attempts and the tick knobs), from IdleGuardOptions.
 _GuardOptions = options_section(
@@ -43,33 +52,15 @@ class IdleGuardConfig(_GuardOptions):  # type: ignore[valid-type,misc] # a deriv
         min_length=1,
         description="Name of the guard's job (its sensor: <name>_sensor).",
     )
-    idle_seconds: float = Field(
-        default=_POLICY.idle_seconds,
-        gt=0,
-        le=30 * 86400,
-        description="How long since a READY resource was last used (a session started or "
-        "ended on it, or it became READY) before it is stopped.",
-    )
+    # The policy's fields, as IdlePolicy spells them (YAML takes lists for the sets).
+    idle_seconds: float = _policy_field("idle_seconds")
     dry_run: bool = Field(default=True, description="Only report what stopping would save.")
-    force: bool = Field(
-        default=False,
-        description="Also interrupt sessions already STOPPING (force=true); sessions in any "
-        "other status, known or not, always keep the resource up.",
-    )
-    created_by: str | None = Field(
-        default=_POLICY.created_by,
-        description='"me" (the key\'s own resources), a user id, or null (all).',
-    )
-    allow_ids: list[str] = Field(
-        default_factory=list, description="Only these resource ids (empty: any)."
-    )
-    deny_ids: list[str] = Field(default_factory=list, description="Never these resource ids.")
-    allow_base_models: list[str] = Field(
-        default_factory=list, description="Only resources of these base models (empty: any)."
-    )
-    deny_base_models: list[str] = Field(
-        default_factory=list, description="Never resources of these base models."
-    )
+    force: bool = _policy_field("force")
+    created_by: str | None = _policy_field("created_by")
+    allow_ids: list[str] = _policy_field("allow_ids")
+    deny_ids: list[str] = _policy_field("deny_ids")
+    allow_base_models: list[str] = _policy_field("allow_base_models")
+    deny_base_models: list[str] = _policy_field("deny_base_models")
     minimum_interval_seconds: int = interval_field(300)
     running: bool = running_field()
 

@@ -23,40 +23,61 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 
+from pydantic import Field, ValidationInfo, field_validator
+from pydantic.dataclasses import dataclass as checked_dataclass
+
 from ..api.clock import to_ms
 from ..api.enums import ModelResourceStatus, SessionStatus
 from ..api.models import ModelResource, TrainingSession
 
 
-@dataclass(frozen=True)
+@checked_dataclass(frozen=True)
 class IdlePolicy:
-    """What the guard may stop, checked when built.
+    """What the guard may stop, checked when built. Its fields (bounds, descriptions) are also
+    the YAML's ``idle_guard:`` policy fields, so every knob is spelled here once. Deny lists
+    win; empty allow lists allow everything."""
 
-    Attributes:
-        idle_seconds: how long since a READY resource was last used (a session started or
-            ended on it, or it became READY).
-        created_by: ``"me"`` (the key's own resources, the default), a user id, or None (all).
-        allow_ids / deny_ids / allow_base_models / deny_base_models: deny wins; empty allow
-            lists allow everything.
-        force: also interrupt sessions already STOPPING (never any other status).
-    """
+    idle_seconds: float = Field(
+        default=1800.0,
+        gt=0,
+        le=30 * 86400,
+        description="How long since a READY resource was last used (a session started or "
+        "ended on it, or it became READY) before it is stopped.",
+    )
+    created_by: str | None = Field(
+        default="me", description='"me" (the key\'s own resources), a user id, or null (all).'
+    )
+    allow_ids: frozenset[str] = Field(
+        default=frozenset(), description="Only these resource ids (empty: any)."
+    )
+    deny_ids: frozenset[str] = Field(default=frozenset(), description="Never these resource ids.")
+    allow_base_models: frozenset[str] = Field(
+        default=frozenset(), description="Only resources of these base models (empty: any)."
+    )
+    deny_base_models: frozenset[str] = Field(
+        default=frozenset(), description="Never resources of these base models."
+    )
+    force: bool = Field(
+        default=False,
+        description="Also interrupt sessions already STOPPING (force=true); sessions in any "
+        "other status, known or not, always keep the resource up.",
+    )
 
-    idle_seconds: float = 1800.0
-    created_by: str | None = "me"
-    allow_ids: frozenset[str] = frozenset()
-    deny_ids: frozenset[str] = frozenset()
-    allow_base_models: frozenset[str] = frozenset()
-    deny_base_models: frozenset[str] = frozenset()
-    force: bool = False
+    @field_validator("idle_seconds", mode="before")
+    @classmethod
+    def _not_a_bool(cls, value: object) -> object:
+        if isinstance(value, bool):
+            raise ValueError(f"idle_seconds must be > 0, got {value!r}")
+        return value
 
-    def __post_init__(self) -> None:
-        if isinstance(self.idle_seconds, bool) or not self.idle_seconds > 0:
-            raise ValueError(f"idle_seconds must be > 0, got {self.idle_seconds!r}")
-        for name in ("allow_ids", "deny_ids", "allow_base_models", "deny_base_models"):
-            value = getattr(self, name)
-            if isinstance(value, str):
-                raise ValueError(f"{name} takes a list of strings, not the string {value!r}")
-            object.__setattr__(self, name, frozenset(value))
+    @field_validator(
+        "allow_ids", "deny_ids", "allow_base_models", "deny_base_models", mode="before"
+    )
+    @classmethod
+    def _not_a_string(cls, value: object, info: ValidationInfo) -> object:
+        if isinstance(value, str):  # a set of its characters, silently, otherwise
+            raise ValueError(f"{info.field_name} takes a list of strings, not the string {value!r}")
+        return value
 
     def permits(self, resource: ModelResource) -> bool:
         if resource.id in self.deny_ids or (resource.base_model or "") in self.deny_base_models:
