@@ -33,13 +33,13 @@ from rl_sessions_dagster import (
     build_session_sensor,
 )
 from rl_sessions_dagster.api import RLSessionsClient, ServerClock, TrainingSession
-from rl_sessions_dagster.core import TrackerConfig, TrackerState, advance
+from rl_sessions_dagster.core import TrackerState, advance
 from rl_sessions_dagster.core.events import TERMINAL_EVENT_FOR_STATUS
+from rl_sessions_dagster.core.observation import TrackerConfig
 from rl_sessions_dagster.core.reading import collect
-from rl_sessions_dagster.sensors import TRANSIENT_ERRORS
 from rl_sessions_dagster.sensors.client_source import ClientSessionSource
 from rl_sessions_dagster.sensors.options import DEFAULT_TICK_BUDGET_SECONDS
-from rl_sessions_dagster.sensors.tick import tick_budget
+from rl_sessions_dagster.sensors.tick import TRANSIENT_ERRORS, tick_budget
 
 Event = tuple[str, str, str | None]
 SENSOR_NAME = "bench_all_events"

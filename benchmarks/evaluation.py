@@ -28,7 +28,9 @@ from typing import Any
 
 from rl_sessions_dagster.api import RLSessionsClient
 from rl_sessions_dagster.api.checkpoints import deployment_target
-from rl_sessions_dagster.evaluation import RunSettings, load_dataset, resolve_grader, run_evaluation
+from rl_sessions_dagster.evaluation.dataset import load_dataset
+from rl_sessions_dagster.evaluation.graders import resolve_grader
+from rl_sessions_dagster.evaluation.runner import RunSettings, run_evaluation
 
 from .machine import describe
 from .simproc import SimProcess, simulator

@@ -32,7 +32,8 @@ from rl_sessions_dagster import (
     TogetherRLResource,
     build_session_sensor,
 )
-from rl_sessions_dagster.core import TERMINAL_EVENTS, TrackerState
+from rl_sessions_dagster.core import TrackerState
+from rl_sessions_dagster.core.events import TERMINAL_EVENTS
 
 from .drivers import bench_job as quiet_job
 from .simproc import API_KEY, SimProcess, simulator

@@ -29,7 +29,7 @@ from rl_sessions_dagster import (
     checkpoint_id_for_partition,
 )
 from rl_sessions_dagster.assets import build_session_sync_asset
-from rl_sessions_dagster.core import TERMINAL_EVENTS
+from rl_sessions_dagster.core.events import TERMINAL_EVENTS
 
 from .evaluation import evaluate_model
 from .gpus import GPU_NOTICES_KEY, gpu_notices

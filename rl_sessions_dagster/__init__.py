@@ -16,8 +16,10 @@ from .assets import (
     champion_baseline,
 )
 from .components import TogetherRLComponent
-from .core import EventKind, IdlePolicy, ResourceEvent, ResourceEventKind, SessionEvent
+from .core import EventKind, SessionEvent
+from .core.events import ResourceEvent, ResourceEventKind
 from .core.filters import SessionFilter
+from .core.idle import IdlePolicy
 from .core.sweeps import ChampionRule
 from .evaluation import EvaluationSpec
 from .partitions import CHECKPOINT_ASSET_KEY, CHECKPOINT_PARTITIONS, checkpoint_id_for_partition

@@ -45,7 +45,7 @@ from rl_sessions_dagster import (
     checkpoint_id_for_partition,
 )
 from rl_sessions_dagster.assets import build_session_sync_asset
-from rl_sessions_dagster.core import TERMINAL_EVENTS
+from rl_sessions_dagster.core.events import TERMINAL_EVENTS
 from rl_sessions_dagster.sensors import ResourceFilter, ResourceRoute
 
 #: The variable naming the definitions to load.

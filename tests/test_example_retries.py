@@ -14,7 +14,8 @@ import pytest
 from example_repo.definitions import EVAL_KEY, checkpoint_evaluation
 from example_repo.evaluation import evaluate_model
 from rl_sessions_dagster import TogetherRLResource
-from rl_sessions_dagster.api import RetryPolicy, ServerError, TogetherRLError
+from rl_sessions_dagster.api import RetryPolicy, TogetherRLError
+from rl_sessions_dagster.api.errors import ServerError
 from rl_sessions_dagster.testing import RLSimulator
 
 API_KEY = "sk-eval-CANARY-5150"

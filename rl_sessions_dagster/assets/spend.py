@@ -40,7 +40,8 @@ from ..core.spend import (
 )
 from ..resource import TogetherRLResource
 from ..resource.tables import DEFAULT_DB_FILENAME, db_metadata, open_table_store
-from ..storage import ResourceSpendRow, SessionSpendRow, SpendStore
+from ..storage import SpendStore
+from ..storage.rows import ResourceSpendRow, SessionSpendRow
 
 __all__ = [
     "DEFAULT_SPEND_DB_FILENAME",

@@ -14,9 +14,10 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
-from ..assets import BaselineFinder, champion_baseline
+from ..assets import champion_baseline
+from ..assets.evaluation import BaselineFinder
 from ..core.sweeps import ChampionRule, Direction
-from ..partitions import CHAMPION_ASSET_KEY, EVALUATION_ASSET_KEY
+from ..partitions.sweeps import CHAMPION_ASSET_KEY, EVALUATION_ASSET_KEY
 from ..sensors import ChampionOptions, build_champion_definitions
 from .schema import Section
 from .sensors import interval_field, running_field, sensor_status

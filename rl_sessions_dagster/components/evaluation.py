@@ -16,15 +16,13 @@ from typing import Literal
 import dagster as dg
 from pydantic import Field
 
-from ..assets import (
-    SCORE_CHECK_NAME,
-    BaselineFinder,
-    build_evaluation_asset,
-    previous_checkpoint_baseline,
-)
+from ..assets import build_evaluation_asset
+from ..assets.evaluation import SCORE_CHECK_NAME, BaselineFinder, previous_checkpoint_baseline
 from ..core import EventKind
-from ..evaluation import EvaluationSpec, GraderSpec
-from ..partitions import CHECKPOINT_PARTITIONS, EVALUATION_ASSET_KEY
+from ..evaluation import EvaluationSpec
+from ..evaluation.graders import GraderSpec
+from ..partitions import CHECKPOINT_PARTITIONS
+from ..partitions.sweeps import EVALUATION_ASSET_KEY
 from ..sensors import EventRoute
 from .schema import Section
 

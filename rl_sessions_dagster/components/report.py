@@ -13,8 +13,9 @@ from typing import Literal
 import dagster as dg
 from pydantic import Field
 
-from ..assets import REPORT_ASSET_KEY, build_session_report_asset
-from ..partitions import EVALUATION_ASSET_KEY
+from ..assets import build_session_report_asset
+from ..assets.report import REPORT_ASSET_KEY
+from ..partitions.sweeps import EVALUATION_ASSET_KEY
 from ..sensors import EventRoute
 from ..sensors.options import event_kinds
 from .schema import Section

@@ -23,7 +23,7 @@ from typing import Any, Literal
 import dagster as dg
 from pydantic import Field, create_model
 
-from ..core import CHECKPOINT_EVENTS
+from ..core.events import CHECKPOINT_EVENTS
 from ..core.filters import SessionFilter
 from ..partitions import CHECKPOINT_PARTITIONS
 from ..sensors import (

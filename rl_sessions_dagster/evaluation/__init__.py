@@ -6,34 +6,14 @@ model (through :meth:`RLSessionsClient.chat_completion
 Dagster asset around it is :func:`rl_sessions_dagster.assets.build_evaluation_asset`.
 """
 
-from .dataset import Dataset, DatasetError, EvalItem, load_dataset
-from .graders import Grade, Grader, GraderSpec, Verdict, resolve_grader
-from .runner import (
-    EvaluationFailed,
-    EvaluationResult,
-    ItemResult,
-    RunSettings,
-    percentile,
-    run_evaluation,
-)
-from .spec import EvaluationSpec, LoadedEvaluation
+from .dataset import Dataset
+from .graders import Grader
+from .runner import EvaluationResult
+from .spec import EvaluationSpec
 
 __all__ = [
     "Dataset",
-    "DatasetError",
-    "EvalItem",
-    "EvaluationFailed",
     "EvaluationResult",
     "EvaluationSpec",
-    "Grade",
     "Grader",
-    "GraderSpec",
-    "ItemResult",
-    "LoadedEvaluation",
-    "RunSettings",
-    "Verdict",
-    "load_dataset",
-    "percentile",
-    "resolve_grader",
-    "run_evaluation",
 ]

@@ -6,13 +6,10 @@ the tables.
 Dagster glue that ``sensors/`` and ``assets/`` share (neither imports the other).
 """
 
-from .retry_log import RetryLog
 from .tables import open_table_store
-from .together_rl import TABLES_URL_ENV, TogetherRLResource
+from .together_rl import TogetherRLResource
 
 __all__ = [
-    "TABLES_URL_ENV",
-    "RetryLog",
     "TogetherRLResource",
     "open_table_store",
 ]

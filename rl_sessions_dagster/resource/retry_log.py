@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextvars import ContextVar
 from typing import Any, Protocol
 
-from ..api import RetryEvent
+from ..api.retries import RetryEvent
 
 __all__ = ["Log", "RetryLog", "current_tick_retry_log", "tick_retry_log"]
 

@@ -30,13 +30,9 @@ from typing import Any
 import dagster as dg
 
 from ..core.sweeps import Candidate, ChampionRule, Standing, fold, rank, standing
-from ..partitions import (
-    SWEEP_PARTITIONS,
-    checkpoint_sweeps,
-    latest_metadata,
-    metadata_value,
-)
+from ..partitions import SWEEP_PARTITIONS
 from ..partitions.jobs import Assets, Job
+from ..partitions.sweeps import checkpoint_sweeps, latest_metadata, metadata_value
 from .options import ChampionOptions
 from .run_requests import tag_value
 

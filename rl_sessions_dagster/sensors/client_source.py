@@ -9,9 +9,10 @@ the user did not ask for.
 from collections.abc import Sequence
 from typing import Any
 
-from ..api import BadRequestError, DecodeError, NotFoundError, RLSessionsClient, ServerClock
+from ..api import RLSessionsClient, ServerClock
 from ..api.clock import to_ms
 from ..api.enums import ACTIVE_SESSION_STATUSES, TERMINAL_SESSION_STATUSES, CheckpointType
+from ..api.errors import BadRequestError, DecodeError, NotFoundError
 from ..api.models import Checkpoint, TrainingSession
 from ..core.filters import SessionFilter
 from ..core.reading import (

@@ -25,13 +25,9 @@ from pydantic.dataclasses import dataclass as options_dataclass
 from ..core.events import CHECKPOINT_EVENTS, EventKind, ResourceEvent, ResourceEventKind
 from ..core.observation import TrackerConfig
 from ..core.resources import ResourceTrackerConfig
-from ..partitions import (
-    CHAMPION_ASSET_KEY,
-    CHECKPOINT_ASSET_KEY,
-    CHECKPOINT_PARTITIONS,
-    EVALUATION_ASSET_KEY,
-)
+from ..partitions import CHECKPOINT_ASSET_KEY, CHECKPOINT_PARTITIONS
 from ..partitions.jobs import Assets, Job
+from ..partitions.sweeps import CHAMPION_ASSET_KEY, EVALUATION_ASSET_KEY
 from .run_requests import RunRequestFn
 
 DEFAULT_TICK_BUDGET_SECONDS = 40.0

@@ -6,7 +6,7 @@ from collections.abc import Callable
 import dagster as dg
 
 from ..core.events import SessionEvent
-from ..partitions import checkpoint_metadata, checkpoint_partition_key
+from ..partitions.checkpoints import checkpoint_metadata, checkpoint_partition_key
 
 #: A hook that reshapes the default RunRequest (run config, extra tags) or drops the event
 #: by returning None.

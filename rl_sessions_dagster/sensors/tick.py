@@ -26,15 +26,8 @@ from typing import Generic, Protocol, TypeVar
 
 import dagster as dg
 
-from ..api import (
-    DeadlineExceeded,
-    DecodeError,
-    RateLimitError,
-    RLSessionsClient,
-    ServerClock,
-    ServerError,
-    TransportError,
-)
+from ..api import RLSessionsClient, ServerClock
+from ..api.errors import DeadlineExceeded, DecodeError, RateLimitError, ServerError, TransportError
 from ..resource import TogetherRLResource
 from ..resource.retry_log import RetryLog, tick_retry_log
 from .cursor_history import previous_tick_failed_loudly, read_state

@@ -8,50 +8,12 @@ pass its own store (BigQuery, ...) as a store factory. No Dagster here: the mapp
 objects to rows and the upsert logic are testable alone.
 """
 
-from .rows import (
-    SCHEMA_VERSION,
-    CheckpointRow,
-    MarksMissing,
-    ResourceSpendRow,
-    SessionRow,
-    SessionSpendRow,
-    SessionStore,
-    SpendStore,
-    StoreCounts,
-    UpsertResult,
-    checkpoint_rows,
-    iso_utc,
-    session_row,
-)
+from .rows import SessionRow, SessionStore, SpendStore
 from .sql import SQLAlchemyTableStore
-from .urls import (
-    TableStoreConfigError,
-    TableStoreError,
-    backend_of,
-    check_target,
-    is_database_url,
-    redact_url,
-)
 
 __all__ = [
-    "SCHEMA_VERSION",
-    "CheckpointRow",
-    "MarksMissing",
-    "ResourceSpendRow",
     "SQLAlchemyTableStore",
     "SessionRow",
-    "SessionSpendRow",
     "SessionStore",
     "SpendStore",
-    "StoreCounts",
-    "TableStoreConfigError",
-    "TableStoreError",
-    "UpsertResult",
-    "backend_of",
-    "check_target",
-    "checkpoint_rows",
-    "is_database_url",
-    "iso_utc",
-    "redact_url",
-    "session_row",
 ]

@@ -5,35 +5,16 @@
 library's own API client, so the simulator stays an independent oracle for both.
 """
 
-from .simulator.faults import FaultPlan, FaultRule
-from .simulator.requestlog import RequestLog, RequestRecord
+from .simulator.faults import FaultPlan
+from .simulator.requestlog import RequestLog
 from .simulator.server import RLSimulator
-from .simulator.state import SimClock, StopRequest
-from .simulator.wire import (
-    CHECKPOINT_INFERENCE,
-    CHECKPOINT_TRAINING,
-    OPERATION_KINDS,
-    RESOURCE_STATUSES,
-    SESSION_STATUSES,
-    SESSION_TERMINAL,
-    SimulatorError,
-)
+from .simulator.wire import SimulatorError
 from .simulator.world import SimulatedWorld
 
 __all__ = [
-    "CHECKPOINT_INFERENCE",
-    "CHECKPOINT_TRAINING",
-    "OPERATION_KINDS",
-    "RESOURCE_STATUSES",
-    "SESSION_STATUSES",
-    "SESSION_TERMINAL",
     "FaultPlan",
-    "FaultRule",
     "RLSimulator",
     "RequestLog",
-    "RequestRecord",
-    "SimClock",
     "SimulatedWorld",
     "SimulatorError",
-    "StopRequest",
 ]

@@ -18,15 +18,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..api import (
-    ACTIVE_SESSION_STATUSES,
-    DeadlineExceeded,
-    RateLimitError,
-    RLSessionsClient,
-    TogetherRLError,
-    TransportError,
-)
-from ..api.enums import ModelResourceStatus
+from ..api import RLSessionsClient, TogetherRLError
+from ..api.enums import ACTIVE_SESSION_STATUSES, ModelResourceStatus
+from ..api.errors import DeadlineExceeded, RateLimitError, TransportError
 from ..api.lifecycle import (
     ResourceSpec,
     StopOutcome,

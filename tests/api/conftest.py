@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from rl_sessions_dagster.api import RetryEvent, RetryPolicy, RLSessionsClient
+from rl_sessions_dagster.api import RetryPolicy, RLSessionsClient
+from rl_sessions_dagster.api.retries import RetryEvent
 from rl_sessions_dagster.testing import RLSimulator
 
 #: A recognisable key: every leak check scans for it.

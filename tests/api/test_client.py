@@ -5,19 +5,15 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from rl_sessions_dagster.api import (
+from rl_sessions_dagster.api import RetryPolicy, RLSessionsClient, SessionStatus
+from rl_sessions_dagster.api.client import OPERATION_KINDS
+from rl_sessions_dagster.api.enums import CheckpointType, ModelResourceStatus, OperationStatus
+from rl_sessions_dagster.api.errors import (
     BadRequestError,
-    CheckpointType,
     ConfigurationError,
     DeadlineExceeded,
-    ModelResourceStatus,
     NotFoundError,
-    OperationStatus,
-    RetryPolicy,
-    RLSessionsClient,
-    SessionStatus,
 )
-from rl_sessions_dagster.api.client import OPERATION_KINDS
 from rl_sessions_dagster.testing import RLSimulator
 from rl_sessions_dagster.version import __version__
 

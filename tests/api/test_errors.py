@@ -22,7 +22,15 @@ from pathlib import Path
 import httpx
 import pytest
 
-from rl_sessions_dagster.api import (
+from rl_sessions_dagster.api import RLSessionsClient, TogetherRLError
+from rl_sessions_dagster.api.error_mapping import (
+    BODY_EXCERPT_CHARS,
+    configuration_failure,
+    error_from_response,
+    transport_error,
+)
+from rl_sessions_dagster.api.errors import (
+    MIN_SECRET_CHARS,
     APIStatusError,
     AuthenticationError,
     BadRequestError,
@@ -33,21 +41,13 @@ from rl_sessions_dagster.api import (
     NotFoundError,
     PermissionDeniedError,
     RateLimitError,
-    RLSessionsClient,
     ServerError,
     TLSCertificateError,
-    TogetherRLError,
     TransportError,
     UnprocessableEntityError,
     UnreachableHostError,
+    scrub,
 )
-from rl_sessions_dagster.api.error_mapping import (
-    BODY_EXCERPT_CHARS,
-    configuration_failure,
-    error_from_response,
-    transport_error,
-)
-from rl_sessions_dagster.api.errors import MIN_SECRET_CHARS, scrub
 from rl_sessions_dagster.testing import RLSimulator
 
 from .conftest import KEY, RetryRecorder

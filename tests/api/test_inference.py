@@ -5,15 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from rl_sessions_dagster.api import (
-    ChatCompletion,
-    ChatMessage,
-    NotFoundError,
-    RateLimitError,
-    RLSessionsClient,
-    ServerError,
-)
+from rl_sessions_dagster.api import RLSessionsClient
 from rl_sessions_dagster.api.checkpoints import deployment_target
+from rl_sessions_dagster.api.errors import NotFoundError, RateLimitError, ServerError
+from rl_sessions_dagster.api.inference import ChatCompletion, ChatMessage
 from rl_sessions_dagster.testing import RLSimulator
 
 from .conftest import KEY, RetryRecorder

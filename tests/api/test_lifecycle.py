@@ -11,18 +11,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from rl_sessions_dagster.api import (
-    DeadlineExceeded,
-    InferenceCheckpoint,
-    RetryPolicy,
-    RLSessionsClient,
-    TrainingCheckpoint,
-)
+from rl_sessions_dagster.api import InferenceCheckpoint, RetryPolicy, RLSessionsClient
 from rl_sessions_dagster.api.checkpoints import (
     CheckpointFailed,
     create_inference_checkpoint_and_wait,
     create_training_checkpoint_and_wait,
 )
+from rl_sessions_dagster.api.errors import DeadlineExceeded
 from rl_sessions_dagster.api.lifecycle import (
     PriceCache,
     ResourceFailed,
@@ -34,6 +29,7 @@ from rl_sessions_dagster.api.lifecycle import (
     wait_for_resource_ready,
     wait_for_session_running,
 )
+from rl_sessions_dagster.api.models import TrainingCheckpoint
 from rl_sessions_dagster.testing import RLSimulator
 
 from .conftest import KEY

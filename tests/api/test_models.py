@@ -8,15 +8,10 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rl_sessions_dagster.api import (
-    TERMINAL_SESSION_STATUSES,
-    Checkpoint,
-    Operation,
-    Page,
-    Registration,
-    SessionStatus,
-    TrainingSession,
-)
+from rl_sessions_dagster.api import Checkpoint, Page, SessionStatus, TrainingSession
+from rl_sessions_dagster.api.enums import TERMINAL_SESSION_STATUSES
+from rl_sessions_dagster.api.models import Registration
+from rl_sessions_dagster.api.operations import Operation
 
 
 def test_status_parses_short_full_unknown_and_missing() -> None:

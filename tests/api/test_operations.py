@@ -17,22 +17,25 @@ import pytest
 from rl_sessions_dagster.api import (
     InferenceCheckpoint,
     ModelResource,
-    ModelResourceErrorCode,
-    Operation,
-    OperationErrorCode,
-    OperationStatus,
     Page,
     RetryPolicy,
     RLSessionsClient,
-    SupportedModel,
-    TrainingCheckpoint,
     TrainingSession,
 )
-from rl_sessions_dagster.api.enums import MuonScalingStrategy, StopReason, WeightSyncType
-from rl_sessions_dagster.api.models import LoraConfig
+from rl_sessions_dagster.api.catalog import SupportedModel
+from rl_sessions_dagster.api.enums import (
+    ModelResourceErrorCode,
+    MuonScalingStrategy,
+    OperationErrorCode,
+    OperationStatus,
+    StopReason,
+    WeightSyncType,
+)
+from rl_sessions_dagster.api.models import LoraConfig, TrainingCheckpoint
 from rl_sessions_dagster.api.operations import (
     ForwardBackwardResult,
     InferenceCheckpointResult,
+    Operation,
     OptimStepResult,
     SampleOutput,
     TrainingCheckpointResult,

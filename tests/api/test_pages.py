@@ -17,15 +17,20 @@ import pytest
 
 from rl_sessions_dagster.api import (
     Checkpoint,
-    DecodeError,
     ModelResource,
     Page,
     RetryPolicy,
     RLSessionsClient,
-    SkippedItem,
     TrainingSession,
 )
-from rl_sessions_dagster.api.pages import REASON_CHARS, parse_page, salvage, skipped_item
+from rl_sessions_dagster.api.errors import DecodeError
+from rl_sessions_dagster.api.pages import (
+    REASON_CHARS,
+    SkippedItem,
+    parse_page,
+    salvage,
+    skipped_item,
+)
 from rl_sessions_dagster.testing import RLSimulator
 
 from .conftest import KEY

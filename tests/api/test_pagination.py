@@ -15,14 +15,9 @@ from typing import Any
 
 import pytest
 
-from rl_sessions_dagster.api import (
-    BadRequestError,
-    CheckpointType,
-    DecodeError,
-    RetryPolicy,
-    RLSessionsClient,
-    SessionStatus,
-)
+from rl_sessions_dagster.api import RetryPolicy, RLSessionsClient, SessionStatus
+from rl_sessions_dagster.api.enums import CheckpointType
+from rl_sessions_dagster.api.errors import BadRequestError, DecodeError
 from rl_sessions_dagster.testing import RLSimulator
 
 from .conftest import KEY

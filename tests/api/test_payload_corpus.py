@@ -15,22 +15,17 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from rl_sessions_dagster.api import (
-    Checkpoint,
-    CheckpointDownload,
+from rl_sessions_dagster.api import Checkpoint, ModelResource, Page, SessionStatus, TrainingSession
+from rl_sessions_dagster.api.catalog import CostEstimate, SupportedModel
+from rl_sessions_dagster.api.enums import (
     CheckpointType,
-    CostEstimate,
-    ModelResource,
     ModelResourceStatus,
-    Operation,
     OperationStatus,
-    Page,
     SessionErrorCode,
-    SessionStatus,
-    SupportedModel,
-    TrainingSession,
 )
 from rl_sessions_dagster.api.error_mapping import parse_error_body
+from rl_sessions_dagster.api.models import CheckpointDownload
+from rl_sessions_dagster.api.operations import Operation
 
 FIXTURES = Path(__file__).parent / "fixtures"
 MODELS: dict[str, type[BaseModel]] = {

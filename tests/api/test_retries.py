@@ -15,7 +15,9 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from rl_sessions_dagster.api import (
+from rl_sessions_dagster.api import RetryPolicy, RLSessionsClient, TogetherRLError
+from rl_sessions_dagster.api.errors import (
+    APIStatusError,
     AuthenticationError,
     BadRequestError,
     ConflictError,
@@ -24,16 +26,11 @@ from rl_sessions_dagster.api import (
     NotFoundError,
     PermissionDeniedError,
     RateLimitError,
-    RetryEvent,
-    RetryPolicy,
-    RLSessionsClient,
     ServerError,
-    TogetherRLError,
     TransportError,
     UnprocessableEntityError,
 )
-from rl_sessions_dagster.api.errors import APIStatusError
-from rl_sessions_dagster.api.retries import parse_retry_after, should_retry
+from rl_sessions_dagster.api.retries import RetryEvent, parse_retry_after, should_retry
 from rl_sessions_dagster.testing import RLSimulator
 
 from .conftest import KEY, RetryRecorder

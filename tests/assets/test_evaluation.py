@@ -8,9 +8,12 @@ import dagster as dg
 import pytest
 
 from rl_sessions_dagster import CHECKPOINT_PARTITIONS, TogetherRLResource
-from rl_sessions_dagster.assets import SCORE_CHECK_NAME, Baseline, build_evaluation_asset
-from rl_sessions_dagster.evaluation import DatasetError, EvaluationSpec
-from rl_sessions_dagster.partitions import EVALUATION_ASSET_KEY, checkpoint_partition_key
+from rl_sessions_dagster.assets import build_evaluation_asset
+from rl_sessions_dagster.assets.evaluation import SCORE_CHECK_NAME, Baseline
+from rl_sessions_dagster.evaluation import EvaluationSpec
+from rl_sessions_dagster.evaluation.dataset import DatasetError
+from rl_sessions_dagster.partitions.checkpoints import checkpoint_partition_key
+from rl_sessions_dagster.partitions.sweeps import EVALUATION_ASSET_KEY
 
 KEY = "sk-evalasset-CANARY-0123456789"
 pytestmark = pytest.mark.sim(api_key=KEY, seed=5)

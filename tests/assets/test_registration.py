@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from rl_sessions_dagster.api import CheckpointVariant, Registration, RLSessionsClient
+from rl_sessions_dagster.api import RLSessionsClient
 from rl_sessions_dagster.api.checkpoints import (
     CheckpointNotDownloadableError,
     CheckpointNotRegisteredError,
@@ -17,6 +17,8 @@ from rl_sessions_dagster.api.checkpoints import (
     deployment_target,
     download_urls,
 )
+from rl_sessions_dagster.api.enums import CheckpointVariant
+from rl_sessions_dagster.api.models import Registration
 from rl_sessions_dagster.testing import RLSimulator
 
 DOWNLOAD = "/v1/rl/checkpoints/{id}/download"

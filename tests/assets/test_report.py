@@ -6,14 +6,12 @@ import dagster as dg
 import pytest
 
 from rl_sessions_dagster import CHECKPOINT_PARTITIONS, TogetherRLResource
-from rl_sessions_dagster.assets import (
-    REPORT_ASSET_KEY,
-    build_evaluation_asset,
-    build_session_report_asset,
-)
+from rl_sessions_dagster.assets import build_evaluation_asset, build_session_report_asset
+from rl_sessions_dagster.assets.report import REPORT_ASSET_KEY
 from rl_sessions_dagster.evaluation import EvaluationSpec
-from rl_sessions_dagster.partitions import checkpoint_partition_key
-from rl_sessions_dagster.storage import SessionSpendRow, SQLAlchemyTableStore
+from rl_sessions_dagster.partitions.checkpoints import checkpoint_partition_key
+from rl_sessions_dagster.storage import SQLAlchemyTableStore
+from rl_sessions_dagster.storage.rows import SessionSpendRow
 
 KEY = "sk-report-CANARY-31337"
 pytestmark = pytest.mark.sim(api_key=KEY, seed=3)

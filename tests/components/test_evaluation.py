@@ -9,7 +9,7 @@ import dagster as dg
 import pytest
 
 from rl_sessions_dagster import CHECKPOINT_PARTITIONS, TogetherRLComponent
-from rl_sessions_dagster.evaluation import DatasetError
+from rl_sessions_dagster.evaluation.dataset import DatasetError
 from rl_sessions_dagster.testing import RLSimulator
 from rl_sessions_dagster.testing.sensor_ticks import SensorTicker
 

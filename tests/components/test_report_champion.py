@@ -10,8 +10,9 @@ import dagster as dg
 import pytest
 
 from rl_sessions_dagster import TogetherRLComponent
-from rl_sessions_dagster.assets import REPORT_ASSET_KEY
-from rl_sessions_dagster.partitions import CHAMPION_ASSET_KEY, SWEEP_PARTITIONS
+from rl_sessions_dagster.assets.report import REPORT_ASSET_KEY
+from rl_sessions_dagster.partitions import SWEEP_PARTITIONS
+from rl_sessions_dagster.partitions.sweeps import CHAMPION_ASSET_KEY
 from rl_sessions_dagster.testing import RLSimulator
 from rl_sessions_dagster.testing.sensor_ticks import SensorTicker
 
@@ -132,6 +133,6 @@ def test_docs_report_and_champion_examples_load():
 
 def test_the_report_default_kinds_are_the_terminal_events():
     from rl_sessions_dagster.components.report import ReportSection
-    from rl_sessions_dagster.core import TERMINAL_EVENTS
+    from rl_sessions_dagster.core.events import TERMINAL_EVENTS
 
     assert set(ReportSection().event_kinds) == {k.value for k in TERMINAL_EVENTS}

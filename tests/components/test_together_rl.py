@@ -191,7 +191,8 @@ def test_yaml_event_kind_names_are_the_enums():
     import typing
 
     from rl_sessions_dagster.components.sensors import EventKindName, ResourceEventKindName
-    from rl_sessions_dagster.core import EventKind, ResourceEventKind
+    from rl_sessions_dagster.core import EventKind
+    from rl_sessions_dagster.core.events import ResourceEventKind
 
     assert set(typing.get_args(EventKindName)) == {k.value for k in EventKind}
     assert set(typing.get_args(ResourceEventKindName)) == {k.value for k in ResourceEventKind}

@@ -3,13 +3,9 @@ know, cheap re-checks of pending registrations, status-only sensors without chec
 and cursors from the previous release."""
 
 
-from rl_sessions_dagster.core import (
-    CHECKPOINT_EVENTS,
-    TERMINAL_EVENTS,
-    EventKind,
-    TrackerConfig,
-    TrackerState,
-)
+from rl_sessions_dagster.core import EventKind, TrackerState
+from rl_sessions_dagster.core.events import CHECKPOINT_EVENTS, TERMINAL_EVENTS
+from rl_sessions_dagster.core.observation import TrackerConfig
 
 from .test_tracker import kinds, tick
 from .world_model import FakeWorld

@@ -5,7 +5,8 @@ import math
 
 import pytest
 
-from rl_sessions_dagster.core import EventKind, TrackerConfig, TrackerState
+from rl_sessions_dagster.core import EventKind, TrackerState
+from rl_sessions_dagster.core.observation import TrackerConfig
 from rl_sessions_dagster.core.state import ListOrder
 
 from .test_tracker import kinds, tick

@@ -6,7 +6,8 @@ from datetime import UTC, datetime
 import pytest
 
 from rl_sessions_dagster.api.models import ModelResource
-from rl_sessions_dagster.core import CursorError, TrackerState
+from rl_sessions_dagster.core import TrackerState
+from rl_sessions_dagster.core.cursor import CursorError
 from rl_sessions_dagster.core.resources import (
     ResourceObservation,
     ResourceTrackerConfig,

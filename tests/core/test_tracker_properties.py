@@ -6,7 +6,8 @@ from collections import Counter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rl_sessions_dagster.core import EventKind, TrackerConfig, TrackerState, advance
+from rl_sessions_dagster.core import EventKind, TrackerState, advance
+from rl_sessions_dagster.core.observation import TrackerConfig
 from rl_sessions_dagster.core.reading import collect
 
 from .world_model import ACTIVE, TERMINAL, FakeWorld, Transient

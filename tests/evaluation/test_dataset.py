@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from rl_sessions_dagster.evaluation import DatasetError, EvaluationSpec, load_dataset
+from rl_sessions_dagster.evaluation import EvaluationSpec
+from rl_sessions_dagster.evaluation.dataset import DatasetError, load_dataset
 
 
 def write(tmp_path, lines):

@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rl_sessions_dagster.evaluation import EvalItem, Grade, resolve_grader
+from rl_sessions_dagster.evaluation.dataset import EvalItem
+from rl_sessions_dagster.evaluation.graders import Grade, resolve_grader
 
 
 def item(expected, **fields):

@@ -3,14 +3,14 @@ oracle says, scores rising with the step, faults healed by retries, failures nam
 
 import pytest
 
-from rl_sessions_dagster.api import ServerError
-from rl_sessions_dagster.evaluation import (
+from rl_sessions_dagster.api.errors import ServerError
+from rl_sessions_dagster.evaluation import EvaluationSpec
+from rl_sessions_dagster.evaluation.dataset import load_dataset
+from rl_sessions_dagster.evaluation.graders import resolve_grader
+from rl_sessions_dagster.evaluation.runner import (
     EvaluationFailed,
-    EvaluationSpec,
     RunSettings,
-    load_dataset,
     percentile,
-    resolve_grader,
     run_evaluation,
 )
 from rl_sessions_dagster.testing.simulator.chat import answer as oracle

@@ -14,8 +14,9 @@ from rl_sessions_dagster import (
     RLSessionsClient,
     build_session_sensor,
 )
-from rl_sessions_dagster.api import AuthenticationError, ConfigurationError
-from rl_sessions_dagster.core import TERMINAL_EVENTS, TrackerState
+from rl_sessions_dagster.api.errors import AuthenticationError, ConfigurationError
+from rl_sessions_dagster.core import TrackerState
+from rl_sessions_dagster.core.events import TERMINAL_EVENTS
 
 from .conftest import API_KEY, RecordingTicker, evaluation_job, make_defs, report_job
 

@@ -21,7 +21,7 @@ from dagster._core.scheduler.instigation import TickStatus
 from dagster._serdes import serialize_value
 
 from rl_sessions_dagster import TogetherRLResource
-from rl_sessions_dagster.api import AuthenticationError
+from rl_sessions_dagster.api.errors import AuthenticationError
 from rl_sessions_dagster.testing import RLSimulator
 from rl_sessions_dagster.testing.daemon import dagster_daemon, group_alive, prepare_dagster_home
 

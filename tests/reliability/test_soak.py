@@ -19,7 +19,7 @@ from rl_sessions_dagster import (
     PollingOptions,
     build_session_sensor,
 )
-from rl_sessions_dagster.core import TERMINAL_EVENTS
+from rl_sessions_dagster.core.events import TERMINAL_EVENTS
 from rl_sessions_dagster.testing import RLSimulator, SimulatedWorld, SimulatorError
 
 from .conftest import API_KEY, RecordingTicker, evaluation_job, make_defs, report_job

@@ -4,7 +4,8 @@ import dagster as dg
 import pytest
 
 from rl_sessions_dagster import TogetherRLResource
-from rl_sessions_dagster.api import ConfigurationError, ServerClock
+from rl_sessions_dagster.api import ServerClock
+from rl_sessions_dagster.api.errors import ConfigurationError
 
 KEY = "sk-resource-CANARY-42"
 pytestmark = pytest.mark.sim(api_key=KEY)

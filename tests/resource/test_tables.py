@@ -22,14 +22,9 @@ from rl_sessions_dagster.resource.tables import (
     open_table_store,
     resolve_tables_target,
 )
-from rl_sessions_dagster.storage import (
-    SCHEMA_VERSION,
-    ResourceSpendRow,
-    SessionSpendRow,
-    SQLAlchemyTableStore,
-    TableStoreConfigError,
-    TableStoreError,
-)
+from rl_sessions_dagster.storage import SQLAlchemyTableStore
+from rl_sessions_dagster.storage.rows import SCHEMA_VERSION, ResourceSpendRow, SessionSpendRow
+from rl_sessions_dagster.storage.urls import TableStoreConfigError, TableStoreError
 from rl_sessions_dagster.testing import RLSimulator
 
 KEY = "sk-test-CANARY-tables"

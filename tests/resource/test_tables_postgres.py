@@ -14,7 +14,8 @@ from dagster._serdes import serialize_value
 from rl_sessions_dagster import TogetherRLResource
 from rl_sessions_dagster.assets import build_session_sync_asset, build_spend_asset
 from rl_sessions_dagster.resource.tables import TABLES_URL_ENV
-from rl_sessions_dagster.storage import SCHEMA_VERSION, SQLAlchemyTableStore
+from rl_sessions_dagster.storage import SQLAlchemyTableStore
+from rl_sessions_dagster.storage.rows import SCHEMA_VERSION
 from rl_sessions_dagster.testing import RLSimulator
 from rl_sessions_dagster.testing.daemon import prepare_dagster_home
 

@@ -13,7 +13,7 @@ from rl_sessions_dagster import (
     TogetherRLResource,
     build_session_sensor,
 )
-from rl_sessions_dagster.core import TERMINAL_EVENTS
+from rl_sessions_dagster.core.events import TERMINAL_EVENTS
 from rl_sessions_dagster.testing import RLSimulator
 from rl_sessions_dagster.testing.sensor_ticks import SensorTicker
 

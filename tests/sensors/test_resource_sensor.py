@@ -6,7 +6,7 @@ import json
 import dagster as dg
 import pytest
 
-from rl_sessions_dagster.core import ResourceEventKind
+from rl_sessions_dagster.core.events import ResourceEventKind
 from rl_sessions_dagster.core.resources import ResourceTrackerState
 from rl_sessions_dagster.sensors import (
     ResourceFilter,

@@ -13,8 +13,9 @@ from rl_sessions_dagster import (
     SessionFilter,
     build_session_sensor,
 )
-from rl_sessions_dagster.api import AuthenticationError
-from rl_sessions_dagster.core import TERMINAL_EVENTS, TrackerState
+from rl_sessions_dagster.api.errors import AuthenticationError
+from rl_sessions_dagster.core import TrackerState
+from rl_sessions_dagster.core.events import TERMINAL_EVENTS
 from rl_sessions_dagster.core.state import CURSOR_VERSION
 
 from .conftest import API_KEY, evaluation_job, make_defs, report_job

@@ -17,19 +17,15 @@ import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rl_sessions_dagster.storage import (
+from rl_sessions_dagster.storage import SessionRow, SessionStore, SQLAlchemyTableStore
+from rl_sessions_dagster.storage.rows import (
     SCHEMA_VERSION,
     CheckpointRow,
-    SessionRow,
-    SessionStore,
-    SQLAlchemyTableStore,
-    TableStoreConfigError,
-    TableStoreError,
     UpsertResult,
     checkpoint_rows,
-    redact_url,
     session_row,
 )
+from rl_sessions_dagster.storage.urls import TableStoreConfigError, TableStoreError, redact_url
 from tests.pg_server import PostgresServer
 
 from .test_sync_store import T0, make_session, query

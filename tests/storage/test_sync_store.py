@@ -16,16 +16,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rl_sessions_dagster.api.models import TrainingSession
-from rl_sessions_dagster.storage import (
+from rl_sessions_dagster.storage import SessionRow, SessionStore, SQLAlchemyTableStore
+from rl_sessions_dagster.storage.rows import (
     CheckpointRow,
-    SessionRow,
-    SessionStore,
-    SQLAlchemyTableStore,
-    TableStoreError,
     UpsertResult,
     checkpoint_rows,
     session_row,
 )
+from rl_sessions_dagster.storage.urls import TableStoreError
 
 T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 

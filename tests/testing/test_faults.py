@@ -10,7 +10,8 @@ import time
 import httpx
 import pytest
 
-from rl_sessions_dagster.testing import FaultRule, RLSimulator, SimulatedWorld
+from rl_sessions_dagster.testing import RLSimulator, SimulatedWorld
+from rl_sessions_dagster.testing.simulator.faults import FaultRule
 
 from .conftest import RL
 

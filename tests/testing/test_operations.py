@@ -5,7 +5,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from rl_sessions_dagster.testing import OPERATION_KINDS, SimulatedWorld
+from rl_sessions_dagster.testing import SimulatedWorld
+from rl_sessions_dagster.testing.simulator.wire import OPERATION_KINDS
 
 from .conftest import RL
 

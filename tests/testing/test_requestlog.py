@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import httpx
 
-from rl_sessions_dagster.testing import RequestLog, RequestRecord, RLSimulator, SimulatedWorld
+from rl_sessions_dagster.testing import RequestLog, RLSimulator, SimulatedWorld
+from rl_sessions_dagster.testing.simulator.requestlog import RequestRecord
 
 from .conftest import API_KEY, RL
 

@@ -157,7 +157,7 @@ def test_refused_resource_stop_is_reported_not_forced(sim):
 def test_provisioning_that_times_out_stops_the_queued_resource(sim):
     world = sim.world
     world.set_gpu_capacity("B200-SXM", 0)  # nothing gets GPUs: queued forever
-    from rl_sessions_dagster.api import DeadlineExceeded
+    from rl_sessions_dagster.api.errors import DeadlineExceeded
 
     with pytest.raises(DeadlineExceeded, match="queue position 1"):  # noqa: SIM117
         with launched_session(
@@ -196,7 +196,7 @@ def test_a_session_created_without_an_answer_is_found_and_stopped(sim):
     a second session). The launch fails, yet the session it started is found and stopped."""
     world = sim.world
     sim.faults.add("POST /v1/rl/training-sessions", drop=True, process=True, times=1)
-    from rl_sessions_dagster.api import TransportError
+    from rl_sessions_dagster.api.errors import TransportError
 
     with pytest.raises(TransportError):  # noqa: SIM117
         with launched_session(
@@ -213,7 +213,7 @@ def test_a_resource_created_without_an_answer_is_found_and_stopped(sim):
     world = sim.world
     mine_before = world.create_model_resource(MODEL, lora=False)  # not matching, not touched
     sim.faults.add("POST /v1/rl/model-resources", drop=True, process=True, times=1)
-    from rl_sessions_dagster.api import TransportError
+    from rl_sessions_dagster.api.errors import TransportError
 
     with pytest.raises(TransportError):  # noqa: SIM117
         with launched_session(resource(sim), ResourceSpec(MODEL), poll_interval=0.05):
