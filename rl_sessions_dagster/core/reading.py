@@ -247,18 +247,19 @@ def _read_checkpoint_list(
 def _fetch(
     reader: Reader, source: SessionSource, ids: Sequence[str], max_fetches: int | None
 ) -> None:
-    fetched = dict(reader.result.observation.fetched)
-    excluded = list(reader.result.observation.excluded)
+    obs = reader.result.observation
+    fetched, excluded = dict(obs.fetched), list(obs.excluded)
     try:
         for sid in ids:
             if sid in fetched or sid in excluded:
                 continue
-            if max_fetches is not None and len(fetched) >= max_fetches:
-                reader.result.interrupted = f"fetched {len(fetched)} of {len(ids)} sessions"
+            done = len(fetched) + len(excluded)
+            if max_fetches is not None and done >= max_fetches:
+                reader.result.interrupted = f"fetched {done} of {len(ids)} sessions"
                 raise Interrupted
             try:
                 fetched[sid] = reader.read(
-                    f"fetching sessions ({len(fetched)} of {len(ids)} done)",
+                    f"fetching sessions ({done} of {len(ids)} done)",
                     partial(source.get_session, sid),
                 )
             except ItemUnreadable:
@@ -267,11 +268,8 @@ def _fetch(
             except SessionExcluded:
                 reader.result.requests += 1
                 excluded.append(sid)
-                fetched[sid] = None
     finally:
-        obs = reader.result.observation
-        obs.fetched = {k: v for k, v in fetched.items() if k not in excluded}
-        obs.excluded = [*obs.excluded, *excluded]
+        obs.fetched, obs.excluded = fetched, excluded
 
 
 def _discover_pages(
