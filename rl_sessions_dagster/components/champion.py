@@ -8,9 +8,6 @@ Builds the sweep-partitioned champion asset and its sensor
 compares each checkpoint with its sweep's champion.
 """
 
-import copy
-from typing import Any
-
 import dagster as dg
 from pydantic import Field
 
@@ -20,15 +17,9 @@ from ..core.sweeps import ChampionRule, Direction
 from ..partitions.sweeps import CHAMPION_ASSET_KEY, EVALUATION_ASSET_KEY
 from ..sensors import ChampionOptions, build_champion_definitions
 from .schema import Section
-from .sensors import interval_field, running_field, sensor_status
+from .sensors import copied_field, interval_field, running_field, sensor_status
 
 __all__ = ["ChampionRouteConfig", "ChampionSection"]
-
-
-def rule_field(name: str) -> Any:
-    """A copy of one :class:`ChampionRule` field, for the YAML section."""
-    rule: Any = ChampionRule  # a pydantic dataclass: its fields are in __pydantic_fields__
-    return copy.copy(rule.__pydantic_fields__[name])
 
 
 class ChampionRouteConfig(Section):
@@ -52,10 +43,10 @@ class ChampionSection(Section):
         default=None, description="Evaluation asset (default: the evaluation: section's key)."
     )
     # The rule's fields, as ChampionRule spells them (type, default, bounds, description).
-    metric: str = rule_field("metric")
-    direction: Direction = rule_field("direction")
-    min_candidates: int = rule_field("min_candidates")
-    name_separator: str = rule_field("name_separator")
+    metric: str = copied_field(ChampionRule, "metric")
+    direction: Direction = copied_field(ChampionRule, "direction")
+    min_candidates: int = copied_field(ChampionRule, "min_candidates")
+    name_separator: str = copied_field(ChampionRule, "name_separator")
     baseline: bool = Field(
         default=True, description="Also check each evaluation's score against the champion."
     )

@@ -5,12 +5,10 @@ Each section is off unless written in the YAML (``enabled: false`` also turns it
 ``defs.yaml`` that only watches sessions loads exactly as before. Building makes no API call.
 """
 
-import copy
 from typing import Any
 
 import dagster as dg
 from pydantic import Field
-from pydantic_core import PydanticUndefined
 
 from ..assets import build_spend_asset
 from ..assets.schedules import table_job_and_schedule
@@ -19,20 +17,12 @@ from ..sensors import IdleGuardOptions, build_idle_guard
 from .schema import Section
 from .sensors import (
     ResourceSensorSection,
+    copied_field,
     interval_field,
     options_section,
     running_field,
     sensor_status,
 )
-
-
-def _policy_field(name: str) -> Any:
-    """A copy of one :class:`IdlePolicy` field for the YAML section; its sets read as lists."""
-    policy: Any = IdlePolicy  # a pydantic dataclass: its fields are in __pydantic_fields__
-    info = copy.copy(policy.__pydantic_fields__[name])
-    if isinstance(info.default, frozenset):
-        info.default, info.default_factory = PydanticUndefined, list
-    return info
 
 #: The guard's options (stop_attempts and the tick knobs), from IdleGuardOptions.
 _GuardOptions = options_section(
@@ -53,14 +43,14 @@ class IdleGuardConfig(_GuardOptions):  # type: ignore[valid-type,misc] # a deriv
         description="Name of the guard's job (its sensor: <name>_sensor).",
     )
     # The policy's fields, as IdlePolicy spells them (YAML takes lists for the sets).
-    idle_seconds: float = _policy_field("idle_seconds")
+    idle_seconds: float = copied_field(IdlePolicy, "idle_seconds")
     dry_run: bool = Field(default=True, description="Only report what stopping would save.")
-    force: bool = _policy_field("force")
-    created_by: str | None = _policy_field("created_by")
-    allow_ids: list[str] = _policy_field("allow_ids")
-    deny_ids: list[str] = _policy_field("deny_ids")
-    allow_base_models: list[str] = _policy_field("allow_base_models")
-    deny_base_models: list[str] = _policy_field("deny_base_models")
+    force: bool = copied_field(IdlePolicy, "force")
+    created_by: str | None = copied_field(IdlePolicy, "created_by")
+    allow_ids: list[str] = copied_field(IdlePolicy, "allow_ids")
+    deny_ids: list[str] = copied_field(IdlePolicy, "deny_ids")
+    allow_base_models: list[str] = copied_field(IdlePolicy, "allow_base_models")
+    deny_base_models: list[str] = copied_field(IdlePolicy, "deny_base_models")
     minimum_interval_seconds: int = interval_field(300)
     running: bool = running_field()
 

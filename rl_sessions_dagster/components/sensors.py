@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 import dagster as dg
 from pydantic import Field, create_model
+from pydantic_core import PydanticUndefined
 
 from ..core.events import CHECKPOINT_EVENTS
 from ..core.filters import SessionFilter
@@ -38,7 +39,17 @@ from ..sensors import (
 from ..sensors.options import event_kinds
 from .schema import Section
 
-__all__ = ["ResourceSensorSection", "SessionSensorSection", "options_section"]
+__all__ = ["ResourceSensorSection", "SessionSensorSection", "copied_field", "options_section"]
+
+
+def copied_field(owner: Any, name: str) -> Any:
+    """A copy of one field of a pydantic dataclass (options, rules, policies) for a YAML
+    section: its type's bounds, default and description, spelled where the class is. A set
+    default reads as a list in YAML."""
+    info = copy.copy(owner.__pydantic_fields__[name])
+    if isinstance(info.default, frozenset):
+        info.default, info.default_factory = PydanticUndefined, list
+    return info
 
 
 def options_section(
@@ -47,7 +58,7 @@ def options_section(
     """The YAML section of an options class: its fields (type, default, bounds, description)
     minus ``exclude``, the ones the Component sets itself (the resource key, the asset keys)."""
     fields: dict[str, Any] = {
-        field: (info.annotation, copy.copy(info))
+        field: (info.annotation, copied_field(options, field))
         for field, info in options.__pydantic_fields__.items()
         if field not in exclude
     }
