@@ -37,8 +37,8 @@ from rl_sessions_dagster.core import TrackerState, advance
 from rl_sessions_dagster.core.events import TERMINAL_EVENT_FOR_STATUS
 from rl_sessions_dagster.core.observation import TrackerConfig
 from rl_sessions_dagster.core.reading import collect
-from rl_sessions_dagster.sensors.client_source import ClientSessionSource
 from rl_sessions_dagster.sensors.options import DEFAULT_TICK_BUDGET_SECONDS
+from rl_sessions_dagster.sensors.session_sensor import ClientSessionSource
 from rl_sessions_dagster.sensors.tick import TRANSIENT_ERRORS, tick_budget
 
 Event = tuple[str, str, str | None]

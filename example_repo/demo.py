@@ -26,7 +26,7 @@ from pathlib import Path
 import dagster as dg
 
 from rl_sessions_dagster.core.sweeps import Candidate, fold, standing
-from rl_sessions_dagster.partitions.sweeps import checkpoint_sweeps
+from rl_sessions_dagster.partitions import checkpoint_sweeps
 from rl_sessions_dagster.testing import RLSimulator
 from rl_sessions_dagster.testing.daemon import (
     dagster_daemon,

@@ -6,9 +6,9 @@ the latest materialization of the checkpoint's sweep partition.
 
 import dagster as dg
 
-from ..partitions import CHECKPOINT_ASSET_KEY
-from ..partitions.sweeps import (
+from ..partitions import (
     CHAMPION_ASSET_KEY,
+    CHECKPOINT_ASSET_KEY,
     checkpoint_sweeps,
     latest_metadata,
     metadata_value,

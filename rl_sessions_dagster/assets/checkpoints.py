@@ -9,9 +9,11 @@ driven either by the sensor's runs or by ``AutomationCondition.eager()``.
 
 import dagster as dg
 
-from ..partitions import CHECKPOINT_ASSET_KEY, CHECKPOINT_PARTITIONS, checkpoint_id_for_partition
-from ..partitions.checkpoints import (
+from ..partitions import (
+    CHECKPOINT_ASSET_KEY,
+    CHECKPOINT_PARTITIONS,
     CHECKPOINT_PARTITIONS_NAME,
+    checkpoint_id_for_partition,
     checkpoint_metadata,
     checkpoint_partition_key,
 )

@@ -28,8 +28,12 @@ from ..api.errors import TogetherRLError
 from ..evaluation.runner import EvaluationFailed, EvaluationResult
 from ..evaluation.runner import run_evaluation as run_engine
 from ..evaluation.spec import EvaluationSpec, LoadedEvaluation
-from ..partitions import CHECKPOINT_ASSET_KEY, CHECKPOINT_PARTITIONS, checkpoint_id_for_partition
-from ..partitions.sweeps import EVALUATION_ASSET_KEY
+from ..partitions import (
+    CHECKPOINT_ASSET_KEY,
+    CHECKPOINT_PARTITIONS,
+    EVALUATION_ASSET_KEY,
+    checkpoint_id_for_partition,
+)
 from ..resource import TogetherRLResource
 
 __all__ = [

@@ -19,8 +19,12 @@ import dagster as dg
 from pydantic import Field
 
 from ..api.models import TrainingSession
-from ..partitions.checkpoints import checkpoint_partition_key
-from ..partitions.sweeps import EVALUATION_ASSET_KEY, latest_metadata, metadata_value
+from ..partitions import (
+    EVALUATION_ASSET_KEY,
+    checkpoint_partition_key,
+    latest_metadata,
+    metadata_value,
+)
 from ..resource import TogetherRLResource
 from ..resource.tables import open_table_store
 from ..storage.urls import TableStoreConfigError, TableStoreError

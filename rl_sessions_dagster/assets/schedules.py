@@ -6,7 +6,7 @@ from typing import Any
 
 import dagster as dg
 
-from ..partitions.jobs import AssetJob
+from ..partitions import AssetJob
 
 
 def table_job_and_schedule(

@@ -14,7 +14,7 @@ from pydantic import Field
 from ..assets import champion_baseline
 from ..assets.evaluation import BaselineFinder
 from ..core.sweeps import ChampionRule, Direction
-from ..partitions.sweeps import CHAMPION_ASSET_KEY, EVALUATION_ASSET_KEY
+from ..partitions import CHAMPION_ASSET_KEY, EVALUATION_ASSET_KEY
 from ..sensors import ChampionOptions, build_champion_definitions
 from .schema import Section
 from .sensors import copied_field, interval_field, running_field, sensor_status

@@ -21,8 +21,7 @@ from ..assets.evaluation import SCORE_CHECK_NAME, BaselineFinder, previous_check
 from ..core import EventKind
 from ..evaluation import EvaluationSpec
 from ..evaluation.graders import GraderSpec
-from ..partitions import CHECKPOINT_PARTITIONS
-from ..partitions.sweeps import EVALUATION_ASSET_KEY
+from ..partitions import CHECKPOINT_PARTITIONS, EVALUATION_ASSET_KEY
 from ..sensors import EventRoute
 from .schema import Section
 

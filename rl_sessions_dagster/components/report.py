@@ -15,7 +15,7 @@ from pydantic import Field
 
 from ..assets import build_session_report_asset
 from ..assets.report import REPORT_ASSET_KEY
-from ..partitions.sweeps import EVALUATION_ASSET_KEY
+from ..partitions import EVALUATION_ASSET_KEY
 from ..sensors import EventRoute
 from ..sensors.options import event_kinds
 from .schema import Section

@@ -1,11 +1,15 @@
-"""What the sensors and the assets both need: the checkpoint partitions and their keys, the
-metadata on a checkpoint's page, and the sweep partitions of the champion.
-
-A neutral package, so that ``sensors/`` and ``assets/`` never import each other.
+"""What the sensors and the assets both need, so that neither imports the other: the checkpoint
+and sweep partitions, a checkpoint's partition key and page metadata, and the job types.
 """
 
-from .checkpoints import CHECKPOINT_ASSET_KEY, CHECKPOINT_PARTITIONS, checkpoint_id_for_partition
-from .sweeps import SWEEP_PARTITIONS
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeAlias
+
+import dagster as dg
+
+from ..api.models import InferenceCheckpoint, TrainingSession
+from ..core.sweeps import sweep_name
 
 __all__ = [
     "CHECKPOINT_ASSET_KEY",
@@ -13,3 +17,160 @@ __all__ = [
     "SWEEP_PARTITIONS",
     "checkpoint_id_for_partition",
 ]
+
+CHECKPOINT_PARTITIONS_NAME = "together_rl_checkpoints"
+CHECKPOINT_PARTITIONS = dg.DynamicPartitionsDefinition(name=CHECKPOINT_PARTITIONS_NAME)
+CHECKPOINT_ASSET_KEY = dg.AssetKey(["together", "rl_inference_checkpoint"])
+SWEEP_PARTITIONS = dg.DynamicPartitionsDefinition(name="together_rl_sweeps")
+CHAMPION_ASSET_KEY = dg.AssetKey(["together", "sweep_champion"])
+#: The built-in evaluation's key, which the champion and the report read by default.
+EVALUATION_ASSET_KEY = dg.AssetKey(["together", "checkpoint_evaluation"])
+
+#: What ``define_asset_job`` returns; its class is not public in ``dagster``, hence Any.
+AssetJob: TypeAlias = Any
+#: A job a sensor or schedule can target: a job, a graph, or an asset job.
+Job: TypeAlias = "dg.JobDefinition | dg.GraphDefinition | AssetJob"
+#: An asset selection as Dagster takes it: a selection, a selection string, or assets and keys.
+Assets: TypeAlias = (
+    "dg.AssetSelection | str | Sequence[str] | Sequence[dg.AssetKey]"
+    " | Sequence[dg.AssetsDefinition | dg.SourceAsset]"
+)
+
+# Partition keys read ``<session name>/<step, 6 digits>/<checkpoint id[:8]>`` (e.g.
+# ``sweep-lr-1e-5/000020/6b65a6a4``): a person sees session and step without clicking, sorting
+# groups a session's checkpoints in step order, and the key stays short because the UI cuts long
+# keys in the middle. The full id is in the run's tag and the checkpoint asset's metadata.
+_LABEL_MAX = 60
+_UNSAFE = re.compile(
+    r"[^\w.@+=:-]+"
+)  # "/" is the separator; ",", "[", "]", spaces confuse UI input
+_DOTS = re.compile(r"\.{2,}")  # "..." is Dagster's partition range syntax
+
+
+def session_label(session: TrainingSession) -> str:
+    """The session's display name made safe for a partition key, or ``session-<id prefix>``."""
+    name = _DOTS.sub(".", _UNSAFE.sub("-", session.display_name or "")).strip("-.")
+    return name[:_LABEL_MAX] or f"session-{session.id[:8]}"
+
+
+def checkpoint_partition_key(session: TrainingSession, checkpoint: InferenceCheckpoint) -> str:
+    step = f"{checkpoint.step:06d}" if checkpoint.step is not None else "nostep"
+    return f"{session_label(session)}/{step}/{checkpoint.id[:8]}"
+
+
+class CheckpointPartitionError(LookupError):
+    """A partition key whose checkpoint id cannot be found (no run tag, no recorded event)."""
+
+
+def checkpoint_id_for_partition(
+    context: dg.AssetExecutionContext | dg.OpExecutionContext,
+    partition_key: str | None = None,
+    *,
+    checkpoint_asset_key: dg.AssetKey = CHECKPOINT_ASSET_KEY,
+) -> str:
+    """The full checkpoint id of a partition (default: the run's): a key without ``/`` is the id
+    itself (added by hand or a test); else the run's ``together/checkpoint_id`` tag when the run
+    is for this partition (every sensor run); else the ``checkpoint_id`` metadata the sensor
+    recorded on the checkpoint asset (UI re-runs, backfills, ``AutomationCondition.eager()``).
+    """
+    key = partition_key if partition_key is not None else context.partition_key
+    if "/" not in key:
+        return key
+    tags = context.run.tags
+    if tags.get("dagster/partition") == key and tags.get("together/checkpoint_id"):
+        return tags["together/checkpoint_id"]
+    records = context.instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=checkpoint_asset_key, asset_partitions=[key]), limit=1
+    ).records
+    mat = records[0].asset_materialization if records else None
+    value = mat.metadata.get("checkpoint_id") if mat is not None else None
+    if value is not None and isinstance(value.value, str):
+        return value.value
+    raise CheckpointPartitionError(
+        f"no checkpoint id recorded for partition {key!r}: it comes from the run's "
+        f"together/checkpoint_id tag or the {checkpoint_asset_key.to_user_string()} "
+        "materialization the sensor records (checkpoint_asset_key must not be None)"
+    )
+
+
+_REGISTRATION_FIELDS = (
+    "model_id",
+    "model_revision_id",
+    "adapter_id",
+    "adapter_revision_id",
+    "legacy_model_name",
+)
+
+
+def checkpoint_metadata(
+    session: TrainingSession, checkpoint: InferenceCheckpoint
+) -> dict[str, dg.MetadataValue]:
+    """What a person wants on the partition's page: step, ids, registration, W&B link."""
+    reg = checkpoint.registration
+    meta: dict[str, dg.MetadataValue] = {
+        "session_id": dg.MetadataValue.text(session.id),
+        "checkpoint_id": dg.MetadataValue.text(checkpoint.id),
+        "registered": dg.MetadataValue.bool(checkpoint.is_registered),
+    }
+    if checkpoint.step is not None:
+        meta["step"] = dg.MetadataValue.int(checkpoint.step)
+    if session.display_name:
+        meta["display_name"] = dg.MetadataValue.text(session.display_name)
+    if session.base_model:
+        meta["base_model"] = dg.MetadataValue.text(session.base_model)
+    if checkpoint.created_at is not None:
+        meta["created_at"] = dg.MetadataValue.timestamp(checkpoint.created_at)
+    if reg is not None:
+        for name in _REGISTRATION_FIELDS:
+            if value := getattr(reg, name):
+                meta[name] = dg.MetadataValue.text(value)
+        if reg.deployable_model:
+            meta["model_name"] = dg.MetadataValue.text(reg.deployable_model)
+    if session.wandb_url:
+        meta["wandb_url"] = dg.MetadataValue.url(session.wandb_url)
+    wandb = session.metadata.wandb
+    if wandb is not None and wandb.group:  # with display_name: the sweep (core/sweeps.py)
+        meta["wandb_group"] = dg.MetadataValue.text(wandb.group)
+    return meta
+
+
+def metadata_value(meta: Mapping[str, Any], name: str) -> Any:
+    """The plain value of a metadata entry (None when absent)."""
+    v = meta.get(name)
+    return v.value if isinstance(v, dg.MetadataValue) else v
+
+
+def latest_metadata(
+    instance: dg.DagsterInstance, key: dg.AssetKey, partitions: Sequence[str]
+) -> dict[str, dict[str, Any]]:
+    """Each partition's latest materialization metadata, in one query."""
+    if not partitions:
+        return {}
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=key, asset_partitions=list(partitions)),
+        limit=len(partitions) * 4,
+    ).records
+    out: dict[str, dict[str, Any]] = {}
+    for record in records:  # newest first
+        mat = record.asset_materialization
+        if mat is not None and mat.partition and mat.partition not in out:
+            out[mat.partition] = dict(mat.metadata)
+    return out
+
+
+def checkpoint_sweeps(
+    instance: dg.DagsterInstance,
+    partitions: Sequence[str],
+    *,
+    checkpoint_asset_key: dg.AssetKey = CHECKPOINT_ASSET_KEY,
+    separator: str = "-",
+) -> dict[str, str]:
+    """The sweep of each checkpoint partition (as spend groups sessions), from the W&B group and
+    display name the event sensor recorded on the checkpoint asset, else the session label."""
+    meta = latest_metadata(instance, checkpoint_asset_key, sorted(set(partitions)))
+    out = {}
+    for p in partitions:
+        m = meta.get(p, {})
+        name = metadata_value(m, "display_name") or (p.split("/")[0] if "/" in p else None)
+        out[p] = sweep_name(metadata_value(m, "wandb_group"), name, separator)
+    return out

@@ -1,12 +1,5 @@
 """Dagster sensors that turn Together RL events into runs, one builder per family: session
-events (:func:`build_session_sensor`), model-resource events
-(:func:`build_model_resource_sensor`), the idle guard (:func:`build_idle_guard`) and the sweep
-champion (:func:`build_champion_definitions`).
-
-Every builder has one shape: the sensor's identity (``name``, ``minimum_interval_seconds``,
-``default_status``, ``description``), where its runs go (``routes``, or the champion's one
-``job``/``assets``), what it watches (a filter, policy or rule) and one typed options object.
-"""
+events, model-resource events, the idle guard and the sweep champion."""
 
 from .champion import build_champion_definitions
 from .idle_guard import build_idle_guard

@@ -1,29 +1,7 @@
-"""The idle guard: find READY model resources nobody has used for too long, and stop them (one
-run per stop), or only report what stopping would save (dry run, the default).
-
-It is the one part of this library that destroys something, so it decides twice and errs
-towards leaving a GPU up (the rules are in ``core/idle.py``):
-
-* **The sensor** lists READY resources (the caller's own unless ``created_by`` says otherwise)
-  and, for each that looks idle by its own fields, every session on it, ended ones too, with
-  no status filter: a session in a status this library does not know, or one it could not
-  read, keeps the resource. It requests one run per idle resource, ``run_key
-  idle_stop:<id>:<idle since ms>`` (``idle_report`` in dry run): stable while the resource
-  stays idle, so Dagster runs it once; new use gives a new key.
-* **The run decides again at the moment of stopping**: it re-reads the resource and its
-  sessions and stops only if the resource is still READY, nothing live or unreadable is on it,
-  and its last use is at least ``idle_seconds`` ago by the API's clock. Every outcome
-  (stopped, refused and why, dry run) is in the run's metadata and log.
-* **Never force by default.** With ``force`` set explicitly, only sessions already STOPPING
-  are interrupted; a stop with nothing attached is still sent without ``force``, so a session
-  that attaches at the last moment makes the API refuse it.
-* **Never lose a stop.** A run that failed (or was cancelled) is requested again on a later
-  tick under a fresh key, ``…:retry<n>``, up to ``stop_attempts`` runs; then the tick log
-  says the guard gave up on that resource, every tick, while it stays idle and billing.
-* **Spend sees it.** A guard run records the resource's billed span (READY until the moment
-  STOPPING began), so idle time that was stopped is priced, not $0.
-
-No ``from __future__ import annotations`` here: Dagster must see the real ``context`` type.
+"""The idle guard: stop READY model resources nobody has used for too long (one run per stop),
+or only report what stopping would save (dry run, the default). It is the one part of this
+library that destroys something, so it decides twice, on the sensor's reads and again in the
+run at the moment of stopping, and errs towards leaving a GPU up (the rules: ``core/idle.py``).
 """
 
 import json
@@ -41,9 +19,9 @@ from ..core.idle import Decision, IdlePolicy, IdleVerdict, ResourceUse, decide, 
 from ..core.idle import worth_a_look as _worth_a_look
 from ..resource import TogetherRLResource
 from .options import IdleGuardOptions
-from .run_requests import TAG_PREFIX, tag_value
+from .routes import TAG_PREFIX, run_tags
 from .spend_spans import record_stop
-from .tick import SensorFamily, Tick, TickOutcome, local_now_ms, run_tick, tick_budget
+from .tick import Tick, TickOutcome, local_now_ms, tick_sensor
 
 _RID_TAG = f"{TAG_PREFIX}model_resources_id"
 _SINCE_TAG = f"{TAG_PREFIX}idle_since_ms"
@@ -75,9 +53,6 @@ class GuardState:
             raise CursorError(f"unreadable idle-guard cursor: {exc!r}") from None
 
 
-GUARD = SensorFamily(GuardState.from_cursor, GuardState)
-
-
 class IdleStopConfig(dg.Config):
     """Run config of one guard run (filled in by the sensor)."""
 
@@ -97,42 +72,28 @@ def read_use(client: RLSessionsClient, rid: str, *, force: bool, deadline: float
     return resource_use(sessions, unreadable=len(skipped), force=force)
 
 
-def find_idle(
-    client: RLSessionsClient,
-    policy: IdlePolicy,
-    *,
-    created_by: str | None,
-    deadline: float,
-    clock: ServerClock | None = None,
-    force: bool = False,
-) -> list[Decision]:
+def find_idle(tick: Tick, policy: IdlePolicy) -> list[Decision]:
     """A decision for every READY resource listed (reads only), each judged on the API's clock
     (HTTP ``Date``) right after its sessions were read, else on the local clock."""
-
-    def now() -> int:
-        return (clock.last_ms if clock is not None else None) or local_now_ms()
-
-    ready = list(
-        client.list_model_resources(
-            status=[ModelResourceStatus.READY], created_by=created_by, deadline=deadline
-        )
+    client, deadline = tick.client, tick.deadline
+    ready = client.list_model_resources(
+        status=[ModelResourceStatus.READY], created_by=policy.created_by, deadline=deadline
     )
     decisions = []
-    for r in ready:
+    for r in list(ready):
         # Sessions can only move the idle start later: a resource that is not idle by its own
         # fields is not worth a request.
         use = (
-            read_use(client, r.id, force=force, deadline=deadline)
-            if _worth_a_look(r, policy, now_ms=now())
+            read_use(client, r.id, force=policy.force, deadline=deadline)
+            if _worth_a_look(r, policy, now_ms=tick.clock.last_ms or local_now_ms())
             else ResourceUse()
         )
-        decisions.append(decide(r, use, policy, now_ms=now()))
+        decisions.append(decide(r, use, policy, now_ms=tick.clock.last_ms or local_now_ms()))
     return decisions
 
 
 def _failed_runs(instance: dg.DagsterInstance, job_name: str, rid: str, since: int) -> int:
-    """Runs of this idle stretch that failed or were cancelled (their stop may not have
-    happened)."""
+    """Runs of this idle stretch that failed or were cancelled: their stop may not have happened."""
     return instance.get_runs_count(
         dg.RunsFilter(
             job_name=job_name,
@@ -153,25 +114,18 @@ def build_idle_guard(
     description: str | None = None,
 ) -> tuple[dg.JobDefinition, dg.SensorDefinition]:
     """A job stopping one idle resource per run (named ``name``), and the sensor that requests
-    those runs (``<name>_sensor``).
+    those runs (``<name>_sensor``). The default ``policy``: your own resources unused for
+    30 min, never forced.
 
-    Args:
-        policy: what may be stopped (:class:`~rl_sessions_dagster.core.idle.IdlePolicy`:
-            idle time, creator, allow and deny lists, ``force``); default: your own resources
-            unused for 30 min, never forced.
-        dry_run: only report what would be stopped and what it would save (default).
-        options: the resource key, stop attempts, spend tables and tick knobs
-            (:class:`IdleGuardOptions`).
-        minimum_interval_seconds, default_status, description: as for ``@dg.sensor``.
+    A run key is ``idle_stop:<id>:<idle since ms>`` (``idle_report`` in dry run): stable while
+    the resource stays idle, so Dagster runs it once; new use gives a new key. A failed or
+    cancelled run is requested again under ``…:retry<n>``, up to ``stop_attempts`` runs; then
+    every tick's log says the guard gave up on that resource while it stays idle and billing.
     """
     policy = policy or IdlePolicy()
     options = options or IdleGuardOptions()
-    resource_key, stop_attempts = options.resource_key, options.stop_attempts
-    spend_db_path = options.spend_db_path
-    idle_seconds = policy.idle_seconds
-    created_by, force = policy.created_by, policy.force
+    resource_key, idle_seconds = options.resource_key, policy.idle_seconds
     op_name = f"{name}_stop"
-    budget = tick_budget(options.tick_budget_seconds)
 
     @dg.op(
         name=op_name,
@@ -220,13 +174,12 @@ def build_idle_guard(
         try:
             after = outcome.resource if outcome is not None else None
             span = record_stop(
-                resource, context.instance, spend_db_path, r, after, now_ms=now, price=price
+                resource, context.instance, options.spend_db_path, r, after, now_ms=now, price=price
             )
             meta["billed_until"] = span.ready_until_ms
         except Exception as exc:  # a spend table that cannot be written never undoes a stop
             context.log.warning(f"idle guard: could not record the billed span of {rid}: {exc}")
-        stopped_or_would = action in ("stopped", "would_stop")
-        level = context.log.info if stopped_or_would else context.log.warning
+        level = context.log.info if action in ("stopped", "would_stop") else context.log.warning
         level(f"idle guard, model resource {rid}: {action} ({decision.explain()})")
         return dg.Output(action, metadata={k: v for k, v in meta.items() if v is not None})
 
@@ -237,47 +190,39 @@ def build_idle_guard(
     mode = "dry_run" if dry_run else "stop"
     prefix = "idle_report" if dry_run else "idle_stop"
 
-    def _request(d: Decision, attempt: int) -> dg.RunRequest:
+    def _request(d: Decision, since: int, attempt: int) -> dg.RunRequest:
         r = d.resource
-        since = d.idle_since_ms
-        key = f"{prefix}:{r.id}:{since}" + (f":retry{attempt - 1}" if attempt > 1 else "")
         config = {"model_resources_id": r.id, "idle_since_ms": since}
-        config.update(dry_run=dry_run, force=force)
+        config.update(dry_run=dry_run, force=policy.force)
         return dg.RunRequest(
-            run_key=key,
+            run_key=f"{prefix}:{r.id}:{since}" + (f":retry{attempt - 1}" if attempt > 1 else ""),
             run_config={"ops": {op_name: {"config": config}}},
-            tags={
-                f"{TAG_PREFIX}event": "resource_idle",
-                _RID_TAG: r.id,
-                _SINCE_TAG: str(since),
-                f"{TAG_PREFIX}guard_mode": mode,
-                f"{TAG_PREFIX}guard_attempt": str(attempt),
-                f"{TAG_PREFIX}idle_minutes": str(d.idle_ms // 60000),
-                **({f"{TAG_PREFIX}base_model": tag_value(r.base_model)} if r.base_model else {}),
-            },
+            tags=run_tags(
+                event="resource_idle",
+                model_resources_id=r.id,
+                idle_since_ms=since,
+                guard_mode=mode,
+                guard_attempt=attempt,
+                idle_minutes=d.idle_ms // 60000,
+                base_model=r.base_model,
+            ),
         )
 
     def body(tick: Tick, state: GuardState) -> TickOutcome[GuardState]:
-        decisions = find_idle(
-            tick.client,
-            policy,
-            created_by=created_by,
-            deadline=tick.deadline,
-            clock=tick.clock,
-            force=force,
-        )
+        decisions = find_idle(tick, policy)
         requests, gave_up, kept = [], [], []
         for d in decisions:
             if not d.stop:
                 if d.verdict not in (IdleVerdict.NOT_PERMITTED, IdleVerdict.RECENTLY_USED):
                     kept.append(d.explain())
                 continue
-            assert d.idle_since_ms is not None
-            failed = _failed_runs(tick.context.instance, name, d.resource.id, d.idle_since_ms)
-            if failed >= stop_attempts:
+            since = d.idle_since_ms
+            assert since is not None
+            failed = _failed_runs(tick.context.instance, name, d.resource.id, since)
+            if failed >= options.stop_attempts:
                 gave_up.append(f"{d.resource.id} ({failed} failed runs)")
                 continue
-            requests.append(_request(d, failed + 1))
+            requests.append(_request(d, since, failed + 1))
         stops = [d for d in decisions if d.stop]
         summary = f"{len(stops)} idle resource(s) of {len(decisions)} READY ({mode})" + (
             ": " + ", ".join(d.explain() for d in stops) if stops else ""
@@ -291,26 +236,18 @@ def build_idle_guard(
             )
         return TickOutcome(state, summary, requests)
 
-    def _guard_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
-        return run_tick(
-            context,
-            GUARD,
-            body,
-            resource_key=resource_key,
-            budget=budget,
-            alarm_after_s=options.unavailable_alarm_seconds,
-        )
-
-    return _guard_job, dg.SensorDefinition(
-        evaluation_fn=_guard_sensor,
+    sensor = tick_sensor(
+        GuardState,
+        body,
+        options,
         name=f"{name}_sensor",
         jobs=[_guard_job],
         minimum_interval_seconds=minimum_interval_seconds,
         default_status=default_status,
-        required_resource_keys={resource_key},
         description=description
         or (
             f"Stops READY Together RL model resources unused for {idle_seconds:g} s"
             + (" (dry run: reports only)" if dry_run else "")
         ),
     )
+    return _guard_job, sensor

@@ -1,16 +1,7 @@
 """The typed, frozen inputs of every sensor builder, checked when built so a mistake fails at
-definitions load, not at the first event.
-
-Every builder takes the same shape: the sensor's identity (``name``,
-``minimum_interval_seconds``, ``default_status``, ``description``), where its runs go (``routes``
-of :class:`EventRoute` / :class:`ResourceRoute`, or the champion's ``job``/``assets``), what it
-watches (a filter, policy or rule) and one options object holding the rarely changed knobs:
-:class:`PollingOptions` (session events), :class:`ResourceSensorOptions` (model-resource
-events), :class:`IdleGuardOptions` (the idle guard), :class:`ChampionOptions` (the champion).
-
-Each knob is spelled once, here: its type, default, bounds and description. The Component's
-YAML sections are derived from these fields (``components/sensors.py``), so ``dg check yaml``
-checks the same bounds and ``dg utils inspect-component`` shows the same descriptions.
+definitions load, not at the first event. Each knob is spelled once, here; the Component's YAML
+sections copy these fields (``components/sensors.py``), so ``dg check yaml`` checks the same
+bounds and ``dg utils inspect-component`` shows the same descriptions.
 """
 
 from collections.abc import Callable, Iterable
@@ -22,25 +13,30 @@ import dagster as dg
 from pydantic import BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 from pydantic.dataclasses import dataclass as options_dataclass
 
-from ..core.events import CHECKPOINT_EVENTS, EventKind, ResourceEvent, ResourceEventKind
+from ..core.events import (
+    CHECKPOINT_EVENTS,
+    EventKind,
+    ResourceEvent,
+    ResourceEventKind,
+    SessionEvent,
+)
 from ..core.observation import TrackerConfig
 from ..core.resources import ResourceTrackerConfig
-from ..partitions import CHECKPOINT_ASSET_KEY, CHECKPOINT_PARTITIONS
-from ..partitions.jobs import Assets, Job
-from ..partitions.sweeps import CHAMPION_ASSET_KEY, EVALUATION_ASSET_KEY
-from .run_requests import RunRequestFn
+from ..partitions import (
+    CHAMPION_ASSET_KEY,
+    CHECKPOINT_ASSET_KEY,
+    CHECKPOINT_PARTITIONS,
+    EVALUATION_ASSET_KEY,
+    Assets,
+    Job,
+)
 
 DEFAULT_TICK_BUDGET_SECONDS = 40.0
-#: Runs per idle stretch of one resource before the guard gives up on it (the first + retries).
-DEFAULT_STOP_ATTEMPTS = 3
 K = TypeVar("K", bound=Enum)
 
-#: Reshape the default RunRequest of a model-resource event, or drop it (return None).
+#: Reshape the default RunRequest of an event (run config, extra tags), or drop it (None).
+RunRequestFn = Callable[[SessionEvent, dg.RunRequest], dg.RunRequest | None]
 ResourceRunRequestFn = Callable[[ResourceEvent, dg.RunRequest], dg.RunRequest | None]
-
-
-def _invalid(message: str) -> dg.DagsterInvalidDefinitionError:
-    return dg.DagsterInvalidDefinitionError(message)
 
 
 def _not_bool(value: Any) -> Any:
@@ -71,25 +67,7 @@ class _Checked:
                 f"got {e.get('input')!r}"
                 for e in exc.errors()
             )
-            raise _invalid(f"{cls.__name__}: {problems}") from None
-
-
-def _resource_key() -> Any:
-    return Field(
-        default="together",
-        min_length=1,
-        description="Key of the TogetherRLResource in Definitions.",
-    )
-
-
-def _tick_budget() -> Any:
-    return Field(
-        default=DEFAULT_TICK_BUDGET_SECONDS,
-        gt=0,
-        le=3600,
-        description="Wall time a tick may spend on the API, retries included (kept 15 s under "
-        "DAGSTER_SENSOR_GRPC_TIMEOUT_SECONDS); unread work is left for the next tick.",
-    )
+            raise dg.DagsterInvalidDefinitionError(f"{cls.__name__}: {problems}") from None
 
 
 def _max_runs() -> Any:
@@ -98,16 +76,6 @@ def _max_runs() -> Any:
         ge=1,
         le=1000,
         description="Most events a tick turns into runs; the rest follow next tick, in order.",
-    )
-
-
-def _alarm() -> Any:
-    return Field(
-        default=600.0,
-        gt=0,
-        description="After this long with every tick failing to read the API (5xx, timeouts, "
-        "connection errors), one tick fails loudly (red in the UI); the sensor keeps "
-        "retrying. Configuration errors (key, DNS, TLS) fail every tick.",
     )
 
 
@@ -120,11 +88,34 @@ def _spend_db_path() -> Any:
 
 
 @options_dataclass(frozen=True, kw_only=True, config=_CONFIG)
-class PollingOptions(_Checked):
-    """How a session-event sensor reads the API and what it records. One object, shared by
-    every route of the sensor."""
+class TickOptions(_Checked):
+    """What every API-reading sensor's tick takes (``sensors/tick.py``)."""
 
-    resource_key: str = _resource_key()
+    resource_key: str = Field(
+        default="together",
+        min_length=1,
+        description="Key of the TogetherRLResource in Definitions.",
+    )
+    tick_budget_seconds: Seconds = Field(
+        default=DEFAULT_TICK_BUDGET_SECONDS,
+        gt=0,
+        le=3600,
+        description="Wall time a tick may spend on the API, retries included (kept 15 s under "
+        "DAGSTER_SENSOR_GRPC_TIMEOUT_SECONDS); unread work is left for the next tick.",
+    )
+    unavailable_alarm_seconds: Seconds = Field(
+        default=600.0,
+        gt=0,
+        description="After this long with every tick failing to read the API (5xx, timeouts, "
+        "connection errors), one tick fails loudly (red in the UI); the sensor keeps "
+        "retrying. Configuration errors (key, DNS, TLS) fail every tick.",
+    )
+
+
+@options_dataclass(frozen=True, kw_only=True, config=_CONFIG)
+class PollingOptions(TickOptions):
+    """How a session-event sensor reads the API and what it records, for all its routes."""
+
     checkpoint_asset_key: dg.AssetKey | None = Field(
         default=CHECKPOINT_ASSET_KEY,
         description="Record a runless materialization of this asset (partitioned by "
@@ -135,7 +126,6 @@ class PollingOptions(_Checked):
         description="On the first tick, announce history too (default: only what happens next).",
     )
     max_runs_per_tick: Count = _max_runs()
-    tick_budget_seconds: Seconds = _tick_budget()
     lookback_seconds: Seconds = Field(
         default=600.0,
         gt=0,
@@ -146,7 +136,6 @@ class PollingOptions(_Checked):
         default=3600.0, gt=0, description="How long an unregistered checkpoint is re-checked."
     )
     page_size: Count = Field(default=100, ge=1, le=100, description="List page size (1-100).")
-    unavailable_alarm_seconds: Seconds = _alarm()
     unordered_pages_per_tick: Count = Field(
         default=8,
         ge=1,
@@ -168,10 +157,9 @@ class PollingOptions(_Checked):
 
 
 @options_dataclass(frozen=True, kw_only=True, config=_CONFIG)
-class ResourceSensorOptions(_Checked):
+class ResourceSensorOptions(TickOptions):
     """How the model-resource sensor reads and announces, checked when built."""
 
-    resource_key: str = _resource_key()
     expiring_lead_seconds: Seconds = Field(
         default=600.0,
         ge=0,
@@ -186,13 +174,11 @@ class ResourceSensorOptions(_Checked):
     )
     spend_db_path: str | None = _spend_db_path()
     max_runs_per_tick: Count = _max_runs()
-    tick_budget_seconds: Seconds = _tick_budget()
     lookback_seconds: Seconds = Field(
         default=600.0,
         ge=0,
         description="How far back a resource that ended between ticks is still reported.",
     )
-    unavailable_alarm_seconds: Seconds = _alarm()
 
     def tracker_config(self, kinds: frozenset[ResourceEventKind]) -> ResourceTrackerConfig:
         return ResourceTrackerConfig(
@@ -205,20 +191,17 @@ class ResourceSensorOptions(_Checked):
 
 
 @options_dataclass(frozen=True, kw_only=True, config=_CONFIG)
-class IdleGuardOptions(_Checked):
+class IdleGuardOptions(TickOptions):
     """How the idle guard ticks and retries; what it may stop is its ``IdlePolicy``."""
 
-    resource_key: str = _resource_key()
     stop_attempts: Count = Field(
-        default=DEFAULT_STOP_ATTEMPTS,
+        default=3,
         ge=1,
         le=20,
         description="Runs per idle stretch before the guard gives up (a failed run is "
         "requested again under a fresh run key).",
     )
     spend_db_path: str | None = _spend_db_path()
-    tick_budget_seconds: Seconds = _tick_budget()
-    unavailable_alarm_seconds: Seconds = _alarm()
 
 
 @options_dataclass(frozen=True, kw_only=True, config=_CONFIG)
@@ -252,15 +235,13 @@ class ChampionOptions(_Checked):
 
 
 class UnknownEventKind(dg.DagsterInvalidDefinitionError, ValueError):
-    """An event kind name this library does not know. Also a ``ValueError``, which is what
-    0.1 raised for it, so code that caught that keeps working."""
+    """An unknown event kind name; also a ``ValueError``, so code catching that keeps working."""
 
 
 def parse_kinds(
     enum: type[K], kinds: Iterable[K | str], *, noun: str = "event kind"
 ) -> frozenset[K]:
-    """Parse the kinds of one enum (session or model-resource events): an unknown name raises
-    :class:`UnknownEventKind` listing the valid ones, an empty list is refused."""
+    """The kinds of one enum; an unknown name is refused listing the valid ones, as is none."""
     parsed: set[K] = set()
     for kind in [kinds] if isinstance(kinds, str) else kinds:
         try:
@@ -269,40 +250,31 @@ def parse_kinds(
             valid = ", ".join(k.value for k in enum)
             raise UnknownEventKind(f"unknown {noun} {kind!r}; valid kinds: {valid}") from None
     if not parsed:
-        raise _invalid(f"event_kinds must name at least one {noun}")
+        raise dg.DagsterInvalidDefinitionError(f"event_kinds must name at least one {noun}")
     return frozenset(parsed)
 
 
 def event_kinds(kinds: Iterable[EventKind | str]) -> frozenset[EventKind]:
-    """Parse session and checkpoint event kinds (see :func:`parse_kinds`)."""
     return parse_kinds(EventKind, kinds)
-
-
-def resource_event_kinds(kinds: Iterable[ResourceEventKind | str]) -> frozenset[ResourceEventKind]:
-    """Parse model-resource event kinds (see :func:`parse_kinds`)."""
-    return parse_kinds(ResourceEventKind, kinds, noun="model-resource event kind")
 
 
 def _check_target(route: "EventRoute | ResourceRoute") -> None:
     """The one check of where a route's runs go, for both families."""
     what = type(route).__name__
     if (route.job is None) == (route.assets is None):
-        raise _invalid(f"an {what} takes exactly one of job= and assets=")
+        raise dg.DagsterInvalidDefinitionError(f"an {what} takes exactly one of job= and assets=")
     if route.job is not None and route.job_name is not None:
-        raise _invalid(f"{what}: job_name names the asset job made for assets=; a job has its name")
+        raise dg.DagsterInvalidDefinitionError(
+            f"{what}: job_name names the asset job made for assets=; a job has its name"
+        )
 
 
 @dataclass(frozen=True)
 class EventRoute:
-    """Which event kinds go to which target: a job, or an asset selection (run as an asset job
-    named ``job_name``). Exactly one of ``job`` and ``assets``.
-
-    ``partitions_def`` applies to checkpoint events: each run gets the checkpoint's partition
-    key, and the target must be partitioned by it (checked at definitions load). Set it to
-    ``None`` for unpartitioned checkpoint runs. A route that also takes session events (which
-    have no checkpoint) cannot be partitioned. ``run_request_fn`` reshapes each run request
-    (run config, tags) or drops it.
-    """
+    """Which event kinds go to which target: a job, or an asset selection run as an asset job
+    named ``job_name``. Each checkpoint run carries the checkpoint's partition key, so the
+    target must be partitioned by ``partitions_def`` (``None``: unpartitioned runs), and a
+    route that also takes session events, which have no checkpoint, cannot be partitioned."""
 
     event_kinds: Iterable[EventKind | str]
     job: "Job | None" = None
@@ -319,7 +291,7 @@ class EventRoute:
         _check_target(self)
         if self.partitioned and not self.kinds <= CHECKPOINT_EVENTS:
             others = sorted(k.value for k in self.kinds - CHECKPOINT_EVENTS)
-            raise _invalid(
+            raise dg.DagsterInvalidDefinitionError(
                 f"a route partitioned by checkpoint cannot take {others}: those events have no "
                 "checkpoint. Route them separately, or pass partitions_def=None."
             )
@@ -332,10 +304,8 @@ class EventRoute:
 
 @dataclass(frozen=True)
 class ResourceRoute:
-    """Which model-resource event kinds go to which target: a job, or an asset selection (run
-    as an asset job named ``job_name``). Exactly one of ``job`` and ``assets``; checked and
-    resolved exactly as :class:`EventRoute` is. Its runs are not partitioned.
-    ``run_request_fn`` reshapes each run request or drops it."""
+    """Which model-resource event kinds go to which target, checked and resolved exactly as
+    :class:`EventRoute` is. Its runs are not partitioned."""
 
     event_kinds: Iterable[ResourceEventKind | str]
     job: "Job | None" = None
@@ -346,11 +316,7 @@ class ResourceRoute:
     kinds: frozenset[ResourceEventKind] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "kinds", resource_event_kinds(self.event_kinds))
+        kinds = parse_kinds(ResourceEventKind, self.event_kinds, noun="model-resource event kind")
+        object.__setattr__(self, "kinds", kinds)
         object.__setattr__(self, "event_kinds", self.kinds)
         _check_target(self)
-
-    @property
-    def partitioned(self) -> bool:
-        """Always False: a model-resource event has no checkpoint."""
-        return False

@@ -1,70 +1,166 @@
-"""The session-event sensor: each tick reads the API within a time budget, runs the pure event
-core, and returns a ``SensorResult`` with one RunRequest per wanted event.
-
-:func:`build_session_sensor` polls the API once per interval and routes each event kind to a
-job or an asset selection (:class:`EventRoute`), so checkpoint evaluation and session reports
-share one poll and one cursor.
-
-The resource is a sensor requirement resolved by Dagster at tick time, never a closed-over
-object: an unresolved ``EnvVar`` would otherwise be sent as the key itself (the bug of
-dagster-fivetran's polling sensor).
-
-The tick is the shared skeleton (:mod:`.tick`: budget, clock, transient failures, outage alarm,
-cursor recovery, one log line) around this family's body, :func:`session_tick`: ``collect``
-→ ``advance`` → run requests.
+"""The session-event sensor: one poll of the API per tick, read through
+:class:`ClientSessionSource`, the pure core's ``collect`` → ``advance``, and each event kind
+routed to a job or an asset selection (:class:`EventRoute`), so checkpoint evaluation and
+session reports share one poll and one cursor.
 """
 
-import functools
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import dagster as dg
 
+from ..api import RLSessionsClient, ServerClock
+from ..api.clock import to_ms
+from ..api.enums import ACTIVE_SESSION_STATUSES, TERMINAL_SESSION_STATUSES, CheckpointType
+from ..api.errors import BadRequestError, DecodeError, NotFoundError
+from ..api.models import Checkpoint, TrainingSession
 from ..core import SessionEvent, TrackerState, advance
 from ..core.events import CHECKPOINT_EVENTS, EventKind
 from ..core.filters import SessionFilter
-from ..core.observation import TrackerConfig
-from ..core.reading import collect
-from ..partitions import CHECKPOINT_PARTITIONS
-from .client_source import ClientSessionSource
+from ..core.reading import (
+    ItemUnreadable,
+    ListCursorRejected,
+    SessionExcluded,
+    StatusFilterRejected,
+    collect,
+)
+from ..partitions import CHECKPOINT_PARTITIONS_NAME
 from .options import EventRoute, PollingOptions
 from .options import event_kinds as parse_event_kinds
-from .run_requests import checkpoint_materialization, default_run_request
-from .targets import RouteTarget, check_at_tick, resolve_routes
-from .tick import TRANSIENT_ERRORS, SensorFamily, Tick, TickOutcome, run_tick, tick_budget
+from .routes import (
+    RouteTarget,
+    check_at_tick,
+    checkpoint_materialization,
+    default_run_request,
+    resolve_routes,
+    route_request,
+)
+from .tick import TRANSIENT_ERRORS, Tick, TickOutcome, tick_sensor
 
 #: pages of the unfiltered session list a tick may read for discovery (after the first tick).
 DISCOVERY_PAGES_PER_TICK = 50
 
-#: The session tracker as a sensor family of the tick skeleton.
-SESSIONS = SensorFamily(TrackerState.from_cursor, TrackerState)
+_ORDER = ("CREATING", "RUNNING", "STOPPING", "STOPPED", "ERROR", "EXPIRED")
+ACTIVE = sorted((s.short for s in ACTIVE_SESSION_STATUSES), key=_ORDER.index)
+TERMINAL = sorted((s.short for s in TERMINAL_SESSION_STATUSES), key=_ORDER.index)
 
 
-@dataclass(frozen=True)
-class SensorPlan:
-    """Everything a tick needs, fixed when the sensor is defined."""
+@dataclass
+class ClientSessionSource:
+    """The API client as the core's ``SessionSource`` for one tick, every call bounded by the
+    tick's deadline. Server-side filters go in the query, and the whole filter is checked again
+    on every session read, listed or fetched by id, so the core never tracks a session the user
+    did not ask for."""
 
-    name: str
-    resource_key: str
-    session_filter: SessionFilter
-    options: PollingOptions
-    kinds: frozenset[EventKind]  # every kind tracked: routed or announced
-    budget: float
-    targets: tuple[RouteTarget[EventRoute], ...]
-    checkpoint_asset_key: dg.AssetKey | None
-    name_jobs: bool  # several targets: each RunRequest names its job
-    announce: frozenset[EventKind] = frozenset()  # checkpoint kinds announced with no route
+    client: RLSessionsClient
+    filter: SessionFilter
+    deadline: float
+    page_size: int = 100
+    server_clock: ServerClock | None = None
+    #: list items that could not be read this tick (the rest of their page is used).
+    skipped: list[Any] = field(default_factory=list)
+    #: who "me" is (``created_by: me``), learnt from a list the API filtered by it.
+    user_id: str | None = None
+    _nobody_before_ms: int | None = None
 
-    @functools.cached_property
-    def config(self) -> TrackerConfig:
-        """The tracker's policy."""
-        return self.options.tracker_config(self.kinds)
+    def _page(
+        self, statuses: list[str] | None, after: str | None
+    ) -> tuple[list[TrainingSession], str | None]:
+        page = self.client.list_sessions_page(
+            after=after,
+            limit=self.page_size,
+            status=statuses,
+            model_resources_id=self.filter.model_resources_id,
+            created_by=self.filter.created_by,
+            deadline=self.deadline,
+        )
+        self.skipped.extend(getattr(page, "skipped", ()))
+        self._learn_user_id(page.data)
+        kept = [s for s in page.data if self.filter.matches(s, user_id=self.user_id, listed=True)]
+        return kept, page.next_cursor
 
-    def target_for(self, kind: EventKind) -> RouteTarget[EventRoute] | None:
-        for target in self.targets:
-            if kind in target.route.kinds:
-                return target
-        return None
+    def _learn_user_id(self, sessions: Sequence[TrainingSession]) -> None:
+        """A list filtered by ``created_by=me`` names "me" in every item; a page naming several
+        creators was not filtered (drift), so it teaches nothing."""
+        if not self.filter.needs_user_id or self.user_id is not None:
+            return
+        creators = {s.created_by for s in sessions if s.created_by}
+        if len(creators) == 1:
+            self.user_id = creators.pop()
+
+    def _resolve_user_id(self, session: TrainingSession) -> str | None:
+        """Who "me" is, asking the API if no list told it yet; an answer that "me" has no session
+        holds for the sessions created before it (one request per tick, not per session)."""
+        created = to_ms(session.created_at)
+        if self.user_id is None and not (
+            self._nobody_before_ms is not None
+            and created is not None
+            and created < self._nobody_before_ms
+        ):
+            page = self.client.list_sessions_page(limit=1, created_by="me", deadline=self.deadline)
+            self._learn_user_id(page.data)
+            if self.user_id is None and self.server_clock is not None and self.server_clock.last_ms:
+                # The Date header has one-second resolution.
+                self._nobody_before_ms = self.server_clock.last_ms - 1000
+        return self.user_id
+
+    def list_active_page(
+        self, after: str | None, extra_statuses: Sequence[str] = ()
+    ) -> tuple[list[TrainingSession], str | None]:
+        if not extra_statuses:
+            return self._page(ACTIVE, after)
+        try:
+            return self._page([*ACTIVE, *extra_statuses], after)
+        except BadRequestError as exc:
+            raise StatusFilterRejected(str(exc)) from None
+
+    def list_terminal_page(self, after: str | None) -> tuple[list[TrainingSession], str | None]:
+        return self._resumable_page(TERMINAL, after)
+
+    def list_all_page(self, after: str | None) -> tuple[list[TrainingSession], str | None]:
+        return self._resumable_page(None, after)
+
+    def _resumable_page(
+        self, statuses: list[str] | None, after: str | None
+    ) -> tuple[list[TrainingSession], str | None]:
+        """A page of a pass resuming from an ``after`` saved ticks ago, which the API may have
+        forgotten (the item is gone, or the cursor expired)."""
+        try:
+            return self._page(statuses, after)
+        except (BadRequestError, NotFoundError) as exc:
+            if after is None:
+                raise
+            raise ListCursorRejected(str(exc)) from None
+
+    def list_inference_checkpoints_page(
+        self, after: str | None
+    ) -> tuple[list[Checkpoint], str | None]:
+        page = self.client.list_checkpoints_page(
+            after=after,
+            limit=self.page_size,
+            type=CheckpointType.INFERENCE,
+            deadline=self.deadline,
+        )
+        self.skipped.extend(getattr(page, "skipped", ()))
+        return list(page.data), page.next_cursor
+
+    def get_session(self, session_id: str) -> TrainingSession | None:
+        try:
+            session = self.client.get_session(session_id, deadline=self.deadline)
+        except NotFoundError:
+            return None
+        except DecodeError as exc:
+            # Drifted beyond repair, or a truncated body: this session waits for the next
+            # tick, the others go on.
+            raise ItemUnreadable(f"session {session_id}: {exc}") from None
+        user_id = self._resolve_user_id(session) if self.filter.needs_user_id else None
+        if not self.filter.matches(session, user_id=user_id):
+            raise SessionExcluded(session_id)
+        return session
+
+    def server_time_ms(self) -> int | None:
+        return self.server_clock.last_ms if self.server_clock else None
 
 
 def build_session_sensor(
@@ -80,24 +176,14 @@ def build_session_sensor(
 ) -> dg.SensorDefinition:
     """One sensor, one poll of the API per tick, each event kind routed to its own target.
 
-    Args:
-        name: the sensor's name (also the key of its cursor; rename = start over). The
-            default is the Component's, so both spellings of one sensor share its cursor.
-        routes: which event kinds go where; each kind to at most one route. Kinds in no
-            route are only tracked.
-        session_filter: which sessions to watch (model resource, creator, name glob, W&B).
-        options: the resource key, the checkpoint asset recorded per checkpoint event and
-            the polling knobs (:class:`PollingOptions`).
-        announce: checkpoint kinds (``checkpoint_registered``, ``checkpoint_created``) whose
-            partition is added and runless materialization recorded even when no route runs
-            them. With ``routes=[]`` the sensor only announces: assets downstream of the
-            checkpoint asset follow with ``AutomationCondition.eager()``.
-        minimum_interval_seconds, default_status, description: as for ``@dg.sensor``.
+    ``name`` is also the key of its cursor (rename = start over); the default is the
+    Component's, so both spellings of one sensor share it. Kinds in no route are only tracked.
+    ``announce`` takes checkpoint kinds whose partition is added and runless materialization
+    recorded even when no route runs them: with ``routes=[]`` assets downstream of the
+    checkpoint asset follow with ``AutomationCondition.eager()``.
 
-    Raises:
-        DagsterInvalidDefinitionError: no routes and nothing announced, a kind in two routes,
-            announce without a checkpoint asset or with a session kind, or a checkpoint route
-            whose target is not partitioned by its ``partitions_def`` (``CHECKPOINT_PARTITIONS``).
+    Mistakes (a kind in two routes, a checkpoint route whose target is not partitioned by its
+    ``partitions_def``, ...) raise ``DagsterInvalidDefinitionError`` at definitions load.
     """
     options = options or PollingOptions()
     announced = parse_event_kinds(announce) if announce else frozenset()
@@ -114,71 +200,52 @@ def build_session_sensor(
         )
     targets = resolve_routes(name, routes)
     kinds = frozenset().union(announced, *(route.kinds for route in routes))
-    plan = SensorPlan(
-        name=name,
-        resource_key=options.resource_key,
-        session_filter=session_filter or SessionFilter(),
-        options=options,
-        kinds=kinds,
-        budget=tick_budget(options.tick_budget_seconds),
-        targets=targets,
-        checkpoint_asset_key=asset_key,
-        name_jobs=len(targets) > 1,
-        announce=announced,
-    )
-
-    def evaluate(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
-        return run_tick(
-            context,
-            SESSIONS,
-            session_tick(plan),
-            resource_key=plan.resource_key,
-            budget=plan.budget,
-            alarm_after_s=plan.options.unavailable_alarm_seconds,
-        )
-
-    return dg.SensorDefinition(
-        evaluation_fn=evaluate,
+    named = ", ".join(sorted(k.value for k in kinds))
+    shown = asset_key.to_user_string() if asset_key else "the checkpoint asset"
+    return tick_sensor(
+        TrackerState,
+        session_tick(name, session_filter or SessionFilter(), options, targets, kinds, announced),
+        options,
         name=name,
         jobs=[t.job for t in targets],
         minimum_interval_seconds=minimum_interval_seconds,
         default_status=default_status,
-        required_resource_keys={plan.resource_key},
-        description=description or _describe(kinds, targets, asset_key),
+        description=description
+        or (
+            f"Together RL events ({named}) → runs."
+            if targets
+            else f"Together RL checkpoints ({named}) → partitions and runless "
+            f"materializations of {shown}."
+        ),
     )
 
 
-def _describe(
+def session_tick(
+    name: str,
+    session_filter: SessionFilter,
+    options: PollingOptions,
+    targets: tuple[RouteTarget[EventRoute], ...],
     kinds: frozenset[EventKind],
-    targets: Sequence[RouteTarget[EventRoute]],
-    asset_key: dg.AssetKey | None,
-) -> str:
-    named = ", ".join(sorted(k.value for k in kinds))
-    if targets:
-        return f"Together RL events ({named}) → runs."
-    shown = asset_key.to_user_string() if asset_key else "the checkpoint asset"
-    return (
-        f"Together RL checkpoints ({named}) → partitions and runless materializations of {shown}."
-    )
-
-
-def session_tick(plan: SensorPlan) -> Callable[[Tick, TrackerState], TickOutcome[TrackerState]]:
-    """The session family's tick body: collect → advance → run requests."""
+    announce: frozenset[EventKind],  # checkpoint kinds announced with no route
+) -> Callable[[Tick, TrackerState], TickOutcome[TrackerState]]:
+    """collect → advance → run requests."""
+    config = options.tracker_config(kinds)
+    asset_key = options.checkpoint_asset_key
 
     def body(tick: Tick, state: TrackerState) -> TickOutcome[TrackerState]:
         context = tick.context
-        check_at_tick(context, plan.name, list(plan.targets))
+        check_at_tick(context, name, list(targets))
         source = ClientSessionSource(
             tick.client,
-            plan.session_filter,
-            deadline=tick.deadline,
-            page_size=plan.options.page_size,
+            session_filter,
+            tick.deadline,
+            page_size=options.page_size,
             server_clock=tick.clock,
         )
-        reserve = min(5.0, plan.budget / 4)
+        reserve = min(5.0, (tick.deadline - tick.started) / 4)
         collected = collect(
             state,
-            plan.config,
+            config,
             source,
             now_ms=tick.now_ms,
             out_of_time=lambda: tick.out_of_time(reserve),
@@ -193,84 +260,60 @@ def session_tick(plan: SensorPlan) -> Callable[[Tick, TrackerState], TickOutcome
             )
         for sid in collected.unreadable:
             context.log.warning(f"session {sid} could not be read; it is fetched again next tick")
-        outcome = advance(state, collected.observation, plan.config)
+        outcome = advance(state, collected.observation, config)
         for note in outcome.notes:
             context.log.warning(note)
-        built = _build_requests(outcome.events, plan)
+        requests: list[dg.RunRequest] = []
+        materializations: list[dg.AssetMaterialization] = []
+        partitions: dict[str, list[str]] = {}  # keys to add, by partitions name
+
+        def announce_checkpoint(event: SessionEvent) -> None:
+            mat = checkpoint_materialization(event, asset_key) if asset_key else None
+            if mat is not None and mat.partition is not None:
+                partitions.setdefault(CHECKPOINT_PARTITIONS_NAME, []).append(str(mat.partition))
+                materializations.append(mat)
+
+        for event in outcome.events:
+            target = next((t for t in targets if event.kind in t.route.kinds), None)
+            if target is None:
+                if event.kind in announce:
+                    announce_checkpoint(event)
+                continue
+            route = target.route
+            default = default_run_request(event, partitioned=route.partitioned)
+            request = route_request(target, default, event, name_job=len(targets) > 1)
+            if request is None:
+                continue
+            requests.append(request)
+            if event.checkpoint is None:
+                continue
+            if route.partitioned and route.partitions_def is not None and request.partition_key:
+                partitions.setdefault(str(route.partitions_def.name), []).append(
+                    request.partition_key
+                )
+            announce_checkpoint(event)
         summary = (
-            f"{len(built.run_requests)} run(s) from {len(outcome.events)} event(s); "
+            f"{len(requests)} run(s) from {len(outcome.events)} event(s); "
             f"tracking {len(outcome.state.tracked)} session(s)"
         )
         if outcome.deferred:
             summary += (
-                f"; more events than max_runs_per_tick={plan.options.max_runs_per_tick}, "
-                "rest next tick"
+                f"; more events than max_runs_per_tick={options.max_runs_per_tick}, rest next tick"
             )
         if collected.interrupted:
             summary += f"; read stopped early ({collected.interrupted}), rest next tick"
-        unreadable = len(source.skipped) + len(collected.unreadable)
-        if unreadable:
+        if unreadable := len(source.skipped) + len(collected.unreadable):
             summary += f"; {unreadable} unreadable item(s) skipped (retried when read again)"
         return TickOutcome(
             outcome.state,
             summary,
-            built.run_requests,
-            built.partition_requests(),
-            built.asset_events,
+            requests,
+            [
+                dg.AddDynamicPartitionsRequest(pname, list(dict.fromkeys(keys)))
+                for pname, keys in partitions.items()
+            ],
+            materializations,
             requests=collected.requests,
         )
 
     return body
-
-
-@dataclass
-class _Built:
-    run_requests: list[dg.RunRequest]
-    asset_events: list[dg.AssetMaterialization]
-    partition_keys: dict[str, tuple[dg.DynamicPartitionsDefinition, list[str]]]
-
-    def add_partition(self, partitions_def: dg.DynamicPartitionsDefinition, key: str) -> None:
-        entry = self.partition_keys.setdefault(str(partitions_def.name), (partitions_def, []))
-        entry[1].append(key)
-
-    def partition_requests(self) -> list[dg.AddDynamicPartitionsRequest]:
-        return [
-            pdef.build_add_request(list(dict.fromkeys(keys)))
-            for pdef, keys in self.partition_keys.values()
-            if keys
-        ]
-
-
-def _build_requests(events: Sequence[SessionEvent], plan: SensorPlan) -> _Built:
-    built = _Built([], [], {})
-    for event in events:
-        target = plan.target_for(event.kind)
-        if target is None:
-            if event.kind in plan.announce:
-                _announce(built, event, plan.checkpoint_asset_key)
-            continue
-        route = target.route
-        request: dg.RunRequest | None = default_run_request(event, partitioned=route.partitioned)
-        if plan.name_jobs and request is not None:
-            request = request.with_replaced_attrs(job_name=target.job_name)
-        if route.run_request_fn is not None and request is not None:
-            request = route.run_request_fn(event, request)
-        if request is None:
-            continue
-        built.run_requests.append(request)
-        if event.checkpoint is None:
-            continue
-        if route.partitioned and route.partitions_def is not None and request.partition_key:
-            built.add_partition(route.partitions_def, request.partition_key)
-        _announce(built, event, plan.checkpoint_asset_key)
-    return built
-
-
-def _announce(built: _Built, event: SessionEvent, asset_key: dg.AssetKey | None) -> None:
-    """The checkpoint's partition and the runless materialization of the checkpoint asset."""
-    if asset_key is None:
-        return
-    mat = checkpoint_materialization(event, asset_key)
-    if mat is not None and mat.partition is not None:
-        built.add_partition(CHECKPOINT_PARTITIONS, str(mat.partition))
-        built.asset_events.append(mat)

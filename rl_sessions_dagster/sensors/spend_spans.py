@@ -1,10 +1,7 @@
-"""Billed spans observed where the resources are seen: sensor ticks and idle-guard runs.
-
-The spend asset prices READY time, but a span it never saw begin or end is priced wrong (a
-resource READY and stopped between two spend runs was $0; one seen only once STOPPED was billed
-for its STOPPING time too). So every tick of the model-resource sensor and every guard run
-folds what it read into the spans (``core/spend.py``), on the API's clock. Only changed spans
-are written: a quiet tick opens no database.
+"""Billed spans folded in where the resources are seen (model-resource ticks, guard runs), on
+the API's clock: the spend asset would price a span it never saw begin or end wrong (READY and
+stopped between two spend runs was $0). Only changed spans are written: a quiet tick opens no
+database.
 """
 
 import contextlib
@@ -19,8 +16,6 @@ from ..core.spend import ResourceSpan, observe_span, observe_spans
 from ..resource import TogetherRLResource
 from ..resource.tables import open_table_store
 from ..storage.sql import SQLAlchemyTableStore
-
-PriceFn = Callable[[ModelResource], tuple[float | None, str | None]]
 
 
 def _tables(
@@ -39,7 +34,7 @@ def record_spans(
     resources: Iterable[ModelResource],
     *,
     now_ms: int,
-    price_of: PriceFn | None = None,
+    price_of: Callable[[ModelResource], tuple[float | None, str | None]] | None = None,
 ) -> list[ResourceSpan]:
     """Fold ``resources`` into their stored spans and save the changed ones (returned)."""
     resources = list(resources)

@@ -1,20 +1,7 @@
-"""One tick skeleton for every sensor family: sessions, model resources, the idle guard.
-
-What a tick must get right is the same whatever it watches, so it is written once here and a
-family supplies only its body (read → decide → run requests):
-
-* **Budget.** Every API call of the tick shares one deadline, kept under the daemon's gRPC
-  sensor timeout (:func:`tick_budget`).
-* **The API's clock.** The client records the HTTP ``Date`` of each response; the body judges
-  time by it (:meth:`Tick.api_now_ms`), never by a skewed local clock.
-* **Transient failures** (5xx, 429, timeouts, unreadable bodies) end the tick with a
-  SkipReason and the cursor kept: the next tick retries and nothing is lost.
-* **Outage alarm.** When every tick has failed for longer than ``alarm_after_s``, one tick
-  fails loudly (a red tick, a sensor-failure alert), then the sensor goes on retrying quietly.
-* **Cursor recovery.** An unreadable cursor is restored from the sensor's own tick history
-  (:mod:`.cursor_history`) instead of silently starting over.
-* **One log line** per tick: what the body did, API requests, retries and time; each API
-  retry is a WARNING line of the tick's own log (:func:`~..resource.retry_log.tick_retry_log`).
+"""The tick every API-reading sensor shares, written once: one deadline under the daemon's gRPC
+sensor timeout, time judged by the API's clock, transient failures as skips that keep the
+cursor, an outage alarm, cursor recovery from the tick history, and one log line per tick.
+A family supplies only its body (read → decide → run requests).
 """
 
 import os
@@ -22,19 +9,22 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, Protocol, Self, TypeVar
 
 import dagster as dg
 
 from ..api import RLSessionsClient, ServerClock
 from ..api.errors import DeadlineExceeded, DecodeError, RateLimitError, ServerError, TransportError
+from ..core.cursor import CursorError
+from ..partitions import Job
 from ..resource import TogetherRLResource
-from ..resource.retry_log import RetryLog, tick_retry_log
-from .cursor_history import previous_tick_failed_loudly, read_state
+from ..resource.retry_log import tick_retry_log
+from .options import TickOptions
 
 #: Failures that end a tick quietly (SkipReason, cursor kept): the next tick retries.
 TRANSIENT_ERRORS = (TransportError, ServerError, RateLimitError, DeadlineExceeded, DecodeError)
 UNAVAILABLE = "Together RL API unavailable"
+HISTORY_DEPTH = 500  # past ticks searched for a readable cursor
 
 
 class TogetherRLUnavailableError(Exception):
@@ -42,10 +32,15 @@ class TogetherRLUnavailableError(Exception):
 
 
 class TickState(Protocol):
-    """What the skeleton needs of a family's state (which is also its cursor)."""
+    """A family's state, which is also its cursor."""
 
     initialized: bool
     failing_since_ms: int | None
+
+    def __init__(self) -> None: ...
+
+    @classmethod
+    def from_cursor(cls, cursor: str | None) -> Self: ...
 
     def to_cursor(self) -> str: ...
 
@@ -78,15 +73,11 @@ class Tick:
     clock: ServerClock
     started: float
     deadline: float
-    #: the local clock when the tick began (bodies that need the API's use ``api_now_ms``).
+    #: the local clock when the tick began (``clock.last_ms`` is the API's).
     now_ms: int
 
     def out_of_time(self, reserve: float = 0.0) -> bool:
         return time.monotonic() > self.deadline - reserve
-
-    def api_now_ms(self) -> int:
-        """The API's clock as of its last response, else the local one."""
-        return self.clock.last_ms or local_now_ms()
 
 
 @dataclass
@@ -102,68 +93,68 @@ class TickOutcome(Generic[S]):
     requests: int | None = None
 
 
-@dataclass(frozen=True)
-class SensorFamily(Generic[S]):
-    """How a family's state is read from and started without a cursor."""
-
-    parse: Callable[[str | None], S]
-    fresh: Callable[[], S]
+Body = Callable[[Tick, S], TickOutcome[S]]
 
 
-def run_tick(
-    context: dg.SensorEvaluationContext,
-    family: SensorFamily[S],
-    body: Callable[[Tick, S], TickOutcome[S]],
+def tick_sensor(
+    state_type: type[S],
+    body: Body[S],
+    options: TickOptions,
     *,
-    resource_key: str,
-    budget: float,
-    alarm_after_s: float,
-) -> dg.SensorResult | dg.SkipReason:
-    """One tick: cursor (recovered if unreadable) → the body, inside the budget and with the
-    transient-failure and outage rules → one log line → ``SensorResult``.
+    name: str,
+    jobs: Sequence[Job],
+    minimum_interval_seconds: int,
+    default_status: dg.DefaultSensorStatus,
+    description: str,
+) -> dg.SensorDefinition:
+    """A sensor running ``body`` in the skeleton. The resource is a requirement Dagster resolves
+    at tick time, never a closed-over object: an unresolved ``EnvVar`` would otherwise be sent
+    as the key itself (the bug of dagster-fivetran's polling sensor). Each API retry is a
+    WARNING line of the tick's own log, which Dagster stores with the tick; their count is
+    logged at the end unless the summary line already gave it."""
+    budget = tick_budget(options.tick_budget_seconds)
 
-    The API retries of the tick are written to the tick's log (``context.log``, which Dagster
-    stores with the tick): the resource's clients pick the log up by themselves. Their count
-    is logged at the end unless the summary line already gave it (a skipped tick)."""
-    with tick_retry_log(context.log) as retries:
-        result = _run_tick(context, family, body, retries, resource_key, budget, alarm_after_s)
-    if retries.count and not retries.summarised:
-        context.log.info(retries.summary())
-    return result
+    def evaluate(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
+        with tick_retry_log(context.log) as retries:
+            started, now_ms = time.monotonic(), local_now_ms()
+            state = read_state(context, state_type)
+            resource: TogetherRLResource = getattr(context.resources, options.resource_key)
+            clock = ServerClock()
+            try:
+                with resource.get_client(server_clock=clock) as client:
+                    tick = Tick(context, client, clock, started, started + budget, now_ms)
+                    out = body(tick, state)
+            except TRANSIENT_ERRORS as exc:
+                result = unavailable(context, state, exc, now_ms, options.unavailable_alarm_seconds)
+            else:
+                out.state.failing_since_ms = None
+                elapsed_ms = int((time.monotonic() - started) * 1000)
+                retried = retries.take_count()  # each retry is a WARNING line above this one
+                requests = out.requests if out.requests is not None else client.stats.requests
+                summary = (
+                    f"{out.summary}; {requests} API request(s) ({retried} retried) in "
+                    f"{elapsed_ms} ms"
+                )
+                context.log.info(summary)
+                result = dg.SensorResult(
+                    run_requests=out.run_requests,
+                    skip_reason=None if out.run_requests else dg.SkipReason(summary),
+                    cursor=out.state.to_cursor(),
+                    dynamic_partitions_requests=list(out.partition_requests) or None,
+                    asset_events=list(out.asset_events) or None,
+                )
+        if retries.count and not retries.summarised:
+            context.log.info(retries.summary())
+        return result
 
-
-def _run_tick(
-    context: dg.SensorEvaluationContext,
-    family: SensorFamily[S],
-    body: Callable[[Tick, S], TickOutcome[S]],
-    retries: RetryLog,
-    resource_key: str,
-    budget: float,
-    alarm_after_s: float,
-) -> dg.SensorResult | dg.SkipReason:
-    started = time.monotonic()
-    now_ms = local_now_ms()
-    state = read_state(context, family.parse, family.fresh)
-    resource: TogetherRLResource = getattr(context.resources, resource_key)
-    clock = ServerClock()
-    try:
-        with resource.get_client(server_clock=clock) as client:
-            tick = Tick(context, client, clock, started, started + budget, now_ms)
-            out = body(tick, state)
-    except TRANSIENT_ERRORS as exc:
-        return unavailable(context, state, exc, now_ms, alarm_after_s)
-    out.state.failing_since_ms = None
-    elapsed_ms = int((time.monotonic() - started) * 1000)
-    retried = retries.take_count()  # each retry is a WARNING line above this one
-    requests = out.requests if out.requests is not None else client.stats.requests
-    summary = f"{out.summary}; {requests} API request(s) ({retried} retried) in {elapsed_ms} ms"
-    context.log.info(summary)
-    return dg.SensorResult(
-        run_requests=out.run_requests,
-        skip_reason=None if out.run_requests else dg.SkipReason(summary),
-        cursor=out.state.to_cursor(),
-        dynamic_partitions_requests=list(out.partition_requests) or None,
-        asset_events=list(out.asset_events) or None,
+    return dg.SensorDefinition(
+        evaluation_fn=evaluate,
+        name=name,
+        jobs=jobs,
+        minimum_interval_seconds=minimum_interval_seconds,
+        default_status=default_status,
+        required_resource_keys={options.resource_key},
+        description=description,
     )
 
 
@@ -182,12 +173,82 @@ def unavailable(
     elif now_ms - since >= alarm_after_s * 1000:
         raise TogetherRLUnavailableError(
             f"{UNAVAILABLE} for {int((now_ms - since) / 60000)} min: every tick since "
-            f"{datetime.fromtimestamp(since / 1000, tz=UTC).isoformat(timespec='seconds')} "
-            f"failed to read it (last error: {exc}). The sensor keeps retrying each tick and "
-            "loses nothing; check the API status and the resource's base_url."
+            f"{_iso(since / 1000)} failed to read it (last error: {exc}). The sensor keeps "
+            "retrying each tick and loses nothing; check the API status and the resource's "
+            "base_url."
         )
     reason = f"{UNAVAILABLE}, will retry next tick: {exc}"
     if not state.initialized:
         return dg.SkipReason(reason)  # nothing to keep before the first successful tick
     state.failing_since_ms = since
     return dg.SensorResult(skip_reason=dg.SkipReason(reason), cursor=state.to_cursor())
+
+
+# Dagster copies the cursor a tick produced into that tick's row, so a corrupt, truncated or
+# unreadable cursor is restored from the newest readable one there: events since that tick are
+# announced again and Dagster skips a run_key that already has a run. Starting over instead
+# would silently drop every event since the last good tick.
+
+
+def stored_ticks(context: dg.SensorEvaluationContext, limit: int = HISTORY_DEPTH) -> list:
+    """The sensor's stored ticks, newest first ([] when no instance or no history). Several
+    sensors of that name (other code locations): the one whose stored cursor is being
+    evaluated wins."""
+    try:
+        instance = context.instance
+    except Exception:  # built without an instance (a plain unit test)
+        return []
+    states = [
+        s
+        # Filtered here on the state's own fields: the type filter's enum is not public.
+        for s in instance.all_instigator_state()
+        if s.instigator_type.value == "SENSOR"
+        and s.instigator_name == context.sensor_name
+        and (
+            context.repository_name is None
+            or s.origin.repository_origin.repository_name == context.repository_name
+        )
+    ]
+    if not states:
+        return []
+    states.sort(key=lambda s: getattr(s.instigator_data, "cursor", None) != context.cursor)
+    state = states[0]
+    return list(instance.get_ticks(state.instigator_origin_id, state.selector_id, limit=limit))
+
+
+def read_state(context: dg.SensorEvaluationContext, state_type: type[S]) -> S:
+    """The state from the cursor, else from the tick history; only when no readable cursor
+    exists does the sensor start over, saying so."""
+    try:
+        return state_type.from_cursor(context.cursor)
+    except CursorError as exc:
+        problem = str(exc)
+    for tick in stored_ticks(context):
+        if not tick.cursor or tick.cursor == context.cursor:
+            continue
+        try:
+            state = state_type.from_cursor(tick.cursor)
+        except CursorError:
+            continue
+        context.log.warning(
+            f"{problem}; restored the cursor of the tick at {_iso(tick.timestamp)} from this "
+            "sensor's tick history: events since then are announced again, and Dagster skips "
+            "any run_key that already has a run"
+        )
+        return state
+    context.log.warning(
+        f"{problem}; no readable cursor in this sensor's tick history: starting over from "
+        "the current state of the API (what happened before now is not announced)"
+    )
+    return state_type()
+
+
+def _iso(epoch_s: float) -> str:
+    return datetime.fromtimestamp(int(epoch_s), tz=UTC).isoformat(timespec="seconds")
+
+
+def previous_tick_failed_loudly(context: dg.SensorEvaluationContext, marker: str) -> bool:
+    """Whether this sensor's newest stored tick is a failure whose message has ``marker``."""
+    ticks = stored_ticks(context, limit=1)
+    error = ticks[0].error if ticks else None
+    return error is not None and marker in (error.message or "")

@@ -12,9 +12,14 @@ from rl_sessions_dagster.assets import build_evaluation_asset, champion_baseline
 from rl_sessions_dagster.assets.evaluation import previous_checkpoint_baseline
 from rl_sessions_dagster.core.sweeps import ChampionRule
 from rl_sessions_dagster.evaluation import EvaluationSpec
-from rl_sessions_dagster.partitions import CHECKPOINT_ASSET_KEY, SWEEP_PARTITIONS
-from rl_sessions_dagster.partitions.checkpoints import checkpoint_metadata, checkpoint_partition_key
-from rl_sessions_dagster.partitions.sweeps import CHAMPION_ASSET_KEY, EVALUATION_ASSET_KEY
+from rl_sessions_dagster.partitions import (
+    CHAMPION_ASSET_KEY,
+    CHECKPOINT_ASSET_KEY,
+    EVALUATION_ASSET_KEY,
+    SWEEP_PARTITIONS,
+    checkpoint_metadata,
+    checkpoint_partition_key,
+)
 from rl_sessions_dagster.sensors import ChampionOptions, build_champion_definitions
 from rl_sessions_dagster.testing.sensor_ticks import SensorTicker
 

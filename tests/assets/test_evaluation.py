@@ -12,8 +12,7 @@ from rl_sessions_dagster.assets import build_evaluation_asset
 from rl_sessions_dagster.assets.evaluation import SCORE_CHECK_NAME, Baseline
 from rl_sessions_dagster.evaluation import EvaluationSpec
 from rl_sessions_dagster.evaluation.dataset import DatasetError
-from rl_sessions_dagster.partitions.checkpoints import checkpoint_partition_key
-from rl_sessions_dagster.partitions.sweeps import EVALUATION_ASSET_KEY
+from rl_sessions_dagster.partitions import EVALUATION_ASSET_KEY, checkpoint_partition_key
 
 KEY = "sk-evalasset-CANARY-0123456789"
 pytestmark = pytest.mark.sim(api_key=KEY, seed=5)

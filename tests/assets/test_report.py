@@ -9,7 +9,7 @@ from rl_sessions_dagster import CHECKPOINT_PARTITIONS, TogetherRLResource
 from rl_sessions_dagster.assets import build_evaluation_asset, build_session_report_asset
 from rl_sessions_dagster.assets.report import REPORT_ASSET_KEY
 from rl_sessions_dagster.evaluation import EvaluationSpec
-from rl_sessions_dagster.partitions.checkpoints import checkpoint_partition_key
+from rl_sessions_dagster.partitions import checkpoint_partition_key
 from rl_sessions_dagster.storage import SQLAlchemyTableStore
 from rl_sessions_dagster.storage.rows import SessionSpendRow
 

@@ -11,8 +11,7 @@ import pytest
 
 from rl_sessions_dagster import TogetherRLComponent
 from rl_sessions_dagster.assets.report import REPORT_ASSET_KEY
-from rl_sessions_dagster.partitions import SWEEP_PARTITIONS
-from rl_sessions_dagster.partitions.sweeps import CHAMPION_ASSET_KEY
+from rl_sessions_dagster.partitions import CHAMPION_ASSET_KEY, SWEEP_PARTITIONS
 from rl_sessions_dagster.testing import RLSimulator
 from rl_sessions_dagster.testing.sensor_ticks import SensorTicker
 

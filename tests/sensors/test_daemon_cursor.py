@@ -31,12 +31,10 @@ pytestmark = [pytest.mark.daemon, pytest.mark.slow, pytest.mark.timeout(1800)]
 
 
 def _stored_cursor(instance: dg.DagsterInstance) -> str | None:
-    from dagster._core.scheduler.instigation import InstigatorType
-
     (state,) = [
         s
-        for s in instance.all_instigator_state(instigator_type=InstigatorType.SENSOR)
-        if s.instigator_name == SENSOR
+        for s in instance.all_instigator_state()
+        if s.instigator_type.value == "SENSOR" and s.instigator_name == SENSOR
     ]
     return getattr(state.instigator_data, "cursor", None)
 

@@ -19,7 +19,7 @@ from rl_sessions_dagster import (
 )
 from rl_sessions_dagster.api.models import InferenceCheckpoint, TrainingSession
 from rl_sessions_dagster.core.events import TERMINAL_EVENTS
-from rl_sessions_dagster.partitions.checkpoints import checkpoint_partition_key
+from rl_sessions_dagster.partitions import checkpoint_partition_key
 
 from .conftest import evaluation, evaluation_job, make_defs, make_resource, report_job
 

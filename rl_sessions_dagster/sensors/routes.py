@@ -1,24 +1,82 @@
-"""Where a route's runs go, checked as early as Dagster allows.
-
-A checkpoint run carries a checkpoint partition key; a target that is not partitioned by the
-checkpoint partitions fails in Dagster only when the first checkpoint arrives (``CheckError:
-Job has no PartitionsDefinition``). Here the check runs at definitions load: at once for jobs
-whose partitioning is known when built, and while Dagster resolves the asset jobs this module
-makes for ``assets=`` routes. A user's ``define_asset_job`` without ``partitions_def`` is
-resolved from assets the sensor cannot see, so it is checked on the sensor's first tick instead.
+"""Where a route's runs go and what they carry: the job, checked at definitions load (Dagster
+would fail only at the first checkpoint: ``CheckError: Job has no PartitionsDefinition``), or
+at the first tick for a user's asset job; and each event's RunRequest, tags and materialization.
 """
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import AbstractSet, Any, Generic, TypeVar  # noqa: UP035 - AssetSelection's own type
 
 import dagster as dg
 
-from ..partitions.jobs import Job
+from ..core.events import SessionEvent
+from ..partitions import Job, checkpoint_metadata, checkpoint_partition_key
 from .options import EventRoute, ResourceRoute
 
 #: A route of either family: both are resolved here, by the same code.
 R = TypeVar("R", EventRoute, ResourceRoute)
+
+TAG_PREFIX = "together/"
+_MAX_TAG_VALUE = 200
+
+
+def tag_value(value: object) -> str:
+    """``value`` as a run tag value, cut to Dagster's length limit."""
+    text = str(value)
+    return text if len(text) <= _MAX_TAG_VALUE else text[: _MAX_TAG_VALUE - 1] + "…"
+
+
+def run_tags(**values: object) -> dict[str, str]:
+    """``together/<name>`` tags of the values given, leaving out None and empty ones."""
+    return {
+        f"{TAG_PREFIX}{name}": tag_value(value)
+        for name, value in values.items()
+        if value is not None and value != ""
+    }
+
+
+def status_tag(status: Any, raw: str | None) -> str:
+    """The status's short name; the raw one when this library does not know it."""
+    return status.short if status.name != "UNKNOWN" else tag_value(raw)
+
+
+def event_tags(event: SessionEvent) -> dict[str, str]:
+    session, checkpoint = event.session, event.checkpoint
+    return run_tags(
+        event=event.kind.value,
+        session_id=session.id,
+        session_status=status_tag(session.status, session.raw_status),
+        checkpoint_id=checkpoint.id if checkpoint is not None else None,
+        step=checkpoint.step if checkpoint is not None else session.step,
+        base_model=session.base_model,
+        display_name=session.display_name,
+        previous_status=event.previous_status,
+    )
+
+
+def default_run_request(event: SessionEvent, *, partitioned: bool) -> dg.RunRequest:
+    """``run_key`` is the event's key: unique per fact, so Dagster dedupes a replayed tick. It
+    has no partition key in it, so a checkpoint announced by 0.1.0 never runs again."""
+    partition_key = None
+    if partitioned and event.checkpoint is not None:
+        partition_key = checkpoint_partition_key(event.session, event.checkpoint)
+    return dg.RunRequest(run_key=event.key, tags=event_tags(event), partition_key=partition_key)
+
+
+def checkpoint_materialization(
+    event: SessionEvent, asset_key: dg.AssetKey
+) -> dg.AssetMaterialization | None:
+    if event.checkpoint is None:
+        return None
+    return dg.AssetMaterialization(
+        asset_key=asset_key,
+        partition=checkpoint_partition_key(event.session, event.checkpoint),
+        description=f"{event.kind.value} in session {event.session_id}",
+        metadata={
+            **checkpoint_metadata(event.session, event.checkpoint),
+            "event": dg.MetadataValue.text(event.kind.value),
+        },
+    )
 
 
 def misrouted_error(
@@ -118,11 +176,6 @@ class RouteTarget(Generic[R]):
     def job_name(self) -> str:
         return self.job.name
 
-    @property
-    def expected(self) -> dg.DynamicPartitionsDefinition | None:
-        """The partitions the target must have: the route's, when its runs carry a key."""
-        return expected_partitions(self.route)
-
 
 def resolve_route(sensor: str, index: int, route: R) -> RouteTarget[R]:
     """The route's job (an asset job named ``job_name`` for ``assets=``), checked now where its
@@ -166,15 +219,26 @@ def resolve_routes(sensor: str, routes: Sequence[R]) -> tuple[RouteTarget[R], ..
 
 def check_at_tick(
     context: dg.SensorEvaluationContext, sensor: str, targets: Sequence[RouteTarget[Any]]
-):
+) -> None:
     """The check ``resolve_route`` could not do at load, on the resolved repository."""
     repo = context.repository_def
     if repo is None:
         return
     for target in targets:
-        expected = target.expected
+        expected = expected_partitions(target.route)
         if target.checked_at_load or expected is None:
             continue
         found = repo.get_job(target.job_name).partitions_def
         if not partitioned_by(found, expected):
             raise misrouted_error(sensor, target.job_name, expected, found)
+
+
+def route_request(
+    target: RouteTarget[Any], default: dg.RunRequest, event: Any, *, name_job: bool
+) -> dg.RunRequest | None:
+    """The route's RunRequest of ``event``: naming its job when a sensor has several, then
+    reshaped (or dropped) by the route's ``run_request_fn``."""
+    if name_job:
+        default = default.with_replaced_attrs(job_name=target.job_name)
+    fn: Callable[[Any, dg.RunRequest], dg.RunRequest | None] | None = target.route.run_request_fn
+    return default if fn is None else fn(event, default)
