@@ -1,14 +1,32 @@
-"""One session against what the tracker remembers of it: the events between the two.
+"""One session, or one pass over a list, against what the tracker remembers: the events
+between. Every event goes through a :class:`Budget` (the cap on runs per tick); when the cap
+stops a diff part-way, the state holds exactly what was announced, so the rest follows next
+tick. Passes are positional (a page and the last item done on it, never a count), so items
+inserted meanwhile neither repeat nor vanish."""
 
-Every event goes through a :class:`Budget` (the cap on runs per tick); when the cap stops a
-diff part-way, the entry holds exactly what was announced, so the rest follows next tick.
-"""
+from collections.abc import Callable, Sequence
 
 from ..api.clock import to_ms
 from ..api.models import InferenceCheckpoint, TrainingSession
-from .events import TERMINAL_EVENT_FOR_STATUS, EventKind, SessionEvent
-from .observation import TrackerConfig, checkpoint_key
-from .state import PendingCheckpoint, TrackedSession, TrackerState
+from .events import (
+    TERMINAL_EVENT_FOR_STATUS,
+    EventKind,
+    ListOrder,
+    Observation,
+    OrderEvidence,
+    ScannedPage,
+    SessionEvent,
+    TrackerConfig,
+)
+from .state import PendingCheckpoint, ScanPosition, TrackedSession, TrackerState, short_id
+
+
+def checkpoint_key(c: InferenceCheckpoint) -> tuple[int, str]:
+    """Total order on a session's checkpoints: creation time (or step), then a short id hash."""
+    primary = to_ms(c.created_at)
+    if primary is None:
+        primary = c.step or 0
+    return primary, short_id(c.id)
 
 
 class Budget:
@@ -147,3 +165,175 @@ def remember_checkpoints(
     )
     if newest is not None:
         state.recent_checkpoints[session.id] = newest
+
+
+def run_pass(
+    position: ScanPosition,
+    pages: Sequence[ScannedPage],
+    handle: Callable[[TrainingSession], bool],
+) -> tuple[ScanPosition, bool]:
+    """Feed the pages' sessions after ``position`` to ``handle`` in list order.
+
+    ``handle`` returns False when it could not take the session (a cap): the pass stops there
+    and the returned position points at that session. Returns (new position, stopped early).
+    """
+    position = ScanPosition(
+        after=position.after,
+        done_through=position.done_through,
+        evidence=position.evidence.copy(),
+    )
+    for page in pages:
+        if page.after != position.after:
+            continue  # a page from a different position (should not happen); ignore it
+        ids = [s.id for s in page.sessions]
+        start = ids.index(position.done_through) + 1 if position.done_through in ids else 0
+        for session in page.sessions[start:]:
+            if not handle(session):
+                return position, True
+            position.done_through = session.id
+        evidence = page.evidence.copy() if page.evidence else position.evidence
+        position = ScanPosition(after=page.next_after, evidence=evidence)
+    return position, False
+
+
+#: history sessions a backfill pass remembers having announced (see ``_discover``).
+BACKFILL_MEMORY = 200
+
+
+def scan_finished(
+    state: TrackerState,
+    obs: Observation,
+    budget: Budget,
+    floor: int,
+    now: int,
+) -> ScanPosition | None:
+    """Process scanned pages in order; returns where the pass ended if it is complete (its
+    order evidence decides an unverified order); an oldest-first list's tail is kept."""
+    if obs.scan_rejected:
+        return None
+    start = state.scan
+    if state.scan is None:
+        state.pass_start_ms = state.seen_max_ms
+        start = state.tail if state.order is ListOrder.OLDEST_FIRST and state.tail else None
+    start = start or ScanPosition()
+    position, stopped = run_pass(
+        start, obs.pages, lambda s: _discover(state, s, budget.config, budget, floor, now)
+    )
+    if stopped:
+        state.scan = position
+        return None
+    if obs.scan_complete and obs.pages:
+        state.scan = None
+        threshold = max(state.watermark_ms, state.pass_start_ms) - budget.config.lookback_ms
+        state.tail = _tail_anchor(obs.pages, threshold) or state.tail or ScanPosition()
+        return position
+    state.scan = position if obs.pages else state.scan
+    return None
+
+
+def _tail_anchor(pages: Sequence[ScannedPage], threshold_ms: int) -> ScanPosition | None:
+    """Where the next pass over an oldest-first list resumes: after the last item created
+    before ``threshold_ms`` (the floor the watermark moves to). Sessions inserted later at
+    their creation time — created before a tick, ended after it — are then still met, as the
+    look-back covers them in a newest-first list."""
+    anchor: ScanPosition | None = None
+    for page in pages:
+        for s in page.sessions:
+            ms = to_ms(s.created_at)
+            if ms is not None and ms < threshold_ms:
+                anchor = ScanPosition(
+                    after=page.after, done_through=s.id, evidence=OrderEvidence(newest_ms=ms)
+                )
+    return anchor
+
+
+def _discover(
+    state: TrackerState,
+    session: TrainingSession,
+    config: TrackerConfig,
+    budget: Budget,
+    floor: int,
+    now: int,
+) -> bool:
+    """One session from the terminal scan: announce it unless known. False if capped."""
+    sid = session.id
+    if sid in state.tracked or sid in state.recent_terminal or sid in state.backfilled:
+        return True
+    created = to_ms(session.created_at)
+    is_history = created is not None and created < state.baseline_ms
+    if created is not None and created < floor and not (state.backfilling and is_history):
+        return True
+    entry = TrackedSession()
+    if not diff_session(entry, session, now, budget, await_registration=not is_history):
+        if entry.status or entry.mark is not None:
+            state.tracked[sid] = entry  # partly announced: finish it as a tracked session
+            return True
+        return False
+    if entry.pending or entry.terminal_ms is None:
+        state.tracked[sid] = entry
+        return True
+    remember_checkpoints(state, config, session)
+    if not is_history and created is not None:
+        state.recent_terminal[sid] = created
+    elif created is None:
+        state.recent_terminal[sid] = state.seen_max_ms
+    else:
+        # History announced by a backfill pass. Sessions that end meanwhile are inserted
+        # into the list and can push a done item onto the page the pass resumes on: the
+        # newest few are remembered (about two pages' worth) so none is announced twice.
+        state.backfilled = [*state.backfilled, sid][-BACKFILL_MEMORY:]
+    return True
+
+
+def is_unknown_live(session: TrainingSession) -> bool:
+    """A status that is neither a known active nor a terminal one (e.g. a future PAUSED)."""
+    status = session.status
+    return not status.is_terminal and not status.is_active
+
+
+def note_unknown_status(state: TrackerState, session: TrainingSession, notes: list[str]) -> None:
+    """Remember an unknown live status; a new one starts a discovery pass for its peers."""
+    raw = session.raw_status
+    if not raw or not is_unknown_live(session) or raw in state.extra_active:
+        return
+    state.extra_active.append(raw)
+    notes.append(
+        f"session {session.id} is in status {raw!r}, unknown to this library: watching it as "
+        "a live status, and looking for other sessions in it"
+    )
+    if state.discovery is None:
+        state.discovery = ScanPosition()
+
+
+def run_discovery(
+    state: TrackerState,
+    obs: Observation,
+    config: TrackerConfig,
+    budget: Budget,
+    notes: list[str],
+    first_tick: bool,
+) -> None:
+    """Adopt the non-terminal sessions of the unfiltered list that the filtered lists miss."""
+    if state.discovery is None or not (obs.discovery_pages or obs.discovery_complete):
+        return
+
+    def handle(session: TrainingSession) -> bool:
+        if not is_unknown_live(session):
+            return True  # known statuses: the active list and the terminal scan see them
+        note_unknown_status(state, session, notes)
+        if session.id in state.tracked:
+            return True
+        entry = adopt(session, state, config, obs.now_ms, first_tick and not config.backfill)
+        if not diff_session(entry, session, obs.now_ms, budget):
+            if entry.status or entry.mark is not None:
+                state.tracked[session.id] = entry  # partly announced: finish it when tracked
+                return True
+            return False
+        state.tracked[session.id] = entry
+        return True
+
+    position, stopped = run_pass(state.discovery, obs.discovery_pages, handle)
+    if obs.discovery_complete and not stopped:
+        state.discovery, state.discovered_ms = None, obs.now_ms
+    else:
+        state.discovery = position

@@ -1,16 +1,13 @@
-"""What the core says: session events (what the session sensor turns into runs) and
-model-resource events.
+"""The core's vocabulary: what a tick read (:class:`Observation`, under a :class:`TrackerConfig`)
+and what the core says about it (session and model-resource events). An event's ``key`` is
+unique per fact and stable across ticks, restarts and cursor resets: it is the ``run_key``."""
 
-An event is a fact about one session or resource (it reached a status, it saved a checkpoint,
-a checkpoint became registered). Its ``key`` is unique per fact and stable across ticks,
-restarts and cursor resets, so it doubles as the Dagster ``run_key``.
-"""
-
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from enum import Enum
 
-from ..api.enums import ModelResourceStatus, SessionStatus
-from ..api.models import InferenceCheckpoint, ModelResource, TrainingSession
+from ..api.enums import SessionStatus
+from ..api.models import Checkpoint, InferenceCheckpoint, ModelResource, TrainingSession
 
 
 class EventKind(str, Enum):
@@ -77,10 +74,6 @@ class SessionEvent:
         return f"SessionEvent({self.key})"
 
 
-#: Statuses a resource never leaves (there is no restart endpoint).
-TERMINAL_RESOURCE_STATUSES = frozenset({ModelResourceStatus.STOPPED, ModelResourceStatus.ERROR})
-
-
 class ResourceEventKind(str, Enum):
     """What happened to a model resource."""
 
@@ -89,16 +82,6 @@ class ResourceEventKind(str, Enum):
     RESOURCE_STOPPED = "resource_stopped"
     RESOURCE_EXPIRING = "resource_expiring"
     RESOURCE_QUEUED_LONG = "resource_queued_long"
-
-
-ALL_RESOURCE_EVENT_KINDS = frozenset(ResourceEventKind)
-
-
-_STATUS_EVENTS = {
-    ModelResourceStatus.READY: ResourceEventKind.RESOURCE_READY,
-    ModelResourceStatus.ERROR: ResourceEventKind.RESOURCE_ERROR,
-    ModelResourceStatus.STOPPED: ResourceEventKind.RESOURCE_STOPPED,
-}
 
 
 @dataclass(frozen=True)
@@ -141,3 +124,155 @@ class ResourceEvent:
 
     def __repr__(self) -> str:
         return f"ResourceEvent({self.key})"
+
+
+class ListOrder(str, Enum):
+    """The finished-session list's order (undocumented), verified by a complete pass: newest
+    first lets a pass stop at the floor, oldest first lets it follow the tail, unordered bounds
+    the pages read per tick."""
+
+    UNVERIFIED = "unverified"
+    NEWEST_FIRST = "newest_first"
+    OLDEST_FIRST = "oldest_first"
+    UNORDERED = "unordered"
+
+
+@dataclass
+class OrderEvidence:
+    """What a pass has seen of the list's order so far (carried across ticks). A dataclass,
+    not a state model: it is updated once per listed item."""
+
+    oldest_ms: int | None = None
+    newest_ms: int | None = None
+    not_newest_first: bool = False
+    not_oldest_first: bool = False
+    #: an item older / newer than every one before it was seen: ties prove nothing.
+    went_older: bool = False
+    went_newer: bool = False
+
+    def see(self, ms: int) -> None:
+        if self.oldest_ms is not None and ms > self.oldest_ms:
+            self.not_newest_first = True
+        if self.newest_ms is not None and ms < self.newest_ms:
+            self.not_oldest_first = True
+        if self.oldest_ms is not None and ms < self.oldest_ms:
+            self.went_older = True
+        if self.newest_ms is not None and ms > self.newest_ms:
+            self.went_newer = True
+        self.oldest_ms = ms if self.oldest_ms is None else min(self.oldest_ms, ms)
+        self.newest_ms = ms if self.newest_ms is None else max(self.newest_ms, ms)
+
+    def copy(self) -> "OrderEvidence":
+        return replace(self)
+
+    def verdict(self) -> ListOrder:
+        """The order a complete pass showed; tied (or too few) timestamps show none, so the
+        next pass checks again."""
+        if not self.not_newest_first and self.went_older:
+            return ListOrder.NEWEST_FIRST
+        if not self.not_oldest_first and self.went_newer:
+            return ListOrder.OLDEST_FIRST
+        if self.not_newest_first and self.not_oldest_first:
+            return ListOrder.UNORDERED
+        return ListOrder.UNVERIFIED
+
+    @property
+    def bits(self) -> int:
+        flags = (self.not_newest_first, self.not_oldest_first, self.went_older, self.went_newer)
+        return sum(1 << i for i, flag in enumerate(flags) if flag)
+
+    @classmethod
+    def of(cls, oldest_ms: int | None, newest_ms: int | None, bits: int) -> "OrderEvidence":
+        return cls(oldest_ms, newest_ms, *(bool(bits & (1 << i)) for i in range(4)))
+
+
+@dataclass
+class ScannedPage:
+    """One page of a session list, with the ``after`` it was requested with."""
+
+    after: str | None
+    sessions: Sequence[TrainingSession]
+    next_after: str | None = None
+    #: what the pass saw of the order up to the end of this page.
+    evidence: OrderEvidence | None = None
+
+
+@dataclass
+class CheckpointRead:
+    """One tick's read of the checkpoint list, from the top."""
+
+    items: list[Checkpoint] = field(default_factory=list)
+    oldest_ms: int | None = None
+    newest_ms: int | None = None
+    #: the read went below what was needed (or reached the end of the list).
+    complete: bool = False
+    #: the list was newest first throughout the read.
+    trusted: bool = True
+
+    @property
+    def by_id(self) -> dict[str, Checkpoint]:
+        return {c.id: c for c in self.items}
+
+
+@dataclass(frozen=True)
+class TrackerConfig:
+    """Policy knobs. ``kinds`` are the events the caller wants (the cap counts only those)."""
+
+    kinds: frozenset[EventKind] = frozenset(EventKind)
+    max_events: int | None = None
+    lookback_ms: int = 10 * 60 * 1000
+    registration_wait_ms: int = 60 * 60 * 1000
+    backfill: bool = False
+    #: how often a complete pass re-checks that the session list is still newest first.
+    order_recheck_ms: int = 6 * 60 * 60 * 1000
+    #: an unordered finished-session list is scanned this many pages per tick at most, so a
+    #: quiet tick stays cheap at any history size; a session born and ended between two
+    #: ticks is then reported within two passes (docs/how-it-works.md, "Any list order").
+    unordered_pages_per_tick: int | None = 8
+    #: how often the unfiltered list is read again for sessions in statuses never seen yet
+    #: (a new status first worn by a session this tracker never met is otherwise invisible).
+    rediscover_ms: int = 6 * 60 * 60 * 1000
+
+    @property
+    def tracks_checkpoints(self) -> bool:
+        """A status-only sensor keeps no checkpoint state (and re-checks no registrations)."""
+        return bool(self.kinds & CHECKPOINT_EVENTS)
+
+    @property
+    def checkpoints_only(self) -> bool:
+        """A checkpoint sensor finds sessions born between ticks through the checkpoint list."""
+        return self.kinds <= CHECKPOINT_EVENTS
+
+
+@dataclass
+class Observation:
+    """What the API showed during one tick."""
+
+    now_ms: int
+    #: the API's own clock (HTTP ``Date``) at the first read, if known.
+    server_now_ms: int | None = None
+    active: Sequence[TrainingSession] = ()
+    active_complete: bool = True
+    pages: Sequence[ScannedPage] = ()
+    #: True when the scan pass reached its end (last page, or below the newest-first floor).
+    scan_complete: bool = False
+    order_violation: bool = False
+    #: sessions fetched by id; None means the API answered 404.
+    fetched: Mapping[str, TrainingSession | None] = field(default_factory=dict)
+    #: pages of the unfiltered list read for the discovery pass, and whether it ended.
+    discovery_pages: Sequence[ScannedPage] = ()
+    discovery_complete: bool = False
+    #: extra statuses the API refused as filter values this tick.
+    unfilterable: Sequence[str] = ()
+    #: the API refused the saved ``after`` of the scan / of the discovery pass.
+    scan_rejected: bool = False
+    discovery_rejected: bool = False
+    #: checkpoint mode: sessions fetched because a checkpoint of theirs is new (to adopt),
+    #: the newest checkpoint time of a complete read of the list, and whether it was ordered.
+    adopt: Sequence[str] = ()
+    checkpoints_read_newest_ms: int | None = None
+    checkpoint_list_untrusted: bool = False
+    #: sessions fetched by id that the sensor's filter excludes: never tracked.
+    excluded: Sequence[str] = ()
+    #: checkpoint mode: the newest listed checkpoint of each session adopted or remembered.
+    listed_checkpoint_ms: Mapping[str, int] = field(default_factory=dict)

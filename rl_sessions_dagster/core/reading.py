@@ -16,8 +16,9 @@ from typing import Protocol, TypeVar
 
 from ..api.clock import to_ms
 from ..api.models import Checkpoint, TrainingSession
-from .observation import CheckpointRead, Observation, ScannedPage, TrackerConfig
-from .passes import (
+from .events import CheckpointRead, ListOrder, Observation, ScannedPage, TrackerConfig
+from .state import TrackerState
+from .tracker import (
     active_filter,
     checkpoint_floor,
     checkpoint_mode,
@@ -26,10 +27,9 @@ from .passes import (
     oldest_pending_ms,
     plan_scan,
     registration_fetches,
+    sessions_to_fetch,
     sessions_with_new_checkpoints,
 )
-from .state import ListOrder, TrackerState
-from .tracker import sessions_to_fetch
 
 Page = tuple[list[TrainingSession], str | None]
 

@@ -36,14 +36,8 @@ from pydantic import (
 from ..api.clock import to_ms
 from ..api.enums import ModelResourceStatus
 from ..api.models import ModelResource
-from .cursor import CursorState, Id, LetterCodes, StateModel, fork
-from .events import (
-    _STATUS_EVENTS,
-    ALL_RESOURCE_EVENT_KINDS,
-    TERMINAL_RESOURCE_STATUSES,
-    ResourceEvent,
-    ResourceEventKind,
-)
+from .events import ResourceEvent, ResourceEventKind
+from .state import CursorState, Id, LetterCodes, StateModel, fork
 
 #: the state model with short aliases and compact ids.
 RESOURCE_CURSOR_VERSION = 2
@@ -66,6 +60,17 @@ _LETTERS = LetterCodes(
 
 
 _Status = Annotated[str, BeforeValidator(_LETTERS.decode), PlainSerializer(_LETTERS.encode)]
+
+
+#: statuses a resource never leaves (there is no restart endpoint).
+TERMINAL_RESOURCE_STATUSES = frozenset({ModelResourceStatus.STOPPED, ModelResourceStatus.ERROR})
+
+
+_STATUS_EVENTS = {
+    ModelResourceStatus.READY: ResourceEventKind.RESOURCE_READY,
+    ModelResourceStatus.ERROR: ResourceEventKind.RESOURCE_ERROR,
+    ModelResourceStatus.STOPPED: ResourceEventKind.RESOURCE_STOPPED,
+}
 
 
 class TrackedResource(StateModel):
@@ -121,7 +126,7 @@ class ResourceTrackerState(CursorState):
 class ResourceTrackerConfig:
     """Policy knobs. ``kinds`` are the events wanted (the cap counts only those)."""
 
-    kinds: frozenset[ResourceEventKind] = ALL_RESOURCE_EVENT_KINDS
+    kinds: frozenset[ResourceEventKind] = frozenset(ResourceEventKind)
     max_events: int | None = None
     #: ``resource_expiring`` when READY and ``expires_at`` is at most this far ahead.
     expiring_lead_ms: int = 10 * 60 * 1000

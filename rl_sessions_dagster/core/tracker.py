@@ -1,47 +1,163 @@
-"""The pure event core: previous state + what the API shows now → events + next state.
+"""The session tracker: previous state + what the API shows now → events + next state
+(:func:`advance`), and what the next tick must read (``plan_scan``, ``sessions_to_fetch``, the
+checkpoint-list rules). Sessions still moving are tracked until their terminal event is out;
+the finished-session scan finds those born and ended between ticks, the discovery pass those in
+statuses this library does not know; history (before the first tick) is never announced
+unless backfilling; the watermark moves only when a scan pass completes; state records only
+what was applied, so a cap defers events to the next tick (docs/how-it-works.md)."""
 
-No HTTP and no Dagster here, so every rule can be property-tested. The glue (``reading.collect``)
-lists the active sessions, fetches by id what ``sessions_to_fetch`` names, pages the lists as
-``plan_scan`` / ``TrackerState.discovery`` say, and hands all of it to ``advance``.
-
-How nothing is lost or repeated:
-
-* Sessions that are still moving are *tracked* (in the cursor) until their terminal event is
-  out. A tracked session is diffed against each new snapshot: checkpoints that sort after its
-  ``mark`` are new; a changed status is an event.
-* A session can be born and end between two ticks (a capacity error at creation). Those are
-  found in the list of terminal sessions: anything created after ``floor`` (watermark minus a
-  look-back) that is neither tracked nor in ``recent_terminal`` is new. With the list newest
-  first, one page usually suffices; if the API is seen to break that order, every pass scans
-  the whole list (a complete scan is always correct, just dearer).
-* A session in a status this library does not know is in neither filtered list. A discovery
-  pass over the unfiltered list (at the first tick, and again whenever a new such status is
-  seen) adopts every non-terminal session, and the status joins the active-list filter.
-* History stays history: a session or checkpoint created before the first tick is never
-  announced (unless backfilling), whichever way it is first met.
-* The watermark only moves to the newest ``created_at`` seen *before* a scan pass started, and
-  only when that pass completed, so a session created during a pass is still above the floor
-  on the next one.
-* With a cap on events per tick, processing stops at the first event over the cap; state
-  records only what was applied, the pass positions stay at the deferred item, and untracked
-  sessions seen in the active list are adopted so their events follow on the next tick.
-"""
-
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from ..api.clock import to_ms
 from ..api.models import TrainingSession
-from .diff import Budget, adopt, diff_session, history_entry, remember_checkpoints
-from .observation import Observation, TickOutcome, TrackerConfig
-from .passes import (
-    checkpoint_floor,
-    floor_ms,
-    move_watermark,
+from .diff import (
+    Budget,
+    adopt,
+    diff_session,
+    history_entry,
     note_unknown_status,
+    remember_checkpoints,
     run_discovery,
     scan_finished,
 )
-from .state import ScanPosition, TrackerState
+from .events import CheckpointRead, ListOrder, Observation, SessionEvent, TrackerConfig
+from .state import ScanPosition, TrackerState, fork
+
+
+@dataclass
+class TickOutcome:
+    events: list[SessionEvent]
+    state: TrackerState
+    notes: list[str]
+    deferred: bool = False
+
+
+@dataclass(frozen=True)
+class ScanPlan:
+    """How the glue should page the terminal-session list this tick."""
+
+    start: ScanPosition
+    #: newest-first mode: stop paging once an item was created before this (epoch ms).
+    stop_below_ms: int | None
+    #: 1 on a first tick without backfill: the newest finished sessions are remembered as
+    #: history (the server clock has one-second resolution), nothing is announced;
+    #: ``unordered_pages_per_tick`` on an unordered list.
+    max_pages: int | None = None
+    #: the order the pass relies on (a violation of it sends the tracker back to verifying).
+    expect: ListOrder = ListOrder.UNVERIFIED
+
+
+def floor_ms(state: TrackerState, config: TrackerConfig) -> int:
+    """Sessions created before this are known: tracked, already announced, or history."""
+    return max(state.watermark_ms - config.lookback_ms, state.baseline_ms)
+
+
+def checkpoint_floor(state: TrackerState, config: TrackerConfig) -> int:
+    """Checkpoints created before this were seen by an earlier complete read of the checkpoint
+    list (or are history)."""
+    mark = state.checkpoint_watermark_ms or state.watermark_ms
+    return max(mark - config.lookback_ms, state.baseline_ms)
+
+
+def plan_scan(state: TrackerState, config: TrackerConfig) -> ScanPlan:
+    if not state.initialized:
+        if config.backfill:
+            return ScanPlan(ScanPosition(), None)
+        return ScanPlan(ScanPosition(), None, max_pages=1)
+    start = state.scan or ScanPosition()
+    if state.backfilling:
+        return ScanPlan(start, None)
+    if state.order is ListOrder.NEWEST_FIRST:
+        return ScanPlan(start, floor_ms(state, config), expect=ListOrder.NEWEST_FIRST)
+    if state.order is ListOrder.OLDEST_FIRST:
+        # Follow the tail: new sessions are appended after where the last pass ended.
+        return ScanPlan(state.scan or state.tail or start, None, expect=ListOrder.OLDEST_FIRST)
+    if state.order is ListOrder.UNORDERED:
+        return ScanPlan(start, None, max_pages=config.unordered_pages_per_tick)
+    return ScanPlan(start, None)
+
+
+def checkpoint_mode(state: TrackerState, config: TrackerConfig) -> bool:
+    """Whether this tick finds new checkpoints through the checkpoint list."""
+    return (
+        config.checkpoints_only
+        and state.initialized
+        and not state.backfilling
+        and not state.checkpoint_list_untrusted
+    )
+
+
+def oldest_pending_ms(state: TrackerState, sessions: Iterable[str]) -> int | None:
+    times = [
+        p.created_ms
+        for sid in sessions
+        for p in state.tracked[sid].pending
+        if p.created_ms is not None
+    ]
+    return min(times) if times else None
+
+
+def registration_fetches(
+    state: TrackerState, sessions: Sequence[str], read: CheckpointRead | None
+) -> list[str]:
+    """Sessions to fetch among those waiting for registrations: a checkpoint of theirs is
+    registered now, or the read cannot vouch for it (not listed where it should be, time
+    unknown, list out of order, or further down than was read)."""
+    listed = read.by_id if read is not None and read.trusted else {}
+    due: list[str] = []
+    for sid in sessions:
+        for p in state.tracked[sid].pending:
+            c = listed.get(p.checkpoint_id)
+            if c is None or c.is_registered:
+                due.append(sid)
+                break
+    return due
+
+
+def sessions_with_new_checkpoints(
+    state: TrackerState, read: CheckpointRead, floor_ms: int, shown: set[str]
+) -> list[str]:
+    """Sessions the tracker does not follow that have a checkpoint newer than the floor: born
+    (and perhaps ended) since the last tick. They are fetched and adopted."""
+    found: list[str] = []
+    for c in read.items:
+        sid = c.session_id
+        ms = to_ms(c.created_at)
+        if sid is None or ms is None or ms < floor_ms or ms < state.baseline_ms:
+            continue
+        if sid in shown or sid in state.tracked or sid in state.recent_checkpoints:
+            continue
+        found.append(sid)
+    return list(dict.fromkeys(found))
+
+
+def newest_listed(read: CheckpointRead, sessions: set[str]) -> dict[str, int]:
+    """The newest listed checkpoint of each of ``sessions``: a session remembered in
+    ``recent_checkpoints`` (retired, or outside the filter) that still produces checkpoints
+    stays remembered, so the list never makes it fetched again."""
+    newest: dict[str, int] = {}
+    for c in read.items:
+        sid, ms = c.session_id, to_ms(c.created_at)
+        if sid in sessions and ms is not None:
+            newest[sid] = max(ms, newest.get(sid, ms))
+    return newest
+
+
+#: the prefix a status needs to be sent back to the API as a filter value.
+STATUS_PREFIX = "TRAINING_SESSION_STATUS_"
+
+
+def discovery_start(state: TrackerState) -> ScanPosition | None:
+    """Where the discovery pass over the unfiltered list resumes (None: no pass due)."""
+    return ScanPosition() if not state.initialized else state.discovery
+
+
+def active_filter(state: TrackerState) -> list[str]:
+    """Unknown non-terminal statuses to add to the active-list filter (those the API can take)."""
+    return [
+        s for s in state.extra_active if s.startswith(STATUS_PREFIX) and s not in state.unfilterable
+    ]
 
 
 def sessions_to_fetch(
@@ -81,7 +197,7 @@ def _baseline(state: TrackerState, obs: Observation, config: TrackerConfig) -> N
 def advance(state: TrackerState, obs: Observation, config: TrackerConfig) -> TickOutcome:
     """Apply one tick's observation. ``state`` is not modified; the outcome holds a new one."""
     first_tick = not state.initialized
-    state = state.fork() if state.initialized else TrackerState()
+    state = fork(state) if state.initialized else TrackerState()
     notes: list[str] = []
     if not config.tracks_checkpoints:
         for entry in state.tracked.values():  # e.g. a cursor written by a checkpoint sensor
@@ -183,6 +299,53 @@ def _diff_tracked(
                 if rest.id not in state.tracked:
                     state.tracked[rest.id] = adopt(rest, state, config, obs.now_ms)
             return
+
+
+def move_watermark(
+    state: TrackerState,
+    obs: Observation,
+    config: TrackerConfig,
+    snapshot: Mapping[str, TrainingSession],
+    ended: ScanPosition | None,
+    notes: list[str],
+) -> None:
+    """The watermark (and the order check) move only when a scan pass completed (``ended``
+    is where it ended)."""
+    for s in snapshot.values():
+        ms = to_ms(s.created_at)
+        if ms is not None and ms > state.seen_max_ms:
+            state.seen_max_ms = ms
+    if obs.scan_rejected:
+        notes.append(
+            "the API refused the saved position in the finished-session list; a new pass starts"
+        )
+        state.scan = state.tail = None
+        if state.order is ListOrder.OLDEST_FIRST:
+            state.order = ListOrder.UNVERIFIED
+    if obs.order_violation:
+        notes.append(
+            f"the finished-session list is not {state.order.value.replace('_', ' ')} after all; "
+            "a complete pass checks its order again"
+        )
+        state.order, state.scan, state.tail = ListOrder.UNVERIFIED, None, None
+        return
+    if ended is None:
+        return
+    state.watermark_ms = max(state.watermark_ms, state.pass_start_ms)
+    state.pass_start_ms = state.seen_max_ms
+    state.backfilling, state.backfilled = False, []
+    if state.order is ListOrder.UNVERIFIED:
+        state.order, state.verified_ms = ended.evidence.verdict(), obs.now_ms
+        if state.order in (ListOrder.OLDEST_FIRST, ListOrder.UNORDERED):
+            notes.append(f"the finished-session list is {state.order.value.replace('_', ' ')}")
+    elif (
+        state.order in (ListOrder.NEWEST_FIRST, ListOrder.OLDEST_FIRST)
+        and obs.now_ms - state.verified_ms > config.order_recheck_ms
+    ):
+        # The next pass is complete and checks the order.
+        state.order, state.tail = ListOrder.UNVERIFIED, None
+    if state.order is not ListOrder.OLDEST_FIRST:
+        state.tail = None
 
 
 def _retire(

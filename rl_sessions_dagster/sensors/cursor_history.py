@@ -18,7 +18,7 @@ import dagster as dg
 # this enum. Without it, an unreadable cursor could only start over.
 from dagster._core.scheduler.instigation import InstigatorType
 
-from ..core.cursor import CursorError
+from ..core.state import CursorError
 
 T = TypeVar("T")
 

@@ -22,8 +22,13 @@ import dagster as dg
 from pydantic import BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 from pydantic.dataclasses import dataclass as options_dataclass
 
-from ..core.events import CHECKPOINT_EVENTS, EventKind, ResourceEvent, ResourceEventKind
-from ..core.observation import TrackerConfig
+from ..core.events import (
+    CHECKPOINT_EVENTS,
+    EventKind,
+    ResourceEvent,
+    ResourceEventKind,
+    TrackerConfig,
+)
 from ..core.resources import ResourceTrackerConfig
 from ..partitions import CHECKPOINT_ASSET_KEY, CHECKPOINT_PARTITIONS
 from ..partitions.jobs import Assets, Job

@@ -21,9 +21,8 @@ from dataclasses import dataclass
 import dagster as dg
 
 from ..core import SessionEvent, TrackerState, advance
-from ..core.events import CHECKPOINT_EVENTS, EventKind
+from ..core.events import CHECKPOINT_EVENTS, EventKind, TrackerConfig
 from ..core.filters import SessionFilter
-from ..core.observation import TrackerConfig
 from ..core.reading import collect
 from ..partitions import CHECKPOINT_PARTITIONS
 from .client_source import ClientSessionSource

@@ -4,8 +4,7 @@ and cursors from the previous release."""
 
 
 from rl_sessions_dagster.core import EventKind, TrackerState
-from rl_sessions_dagster.core.events import CHECKPOINT_EVENTS, TERMINAL_EVENTS
-from rl_sessions_dagster.core.observation import TrackerConfig
+from rl_sessions_dagster.core.events import CHECKPOINT_EVENTS, TERMINAL_EVENTS, TrackerConfig
 
 from .test_tracker import kinds, tick
 from .world_model import FakeWorld
