@@ -1,8 +1,9 @@
-"""The core's vocabulary: what a tick read (:class:`Observation`, under a :class:`TrackerConfig`)
-and what the core says about it (session and model-resource events). An event's ``key`` is
-unique per fact and stable across ticks, restarts and cursor resets: it is the ``run_key``."""
+"""The core's vocabulary: what a tick read (:class:`Observation`, of the sessions a
+:class:`SessionFilter` admits, under a :class:`TrackerConfig`) and what the core says about it
+(events, whose ``key`` is unique per fact and stable across ticks and restarts: the run key)."""
 
-from collections.abc import Mapping, Sequence
+import fnmatch
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
@@ -11,7 +12,7 @@ from ..api.models import Checkpoint, InferenceCheckpoint, ModelResource, Trainin
 
 
 class EventKind(str, Enum):
-    """What happened. Terminal transitions get their own kind, other changes the generic one."""
+    """Terminal transitions get their own kind, other status changes the generic one."""
 
     CHECKPOINT_CREATED = "checkpoint_created"
     CHECKPOINT_REGISTERED = "checkpoint_registered"
@@ -63,8 +64,7 @@ class SessionEvent:
         if self.checkpoint is not None:
             return f"{self.kind.value}:{self.session.id}:{self.checkpoint.id}"
         if self.kind is EventKind.SESSION_STATUS_CHANGED:
-            # A status can recur (unknown statuses may oscillate): the update time tells
-            # the changes apart.
+            # A status can recur (unknown ones may oscillate): the update time tells them apart.
             updated = self.session.updated_at
             stamp = f"@{int(updated.timestamp() * 1000)}" if updated else ""
             return f"{self.kind.value}:{self.session.id}:{self.session.raw_status}{stamp}"
@@ -86,11 +86,8 @@ class ResourceEventKind(str, Enum):
 
 @dataclass(frozen=True)
 class ResourceEvent:
-    """One fact about a model resource, with the snapshot it was seen in.
-
-    ``expires_at_ms`` is set for ``resource_expiring``; ``queued_ms`` (how long it has been
-    PENDING) for ``resource_queued_long``.
-    """
+    """One fact about a model resource, with the snapshot it was seen in; ``expires_at_ms`` for
+    ``resource_expiring``, ``queued_ms`` (time PENDING) for ``resource_queued_long``."""
 
     kind: ResourceEventKind
     resource: ModelResource
@@ -215,6 +212,59 @@ class CheckpointRead:
 
 
 @dataclass(frozen=True)
+class SessionFilter:
+    """Which sessions a sensor watches: all fields given must match. ``model_resources_id`` and
+    ``created_by`` ("me" or a user id) are also sent to the API, so lists cost less; every field
+    is checked again on every session read, because an excluded session must never cost an
+    evaluation. ``display_name`` is a glob (``"gsm8k-*"``), the W&B fields match exactly."""
+
+    model_resources_id: str | None = None
+    created_by: str | None = None
+    display_name: str | None = None
+    wandb_project: str | None = None
+    wandb_group: str | None = None
+    predicate: Callable[[TrainingSession], bool] | None = None
+
+    @property
+    def needs_user_id(self) -> bool:
+        return self.created_by == "me"
+
+    def matches(
+        self, session: TrainingSession, *, user_id: str | None = None, listed: bool = False
+    ) -> bool:
+        """``user_id`` is who "me" is, when known. ``listed``: the session came from a list the
+        API filtered by resource and creator, so a value it left out (or "me" unresolved) is
+        taken on the server's word; a session fetched by id must show the value itself."""
+        if self.model_resources_id is not None and not _same(
+            session.model_resources_id, self.model_resources_id, listed
+        ):
+            return False
+        if self.created_by is not None:
+            wanted = user_id if self.needs_user_id else self.created_by
+            if not _same(session.created_by, wanted, listed):
+                return False
+        if self.display_name is not None and not fnmatch.fnmatchcase(
+            session.display_name or "", self.display_name
+        ):
+            return False
+        if self.wandb_project is not None or self.wandb_group is not None:
+            wandb = session.metadata.wandb
+            if wandb is None:
+                return False
+            if self.wandb_project is not None and wandb.project != self.wandb_project:
+                return False
+            if self.wandb_group is not None and wandb.group != self.wandb_group:
+                return False
+        return self.predicate is None or bool(self.predicate(session))
+
+
+def _same(actual: str | None, wanted: str | None, listed: bool) -> bool:
+    if actual is None or wanted is None:
+        return listed
+    return actual == wanted
+
+
+@dataclass(frozen=True)
 class TrackerConfig:
     """Policy knobs. ``kinds`` are the events the caller wants (the cap counts only those)."""
 
@@ -225,22 +275,19 @@ class TrackerConfig:
     backfill: bool = False
     #: how often a complete pass re-checks that the session list is still newest first.
     order_recheck_ms: int = 6 * 60 * 60 * 1000
-    #: an unordered finished-session list is scanned this many pages per tick at most, so a
-    #: quiet tick stays cheap at any history size; a session born and ended between two
-    #: ticks is then reported within two passes (docs/how-it-works.md, "Any list order").
+    #: pages per tick of an unordered finished-session list, so a quiet tick stays cheap at any
+    #: history size (a session born and ended between ticks is reported within two passes).
     unordered_pages_per_tick: int | None = 8
-    #: how often the unfiltered list is read again for sessions in statuses never seen yet
-    #: (a new status first worn by a session this tracker never met is otherwise invisible).
+    #: how often the unfiltered list is read again for sessions in statuses never seen yet.
     rediscover_ms: int = 6 * 60 * 60 * 1000
 
     @property
     def tracks_checkpoints(self) -> bool:
-        """A status-only sensor keeps no checkpoint state (and re-checks no registrations)."""
         return bool(self.kinds & CHECKPOINT_EVENTS)
 
     @property
     def checkpoints_only(self) -> bool:
-        """A checkpoint sensor finds sessions born between ticks through the checkpoint list."""
+        """Sessions born between ticks are then found through the checkpoint list."""
         return self.kinds <= CHECKPOINT_EVENTS
 
 
@@ -267,8 +314,8 @@ class Observation:
     #: the API refused the saved ``after`` of the scan / of the discovery pass.
     scan_rejected: bool = False
     discovery_rejected: bool = False
-    #: checkpoint mode: sessions fetched because a checkpoint of theirs is new (to adopt),
-    #: the newest checkpoint time of a complete read of the list, and whether it was ordered.
+    #: checkpoint mode: sessions with a new checkpoint (to adopt), the newest checkpoint time of
+    #: a complete read of the list, and whether it was out of order.
     adopt: Sequence[str] = ()
     checkpoints_read_newest_ms: int | None = None
     checkpoint_list_untrusted: bool = False

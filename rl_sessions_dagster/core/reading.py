@@ -1,13 +1,7 @@
-"""Reading one tick, in order, against any session source (the HTTP client in the sensor
-glue, an in-memory world in property tests): list the active sessions, fetch by id the tracked
-ones that left that list, read the checkpoint list or page the finished-session list as
-planned, continue a discovery pass if one is due, and re-check pending registrations.
-
-The source does the I/O; this module decides what to read. A read that fails transiently, or
-a budget that runs out, ends collection early with what was read so far marked incomplete, so
-progress is kept and the rest follows on the next tick. Only a failure to list the active
-sessions aborts the tick, since without that list nothing can be concluded.
-"""
+"""Reading one tick against any :class:`SessionSource` (the HTTP client, or an in-memory world
+in property tests), which does the I/O: this module decides what to read. A transient failure
+or a spent budget ends collection early, keeping what was read (the rest follows next tick);
+only a failure to list the active sessions aborts the tick, as nothing can be concluded then."""
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -17,17 +11,15 @@ from typing import Protocol, TypeVar
 from ..api.clock import to_ms
 from ..api.models import Checkpoint, TrainingSession
 from .events import CheckpointRead, ListOrder, Observation, ScannedPage, TrackerConfig
-from .state import TrackerState
+from .state import ScanPosition, TrackerState
 from .tracker import (
     active_filter,
     checkpoint_floor,
     checkpoint_mode,
-    discovery_start,
     newest_listed,
     oldest_pending_ms,
     plan_scan,
     registration_fetches,
-    sessions_to_fetch,
     sessions_with_new_checkpoints,
 )
 
@@ -54,37 +46,25 @@ class ListCursorRejected(Exception):
 
 
 class SessionSource(Protocol):
-    """What the tracker needs to read. Pages return ``(items, next_after or None)``."""
+    """What the tracker reads. Pages are ``(items, next_after or None)``; the list reads raise
+    :class:`ListCursorRejected` for a refused ``after``, the active one
+    :class:`StatusFilterRejected` for refused ``extra_statuses`` (raw constants), and
+    ``get_session`` returns None on a 404, raises :class:`ItemUnreadable` or
+    :class:`SessionExcluded`. ``server_time_ms``: the API's clock at the last response."""
 
-    def list_active_page(self, after: str | None, extra_statuses: Sequence[str] = ()) -> Page:
-        """Sessions in the known active statuses plus ``extra_statuses`` (raw constants).
+    def list_active_page(self, after: str | None, extra_statuses: Sequence[str] = ()) -> Page: ...
 
-        Raises :class:`StatusFilterRejected` if the API refuses those extra statuses."""
-        ...
+    def list_terminal_page(self, after: str | None) -> Page: ...
 
-    def list_terminal_page(self, after: str | None) -> Page:
-        """Finished sessions; raises :class:`ListCursorRejected` for a refused ``after``."""
-        ...
-
-    def list_all_page(self, after: str | None) -> Page:
-        """The session list without a status filter (for the discovery pass); raises
-        :class:`ListCursorRejected` for a refused ``after``."""
-        ...
+    def list_all_page(self, after: str | None) -> Page: ...
 
     def list_inference_checkpoints_page(
         self, after: str | None
-    ) -> tuple[list[Checkpoint], str | None]:
-        """The inference-checkpoint list, newest first (documented order)."""
-        ...
+    ) -> tuple[list[Checkpoint], str | None]: ...
 
-    def get_session(self, session_id: str) -> TrainingSession | None:
-        """The session, or None when the API answers 404; raises :class:`ItemUnreadable`
-        when its body cannot be read and :class:`SessionExcluded` when the filter excludes it."""
-        ...
+    def get_session(self, session_id: str) -> TrainingSession | None: ...
 
-    def server_time_ms(self) -> int | None:
-        """The API's clock (HTTP ``Date``) at the last response, if known."""
-        ...
+    def server_time_ms(self) -> int | None: ...
 
 
 @dataclass
@@ -177,7 +157,8 @@ def collect(
         # starve them (the scan's finds are only delayed when it is cut short: the watermark
         # waits for a complete pass).
         waiting = _waiting_for_registrations(state, config)
-        departed = [sid for sid in sessions_to_fetch(state, active, ()) if sid not in waiting]
+        shown = {s.id for s in active}
+        departed = [sid for sid in state.tracked if sid not in shown and sid not in waiting]
         _fetch(reader, source, departed, max_fetches)
         if not state.initialized:
             # First tick: the newest finished sessions are history; read them before the
@@ -276,7 +257,7 @@ def _discover_pages(
     reader: Reader, state: TrackerState, source: SessionSource, max_pages: int | None
 ) -> None:
     """Continue the discovery pass over the unfiltered list, if one is due."""
-    start = discovery_start(state)
+    start = state.discovery if state.initialized else ScanPosition()
     if start is None:
         return
     obs = reader.result.observation

@@ -1,10 +1,8 @@
-"""The session tracker: previous state + what the API shows now → events + next state
-(:func:`advance`), and what the next tick must read (``plan_scan``, ``sessions_to_fetch``, the
-checkpoint-list rules). Sessions still moving are tracked until their terminal event is out;
-the finished-session scan finds those born and ended between ticks, the discovery pass those in
-statuses this library does not know; history (before the first tick) is never announced
-unless backfilling; the watermark moves only when a scan pass completes; state records only
-what was applied, so a cap defers events to the next tick (docs/how-it-works.md)."""
+"""The session tracker: previous state + what the API shows → events + next state
+(:func:`advance`), and the rules for what a tick reads. Moving sessions are tracked until their
+terminal event is out; the finished-session scan finds those born and ended between ticks,
+the discovery pass those in unknown statuses; history is never announced unless backfilling;
+the watermark moves only when a scan pass completes (docs/how-it-works.md)."""
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -35,16 +33,15 @@ class TickOutcome:
 
 @dataclass(frozen=True)
 class ScanPlan:
-    """How the glue should page the terminal-session list this tick."""
+    """How to page the finished-session list this tick."""
 
     start: ScanPosition
-    #: newest-first mode: stop paging once an item was created before this (epoch ms).
+    #: newest first: stop once an item was created before this.
     stop_below_ms: int | None
-    #: 1 on a first tick without backfill: the newest finished sessions are remembered as
-    #: history (the server clock has one-second resolution), nothing is announced;
-    #: ``unordered_pages_per_tick`` on an unordered list.
+    #: 1 on a first tick without backfill (the newest finished sessions are history; the
+    #: server clock has one-second resolution), ``unordered_pages_per_tick`` when unordered.
     max_pages: int | None = None
-    #: the order the pass relies on (a violation of it sends the tracker back to verifying).
+    #: the order the pass relies on (a violation sends the tracker back to verifying).
     expect: ListOrder = ListOrder.UNVERIFIED
 
 
@@ -54,8 +51,7 @@ def floor_ms(state: TrackerState, config: TrackerConfig) -> int:
 
 
 def checkpoint_floor(state: TrackerState, config: TrackerConfig) -> int:
-    """Checkpoints created before this were seen by an earlier complete read of the checkpoint
-    list (or are history)."""
+    """Checkpoints created before this were seen by an earlier complete read (or are history)."""
     mark = state.checkpoint_watermark_ms or state.watermark_ms
     return max(mark - config.lookback_ms, state.baseline_ms)
 
@@ -101,9 +97,8 @@ def oldest_pending_ms(state: TrackerState, sessions: Iterable[str]) -> int | Non
 def registration_fetches(
     state: TrackerState, sessions: Sequence[str], read: CheckpointRead | None
 ) -> list[str]:
-    """Sessions to fetch among those waiting for registrations: a checkpoint of theirs is
-    registered now, or the read cannot vouch for it (not listed where it should be, time
-    unknown, list out of order, or further down than was read)."""
+    """Those of ``sessions`` (waiting for registrations) with a checkpoint registered now, or
+    one the read cannot vouch for (not listed, time unknown, list out of order, not read)."""
     listed = read.by_id if read is not None and read.trusted else {}
     due: list[str] = []
     for sid in sessions:
@@ -118,8 +113,8 @@ def registration_fetches(
 def sessions_with_new_checkpoints(
     state: TrackerState, read: CheckpointRead, floor_ms: int, shown: set[str]
 ) -> list[str]:
-    """Sessions the tracker does not follow that have a checkpoint newer than the floor: born
-    (and perhaps ended) since the last tick. They are fetched and adopted."""
+    """Sessions not followed with a checkpoint above the floor: born since the last tick (and
+    perhaps ended), to fetch and adopt."""
     found: list[str] = []
     for c in read.items:
         sid = c.session_id
@@ -133,9 +128,8 @@ def sessions_with_new_checkpoints(
 
 
 def newest_listed(read: CheckpointRead, sessions: set[str]) -> dict[str, int]:
-    """The newest listed checkpoint of each of ``sessions``: a session remembered in
-    ``recent_checkpoints`` (retired, or outside the filter) that still produces checkpoints
-    stays remembered, so the list never makes it fetched again."""
+    """The newest listed checkpoint of each of ``sessions``: a remembered session (retired, or
+    outside the filter) that still produces checkpoints stays remembered, never fetched again."""
     newest: dict[str, int] = {}
     for c in read.items:
         sid, ms = c.session_id, to_ms(c.created_at)
@@ -144,32 +138,14 @@ def newest_listed(read: CheckpointRead, sessions: set[str]) -> dict[str, int]:
     return newest
 
 
-#: the prefix a status needs to be sent back to the API as a filter value.
-STATUS_PREFIX = "TRAINING_SESSION_STATUS_"
-
-
-def discovery_start(state: TrackerState) -> ScanPosition | None:
-    """Where the discovery pass over the unfiltered list resumes (None: no pass due)."""
-    return ScanPosition() if not state.initialized else state.discovery
-
-
 def active_filter(state: TrackerState) -> list[str]:
-    """Unknown non-terminal statuses to add to the active-list filter (those the API can take)."""
-    return [
-        s for s in state.extra_active if s.startswith(STATUS_PREFIX) and s not in state.unfilterable
-    ]
-
-
-def sessions_to_fetch(
-    state: TrackerState, active: Iterable[TrainingSession], scanned: Iterable[TrainingSession]
-) -> list[str]:
-    """Tracked sessions that the lists did not show this tick: they must be fetched by id."""
-    shown = {s.id for s in active} | {s.id for s in scanned}
-    return [sid for sid in state.tracked if sid not in shown]
+    """Unknown live statuses to add to the active-list filter (only full constants can be sent)."""
+    prefix = "TRAINING_SESSION_STATUS_"
+    return [s for s in state.extra_active if s.startswith(prefix) and s not in state.unfilterable]
 
 
 def _baseline(state: TrackerState, obs: Observation, config: TrackerConfig) -> None:
-    """First tick: remember what exists so that history does not become runs (unless backfill)."""
+    """First tick: remember what exists, so history does not become runs (unless backfill)."""
     observed = [
         *obs.active,
         *(s for p in obs.pages for s in p.sessions),
@@ -236,13 +212,11 @@ def advance(state: TrackerState, obs: Observation, config: TrackerConfig) -> Tic
     if first_tick and not config.backfill:
         return TickOutcome([], state, notes)
 
-    # 2. Tracked sessions and new sessions in the active list, oldest first.
-    #    Even with the cap already reached: untracked sessions of the active list are then
-    #    adopted without events, so they are not lost if they leave that list.
+    # 2. Tracked sessions and new ones of the active list, oldest first. With the cap reached,
+    #    the rest are adopted without events, so they are not lost if they leave that list.
     _diff_tracked(state, obs, config, budget, snapshot)
 
-    # 3. The terminal-session scan: sessions born and ended between ticks (or history, when
-    #    backfilling), positionally resumable.
+    # 3. The finished-session scan: sessions born and ended between ticks (or backfilled).
     ended: ScanPosition | None = None
     if not budget.exhausted:
         ended = scan_finished(state, obs, budget, floor_ms(state, config), now)
@@ -261,7 +235,7 @@ def advance(state: TrackerState, obs: Observation, config: TrackerConfig) -> Tic
         state.checkpoint_watermark_ms = max(
             state.checkpoint_watermark_ms, obs.checkpoints_read_newest_ms
         )
-    move_watermark(state, obs, config, snapshot, ended, notes)
+    _move_watermark(state, obs, config, snapshot, ended, notes)
     _retire(state, config, snapshot, now, notes)
     return TickOutcome(budget.events, state, notes, deferred=budget.exhausted)
 
@@ -301,7 +275,7 @@ def _diff_tracked(
             return
 
 
-def move_watermark(
+def _move_watermark(
     state: TrackerState,
     obs: Observation,
     config: TrackerConfig,
@@ -309,8 +283,7 @@ def move_watermark(
     ended: ScanPosition | None,
     notes: list[str],
 ) -> None:
-    """The watermark (and the order check) move only when a scan pass completed (``ended``
-    is where it ended)."""
+    """The watermark (and the order check) move only when a scan pass completed at ``ended``."""
     for s in snapshot.values():
         ms = to_ms(s.created_at)
         if ms is not None and ms > state.seen_max_ms:
@@ -366,8 +339,8 @@ def _retire(
             )
             entry.pending.remove(p)
         if entry.terminal_ms is not None and not entry.pending and sid in snapshot:
-            # Only retire a session seen this tick: its created_at decides whether the
-            # terminal scan could show it again, so it must be remembered in recent_terminal.
+            # Only a session seen this tick: its created_at decides whether the scan could show
+            # it again (then it is remembered in recent_terminal).
             del state.tracked[sid]
             created = to_ms(snapshot[sid].created_at)
             # While a backfill pass runs, it may still meet this session: remember it.

@@ -14,7 +14,7 @@ from ..api.clock import to_ms
 from ..api.enums import ACTIVE_SESSION_STATUSES, TERMINAL_SESSION_STATUSES, CheckpointType
 from ..api.errors import BadRequestError, DecodeError, NotFoundError
 from ..api.models import Checkpoint, TrainingSession
-from ..core.filters import SessionFilter
+from ..core.events import SessionFilter
 from ..core.reading import (
     ItemUnreadable,
     ListCursorRejected,

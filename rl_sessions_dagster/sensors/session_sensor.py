@@ -21,8 +21,7 @@ from dataclasses import dataclass
 import dagster as dg
 
 from ..core import SessionEvent, TrackerState, advance
-from ..core.events import CHECKPOINT_EVENTS, EventKind, TrackerConfig
-from ..core.filters import SessionFilter
+from ..core.events import CHECKPOINT_EVENTS, EventKind, SessionFilter, TrackerConfig
 from ..core.reading import collect
 from ..partitions import CHECKPOINT_PARTITIONS
 from .client_source import ClientSessionSource
