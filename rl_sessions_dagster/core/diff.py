@@ -1,8 +1,6 @@
 """One session, or one pass over a list, against what the tracker remembers: the events
-between. Every event goes through a :class:`Budget` (the cap on runs per tick); when the cap
-stops a diff part-way, the state holds exactly what was announced, so the rest follows next
-tick. Passes are positional (a page and the last item done on it, never a count), so items
-inserted meanwhile neither repeat nor vanish."""
+between. Each event goes through a :class:`Budget` (the cap on runs per tick); when it stops a
+diff part-way, the state holds exactly what was announced and the rest follows next tick."""
 
 from collections.abc import Callable, Sequence
 
@@ -18,7 +16,7 @@ from .events import (
     SessionEvent,
     TrackerConfig,
 )
-from .state import PendingCheckpoint, ScanPosition, TrackedSession, TrackerState, short_id
+from .state import PendingCheckpoint, ScanPosition, TrackedSession, TrackerState, fork, short_id
 
 
 def checkpoint_key(c: InferenceCheckpoint) -> tuple[int, str]:
@@ -49,20 +47,13 @@ class Budget:
 
 
 def diff_session(
-    entry: TrackedSession,
-    session: TrainingSession,
-    now_ms: int,
-    budget: Budget,
-    await_registration: bool = True,
+    entry: TrackedSession, session: TrainingSession, now_ms: int, budget: Budget, wait: bool = True
 ) -> bool:
-    """Emit the events between ``entry`` and ``session``, mutating ``entry`` as each is admitted.
-
-    Returns False when the budget stopped it part-way (entry holds what was applied).
-    ``await_registration=False`` (history in a backfill) does not wait for checkpoints that
-    are unregistered now: old ones stay that way.
-    """
+    """Emit the events between ``entry`` and ``session``, updating ``entry`` as each is admitted;
+    False when the budget stopped it part-way. ``wait=False`` (history in a backfill) waits for
+    no registration of checkpoints unregistered now: old ones stay that way."""
     if budget.config.tracks_checkpoints and not _diff_checkpoints(
-        entry, session, now_ms, budget, await_registration
+        entry, session, now_ms, budget, wait
     ):
         return False
     if session.raw_status != entry.status:
@@ -78,11 +69,7 @@ def diff_session(
 
 
 def _diff_checkpoints(
-    entry: TrackedSession,
-    session: TrainingSession,
-    now_ms: int,
-    budget: Budget,
-    await_registration: bool,
+    entry: TrackedSession, session: TrainingSession, now_ms: int, budget: Budget, wait: bool
 ) -> bool:
     by_id = {c.id: c for c in session.inference_checkpoints}
     for pending in list(entry.pending):
@@ -104,7 +91,7 @@ def _diff_checkpoints(
                 entry.announce(checkpoint_key(ckpt))
                 entry.pending.append(pending_of(ckpt, now_ms))
                 return False
-        elif await_registration:
+        elif wait:
             entry.pending.append(pending_of(ckpt, now_ms))
         entry.announce(checkpoint_key(ckpt))
     return True
@@ -119,10 +106,9 @@ def pending_of(ckpt: InferenceCheckpoint, now_ms: int) -> PendingCheckpoint:
 def history_entry(
     session: TrainingSession, config: TrackerConfig, now_ms: int, cutoff_ms: int | None
 ) -> TrackedSession:
-    """A live session first met now although it existed before the first tick: its status
-    and its checkpoints created before ``cutoff_ms`` (all of them when None: what the first
-    tick sees is history) are remembered, never announced. Unregistered ones are awaited,
-    since their registration would happen after the first tick."""
+    """A live session that existed before the first tick: its status and its checkpoints
+    created before ``cutoff_ms`` (None: all) are remembered, never announced; unregistered ones
+    are awaited, as their registration happens after the first tick."""
     entry = TrackedSession(status=session.raw_status)
     if not config.tracks_checkpoints:
         return entry
@@ -142,8 +128,8 @@ def adopt(
     now_ms: int,
     first_tick: bool = False,
 ) -> TrackedSession:
-    """The entry for a live session first met this tick: new sessions start empty (every fact
-    is an event); ones created before the first tick start from their history."""
+    """The entry for a live session first met: empty for a new one (every fact is an event),
+    its history for one created before the first tick."""
     if first_tick:
         return history_entry(session, config, now_ms, None)
     created = to_ms(session.created_at)
@@ -155,8 +141,8 @@ def adopt(
 def remember_checkpoints(
     state: TrackerState, config: TrackerConfig, session: TrainingSession
 ) -> None:
-    """A session that is done: the checkpoint list may still show its checkpoints, so a
-    checkpoint sensor remembers it by its newest one (forgotten below the checkpoint floor)."""
+    """A session done whose checkpoints the checkpoint list may still show: a checkpoint sensor
+    remembers it by its newest one (forgotten below the checkpoint floor)."""
     if not config.checkpoints_only:
         return
     newest = max(
@@ -168,20 +154,12 @@ def remember_checkpoints(
 
 
 def run_pass(
-    position: ScanPosition,
-    pages: Sequence[ScannedPage],
-    handle: Callable[[TrainingSession], bool],
+    position: ScanPosition, pages: Sequence[ScannedPage], handle: Callable[[TrainingSession], bool]
 ) -> tuple[ScanPosition, bool]:
-    """Feed the pages' sessions after ``position`` to ``handle`` in list order.
-
-    ``handle`` returns False when it could not take the session (a cap): the pass stops there
-    and the returned position points at that session. Returns (new position, stopped early).
-    """
-    position = ScanPosition(
-        after=position.after,
-        done_through=position.done_through,
-        evidence=position.evidence.copy(),
-    )
+    """Feed the sessions after ``position`` to ``handle`` in list order, until it returns False
+    (a cap). Returns (the new position, stopped early). Positions name a page and the last item
+    done on it, never a count, so items inserted meanwhile neither repeat nor vanish."""
+    position = fork(position)
     for page in pages:
         if page.after != position.after:
             continue  # a page from a different position (should not happen); ignore it
@@ -196,19 +174,15 @@ def run_pass(
     return position, False
 
 
-#: history sessions a backfill pass remembers having announced (see ``_discover``).
+#: history sessions a backfill pass remembers having announced.
 BACKFILL_MEMORY = 200
 
 
 def scan_finished(
-    state: TrackerState,
-    obs: Observation,
-    budget: Budget,
-    floor: int,
-    now: int,
+    state: TrackerState, obs: Observation, budget: Budget, floor: int, now: int
 ) -> ScanPosition | None:
-    """Process scanned pages in order; returns where the pass ended if it is complete (its
-    order evidence decides an unverified order); an oldest-first list's tail is kept."""
+    """Process the scanned pages; where the pass ended if it is complete (its evidence decides
+    an unverified order). An oldest-first list's tail is kept."""
     if obs.scan_rejected:
         return None
     start = state.scan
@@ -217,7 +191,7 @@ def scan_finished(
         start = state.tail if state.order is ListOrder.OLDEST_FIRST and state.tail else None
     start = start or ScanPosition()
     position, stopped = run_pass(
-        start, obs.pages, lambda s: _discover(state, s, budget.config, budget, floor, now)
+        start, obs.pages, lambda s: _discover(state, s, budget, floor, now)
     )
     if stopped:
         state.scan = position
@@ -232,10 +206,9 @@ def scan_finished(
 
 
 def _tail_anchor(pages: Sequence[ScannedPage], threshold_ms: int) -> ScanPosition | None:
-    """Where the next pass over an oldest-first list resumes: after the last item created
-    before ``threshold_ms`` (the floor the watermark moves to). Sessions inserted later at
-    their creation time — created before a tick, ended after it — are then still met, as the
-    look-back covers them in a newest-first list."""
+    """Where the next pass over an oldest-first list resumes: after the last item created before
+    ``threshold_ms`` (the next floor), so sessions inserted later at their creation time (created
+    before a tick, ended after it) are still met, as the look-back does when newest first."""
     anchor: ScanPosition | None = None
     for page in pages:
         for s in page.sessions:
@@ -248,14 +221,9 @@ def _tail_anchor(pages: Sequence[ScannedPage], threshold_ms: int) -> ScanPositio
 
 
 def _discover(
-    state: TrackerState,
-    session: TrainingSession,
-    config: TrackerConfig,
-    budget: Budget,
-    floor: int,
-    now: int,
+    state: TrackerState, session: TrainingSession, budget: Budget, floor: int, now: int
 ) -> bool:
-    """One session from the terminal scan: announce it unless known. False if capped."""
+    """One session of the finished-session scan: announced unless known. False if capped."""
     sid = session.id
     if sid in state.tracked or sid in state.recent_terminal or sid in state.backfilled:
         return True
@@ -264,7 +232,7 @@ def _discover(
     if created is not None and created < floor and not (state.backfilling and is_history):
         return True
     entry = TrackedSession()
-    if not diff_session(entry, session, now, budget, await_registration=not is_history):
+    if not diff_session(entry, session, now, budget, wait=not is_history):
         if entry.status or entry.mark is not None:
             state.tracked[sid] = entry  # partly announced: finish it as a tracked session
             return True
@@ -272,15 +240,14 @@ def _discover(
     if entry.pending or entry.terminal_ms is None:
         state.tracked[sid] = entry
         return True
-    remember_checkpoints(state, config, session)
+    remember_checkpoints(state, budget.config, session)
     if not is_history and created is not None:
         state.recent_terminal[sid] = created
     elif created is None:
         state.recent_terminal[sid] = state.seen_max_ms
     else:
-        # History announced by a backfill pass. Sessions that end meanwhile are inserted
-        # into the list and can push a done item onto the page the pass resumes on: the
-        # newest few are remembered (about two pages' worth) so none is announced twice.
+        # History backfilled. Sessions that end meanwhile are inserted and can push a done item
+        # onto the page the pass resumes on: about two pages' worth are remembered.
         state.backfilled = [*state.backfilled, sid][-BACKFILL_MEMORY:]
     return True
 
@@ -306,12 +273,7 @@ def note_unknown_status(state: TrackerState, session: TrainingSession, notes: li
 
 
 def run_discovery(
-    state: TrackerState,
-    obs: Observation,
-    config: TrackerConfig,
-    budget: Budget,
-    notes: list[str],
-    first_tick: bool,
+    state: TrackerState, obs: Observation, budget: Budget, notes: list[str], first_tick: bool
 ) -> None:
     """Adopt the non-terminal sessions of the unfiltered list that the filtered lists miss."""
     if state.discovery is None or not (obs.discovery_pages or obs.discovery_complete):
@@ -323,6 +285,7 @@ def run_discovery(
         note_unknown_status(state, session, notes)
         if session.id in state.tracked:
             return True
+        config = budget.config
         entry = adopt(session, state, config, obs.now_ms, first_tick and not config.backfill)
         if not diff_session(entry, session, obs.now_ms, budget):
             if entry.status or entry.mark is not None:

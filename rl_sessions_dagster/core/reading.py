@@ -119,12 +119,9 @@ def collect(
     discovery_pages_per_tick: int | None = None,
     recheck_pages: int = 5,
 ) -> Collected:
-    """Read what this tick needs. Raises only if the active list cannot be read in full.
-
-    ``discovery_pages_per_tick`` bounds the unfiltered pass after the first tick (the first
-    tick reads as much of it as the budget allows); ``recheck_pages`` bounds the pages of the
-    checkpoint list read to re-check registrations before falling back to fetches by id.
-    """
+    """Read what this tick needs; raises only if the active list cannot be read in full.
+    ``discovery_pages_per_tick`` bounds the unfiltered pass after the first tick;
+    ``recheck_pages`` the checkpoint-list pages read to re-check registrations (then by id)."""
     result = Collected(Observation(now_ms=now_ms))
     obs = result.observation
 
@@ -153,16 +150,14 @@ def collect(
     obs.server_now_ms = source.server_time_ms()
     reader = Reader(result, out_of_time, transient)
     try:
-        # Departures first: they are sessions we know have events due. A slow scan must not
-        # starve them (the scan's finds are only delayed when it is cut short: the watermark
-        # waits for a complete pass).
+        # Departures first: they have events due, which a slow scan must not starve (the
+        # scan's finds are only delayed: the watermark waits for a complete pass).
         waiting = _waiting_for_registrations(state, config)
         shown = {s.id for s in active}
         departed = [sid for sid in state.tracked if sid not in shown and sid not in waiting]
         _fetch(reader, source, departed, max_fetches)
         if not state.initialized:
-            # First tick: the newest finished sessions are history; read them before the
-            # (possibly long) discovery pass.
+            # First tick: the newest finished sessions are history, read before discovery.
             _scan_pages(reader, state, config, source)
             _discover_pages(reader, state, source, None)
         elif checkpoint_mode(state, config):
@@ -253,6 +248,29 @@ def _fetch(
         obs.fetched, obs.excluded = fetched, excluded
 
 
+def _page(
+    reader: Reader,
+    what: str,
+    list_page: Callable[[str | None], Page],
+    pages: list[ScannedPage],
+    after: str | None,
+    max_pages: int | None,
+    last: Callable[[ScannedPage], bool] = lambda page: False,
+) -> str:
+    """Read pages into ``pages`` (kept if interrupted) until the list ends or ``last`` says so
+    ("end"), the API refuses ``after`` ("rejected") or ``max_pages`` are read ("")."""
+    while max_pages is None or len(pages) < max_pages:
+        try:
+            sessions, next_after = reader.read(what, partial(list_page, after))
+        except ListCursorRejected:
+            return "rejected"
+        pages.append(page := ScannedPage(after, sessions, next_after))
+        if last(page) or next_after is None:
+            return "end"
+        after = next_after
+    return ""
+
+
 def _discover_pages(
     reader: Reader, state: TrackerState, source: SessionSource, max_pages: int | None
 ) -> None:
@@ -262,24 +280,10 @@ def _discover_pages(
         return
     obs = reader.result.observation
     pages: list[ScannedPage] = []
-    after = start.after
-    try:
-        while max_pages is None or len(pages) < max_pages:
-            try:
-                sessions, next_after = reader.read(
-                    "discovering sessions in unknown statuses",
-                    partial(source.list_all_page, after),
-                )
-            except ListCursorRejected:
-                obs.discovery_rejected = True
-                break
-            pages.append(ScannedPage(after, sessions, next_after))
-            if next_after is None:
-                obs.discovery_complete = True
-                break
-            after = next_after
-    finally:
-        obs.discovery_pages = pages
+    obs.discovery_pages = pages
+    what = "discovering sessions in unknown statuses"
+    ended = _page(reader, what, source.list_all_page, pages, start.after, max_pages)
+    obs.discovery_complete, obs.discovery_rejected = ended == "end", ended == "rejected"
 
 
 def _scan_pages(
@@ -289,55 +293,42 @@ def _scan_pages(
     plan = plan_scan(state, config)
     obs = reader.result.observation
     pages: list[ScannedPage] = []
-    after, evidence = plan.start.after, plan.start.evidence.copy()
-    try:
-        while plan.max_pages != 0:
-            try:
-                sessions, next_after = reader.read(
-                    "scanning finished sessions", partial(source.list_terminal_page, after)
-                )
-            except ListCursorRejected:
-                obs.scan_rejected = True
-                break
-            page = ScannedPage(after, sessions, next_after)
-            pages.append(page)
-            stop_here = False
-            fresh = sessions
-            if len(pages) == 1 and plan.start.done_through is not None:
-                # A page read again (resumed pass, or an oldest-first tail): only what
-                # follows the last item done is new evidence.
-                ids = [s.id for s in sessions]
-                if plan.start.done_through in ids:
-                    fresh = sessions[ids.index(plan.start.done_through) + 1 :]
-            for s in fresh:
-                ms = to_ms(s.created_at)
-                if ms is None:
-                    continue
-                evidence.see(ms)
-                if plan.expect is ListOrder.NEWEST_FIRST and evidence.not_newest_first:
-                    obs.order_violation = True
-                if plan.expect is ListOrder.OLDEST_FIRST and evidence.not_oldest_first:
-                    obs.order_violation = True
-                early_stop_allowed = plan.stop_below_ms is not None and not obs.order_violation
-                if early_stop_allowed and ms < (plan.stop_below_ms or 0):
-                    stop_here = True
-            page.evidence = evidence.copy()
-            if next_after is None or stop_here:
-                obs.scan_complete = True
-                break
-            if plan.max_pages is not None and len(pages) >= plan.max_pages:
-                break
-            after = next_after
-    finally:
-        obs.pages = pages
+    obs.pages = pages
+    evidence = plan.start.evidence.copy()
+
+    def last(page: ScannedPage) -> bool:
+        stop_here = False
+        fresh = page.sessions
+        if len(pages) == 1 and plan.start.done_through is not None:
+            # A page read again (resumed pass, or an oldest-first tail): only what follows
+            # the last item done is new evidence.
+            ids = [s.id for s in fresh]
+            if plan.start.done_through in ids:
+                fresh = fresh[ids.index(plan.start.done_through) + 1 :]
+        for s in fresh:
+            ms = to_ms(s.created_at)
+            if ms is None:
+                continue
+            evidence.see(ms)
+            if plan.expect is ListOrder.NEWEST_FIRST and evidence.not_newest_first:
+                obs.order_violation = True
+            if plan.expect is ListOrder.OLDEST_FIRST and evidence.not_oldest_first:
+                obs.order_violation = True
+            early_stop_allowed = plan.stop_below_ms is not None and not obs.order_violation
+            if early_stop_allowed and ms < (plan.stop_below_ms or 0):
+                stop_here = True
+        page.evidence = evidence.copy()
+        return stop_here
+
+    what = "scanning finished sessions"
+    ended = _page(
+        reader, what, source.list_terminal_page, pages, plan.start.after, plan.max_pages, last
+    )
+    obs.scan_complete, obs.scan_rejected = ended == "end", ended == "rejected"
 
 
 def read_checkpoints(
-    reader: Reader,
-    source: SessionSource,
-    *,
-    need_below_ms: int | None,
-    max_pages: int | None,
+    reader: Reader, source: SessionSource, *, need_below_ms: int | None, max_pages: int | None
 ) -> CheckpointRead:
     """Page from the top until an item is older than ``need_below_ms`` (None: one page)."""
     read = CheckpointRead()

@@ -1,24 +1,8 @@
-"""The pure tracker behind the resource sensor: model-resource list + cursor → events + cursor.
-
-Model resources are few per account (tens), so every tick reads the whole list and this module
-diffs it against a small cursor. The guarantees mirror the session tracker's:
-
-* **Exactly once.** Each event's ``key`` is unique per fact and stable across ticks, restarts
-  and cursor resets (it is the Dagster ``run_key``): ``resource_ready:<id>``,
-  ``resource_error:<id>``, ``resource_stopped:<id>``, ``resource_queued_long:<id>`` and
-  ``resource_expiring:<id>:<expires_at ms>`` (one per expiry deadline: activity moves
-  ``expires_at`` later, and a later deadline that comes close again is a new fact).
-* **First tick quiet.** What exists when the sensor first runs is remembered, not announced.
-* **Bounded cursor.** Only non-terminal resources are tracked; a terminal one is forgotten
-  right after its event, remembered by id only while its ``created_at`` is inside the
-  look-back window (older terminal resources in the list are known history).
-* **Tick budget.** With a cap on events, processing stops at the first event over it; the
-  cursor records only what was applied, and the rest follows on the next tick.
-* **Drift-tolerant.** An unknown status or error code is kept raw and never raises; unknown
-  statuses produce no event (only the documented facts do) but are tracked.
-
-STOPPING produces no event: billing has already ended, and STOPPED follows.
-"""
+"""The model-resource tracker: the whole (small) resource list + cursor → events + cursor,
+with the session tracker's guarantees: one event per fact (``resource_expiring`` once per
+``expires_at`` deadline, as activity moves it later), a quiet first tick, a cursor holding only
+live resources (terminal ones by id inside the look-back), a cap that defers the rest to the
+next tick, and drift kept raw (unknown statuses are tracked, no event; nor for STOPPING)."""
 
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,14 +23,12 @@ from ..api.models import ModelResource
 from .events import ResourceEvent, ResourceEventKind
 from .state import CursorState, Id, LetterCodes, StateModel, fork
 
-#: the state model with short aliases and compact ids.
 RESOURCE_CURSOR_VERSION = 2
 
 
 _KIND = "model_resources"
 
 
-#: a raw resource status, written as one letter when known.
 _LETTERS = LetterCodes(
     {
         ModelResourceStatus.PENDING.value: "P",
@@ -74,25 +56,19 @@ _STATUS_EVENTS = {
 
 
 class TrackedResource(StateModel):
-    """What the tracker remembers of a resource that is still moving.
-
-    ``status`` is the last raw status applied; ``expiring_ms`` the last deadline announced
-    (0 = none); ``queued`` whether the long-queue event was emitted; ``first_seen_ms`` stands
-    in for a missing ``created_at``.
-    """
+    """A resource still moving: the last raw status applied, the last expiry deadline announced
+    (0: none), whether the long-queue event is out; ``first_seen_ms`` stands in for a missing
+    ``created_at``."""
 
     status: _Status = Field("", alias="s")
     expiring_ms: int = Field(0, alias="e")
     queued: bool = Field(False, alias="q")
     first_seen_ms: int = Field(0, alias="f")
-    #: READY was announced (or known at the first tick): a status that leaves READY and comes
-    #: back (an unknown one, say) does not announce it again.
+    #: READY was announced (or known at the first tick): a return to READY is no new event.
     ready: bool = Field(False, alias="y")
 
 
 class ResourceTrackerState(CursorState):
-    """Everything carried from one tick to the next; its JSON is the cursor."""
-
     _what: ClassVar[str] = "model-resource cursor"
     #: resources created before this at the first tick are history.
     baseline_ms: int = Field(0, alias="b")
@@ -101,7 +77,7 @@ class ResourceTrackerState(CursorState):
     tracked: dict[Id, TrackedResource] = Field(default_factory=dict, alias="t")
     #: terminal resources announced (or seen terminal) and created inside the window.
     recent_terminal: dict[Id, int] = Field(default_factory=dict, alias="r")
-    #: when the ticks started failing to read the API (None: the last tick read it).
+    #: since when every tick failed to read the API.
     failing_since_ms: int | None = Field(None, alias="f")
 
     @model_validator(mode="before")
@@ -124,7 +100,7 @@ class ResourceTrackerState(CursorState):
 
 @dataclass(frozen=True)
 class ResourceTrackerConfig:
-    """Policy knobs. ``kinds`` are the events wanted (the cap counts only those)."""
+    """``kinds`` are the events wanted (the cap counts only those)."""
 
     kinds: frozenset[ResourceEventKind] = frozenset(ResourceEventKind)
     max_events: int | None = None
@@ -164,9 +140,8 @@ def is_terminal(resource: ModelResource) -> bool:
 def status_changes(
     state: ResourceTrackerState, resources: Sequence[ModelResource]
 ) -> list[ModelResource]:
-    """The resources whose status differs from the one last applied, and new live ones: where
-    a billed span can begin or end. A quiet tick returns nothing. (A resource that went from
-    unseen straight to a terminal status is left to the spend run.)"""
+    """Resources whose status changed since last applied, and new live ones: where a billed
+    span can begin or end (one unseen until terminal is left to the spend run)."""
     out = []
     for r in resources:
         known = state.tracked.get(r.id)
@@ -184,9 +159,8 @@ def _floor(state: ResourceTrackerState, config: ResourceTrackerConfig) -> int:
 def _due(
     entry: TrackedResource, r: ModelResource, now: int, config: ResourceTrackerConfig
 ) -> list[tuple[ResourceEvent, str]]:
-    """The events between ``entry`` and ``r``, in order, each with the part of ``entry`` it
-    settles. A status change that is no event (PENDING, CREATING, STOPPING, unknown) is
-    applied to ``entry`` at once."""
+    """The events between ``entry`` and ``r``, each with the part of ``entry`` it settles; a
+    status change that is no event (PENDING, CREATING, STOPPING, unknown) is applied at once."""
     out: list[tuple[ResourceEvent, str]] = []
     status = r.status
     if r.raw_status != entry.status:
@@ -233,21 +207,20 @@ def _quiet(
 def _entry_for(
     state: ResourceTrackerState,
     r: ModelResource,
-    created_ms: int | None,
+    created: int | None,
     floor: int,
     now: int,
     config: ResourceTrackerConfig,
 ) -> TrackedResource | None:
-    """The entry to diff ``r`` against (new resources are registered), or None when ``r`` is
-    known history or already announced."""
+    """The entry to diff ``r`` against (a new one is registered); None for history or done."""
     known = state.tracked.get(r.id)
     if known is not None:
         return known
     if r.id in state.recent_terminal:
         return None
-    if created_ms is None and is_terminal(r):
+    if created is None and is_terminal(r):
         return None  # no creation time: cannot be told from history; never re-announce
-    if created_ms is not None and created_ms < floor:
+    if created is not None and created < floor:
         # History (or a resource the filter just let in): known, not news.
         if not is_terminal(r):
             entry = state.tracked[r.id] = TrackedResource(first_seen_ms=now)

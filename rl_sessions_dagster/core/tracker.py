@@ -208,7 +208,7 @@ def advance(state: TrackerState, obs: Observation, config: TrackerConfig) -> Tic
     # 1. Sessions that are not terminal whatever their status: the discovery pass adopts them.
     if state.discovery is None and now - state.discovered_ms > config.rediscover_ms:
         state.discovery = ScanPosition()
-    run_discovery(state, obs, config, budget, notes, first_tick)
+    run_discovery(state, obs, budget, notes, first_tick)
     if first_tick and not config.backfill:
         return TickOutcome([], state, notes)
 
