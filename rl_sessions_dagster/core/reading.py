@@ -67,8 +67,15 @@ class SessionSource(Protocol):
     def server_time_ms(self) -> int | None: ...
 
 
+class Interrupted(Exception):
+    """Collection stops here; what was read is kept."""
+
+
 @dataclass
 class Collected:
+    """What one tick read, and how: ``read`` counts requests, checks the budget before each
+    read and turns transient errors into an interruption."""
+
     observation: Observation
     #: why collection stopped early ("" when it did not): budget, or the transient error.
     interrupted: str = ""
@@ -76,34 +83,19 @@ class Collected:
     fetched_ids: list[str] = field(default_factory=list)
     #: sessions whose fetch returned something unreadable (kept tracked, retried next tick).
     unreadable: list[str] = field(default_factory=list)
-
-
-class Interrupted(Exception):
-    """Collection stops here; what was read is kept."""
-
-
-class Reader:
-    """Counts requests, checks the budget before each read and turns transient errors into
-    an interruption."""
-
-    def __init__(
-        self,
-        result: Collected,
-        out_of_time: Callable[[], bool],
-        transient: tuple[type[BaseException], ...],
-    ) -> None:
-        self.result, self.out_of_time, self.transient = result, out_of_time, transient
+    out_of_time: Callable[[], bool] = field(default=lambda: False, repr=False)
+    transient: tuple[type[BaseException], ...] = field(default=(), repr=False)
 
     def read(self, what: str, call: Callable[[], T]) -> T:
         if self.out_of_time():
-            self.result.interrupted = f"time budget used up while {what}"
+            self.interrupted = f"time budget used up while {what}"
             raise Interrupted
         try:
             value = call()
         except self.transient as exc:
-            self.result.interrupted = f"{type(exc).__name__}: {exc}"
+            self.interrupted = f"{type(exc).__name__}: {exc}"
             raise Interrupted from None
-        self.result.requests += 1
+        self.requests += 1
         return value
 
 
@@ -122,7 +114,7 @@ def collect(
     """Read what this tick needs; raises only if the active list cannot be read in full.
     ``discovery_pages_per_tick`` bounds the unfiltered pass after the first tick;
     ``recheck_pages`` the checkpoint-list pages read to re-check registrations (then by id)."""
-    result = Collected(Observation(now_ms=now_ms))
+    result = Collected(Observation(now_ms=now_ms), out_of_time=out_of_time, transient=transient)
     obs = result.observation
 
     active: list[TrainingSession] = []
@@ -148,25 +140,24 @@ def collect(
             return result
     obs.active = active
     obs.server_now_ms = source.server_time_ms()
-    reader = Reader(result, out_of_time, transient)
     try:
         # Departures first: they have events due, which a slow scan must not starve (the
         # scan's finds are only delayed: the watermark waits for a complete pass).
         waiting = _waiting_for_registrations(state, config)
         shown = {s.id for s in active}
         departed = [sid for sid in state.tracked if sid not in shown and sid not in waiting]
-        _fetch(reader, source, departed, max_fetches)
+        _fetch(result, source, departed, max_fetches)
         if not state.initialized:
             # First tick: the newest finished sessions are history, read before discovery.
-            _scan_pages(reader, state, config, source)
-            _discover_pages(reader, state, source, None)
+            _scan_pages(result, state, config, source)
+            _discover_pages(result, state, source, None)
         elif checkpoint_mode(state, config):
-            _read_checkpoint_list(reader, state, config, source, waiting)
+            _read_checkpoint_list(result, state, config, source, waiting)
             # Events first; the discovery pass (upkeep) gets what is left of the budget.
-            _discover_pages(reader, state, source, discovery_pages_per_tick)
+            _discover_pages(result, state, source, discovery_pages_per_tick)
         else:
-            _scan_pages(reader, state, config, source)
-            _discover_pages(reader, state, source, discovery_pages_per_tick)
+            _scan_pages(result, state, config, source)
+            _discover_pages(result, state, source, discovery_pages_per_tick)
             shown = {s.id for s in active} | {s.id for p in obs.pages for s in p.sessions}
             due = [sid for sid in waiting if sid not in shown]
             if due:
@@ -174,10 +165,10 @@ def collect(
                 read = None
                 if below is not None and not state.checkpoint_list_untrusted:
                     read = read_checkpoints(
-                        reader, source, need_below_ms=below, max_pages=recheck_pages
+                        result, source, need_below_ms=below, max_pages=recheck_pages
                     )
                     obs.checkpoint_list_untrusted = not read.trusted
-                _fetch(reader, source, registration_fetches(state, due, read), None)
+                _fetch(result, source, registration_fetches(state, due, read), None)
     except Interrupted:
         pass
     result.fetched_ids = list(obs.fetched)
@@ -193,7 +184,7 @@ def _waiting_for_registrations(state: TrackerState, config: TrackerConfig) -> li
 
 
 def _read_checkpoint_list(
-    reader: Reader,
+    result: Collected,
     state: TrackerState,
     config: TrackerConfig,
     source: SessionSource,
@@ -201,29 +192,29 @@ def _read_checkpoint_list(
 ) -> None:
     """Checkpoint mode: one read from the top of the checkpoint list down to the floor, or to
     the oldest pending registration if that is older."""
-    obs = reader.result.observation
+    obs = result.observation
     shown = {s.id for s in obs.active} | set(obs.fetched)
     due = [sid for sid in waiting if sid not in shown]
     floor = checkpoint_floor(state, config)
     below = oldest_pending_ms(state, due)
     need = floor if below is None else min(floor, below)
-    read = read_checkpoints(reader, source, need_below_ms=need, max_pages=None)
+    read = read_checkpoints(result, source, need_below_ms=need, max_pages=None)
     if not read.trusted:
         obs.checkpoint_list_untrusted = True
-        _fetch(reader, source, due, None)
+        _fetch(result, source, due, None)
         return
     adopt = sessions_with_new_checkpoints(state, read, floor, shown)
     obs.adopt = adopt
     obs.listed_checkpoint_ms = newest_listed(read, {*state.recent_checkpoints, *adopt})
-    _fetch(reader, source, [*registration_fetches(state, due, read), *adopt], None)
+    _fetch(result, source, [*registration_fetches(state, due, read), *adopt], None)
     if read.complete:
         obs.checkpoints_read_newest_ms = read.newest_ms
 
 
 def _fetch(
-    reader: Reader, source: SessionSource, ids: Sequence[str], max_fetches: int | None
+    result: Collected, source: SessionSource, ids: Sequence[str], max_fetches: int | None
 ) -> None:
-    obs = reader.result.observation
+    obs = result.observation
     fetched, excluded = dict(obs.fetched), list(obs.excluded)
     try:
         for sid in ids:
@@ -231,25 +222,25 @@ def _fetch(
                 continue
             done = len(fetched) + len(excluded)
             if max_fetches is not None and done >= max_fetches:
-                reader.result.interrupted = f"fetched {done} of {len(ids)} sessions"
+                result.interrupted = f"fetched {done} of {len(ids)} sessions"
                 raise Interrupted
             try:
-                fetched[sid] = reader.read(
+                fetched[sid] = result.read(
                     f"fetching sessions ({done} of {len(ids)} done)",
                     partial(source.get_session, sid),
                 )
             except ItemUnreadable:
-                reader.result.requests += 1
-                reader.result.unreadable.append(sid)
+                result.requests += 1
+                result.unreadable.append(sid)
             except SessionExcluded:
-                reader.result.requests += 1
+                result.requests += 1
                 excluded.append(sid)
     finally:
         obs.fetched, obs.excluded = fetched, excluded
 
 
 def _page(
-    reader: Reader,
+    result: Collected,
     what: str,
     list_page: Callable[[str | None], Page],
     pages: list[ScannedPage],
@@ -261,7 +252,7 @@ def _page(
     ("end"), the API refuses ``after`` ("rejected") or ``max_pages`` are read ("")."""
     while max_pages is None or len(pages) < max_pages:
         try:
-            sessions, next_after = reader.read(what, partial(list_page, after))
+            sessions, next_after = result.read(what, partial(list_page, after))
         except ListCursorRejected:
             return "rejected"
         pages.append(page := ScannedPage(after, sessions, next_after))
@@ -272,26 +263,26 @@ def _page(
 
 
 def _discover_pages(
-    reader: Reader, state: TrackerState, source: SessionSource, max_pages: int | None
+    result: Collected, state: TrackerState, source: SessionSource, max_pages: int | None
 ) -> None:
     """Continue the discovery pass over the unfiltered list, if one is due."""
     start = state.discovery if state.initialized else ScanPosition()
     if start is None:
         return
-    obs = reader.result.observation
+    obs = result.observation
     pages: list[ScannedPage] = []
     obs.discovery_pages = pages
     what = "discovering sessions in unknown statuses"
-    ended = _page(reader, what, source.list_all_page, pages, start.after, max_pages)
+    ended = _page(result, what, source.list_all_page, pages, start.after, max_pages)
     obs.discovery_complete, obs.discovery_rejected = ended == "end", ended == "rejected"
 
 
 def _scan_pages(
-    reader: Reader, state: TrackerState, config: TrackerConfig, source: SessionSource
+    result: Collected, state: TrackerState, config: TrackerConfig, source: SessionSource
 ) -> None:
     """Page the finished-session list as planned, gathering evidence of its order."""
     plan = plan_scan(state, config)
-    obs = reader.result.observation
+    obs = result.observation
     pages: list[ScannedPage] = []
     obs.pages = pages
     evidence = plan.start.evidence.copy()
@@ -322,20 +313,20 @@ def _scan_pages(
 
     what = "scanning finished sessions"
     ended = _page(
-        reader, what, source.list_terminal_page, pages, plan.start.after, plan.max_pages, last
+        result, what, source.list_terminal_page, pages, plan.start.after, plan.max_pages, last
     )
     obs.scan_complete, obs.scan_rejected = ended == "end", ended == "rejected"
 
 
 def read_checkpoints(
-    reader: Reader, source: SessionSource, *, need_below_ms: int | None, max_pages: int | None
+    result: Collected, source: SessionSource, *, need_below_ms: int | None, max_pages: int | None
 ) -> CheckpointRead:
     """Page from the top until an item is older than ``need_below_ms`` (None: one page)."""
     read = CheckpointRead()
     after: str | None = None
     pages = 0
     while max_pages is None or pages < max_pages:
-        items, after = reader.read(
+        items, after = result.read(
             "reading the checkpoint list", partial(source.list_inference_checkpoints_page, after)
         )
         pages += 1

@@ -158,17 +158,17 @@ def _floor(state: ResourceTrackerState, config: ResourceTrackerConfig) -> int:
 
 def _due(
     entry: TrackedResource, r: ModelResource, now: int, config: ResourceTrackerConfig
-) -> list[tuple[ResourceEvent, str]]:
-    """The events between ``entry`` and ``r``, each with the part of ``entry`` it settles; a
-    status change that is no event (PENDING, CREATING, STOPPING, unknown) is applied at once."""
-    out: list[tuple[ResourceEvent, str]] = []
+) -> list[ResourceEvent]:
+    """The events between ``entry`` and ``r``; a status change that is no event (PENDING,
+    CREATING, STOPPING, unknown) is applied at once."""
+    out: list[ResourceEvent] = []
     status = r.status
     if r.raw_status != entry.status:
         kind = _STATUS_EVENTS.get(status)
         if kind is None or (kind is ResourceEventKind.RESOURCE_READY and entry.ready):
             entry.status = r.raw_status
         else:
-            out.append((ResourceEvent(kind, r, previous_status=entry.status or None), "status"))
+            out.append(ResourceEvent(kind, r, previous_status=entry.status or None))
     if status is ModelResourceStatus.READY:
         expires = to_ms(r.expires_at)
         if (
@@ -176,32 +176,32 @@ def _due(
             and expires > entry.expiring_ms
             and expires - now <= config.expiring_lead_ms
         ):
-            event = ResourceEvent(ResourceEventKind.RESOURCE_EXPIRING, r, expires_at_ms=expires)
-            out.append((event, "expiring"))
+            out.append(ResourceEvent(ResourceEventKind.RESOURCE_EXPIRING, r, expires_at_ms=expires))
     if status is ModelResourceStatus.PENDING and not entry.queued:
         since = to_ms(r.created_at) or entry.first_seen_ms or now
         if now - since > config.queued_long_ms:
-            event = ResourceEvent(ResourceEventKind.RESOURCE_QUEUED_LONG, r, queued_ms=now - since)
-            out.append((event, "queued"))
+            out.append(
+                ResourceEvent(ResourceEventKind.RESOURCE_QUEUED_LONG, r, queued_ms=now - since)
+            )
     return out
 
 
-def _apply(entry: TrackedResource, event: ResourceEvent, part: str) -> None:
-    if part == "status":
+def _apply(entry: TrackedResource, event: ResourceEvent) -> None:
+    if event.kind is ResourceEventKind.RESOURCE_EXPIRING:
+        entry.expiring_ms = event.expires_at_ms or 0
+    elif event.kind is ResourceEventKind.RESOURCE_QUEUED_LONG:
+        entry.queued = True
+    else:  # a status event
         entry.status = event.resource.raw_status
         entry.ready = entry.ready or event.kind is ResourceEventKind.RESOURCE_READY
-    elif part == "expiring":
-        entry.expiring_ms = event.expires_at_ms or 0
-    elif part == "queued":
-        entry.queued = True
 
 
 def _quiet(
     entry: TrackedResource, r: ModelResource, now: int, config: ResourceTrackerConfig
 ) -> None:
     """Take ``r`` in as already announced (first tick, history)."""
-    for event, part in _due(entry, r, now, config):
-        _apply(entry, event, part)
+    for event in _due(entry, r, now, config):
+        _apply(entry, event)
 
 
 def _entry_for(
@@ -266,13 +266,13 @@ def advance_resources(
         entry = _entry_for(state, r, created.get(r.id), floor, now, config)
         if entry is None:
             continue
-        for event, part in _due(entry, r, now, config):
+        for event in _due(entry, r, now, config):
             if event.kind in config.kinds:
                 if config.max_events is not None and len(events) >= config.max_events:
                     deferred = True
                     break
                 events.append(event)
-            _apply(entry, event, part)
+            _apply(entry, event)
         if deferred:
             # Track every new resource not reached yet, so the window moving past its
             # creation time cannot turn it into history: its events follow next tick.

@@ -40,11 +40,6 @@ class ResourceSpan:
         end = self.ready_until_ms if self.ready_until_ms is not None else now_ms
         return max(0, end - self.ready_from_ms)
 
-    def cost(self, now_ms: int) -> float | None:
-        if self.price_per_hour is None:
-            return None
-        return self.billed_ms(now_ms) / HOUR_MS * self.price_per_hour
-
 
 def observe_span(
     previous: ResourceSpan | None,
