@@ -101,22 +101,15 @@ def resource_use(
     marks: list[int] = []
     interruptible = 0
     for s in sessions:
-        start = to_ms(s.created_at)
-        if start is not None:
-            marks.append(start)
-        if s.status.is_terminal:
-            end = to_ms(s.updated_at)
-            if end is not None:
-                marks.append(end)
-            continue
-        if force and s.status is SessionStatus.STOPPING:
-            # Safe to interrupt: its owner already asked it to stop. Still a use until now.
-            end = to_ms(s.updated_at)
-            if end is not None:
-                marks.append(end)
+        # A STOPPING session is safe to interrupt with ``force`` (its owner already asked it to
+        # stop): like a finished one, its last update is a use.
+        done = s.status.is_terminal or (force and s.status is SessionStatus.STOPPING)
+        times = (to_ms(s.created_at), to_ms(s.updated_at) if done else None)
+        marks += [t for t in times if t is not None]
+        if not done:
+            live.append((s.id, s.raw_status or s.status.value))
+        elif not s.status.is_terminal:
             interruptible += 1
-            continue
-        live.append((s.id, s.raw_status or s.status.value))
     last = max(marks) if marks else None
     return ResourceUse(tuple(sorted(live)), unreadable, last, interruptible)
 

@@ -28,6 +28,9 @@ Page = tuple[list[TrainingSession], str | None]
 
 T = TypeVar("T")
 
+#: checkpoint-list pages read to re-check registrations before fetching the sessions by id.
+RECHECK_PAGES = 5
+
 
 class StatusFilterRejected(Exception):
     """The API refused the extra statuses in the active-list filter (it validates them)."""
@@ -107,13 +110,10 @@ def collect(
     now_ms: int,
     out_of_time: Callable[[], bool] = lambda: False,
     transient: tuple[type[BaseException], ...] = (),
-    max_fetches: int | None = None,
     discovery_pages_per_tick: int | None = None,
-    recheck_pages: int = 5,
 ) -> Collected:
     """Read what this tick needs; raises only if the active list cannot be read in full.
-    ``discovery_pages_per_tick`` bounds the unfiltered pass after the first tick;
-    ``recheck_pages`` the checkpoint-list pages read to re-check registrations (then by id)."""
+    ``discovery_pages_per_tick`` bounds the unfiltered pass after the first tick."""
     result = Collected(Observation(now_ms=now_ms), out_of_time=out_of_time, transient=transient)
     obs = result.observation
 
@@ -146,7 +146,7 @@ def collect(
         waiting = _waiting_for_registrations(state, config)
         shown = {s.id for s in active}
         departed = [sid for sid in state.tracked if sid not in shown and sid not in waiting]
-        _fetch(result, source, departed, max_fetches)
+        _fetch(result, source, departed)
         if not state.initialized:
             # First tick: the newest finished sessions are history, read before discovery.
             _scan_pages(result, state, config, source)
@@ -165,10 +165,10 @@ def collect(
                 read = None
                 if below is not None and not state.checkpoint_list_untrusted:
                     read = read_checkpoints(
-                        result, source, need_below_ms=below, max_pages=recheck_pages
+                        result, source, need_below_ms=below, max_pages=RECHECK_PAGES
                     )
                     obs.checkpoint_list_untrusted = not read.trusted
-                _fetch(result, source, registration_fetches(state, due, read), None)
+                _fetch(result, source, registration_fetches(state, due, read))
     except Interrupted:
         pass
     result.fetched_ids = list(obs.fetched)
@@ -201,19 +201,17 @@ def _read_checkpoint_list(
     read = read_checkpoints(result, source, need_below_ms=need, max_pages=None)
     if not read.trusted:
         obs.checkpoint_list_untrusted = True
-        _fetch(result, source, due, None)
+        _fetch(result, source, due)
         return
     adopt = sessions_with_new_checkpoints(state, read, floor, shown)
     obs.adopt = adopt
     obs.listed_checkpoint_ms = newest_listed(read, {*state.recent_checkpoints, *adopt})
-    _fetch(result, source, [*registration_fetches(state, due, read), *adopt], None)
+    _fetch(result, source, [*registration_fetches(state, due, read), *adopt])
     if read.complete:
         obs.checkpoints_read_newest_ms = read.newest_ms
 
 
-def _fetch(
-    result: Collected, source: SessionSource, ids: Sequence[str], max_fetches: int | None
-) -> None:
+def _fetch(result: Collected, source: SessionSource, ids: Sequence[str]) -> None:
     obs = result.observation
     fetched, excluded = dict(obs.fetched), list(obs.excluded)
     try:
@@ -221,9 +219,6 @@ def _fetch(
             if sid in fetched or sid in excluded:
                 continue
             done = len(fetched) + len(excluded)
-            if max_fetches is not None and done >= max_fetches:
-                result.interrupted = f"fetched {done} of {len(ids)} sessions"
-                raise Interrupted
             try:
                 fetched[sid] = result.read(
                     f"fetching sessions ({done} of {len(ids)} done)",
