@@ -232,13 +232,11 @@ def _discover(
     if created is not None and created < floor and not (state.backfilling and is_history):
         return True
     entry = TrackedSession()
-    if not diff_session(entry, session, now, budget, wait=not is_history):
-        if entry.status or entry.mark is not None:
-            state.tracked[sid] = entry  # partly announced: finish it as a tracked session
-            return True
+    done = diff_session(entry, session, now, budget, wait=not is_history)
+    if not done and not entry.status and entry.mark is None:
         return False
-    if entry.pending or entry.terminal_ms is None:
-        state.tracked[sid] = entry
+    if not done or entry.pending or entry.terminal_ms is None:
+        state.tracked[sid] = entry  # still moving, waiting, or partly announced
         return True
     remember_checkpoints(state, budget.config, session)
     if not is_history and created is not None:
@@ -287,12 +285,10 @@ def run_discovery(
             return True
         config = budget.config
         entry = adopt(session, state, config, obs.now_ms, first_tick and not config.backfill)
-        if not diff_session(entry, session, obs.now_ms, budget):
-            if entry.status or entry.mark is not None:
-                state.tracked[session.id] = entry  # partly announced: finish it when tracked
-                return True
+        done = diff_session(entry, session, obs.now_ms, budget)
+        if not done and not entry.status and entry.mark is None:
             return False
-        state.tracked[session.id] = entry
+        state.tracked[session.id] = entry  # a partly announced one is finished when tracked
         return True
 
     position, stopped = run_pass(state.discovery, obs.discovery_pages, handle)

@@ -24,11 +24,9 @@ class EventKind(str, Enum):
 
 CHECKPOINT_EVENTS = frozenset({EventKind.CHECKPOINT_CREATED, EventKind.CHECKPOINT_REGISTERED})
 
-
 TERMINAL_EVENTS = frozenset(
     {EventKind.SESSION_STOPPED, EventKind.SESSION_ERROR, EventKind.SESSION_EXPIRED}
 )
-
 
 TERMINAL_EVENT_FOR_STATUS = {
     SessionStatus.STOPPED: EventKind.SESSION_STOPPED,
@@ -199,12 +197,14 @@ class CheckpointRead:
     """One tick's read of the checkpoint list, from the top."""
 
     items: list[Checkpoint] = field(default_factory=list)
-    oldest_ms: int | None = None
-    newest_ms: int | None = None
+    times: OrderEvidence = field(default_factory=OrderEvidence)
     #: the read went below what was needed (or reached the end of the list).
     complete: bool = False
-    #: the list was newest first throughout the read.
-    trusted: bool = True
+
+    @property
+    def trusted(self) -> bool:
+        """The list was newest first throughout the read."""
+        return not self.times.not_newest_first
 
     @property
     def by_id(self) -> dict[str, Checkpoint]:

@@ -25,7 +25,6 @@ from .tracker import (
 
 Page = tuple[list[TrainingSession], str | None]
 
-
 T = TypeVar("T")
 
 #: checkpoint-list pages read to re-check registrations before fetching the sessions by id.
@@ -208,7 +207,7 @@ def _read_checkpoint_list(
     obs.listed_checkpoint_ms = newest_listed(read, {*state.recent_checkpoints, *adopt})
     _fetch(result, source, [*registration_fetches(state, due, read), *adopt])
     if read.complete:
-        obs.checkpoints_read_newest_ms = read.newest_ms
+        obs.checkpoints_read_newest_ms = read.times.newest_ms
 
 
 def _fetch(result: Collected, source: SessionSource, ids: Sequence[str]) -> None:
@@ -325,19 +324,15 @@ def read_checkpoints(
             "reading the checkpoint list", partial(source.list_inference_checkpoints_page, after)
         )
         pages += 1
+        read.items.extend(items)
         for c in items:
-            read.items.append(c)
-            ms = to_ms(c.created_at)
-            if ms is None:
-                continue
-            if read.oldest_ms is not None and ms > read.oldest_ms:
-                read.trusted = False
-            read.oldest_ms = ms if read.oldest_ms is None else min(read.oldest_ms, ms)
-            read.newest_ms = ms if read.newest_ms is None else max(read.newest_ms, ms)
+            if (ms := to_ms(c.created_at)) is not None:
+                read.times.see(ms)
         if after is None:
             read.complete = True
             break
-        if need_below_ms is None or (read.oldest_ms is not None and read.oldest_ms < need_below_ms):
+        oldest = read.times.oldest_ms
+        if need_below_ms is None or (oldest is not None and oldest < need_below_ms):
             read.complete = need_below_ms is not None
             break
     return read

@@ -25,9 +25,7 @@ from .state import CursorState, Id, LetterCodes, StateModel, fork
 
 RESOURCE_CURSOR_VERSION = 2
 
-
 _KIND = "model_resources"
-
 
 _LETTERS = LetterCodes(
     {
@@ -40,13 +38,10 @@ _LETTERS = LetterCodes(
     }
 )
 
-
 _Status = Annotated[str, BeforeValidator(_LETTERS.decode), PlainSerializer(_LETTERS.encode)]
-
 
 #: statuses a resource never leaves (there is no restart endpoint).
 TERMINAL_RESOURCE_STATUSES = frozenset({ModelResourceStatus.STOPPED, ModelResourceStatus.ERROR})
-
 
 _STATUS_EVENTS = {
     ModelResourceStatus.READY: ResourceEventKind.RESOURCE_READY,

@@ -152,7 +152,6 @@ def _fork_value(value: Any) -> Any:
 
 CURSOR_VERSION = 3
 
-
 _STATUS_LETTERS = LetterCodes(
     {
         "TRAINING_SESSION_STATUS_CREATING": "C",
@@ -164,7 +163,6 @@ _STATUS_LETTERS = LetterCodes(
         "TRAINING_SESSION_STATUS_UNSPECIFIED": "U",
     }
 )
-
 
 #: a raw session status, written as one letter when known.
 Status = Annotated[
