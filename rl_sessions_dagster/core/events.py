@@ -6,6 +6,7 @@ import fnmatch
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
+from typing import Generic, TypeVar
 
 from ..api.enums import SessionStatus
 from ..api.models import Checkpoint, InferenceCheckpoint, ModelResource, TrainingSession
@@ -323,3 +324,18 @@ class Observation:
     excluded: Sequence[str] = ()
     #: checkpoint mode: the newest listed checkpoint of each session adopted or remembered.
     listed_checkpoint_ms: Mapping[str, int] = field(default_factory=dict)
+
+
+E = TypeVar("E")
+S = TypeVar("S")
+
+
+@dataclass
+class Outcome(Generic[E, S]):
+    """What a tracker's tick decided: events, the next state, notes for the log, and whether
+    the cap deferred events to the next tick."""
+
+    events: list[E]
+    state: S
+    notes: list[str]
+    deferred: bool = False

@@ -20,7 +20,7 @@ from pydantic import (
 from ..api.clock import to_ms
 from ..api.enums import ModelResourceStatus
 from ..api.models import ModelResource
-from .events import ResourceEvent, ResourceEventKind
+from .events import Outcome, ResourceEvent, ResourceEventKind
 from .state import CursorState, Id, LetterCodes, StateModel, fork
 
 RESOURCE_CURSOR_VERSION = 2
@@ -118,14 +118,6 @@ class ResourceObservation:
     @property
     def clock_ms(self) -> int:
         return self.server_now_ms if self.server_now_ms is not None else self.now_ms
-
-
-@dataclass
-class ResourceTickOutcome:
-    events: list[ResourceEvent]
-    state: ResourceTrackerState
-    notes: list[str]
-    deferred: bool = False
 
 
 def is_terminal(resource: ModelResource) -> bool:
@@ -227,7 +219,7 @@ def _entry_for(
 
 def advance_resources(
     state: ResourceTrackerState, obs: ResourceObservation, config: ResourceTrackerConfig
-) -> ResourceTickOutcome:
+) -> Outcome[ResourceEvent, ResourceTrackerState]:
     """Apply one tick's full resource list. ``state`` is not modified."""
     state = fork(state) if state.initialized else ResourceTrackerState()
     notes: list[str] = []
@@ -247,7 +239,7 @@ def advance_resources(
                 _quiet(first, r, now, config)
             elif (ms := created[rid]) is not None and ms >= state.baseline_ms:
                 state.recent_terminal[rid] = ms
-        return ResourceTickOutcome([], state, notes)
+        return Outcome([], state, notes)
 
     for rid in [rid for rid in state.tracked if rid not in by_id]:
         del state.tracked[rid]
@@ -284,4 +276,4 @@ def advance_resources(
             state.seen_max_ms = ms
     floor = _floor(state, config)
     state.recent_terminal = {k: v for k, v in state.recent_terminal.items() if v >= floor}
-    return ResourceTickOutcome(events, state, notes, deferred=deferred)
+    return Outcome(events, state, notes, deferred=deferred)

@@ -19,16 +19,8 @@ from .diff import (
     run_discovery,
     scan_finished,
 )
-from .events import CheckpointRead, ListOrder, Observation, SessionEvent, TrackerConfig
+from .events import CheckpointRead, ListOrder, Observation, Outcome, SessionEvent, TrackerConfig
 from .state import ScanPosition, TrackerState, fork
-
-
-@dataclass
-class TickOutcome:
-    events: list[SessionEvent]
-    state: TrackerState
-    notes: list[str]
-    deferred: bool = False
 
 
 @dataclass(frozen=True)
@@ -38,8 +30,8 @@ class ScanPlan:
     start: ScanPosition
     #: newest first: stop once an item was created before this.
     stop_below_ms: int | None
-    #: 1 on a first tick without backfill (the newest finished sessions are history; the
-    #: server clock has one-second resolution), ``unordered_pages_per_tick`` when unordered.
+    #: 1 on a first tick without backfill (the newest page is history: the server clock has
+    #: one-second resolution), ``unordered_pages_per_tick`` when unordered.
     max_pages: int | None = None
     #: the order the pass relies on (a violation sends the tracker back to verifying).
     expect: ListOrder = ListOrder.UNVERIFIED
@@ -58,9 +50,7 @@ def checkpoint_floor(state: TrackerState, config: TrackerConfig) -> int:
 
 def plan_scan(state: TrackerState, config: TrackerConfig) -> ScanPlan:
     if not state.initialized:
-        if config.backfill:
-            return ScanPlan(ScanPosition(), None)
-        return ScanPlan(ScanPosition(), None, max_pages=1)
+        return ScanPlan(ScanPosition(), None, max_pages=None if config.backfill else 1)
     start = state.scan or ScanPosition()
     if state.backfilling:
         return ScanPlan(start, None)
@@ -115,16 +105,14 @@ def sessions_with_new_checkpoints(
 ) -> list[str]:
     """Sessions not followed with a checkpoint above the floor: born since the last tick (and
     perhaps ended), to fetch and adopt."""
-    found: list[str] = []
+    found: dict[str, None] = {}
     for c in read.items:
-        sid = c.session_id
-        ms = to_ms(c.created_at)
-        if sid is None or ms is None or ms < floor_ms or ms < state.baseline_ms:
+        sid, ms = c.session_id, to_ms(c.created_at)
+        if sid is None or ms is None or ms < max(floor_ms, state.baseline_ms):
             continue
-        if sid in shown or sid in state.tracked or sid in state.recent_checkpoints:
-            continue
-        found.append(sid)
-    return list(dict.fromkeys(found))
+        if sid not in shown and sid not in state.tracked and sid not in state.recent_checkpoints:
+            found[sid] = None
+    return list(found)
 
 
 def newest_listed(read: CheckpointRead, sessions: set[str]) -> dict[str, int]:
@@ -170,7 +158,9 @@ def _baseline(state: TrackerState, obs: Observation, config: TrackerConfig) -> N
                 state.recent_terminal[s.id] = ms
 
 
-def advance(state: TrackerState, obs: Observation, config: TrackerConfig) -> TickOutcome:
+def advance(
+    state: TrackerState, obs: Observation, config: TrackerConfig
+) -> Outcome[SessionEvent, TrackerState]:
     """Apply one tick's observation. ``state`` is not modified; the outcome holds a new one."""
     first_tick = not state.initialized
     state = fork(state) if state.initialized else TrackerState()
@@ -210,11 +200,11 @@ def advance(state: TrackerState, obs: Observation, config: TrackerConfig) -> Tic
         state.discovery = ScanPosition()
     run_discovery(state, obs, budget, notes, first_tick)
     if first_tick and not config.backfill:
-        return TickOutcome([], state, notes)
+        return Outcome([], state, notes)
 
     # 2. Tracked sessions and new ones of the active list, oldest first. With the cap reached,
     #    the rest are adopted without events, so they are not lost if they leave that list.
-    _diff_tracked(state, obs, config, budget, snapshot)
+    _diff_tracked(state, obs, budget, snapshot)
 
     # 3. The finished-session scan: sessions born and ended between ticks (or backfilled).
     ended: ScanPosition | None = None
@@ -237,7 +227,7 @@ def advance(state: TrackerState, obs: Observation, config: TrackerConfig) -> Tic
         )
     _move_watermark(state, obs, config, snapshot, ended, notes)
     _retire(state, config, snapshot, now, notes)
-    return TickOutcome(budget.events, state, notes, deferred=budget.exhausted)
+    return Outcome(budget.events, state, notes, deferred=budget.exhausted)
 
 
 def _exclude(
@@ -253,12 +243,9 @@ def _exclude(
 
 
 def _diff_tracked(
-    state: TrackerState,
-    obs: Observation,
-    config: TrackerConfig,
-    budget: Budget,
-    snapshot: Mapping[str, TrainingSession],
+    state: TrackerState, obs: Observation, budget: Budget, snapshot: Mapping[str, TrainingSession]
 ) -> None:
+    config = budget.config
     candidates = [snapshot[sid] for sid in state.tracked if sid in snapshot]
     candidates += [s for s in obs.active if s.id not in state.tracked]
     candidates += [
