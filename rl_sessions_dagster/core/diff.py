@@ -16,7 +16,7 @@ from .events import (
     SessionEvent,
     TrackerConfig,
 )
-from .state import PendingCheckpoint, ScanPosition, TrackedSession, TrackerState, fork, short_id
+from .state import PendingCheckpoint, ScanPosition, TrackedSession, TrackerState, short_id
 
 
 def checkpoint_key(c: InferenceCheckpoint) -> tuple[int, str]:
@@ -159,7 +159,7 @@ def run_pass(
     """Feed the sessions after ``position`` to ``handle`` in list order, until it returns False
     (a cap). Returns (the new position, stopped early). Positions name a page and the last item
     done on it, never a count, so items inserted meanwhile neither repeat nor vanish."""
-    position = fork(position)
+    position = position.model_copy(deep=True)
     for page in pages:
         if page.after != position.after:
             continue  # a page from a different position (should not happen); ignore it

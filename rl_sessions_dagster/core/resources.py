@@ -21,7 +21,7 @@ from ..api.clock import to_ms
 from ..api.enums import ModelResourceStatus
 from ..api.models import ModelResource
 from .events import Outcome, ResourceEvent, ResourceEventKind
-from .state import CursorState, Id, LetterCodes, StateModel, fork
+from .state import CursorState, Id, LetterCodes, StateModel
 
 RESOURCE_CURSOR_VERSION = 2
 
@@ -221,7 +221,7 @@ def advance_resources(
     state: ResourceTrackerState, obs: ResourceObservation, config: ResourceTrackerConfig
 ) -> Outcome[ResourceEvent, ResourceTrackerState]:
     """Apply one tick's full resource list. ``state`` is not modified."""
-    state = fork(state) if state.initialized else ResourceTrackerState()
+    state = state.model_copy(deep=True) if state.initialized else ResourceTrackerState()
     notes: list[str] = []
     now = obs.clock_ms
     by_id: dict[str, ModelResource] = {}

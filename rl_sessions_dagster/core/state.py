@@ -4,13 +4,11 @@ letter per known status, UUIDs in 23 characters. One format from 0.2.0 on; any o
 refused (``CursorError``) and the sensor rebuilds its state from its tick history."""
 
 import base64
-import copy
 import functools
 import hashlib
 import re
 import uuid
-from dataclasses import is_dataclass
-from typing import Annotated, Any, ClassVar, Self, TypeVar
+from typing import Annotated, Any, ClassVar, Self
 
 from pydantic import (
     BaseModel,
@@ -115,39 +113,6 @@ class CursorState(StateModel):
             raise CursorError(f"unreadable {cls._what}: {where}: {first['msg']}") from None
         state.initialized = True
         return state
-
-
-M = TypeVar("M", bound=BaseModel)
-
-
-def fork(model: M) -> M:
-    """A copy with copies of its containers and mutable models, built like ``model_copy`` minus
-    its per-call overhead (and ``deepcopy``'s generality): a tick forks every tracked entry."""
-    copied = object.__new__(type(model))
-    state = {k: v if type(v) in _LEAVES else _fork_value(v) for k, v in model.__dict__.items()}
-    object.__setattr__(copied, "__dict__", state)
-    object.__setattr__(copied, "__pydantic_fields_set__", set(model.__pydantic_fields_set__))
-    for slot in ("__pydantic_extra__", "__pydantic_private__"):  # None with our config
-        value = getattr(model, slot)
-        object.__setattr__(copied, slot, None if value is None else copy.copy(value))
-    return copied
-
-
-_LEAVES = frozenset({int, str, bool, float, type(None)})
-
-
-def _fork_value(value: Any) -> Any:
-    if type(value) in _LEAVES:
-        return value
-    if isinstance(value, BaseModel):
-        return value if value.model_config.get("frozen") else fork(value)
-    if isinstance(value, list):
-        return [_fork_value(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _fork_value(v) for k, v in value.items()}
-    if is_dataclass(value) and not isinstance(value, type):
-        return copy.copy(value)  # OrderEvidence: scalars only
-    return value
 
 
 CURSOR_VERSION = 3

@@ -20,7 +20,7 @@ from .diff import (
     scan_finished,
 )
 from .events import CheckpointRead, ListOrder, Observation, Outcome, SessionEvent, TrackerConfig
-from .state import ScanPosition, TrackerState, fork
+from .state import ScanPosition, TrackerState
 
 
 @dataclass(frozen=True)
@@ -163,7 +163,7 @@ def advance(
 ) -> Outcome[SessionEvent, TrackerState]:
     """Apply one tick's observation. ``state`` is not modified; the outcome holds a new one."""
     first_tick = not state.initialized
-    state = fork(state) if state.initialized else TrackerState()
+    state = state.model_copy(deep=True) if state.initialized else TrackerState()
     notes: list[str] = []
     if not config.tracks_checkpoints:
         for entry in state.tracked.values():  # e.g. a cursor written by a checkpoint sensor
