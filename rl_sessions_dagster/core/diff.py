@@ -21,10 +21,8 @@ from .state import PendingCheckpoint, ScanPosition, TrackedSession, TrackerState
 
 def checkpoint_key(c: InferenceCheckpoint) -> tuple[int, str]:
     """Total order on a session's checkpoints: creation time (or step), then a short id hash."""
-    primary = to_ms(c.created_at)
-    if primary is None:
-        primary = c.step or 0
-    return primary, short_id(c.id)
+    ms = to_ms(c.created_at)
+    return (c.step or 0) if ms is None else ms, short_id(c.id)
 
 
 class Budget:

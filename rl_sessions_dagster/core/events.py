@@ -85,8 +85,7 @@ class ResourceEventKind(str, Enum):
 
 @dataclass(frozen=True)
 class ResourceEvent:
-    """One fact about a model resource, with the snapshot it was seen in; ``expires_at_ms`` for
-    ``resource_expiring``, ``queued_ms`` (time PENDING) for ``resource_queued_long``."""
+    """One fact about a model resource, with the snapshot it was seen in."""
 
     kind: ResourceEventKind
     resource: ModelResource
@@ -135,8 +134,7 @@ class ListOrder(str, Enum):
 
 @dataclass
 class OrderEvidence:
-    """What a pass has seen of the list's order so far (carried across ticks). A dataclass,
-    not a state model: it is updated once per listed item."""
+    """What a pass has seen of the list's order so far (carried across ticks)."""
 
     oldest_ms: int | None = None
     newest_ms: int | None = None
@@ -162,8 +160,7 @@ class OrderEvidence:
         return replace(self)
 
     def verdict(self) -> ListOrder:
-        """The order a complete pass showed; tied (or too few) timestamps show none, so the
-        next pass checks again."""
+        """The order a complete pass showed (none for tied times: the next pass checks again)."""
         if not self.not_newest_first and self.went_older:
             return ListOrder.NEWEST_FIRST
         if not self.not_oldest_first and self.went_newer:
@@ -300,7 +297,6 @@ class Observation:
     #: the API's own clock (HTTP ``Date``) at the first read, if known.
     server_now_ms: int | None = None
     active: Sequence[TrainingSession] = ()
-    active_complete: bool = True
     pages: Sequence[ScannedPage] = ()
     #: True when the scan pass reached its end (last page, or below the newest-first floor).
     scan_complete: bool = False
@@ -332,8 +328,7 @@ S = TypeVar("S")
 
 @dataclass
 class Outcome(Generic[E, S]):
-    """What a tracker's tick decided: events, the next state, notes for the log, and whether
-    the cap deferred events to the next tick."""
+    """What a tracker's tick decided (``deferred``: the cap left events for the next tick)."""
 
     events: list[E]
     state: S

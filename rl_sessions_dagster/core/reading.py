@@ -134,7 +134,7 @@ def collect(
         if out_of_time():
             # Without the whole active list, departures cannot be told apart: keep what we
             # saw (new checkpoints still count) and skip the rest of the tick.
-            obs.active, obs.active_complete = active, False
+            obs.active = active
             result.interrupted = "time budget used up while listing active sessions"
             return result
     obs.active = active
@@ -162,7 +162,7 @@ def collect(
             if due:
                 below = oldest_pending_ms(state, due)
                 read = None
-                if below is not None and not state.checkpoint_list_untrusted:
+                if below is not None:
                     read = read_checkpoints(
                         result, source, need_below_ms=below, max_pages=RECHECK_PAGES
                     )
@@ -189,8 +189,7 @@ def _read_checkpoint_list(
     source: SessionSource,
     waiting: Sequence[str],
 ) -> None:
-    """Checkpoint mode: one read from the top of the checkpoint list down to the floor, or to
-    the oldest pending registration if that is older."""
+    """Checkpoint mode: one read from the top down to the floor (or the oldest pending one)."""
     obs = result.observation
     shown = {s.id for s in obs.active} | set(obs.fetched)
     due = [sid for sid in waiting if sid not in shown]
@@ -198,15 +197,13 @@ def _read_checkpoint_list(
     below = oldest_pending_ms(state, due)
     need = floor if below is None else min(floor, below)
     read = read_checkpoints(result, source, need_below_ms=need, max_pages=None)
-    if not read.trusted:
-        obs.checkpoint_list_untrusted = True
-        _fetch(result, source, due)
-        return
-    adopt = sessions_with_new_checkpoints(state, read, floor, shown)
-    obs.adopt = adopt
-    obs.listed_checkpoint_ms = newest_listed(read, {*state.recent_checkpoints, *adopt})
-    _fetch(result, source, [*registration_fetches(state, due, read), *adopt])
-    if read.complete:
+    obs.checkpoint_list_untrusted = not read.trusted
+    if read.trusted:
+        obs.adopt = sessions_with_new_checkpoints(state, read, floor, shown)
+        obs.listed_checkpoint_ms = newest_listed(read, {*state.recent_checkpoints, *obs.adopt})
+    # Untrusted, the read vouches for nothing: every session due is fetched.
+    _fetch(result, source, [*registration_fetches(state, due, read), *obs.adopt])
+    if read.trusted and read.complete:  # only once the sessions it found were fetched
         obs.checkpoints_read_newest_ms = read.times.newest_ms
 
 

@@ -167,9 +167,8 @@ def _due(
     if status is ModelResourceStatus.PENDING and not entry.queued:
         since = to_ms(r.created_at) or entry.first_seen_ms or now
         if now - since > config.queued_long_ms:
-            out.append(
-                ResourceEvent(ResourceEventKind.RESOURCE_QUEUED_LONG, r, queued_ms=now - since)
-            )
+            event = ResourceEvent(ResourceEventKind.RESOURCE_QUEUED_LONG, r, queued_ms=now - since)
+            out.append(event)
     return out
 
 
@@ -183,10 +182,11 @@ def _apply(entry: TrackedResource, event: ResourceEvent) -> None:
         entry.ready = entry.ready or event.kind is ResourceEventKind.RESOURCE_READY
 
 
-def _quiet(
-    entry: TrackedResource, r: ModelResource, now: int, config: ResourceTrackerConfig
+def _remember(
+    state: ResourceTrackerState, r: ModelResource, now: int, config: ResourceTrackerConfig
 ) -> None:
-    """Take ``r`` in as already announced (first tick, history)."""
+    """Track ``r`` as already announced (first tick, history)."""
+    entry = state.tracked[r.id] = TrackedResource(first_seen_ms=now)
     for event in _due(entry, r, now, config):
         _apply(entry, event)
 
@@ -210,11 +210,9 @@ def _entry_for(
     if created is not None and created < floor:
         # History (or a resource the filter just let in): known, not news.
         if not is_terminal(r):
-            entry = state.tracked[r.id] = TrackedResource(first_seen_ms=now)
-            _quiet(entry, r, now, config)
+            _remember(state, r, now, config)
         return None
-    entry = state.tracked[r.id] = TrackedResource(first_seen_ms=now)
-    return entry
+    return state.tracked.setdefault(r.id, TrackedResource(first_seen_ms=now))
 
 
 def advance_resources(
@@ -235,8 +233,7 @@ def advance_resources(
         state.seen_max_ms = state.baseline_ms
         for rid, r in by_id.items():
             if not is_terminal(r):
-                first = state.tracked[rid] = TrackedResource(first_seen_ms=now)
-                _quiet(first, r, now, config)
+                _remember(state, r, now, config)
             elif (ms := created[rid]) is not None and ms >= state.baseline_ms:
                 state.recent_terminal[rid] = ms
         return Outcome([], state, notes)

@@ -4,7 +4,6 @@ letter per known status, UUIDs in 23 characters. One format from 0.2.0 on; any o
 refused (``CursorError``) and the sensor rebuilds its state from its tick history."""
 
 import base64
-import functools
 import hashlib
 import re
 import uuid
@@ -34,8 +33,6 @@ class CursorError(ValueError):
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 
-# Both are cached: the same ids are written and read on every tick.
-@functools.lru_cache(maxsize=8192)
 def compact_id(value: str) -> str:
     """A canonical UUID as ``~`` + base64url of its bytes; any other id as itself (with one
     more ``~`` in front if it starts with one, so the two never meet)."""
@@ -44,7 +41,6 @@ def compact_id(value: str) -> str:
     return "~" + value if value.startswith("~") else value
 
 
-@functools.lru_cache(maxsize=8192)
 def expand_id(value: str) -> str:
     if not value.startswith("~"):
         return value
@@ -135,7 +131,6 @@ Status = Annotated[
 ]
 
 
-@functools.lru_cache(maxsize=8192)
 def short_id(checkpoint_id: str) -> str:
     """The 8-hex-digit hash that stands for a checkpoint in a mark (ties of time)."""
     return hashlib.blake2b(checkpoint_id.encode(), digest_size=4).hexdigest()

@@ -78,8 +78,7 @@ class Candidate:
 
 
 def rank(candidates: Iterable[Candidate], direction: Direction = "higher") -> list[Candidate]:
-    """Best first: by value in ``direction``, then earliest step, then checkpoint id.
-    NaN values rank last."""
+    """Best first: value in ``direction``, then earliest step, then checkpoint id; NaN last."""
     sign = -1.0 if direction == "higher" else 1.0
 
     def key(c: Candidate) -> tuple[bool, float, float, str]:
