@@ -15,7 +15,6 @@ from .state import ScanPosition, TrackerState
 from .tracker import (
     active_filter,
     checkpoint_floor,
-    checkpoint_mode,
     newest_listed,
     oldest_pending_ms,
     plan_scan,
@@ -150,7 +149,8 @@ def collect(
             # First tick: the newest finished sessions are history, read before discovery.
             _scan_pages(result, state, config, source)
             _discover_pages(result, state, source, None)
-        elif checkpoint_mode(state, config):
+        elif config.checkpoints_only and not (state.backfilling or state.checkpoint_list_untrusted):
+            # New checkpoints are found through the checkpoint list.
             _read_checkpoint_list(result, state, config, source, waiting)
             # Events first; the discovery pass (upkeep) gets what is left of the budget.
             _discover_pages(result, state, source, discovery_pages_per_tick)

@@ -21,13 +21,13 @@ from ..api.clock import to_ms
 from ..api.enums import ModelResourceStatus
 from ..api.models import ModelResource
 from .events import Outcome, ResourceEvent, ResourceEventKind
-from .state import CursorState, Id, LetterCodes, StateModel
+from .state import CursorState, Id, StateModel, letter_codes
 
 RESOURCE_CURSOR_VERSION = 2
 
 _KIND = "model_resources"
 
-_LETTERS = LetterCodes(
+_encode, _decode = letter_codes(
     {
         ModelResourceStatus.PENDING.value: "P",
         ModelResourceStatus.CREATING.value: "C",
@@ -38,7 +38,7 @@ _LETTERS = LetterCodes(
     }
 )
 
-_Status = Annotated[str, BeforeValidator(_LETTERS.decode), PlainSerializer(_LETTERS.encode)]
+_Status = Annotated[str, BeforeValidator(_decode), PlainSerializer(_encode)]
 
 #: statuses a resource never leaves (there is no restart endpoint).
 TERMINAL_RESOURCE_STATUSES = frozenset({ModelResourceStatus.STOPPED, ModelResourceStatus.ERROR})

@@ -7,6 +7,7 @@ import base64
 import hashlib
 import re
 import uuid
+from collections.abc import Callable
 from typing import Annotated, Any, ClassVar, Self
 
 from pydantic import (
@@ -63,19 +64,11 @@ def _read_id(value: Any, info: ValidationInfo) -> Any:
 Id = Annotated[str, BeforeValidator(_read_id), PlainSerializer(compact_id, when_used="json")]
 
 
-class LetterCodes:
-    """Known raw statuses as one letter each; any other (newer) status is written as sent, so
-    drift never breaks a cursor."""
-
-    def __init__(self, codes: dict[str, str]) -> None:
-        self.codes = dict(codes)
-        self.raws = {code: raw for raw, code in codes.items()}
-
-    def encode(self, raw: str) -> str:
-        return self.codes.get(raw, raw)
-
-    def decode(self, code: str) -> str:
-        return self.raws.get(code, code)
+def letter_codes(codes: dict[str, str]) -> tuple[Callable[[str], str], Callable[[str], str]]:
+    """(encode, decode): known raw statuses as one letter each; any other (newer) status is
+    written as sent, so drift never breaks a cursor."""
+    raws = {code: raw for raw, code in codes.items()}
+    return (lambda raw: codes.get(raw, raw)), (lambda code: raws.get(code, code))
 
 
 class StateModel(BaseModel):
@@ -113,7 +106,7 @@ class CursorState(StateModel):
 
 CURSOR_VERSION = 3
 
-_STATUS_LETTERS = LetterCodes(
+_encode_status, _decode_status = letter_codes(
     {
         "TRAINING_SESSION_STATUS_CREATING": "C",
         "TRAINING_SESSION_STATUS_RUNNING": "R",
@@ -126,9 +119,7 @@ _STATUS_LETTERS = LetterCodes(
 )
 
 #: a raw session status, written as one letter when known.
-Status = Annotated[
-    str, BeforeValidator(_STATUS_LETTERS.decode), PlainSerializer(_STATUS_LETTERS.encode)
-]
+Status = Annotated[str, BeforeValidator(_decode_status), PlainSerializer(_encode_status)]
 
 
 def short_id(checkpoint_id: str) -> str:
@@ -318,7 +309,7 @@ def _waiting_key(t: TrackedSession) -> tuple[int, str, int] | None:
     implied = [short_id(p.checkpoint_id) for p in t.pending if p.created_ms == newest]
     if t.mark.time != newest or t.mark.ids != implied:
         return None
-    return first_seen, _STATUS_LETTERS.encode(t.status), t.terminal_ms
+    return first_seen, _encode_status(t.status), t.terminal_ms
 
 
 def _write_waiting(tracked: dict[str, TrackedSession]) -> tuple[list[list[Any]], list[str]]:

@@ -64,16 +64,6 @@ def plan_scan(state: TrackerState, config: TrackerConfig) -> ScanPlan:
     return ScanPlan(start, None)
 
 
-def checkpoint_mode(state: TrackerState, config: TrackerConfig) -> bool:
-    """Whether this tick finds new checkpoints through the checkpoint list."""
-    return (
-        config.checkpoints_only
-        and state.initialized
-        and not state.backfilling
-        and not state.checkpoint_list_untrusted
-    )
-
-
 def oldest_pending_ms(state: TrackerState, sessions: Iterable[str]) -> int | None:
     times = [
         p.created_ms
