@@ -25,15 +25,12 @@ class EventKind(str, Enum):
 
 CHECKPOINT_EVENTS = frozenset({EventKind.CHECKPOINT_CREATED, EventKind.CHECKPOINT_REGISTERED})
 
-TERMINAL_EVENTS = frozenset(
-    {EventKind.SESSION_STOPPED, EventKind.SESSION_ERROR, EventKind.SESSION_EXPIRED}
-)
-
 TERMINAL_EVENT_FOR_STATUS = {
     SessionStatus.STOPPED: EventKind.SESSION_STOPPED,
     SessionStatus.ERROR: EventKind.SESSION_ERROR,
     SessionStatus.EXPIRED: EventKind.SESSION_EXPIRED,
 }
+TERMINAL_EVENTS = frozenset(TERMINAL_EVENT_FOR_STATUS.values())
 
 
 @dataclass(frozen=True)

@@ -242,14 +242,12 @@ def _diff_tracked(
         snapshot[sid] for sid in obs.adopt if sid in snapshot and sid not in state.tracked
     ]
     candidates.sort(key=lambda s: (to_ms(s.created_at) or 0, s.id))
-    for i, session in enumerate(candidates):
+    stopped = False
+    for session in candidates:  # once the cap stops the diffs, the rest are only adopted
         if session.id not in state.tracked:
             state.tracked[session.id] = adopt(session, state, config, obs.now_ms)
-        if not diff_session(state.tracked[session.id], session, obs.now_ms, budget):
-            for rest in candidates[i + 1 :]:
-                if rest.id not in state.tracked:
-                    state.tracked[rest.id] = adopt(rest, state, config, obs.now_ms)
-            return
+        if not stopped:
+            stopped = not diff_session(state.tracked[session.id], session, obs.now_ms, budget)
 
 
 def _move_watermark(
@@ -326,7 +324,5 @@ def _retire(
             remember_checkpoints(state, config, snapshot[sid])
     if not state.backfilling:
         state.recent_terminal = {k: v for k, v in state.recent_terminal.items() if v >= floor}
-    ckpt_floor = checkpoint_floor(state, config)
-    state.recent_checkpoints = {
-        k: v for k, v in state.recent_checkpoints.items() if v >= ckpt_floor
-    }
+    low = checkpoint_floor(state, config)
+    state.recent_checkpoints = {k: v for k, v in state.recent_checkpoints.items() if v >= low}
