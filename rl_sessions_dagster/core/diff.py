@@ -183,11 +183,10 @@ def scan_finished(
     an unverified order). An oldest-first list's tail is kept."""
     if obs.scan_rejected:
         return None
-    start = state.scan
     if state.scan is None:
         state.pass_start_ms = state.seen_max_ms
-        start = state.tail if state.order is ListOrder.OLDEST_FIRST and state.tail else None
-    start = start or ScanPosition()
+    tail = state.tail if state.order is ListOrder.OLDEST_FIRST else None
+    start = state.scan or tail or ScanPosition()
     position, stopped = run_pass(
         start, obs.pages, lambda s: _discover(state, s, budget, floor, now)
     )

@@ -226,10 +226,11 @@ def advance_resources(
     for r in obs.resources:
         by_id.setdefault(r.id, r)
     created = {rid: to_ms(r.created_at) for rid, r in by_id.items()}
+    known = [ms for ms in created.values() if ms is not None]
 
     if not state.initialized:
         state.initialized = True
-        state.baseline_ms = max([*(ms for ms in created.values() if ms is not None), now])
+        state.baseline_ms = max([*known, now])
         state.seen_max_ms = state.baseline_ms
         for rid, r in by_id.items():
             if not is_terminal(r):
@@ -268,9 +269,7 @@ def advance_resources(
             ms = created[r.id]
             state.recent_terminal[r.id] = ms if ms is not None else state.seen_max_ms
 
-    for ms in created.values():
-        if ms is not None and ms > state.seen_max_ms:
-            state.seen_max_ms = ms
+    state.seen_max_ms = max([state.seen_max_ms, *known])
     floor = _floor(state, config)
     state.recent_terminal = {k: v for k, v in state.recent_terminal.items() if v >= floor}
     return Outcome(events, state, notes, deferred=deferred)

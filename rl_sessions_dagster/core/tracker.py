@@ -124,11 +124,8 @@ def active_filter(state: TrackerState) -> list[str]:
 
 def _baseline(state: TrackerState, obs: Observation, config: TrackerConfig) -> None:
     """First tick: remember what exists, so history does not become runs (unless backfill)."""
-    observed = [
-        *obs.active,
-        *(s for p in obs.pages for s in p.sessions),
-        *(s for p in obs.discovery_pages for s in p.sessions),
-    ]
+    pages = [*obs.pages, *obs.discovery_pages]
+    observed = [*obs.active, *(s for p in pages for s in p.sessions)]
     created = [ms for s in observed if (ms := to_ms(s.created_at)) is not None]
     state.initialized = True
     # History is what the API held when we first asked: the server's clock says when that
@@ -259,10 +256,8 @@ def _move_watermark(
     notes: list[str],
 ) -> None:
     """The watermark (and the order check) move only when a scan pass completed at ``ended``."""
-    for s in snapshot.values():
-        ms = to_ms(s.created_at)
-        if ms is not None and ms > state.seen_max_ms:
-            state.seen_max_ms = ms
+    created = [ms for s in snapshot.values() if (ms := to_ms(s.created_at)) is not None]
+    state.seen_max_ms = max([state.seen_max_ms, *created])
     if obs.scan_rejected:
         notes.append(
             "the API refused the saved position in the finished-session list; a new pass starts"
