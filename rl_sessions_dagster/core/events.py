@@ -299,7 +299,7 @@ class Observation:
     scan_complete: bool = False
     order_violation: bool = False
     #: sessions fetched by id; None means the API answered 404.
-    fetched: Mapping[str, TrainingSession | None] = field(default_factory=dict)
+    fetched: dict[str, TrainingSession | None] = field(default_factory=dict)
     #: pages of the unfiltered list read for the discovery pass, and whether it ended.
     discovery_pages: Sequence[ScannedPage] = ()
     discovery_complete: bool = False
@@ -314,7 +314,7 @@ class Observation:
     checkpoints_read_newest_ms: int | None = None
     checkpoint_list_untrusted: bool = False
     #: sessions fetched by id that the sensor's filter excludes: never tracked.
-    excluded: Sequence[str] = ()
+    excluded: list[str] = field(default_factory=list)
     #: checkpoint mode: the newest listed checkpoint of each session adopted or remembered.
     listed_checkpoint_ms: Mapping[str, int] = field(default_factory=dict)
 

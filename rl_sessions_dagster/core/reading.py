@@ -208,26 +208,21 @@ def _read_checkpoint_list(
 
 
 def _fetch(result: Collected, source: SessionSource, ids: Sequence[str]) -> None:
-    obs = result.observation
-    fetched, excluded = dict(obs.fetched), list(obs.excluded)
-    try:
-        for sid in ids:
-            if sid in fetched or sid in excluded:
-                continue
-            done = len(fetched) + len(excluded)
-            try:
-                fetched[sid] = result.read(
-                    f"fetching sessions ({done} of {len(ids)} done)",
-                    partial(source.get_session, sid),
-                )
-            except ItemUnreadable:
-                result.requests += 1
-                result.unreadable.append(sid)
-            except SessionExcluded:
-                result.requests += 1
-                excluded.append(sid)
-    finally:
-        obs.fetched, obs.excluded = fetched, excluded
+    fetched, excluded = result.observation.fetched, result.observation.excluded
+    for sid in ids:
+        if sid in fetched or sid in excluded:
+            continue
+        done = len(fetched) + len(excluded)
+        try:
+            fetched[sid] = result.read(
+                f"fetching sessions ({done} of {len(ids)} done)", partial(source.get_session, sid)
+            )
+        except ItemUnreadable:
+            result.requests += 1
+            result.unreadable.append(sid)
+        except SessionExcluded:
+            result.requests += 1
+            excluded.append(sid)
 
 
 def _page(
