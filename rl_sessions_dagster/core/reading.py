@@ -54,17 +54,12 @@ class SessionSource(Protocol):
     :class:`SessionExcluded`. ``server_time_ms``: the API's clock at the last response."""
 
     def list_active_page(self, after: str | None, extra_statuses: Sequence[str] = ()) -> Page: ...
-
     def list_terminal_page(self, after: str | None) -> Page: ...
-
     def list_all_page(self, after: str | None) -> Page: ...
-
     def list_inference_checkpoints_page(
         self, after: str | None
     ) -> tuple[list[Checkpoint], str | None]: ...
-
     def get_session(self, session_id: str) -> TrainingSession | None: ...
-
     def server_time_ms(self) -> int | None: ...
 
 
@@ -141,7 +136,10 @@ def collect(
     try:
         # Departures first: they have events due, which a slow scan must not starve (the
         # scan's finds are only delayed: the watermark waits for a complete pass).
-        waiting = _waiting_for_registrations(state, config)
+        # Finished sessions that only wait for registrations need no fetch unless one of their
+        # checkpoints changed, which the checkpoint list tells for all of them at once.
+        lists = config.tracks_checkpoints and not state.checkpoint_list_untrusted
+        waiting = [sid for sid, entry in state.tracked.items() if lists and entry.lingering]
         shown = {s.id for s in active}
         departed = [sid for sid in state.tracked if sid not in shown and sid not in waiting]
         _fetch(result, source, departed)
@@ -172,14 +170,6 @@ def collect(
         pass
     result.fetched_ids = list(obs.fetched)
     return result
-
-
-def _waiting_for_registrations(state: TrackerState, config: TrackerConfig) -> list[str]:
-    """Finished sessions that only wait for registrations: they need no fetch unless one of
-    their checkpoints changed, which the checkpoint list tells for all of them at once."""
-    if not config.tracks_checkpoints or state.checkpoint_list_untrusted:
-        return []
-    return [sid for sid, entry in state.tracked.items() if entry.lingering]
 
 
 def _read_checkpoint_list(

@@ -16,8 +16,7 @@ from ..api.models import ModelResource, TrainingSession
 from .sweeps import sweep_name
 
 HOUR_MS = 3_600_000
-#: Statuses before READY: a span has not begun (and, seen again after READY, a new
-#: provisioning would be needed, which the API has no endpoint for).
+#: statuses before READY: a span has not begun.
 _BEFORE = (ModelResourceStatus.PENDING, ModelResourceStatus.CREATING)
 
 

@@ -20,7 +20,7 @@ from .diff import (
     scan_finished,
 )
 from .events import CheckpointRead, ListOrder, Observation, Outcome, SessionEvent, TrackerConfig
-from .state import ScanPosition, TrackerState
+from .state import PendingCheckpoint, ScanPosition, TrackerState
 
 
 @dataclass(frozen=True)
@@ -80,14 +80,12 @@ def registration_fetches(
     """Those of ``sessions`` (waiting for registrations) with a checkpoint registered now, or
     one the read cannot vouch for (not listed, time unknown, list out of order, not read)."""
     listed = read.by_id if read is not None and read.trusted else {}
-    due: list[str] = []
-    for sid in sessions:
-        for p in state.tracked[sid].pending:
-            c = listed.get(p.checkpoint_id)
-            if c is None or c.is_registered:
-                due.append(sid)
-                break
-    return due
+
+    def vouched(p: PendingCheckpoint) -> bool:
+        c = listed.get(p.checkpoint_id)
+        return c is not None and not c.is_registered
+
+    return [sid for sid in sessions if not all(vouched(p) for p in state.tracked[sid].pending)]
 
 
 def sessions_with_new_checkpoints(
