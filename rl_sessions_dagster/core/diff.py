@@ -3,6 +3,7 @@ between. Each event goes through a :class:`Budget` (the cap on runs per tick); w
 diff part-way, the state holds exactly what was announced and the rest follows next tick."""
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from ..api.clock import to_ms
 from ..api.models import InferenceCheckpoint, TrainingSession
@@ -95,10 +96,8 @@ def _diff_checkpoints(
     return True
 
 
-def pending_of(ckpt: InferenceCheckpoint, now_ms: int) -> PendingCheckpoint:
-    return PendingCheckpoint(
-        checkpoint_id=ckpt.id, first_seen_ms=now_ms, created_ms=to_ms(ckpt.created_at)
-    )
+def pending_of(c: InferenceCheckpoint, now: int) -> PendingCheckpoint:
+    return PendingCheckpoint(checkpoint_id=c.id, first_seen_ms=now, created_ms=to_ms(c.created_at))
 
 
 def history_entry(
@@ -167,7 +166,7 @@ def run_pass(
             if not handle(session):
                 return position, True
             position.done_through = session.id
-        evidence = page.evidence.copy() if page.evidence else position.evidence
+        evidence = replace(page.evidence) if page.evidence else position.evidence
         position = ScanPosition(after=page.next_after, evidence=evidence)
     return position, False
 
@@ -249,8 +248,7 @@ def _discover(
 
 def is_unknown_live(session: TrainingSession) -> bool:
     """A status that is neither a known active nor a terminal one (e.g. a future PAUSED)."""
-    status = session.status
-    return not status.is_terminal and not status.is_active
+    return not (session.status.is_terminal or session.status.is_active)
 
 
 def note_unknown_status(state: TrackerState, session: TrainingSession, notes: list[str]) -> None:

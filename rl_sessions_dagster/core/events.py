@@ -4,7 +4,7 @@
 
 import fnmatch
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Generic, TypeVar
 
@@ -119,9 +119,8 @@ class ResourceEvent:
 
 
 class ListOrder(str, Enum):
-    """The finished-session list's order (undocumented), verified by a complete pass: newest
-    first lets a pass stop at the floor, oldest first lets it follow the tail, unordered bounds
-    the pages read per tick."""
+    """The finished-session list's order (undocumented), verified by a complete pass: it decides
+    where a pass may stop (the floor, the tail) or how many pages a tick reads (unordered)."""
 
     UNVERIFIED = "unverified"
     NEWEST_FIRST = "newest_first"
@@ -152,9 +151,6 @@ class OrderEvidence:
             self.went_newer = True
         self.oldest_ms = ms if self.oldest_ms is None else min(self.oldest_ms, ms)
         self.newest_ms = ms if self.newest_ms is None else max(self.newest_ms, ms)
-
-    def copy(self) -> "OrderEvidence":
-        return replace(self)
 
     def verdict(self) -> ListOrder:
         """The order a complete pass showed (none for tied times: the next pass checks again)."""

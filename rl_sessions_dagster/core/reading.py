@@ -4,7 +4,7 @@ or a spent budget ends collection early, keeping what was read (the rest follows
 only a failure to list the active sessions aborts the tick, as nothing can be concluded then."""
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Protocol, TypeVar
 
@@ -69,8 +69,7 @@ class Interrupted(Exception):
 
 @dataclass
 class Collected:
-    """What one tick read, and how: ``read`` counts requests, checks the budget before each
-    read and turns transient errors into an interruption."""
+    """What one tick read. Every read goes through ``read``: counted, budgeted, interruptible."""
 
     observation: Observation
     #: why collection stopped early ("" when it did not): budget, or the transient error.
@@ -261,7 +260,7 @@ def _scan_pages(
     obs = result.observation
     pages: list[ScannedPage] = []
     obs.pages = pages
-    evidence = plan.start.evidence.copy()
+    evidence = replace(plan.start.evidence)
 
     def last(page: ScannedPage) -> bool:
         stop_here = False
@@ -284,7 +283,7 @@ def _scan_pages(
             early_stop_allowed = plan.stop_below_ms is not None and not obs.order_violation
             if early_stop_allowed and ms < (plan.stop_below_ms or 0):
                 stop_here = True
-        page.evidence = evidence.copy()
+        page.evidence = replace(evidence)
         return stop_here
 
     what = "scanning finished sessions"

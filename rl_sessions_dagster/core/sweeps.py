@@ -11,7 +11,6 @@ from pydantic import Field
 from pydantic.dataclasses import dataclass as checked_dataclass
 
 Direction = Literal["higher", "lower"]
-NO_SWEEP = "(none)"
 
 
 def sweep_name(wandb_group: str | None, display_name: str | None, separator: str = "-") -> str:
@@ -22,7 +21,7 @@ def sweep_name(wandb_group: str | None, display_name: str | None, separator: str
     if display_name:
         head, sep, _ = display_name.rpartition(separator)
         return head if sep and head else display_name
-    return NO_SWEEP
+    return "(none)"
 
 
 @checked_dataclass(frozen=True, kw_only=True)

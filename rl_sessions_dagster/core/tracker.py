@@ -1,8 +1,7 @@
-"""The session tracker: previous state + what the API shows → events + next state
-(:func:`advance`), and the rules for what a tick reads. Moving sessions are tracked until their
-terminal event is out; the finished-session scan finds those born and ended between ticks,
-the discovery pass those in unknown statuses; history is never announced unless backfilling;
-the watermark moves only when a scan pass completes (docs/how-it-works.md)."""
+"""The session tracker (:func:`advance`: previous state + what the API shows → events + next
+state) and what a tick reads. Moving sessions are tracked until their terminal event is out; the
+scan finds those born and ended between ticks, the discovery pass those in unknown statuses;
+history is never announced unless backfilling; the watermark moves when a scan pass completes."""
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
