@@ -2,7 +2,6 @@
 know, cheap re-checks of pending registrations, status-only sensors without checkpoint state,
 and cursors from the previous release."""
 
-
 from rl_sessions_dagster.core import EventKind, TrackerState
 from rl_sessions_dagster.core.events import CHECKPOINT_EVENTS, TERMINAL_EVENTS, TrackerConfig
 
