@@ -103,9 +103,8 @@ def pending_of(c: InferenceCheckpoint, now: int) -> PendingCheckpoint:
 def history_entry(
     session: TrainingSession, config: TrackerConfig, now_ms: int, cutoff_ms: int | None
 ) -> TrackedSession:
-    """A live session that existed before the first tick: its status and its checkpoints
-    created before ``cutoff_ms`` (None: all) are remembered, never announced; unregistered ones
-    are awaited, as their registration happens after the first tick."""
+    """A live session older than the first tick: its status and checkpoints created before
+    ``cutoff_ms`` (None: all) are history, never announced; unregistered ones are awaited."""
     entry = TrackedSession(status=session.raw_status)
     if not config.tracks_checkpoints:
         return entry
@@ -138,8 +137,8 @@ def adopt(
 def remember_checkpoints(
     state: TrackerState, config: TrackerConfig, session: TrainingSession
 ) -> None:
-    """A session done whose checkpoints the checkpoint list may still show: a checkpoint sensor
-    remembers it by its newest one (forgotten below the checkpoint floor)."""
+    """A checkpoint sensor remembers a session done by its newest checkpoint, which the list
+    may still show (forgotten below the checkpoint floor)."""
     if not config.checkpoints_only:
         return
     newest = max(
@@ -269,6 +268,9 @@ def run_discovery(
     state: TrackerState, obs: Observation, budget: Budget, notes: list[str], first_tick: bool
 ) -> None:
     """Adopt the non-terminal sessions of the unfiltered list that the filtered lists miss."""
+    if obs.discovery_rejected and state.discovery is not None:
+        notes.append("the API refused the saved position in the full list; discovery starts over")
+        state.discovery = ScanPosition()
     if state.discovery is None or not (obs.discovery_pages or obs.discovery_complete):
         return
 

@@ -51,9 +51,8 @@ _STATUS_EVENTS = {
 
 
 class TrackedResource(StateModel):
-    """A resource still moving: the last raw status applied, the last expiry deadline announced
-    (0: none), whether the long-queue event is out; ``first_seen_ms`` stands in for a missing
-    ``created_at``."""
+    """A resource still moving: the last raw status applied, the last expiry announced (0: none),
+    whether the long-queue event is out; ``first_seen_ms`` stands in for a missing created_at."""
 
     status: _Status = Field("", alias="s")
     expiring_ms: int = Field(0, alias="e")

@@ -217,8 +217,7 @@ def advance(
 def _exclude(
     state: TrackerState, config: TrackerConfig, sid: str, obs: Observation, notes: list[str]
 ) -> None:
-    """A session the filter excludes is never tracked; a checkpoint sensor remembers it like a
-    retired one, so the checkpoint list does not make it fetched again."""
+    """Never tracked; a checkpoint sensor remembers it as retired (the list never refetches it)."""
     if state.tracked.pop(sid, None) is not None:
         notes.append(f"session {sid} no longer matches the sensor's filter; no longer tracked")
     if config.checkpoints_only:
