@@ -34,8 +34,7 @@ from rl_sessions_dagster import (
 )
 from rl_sessions_dagster.api import RLSessionsClient, ServerClock, TrainingSession
 from rl_sessions_dagster.core import TrackerState, advance
-from rl_sessions_dagster.core.events import TERMINAL_EVENT_FOR_STATUS
-from rl_sessions_dagster.core.observation import TrackerConfig
+from rl_sessions_dagster.core.events import TERMINAL_EVENT_FOR_STATUS, TrackerConfig
 from rl_sessions_dagster.core.reading import collect
 from rl_sessions_dagster.sensors.options import DEFAULT_TICK_BUDGET_SECONDS
 from rl_sessions_dagster.sensors.session_sensor import ClientSessionSource

@@ -17,8 +17,7 @@ from .assets import (
 )
 from .components import TogetherRLComponent
 from .core import EventKind, SessionEvent
-from .core.events import ResourceEvent, ResourceEventKind
-from .core.filters import SessionFilter
+from .core.events import ResourceEvent, ResourceEventKind, SessionFilter
 from .core.idle import IdlePolicy
 from .core.sweeps import ChampionRule
 from .evaluation import EvaluationSpec

@@ -28,7 +28,7 @@ from pydantic import Field
 
 from ..api.models import TrainingSession
 from ..api.pages import SkippedItem
-from ..core.filters import SessionFilter
+from ..core.events import SessionFilter
 from ..resource import TogetherRLResource
 from ..resource.tables import DEFAULT_DB_FILENAME, open_table_store
 from ..storage.rows import (

@@ -24,8 +24,7 @@ import dagster as dg
 from pydantic import Field, create_model
 from pydantic_core import PydanticUndefined
 
-from ..core.events import CHECKPOINT_EVENTS
-from ..core.filters import SessionFilter
+from ..core.events import CHECKPOINT_EVENTS, SessionFilter
 from ..partitions import CHECKPOINT_PARTITIONS
 from ..sensors import (
     EventRoute,

@@ -1,14 +1,29 @@
-"""One session against what the tracker remembers of it: the events between the two.
+"""One session, or one pass over a list, against what the tracker remembers: the events
+between. Each event goes through a :class:`Budget` (the cap on runs per tick); when it stops a
+diff part-way, the state holds exactly what was announced and the rest follows next tick."""
 
-Every event goes through a :class:`Budget` (the cap on runs per tick); when the cap stops a
-diff part-way, the entry holds exactly what was announced, so the rest follows next tick.
-"""
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from ..api.clock import to_ms
 from ..api.models import InferenceCheckpoint, TrainingSession
-from .events import TERMINAL_EVENT_FOR_STATUS, EventKind, SessionEvent
-from .observation import TrackerConfig, checkpoint_key
-from .state import PendingCheckpoint, TrackedSession, TrackerState
+from .events import (
+    TERMINAL_EVENT_FOR_STATUS,
+    EventKind,
+    ListOrder,
+    Observation,
+    OrderEvidence,
+    ScannedPage,
+    SessionEvent,
+    TrackerConfig,
+)
+from .state import PendingCheckpoint, ScanPosition, TrackedSession, TrackerState, short_id
+
+
+def checkpoint_key(c: InferenceCheckpoint) -> tuple[int, str]:
+    """Total order on a session's checkpoints: creation time (or step), then a short id hash."""
+    ms = to_ms(c.created_at)
+    return (c.step or 0) if ms is None else ms, short_id(c.id)
 
 
 class Budget:
@@ -31,20 +46,13 @@ class Budget:
 
 
 def diff_session(
-    entry: TrackedSession,
-    session: TrainingSession,
-    now_ms: int,
-    budget: Budget,
-    await_registration: bool = True,
+    entry: TrackedSession, session: TrainingSession, now_ms: int, budget: Budget, wait: bool = True
 ) -> bool:
-    """Emit the events between ``entry`` and ``session``, mutating ``entry`` as each is admitted.
-
-    Returns False when the budget stopped it part-way (entry holds what was applied).
-    ``await_registration=False`` (history in a backfill) does not wait for checkpoints that
-    are unregistered now: old ones stay that way.
-    """
+    """Emit the events between ``entry`` and ``session``, updating ``entry`` as each is admitted;
+    False when the budget stopped it part-way. ``wait=False`` (history in a backfill) waits for
+    no registration of checkpoints unregistered now: old ones stay that way."""
     if budget.config.tracks_checkpoints and not _diff_checkpoints(
-        entry, session, now_ms, budget, await_registration
+        entry, session, now_ms, budget, wait
     ):
         return False
     if session.raw_status != entry.status:
@@ -60,11 +68,7 @@ def diff_session(
 
 
 def _diff_checkpoints(
-    entry: TrackedSession,
-    session: TrainingSession,
-    now_ms: int,
-    budget: Budget,
-    await_registration: bool,
+    entry: TrackedSession, session: TrainingSession, now_ms: int, budget: Budget, wait: bool
 ) -> bool:
     by_id = {c.id: c for c in session.inference_checkpoints}
     for pending in list(entry.pending):
@@ -86,25 +90,21 @@ def _diff_checkpoints(
                 entry.announce(checkpoint_key(ckpt))
                 entry.pending.append(pending_of(ckpt, now_ms))
                 return False
-        elif await_registration:
+        elif wait:
             entry.pending.append(pending_of(ckpt, now_ms))
         entry.announce(checkpoint_key(ckpt))
     return True
 
 
-def pending_of(ckpt: InferenceCheckpoint, now_ms: int) -> PendingCheckpoint:
-    return PendingCheckpoint(
-        checkpoint_id=ckpt.id, first_seen_ms=now_ms, created_ms=to_ms(ckpt.created_at)
-    )
+def pending_of(c: InferenceCheckpoint, now: int) -> PendingCheckpoint:
+    return PendingCheckpoint(checkpoint_id=c.id, first_seen_ms=now, created_ms=to_ms(c.created_at))
 
 
 def history_entry(
     session: TrainingSession, config: TrackerConfig, now_ms: int, cutoff_ms: int | None
 ) -> TrackedSession:
-    """A live session first met now although it existed before the first tick: its status
-    and its checkpoints created before ``cutoff_ms`` (all of them when None: what the first
-    tick sees is history) are remembered, never announced. Unregistered ones are awaited,
-    since their registration would happen after the first tick."""
+    """A live session older than the first tick: its status and checkpoints created before
+    ``cutoff_ms`` (None: all) are history, never announced; unregistered ones are awaited."""
     entry = TrackedSession(status=session.raw_status)
     if not config.tracks_checkpoints:
         return entry
@@ -124,8 +124,8 @@ def adopt(
     now_ms: int,
     first_tick: bool = False,
 ) -> TrackedSession:
-    """The entry for a live session first met this tick: new sessions start empty (every fact
-    is an event); ones created before the first tick start from their history."""
+    """The entry for a live session first met: empty for a new one (every fact is an event),
+    its history for one created before the first tick."""
     if first_tick:
         return history_entry(session, config, now_ms, None)
     created = to_ms(session.created_at)
@@ -137,8 +137,8 @@ def adopt(
 def remember_checkpoints(
     state: TrackerState, config: TrackerConfig, session: TrainingSession
 ) -> None:
-    """A session that is done: the checkpoint list may still show its checkpoints, so a
-    checkpoint sensor remembers it by its newest one (forgotten below the checkpoint floor)."""
+    """A checkpoint sensor remembers a session done by its newest checkpoint, which the list
+    may still show (forgotten below the checkpoint floor)."""
     if not config.checkpoints_only:
         return
     newest = max(
@@ -147,3 +147,149 @@ def remember_checkpoints(
     )
     if newest is not None:
         state.recent_checkpoints[session.id] = newest
+
+
+def run_pass(
+    position: ScanPosition, pages: Sequence[ScannedPage], handle: Callable[[TrainingSession], bool]
+) -> tuple[ScanPosition, bool]:
+    """Feed the sessions after ``position`` to ``handle`` in list order, until it returns False
+    (a cap). Returns (the new position, stopped early). Positions name a page and the last item
+    done on it, never a count, so items inserted meanwhile neither repeat nor vanish."""
+    position = position.model_copy(deep=True)
+    for page in pages:
+        if page.after != position.after:
+            continue  # a page from a different position (should not happen); ignore it
+        ids = [s.id for s in page.sessions]
+        start = ids.index(position.done_through) + 1 if position.done_through in ids else 0
+        for session in page.sessions[start:]:
+            if not handle(session):
+                return position, True
+            position.done_through = session.id
+        evidence = replace(page.evidence) if page.evidence else position.evidence
+        position = ScanPosition(after=page.next_after, evidence=evidence)
+    return position, False
+
+
+#: history sessions a backfill pass remembers having announced.
+BACKFILL_MEMORY = 200
+
+
+def scan_finished(
+    state: TrackerState, obs: Observation, budget: Budget, floor: int, now: int
+) -> ScanPosition | None:
+    """Process the scanned pages; where the pass ended if it is complete (its evidence decides
+    an unverified order). An oldest-first list's tail is kept."""
+    if obs.scan_rejected:
+        return None
+    if state.scan is None:
+        state.pass_start_ms = state.seen_max_ms
+    tail = state.tail if state.order is ListOrder.OLDEST_FIRST else None
+    start = state.scan or tail or ScanPosition()
+    position, stopped = run_pass(
+        start, obs.pages, lambda s: _discover(state, s, budget, floor, now)
+    )
+    if stopped:
+        state.scan = position
+        return None
+    if obs.scan_complete and obs.pages:
+        state.scan = None
+        threshold = max(state.watermark_ms, state.pass_start_ms) - budget.config.lookback_ms
+        state.tail = _tail_anchor(obs.pages, threshold) or state.tail or ScanPosition()
+        return position
+    state.scan = position if obs.pages else state.scan
+    return None
+
+
+def _tail_anchor(pages: Sequence[ScannedPage], threshold_ms: int) -> ScanPosition | None:
+    """Where the next pass over an oldest-first list resumes: after the last item created before
+    ``threshold_ms`` (the next floor), so sessions inserted later at their creation time (created
+    before a tick, ended after it) are still met, as the look-back does when newest first."""
+    anchor: ScanPosition | None = None
+    for page in pages:
+        for s in page.sessions:
+            ms = to_ms(s.created_at)
+            if ms is not None and ms < threshold_ms:
+                anchor = ScanPosition(
+                    after=page.after, done_through=s.id, evidence=OrderEvidence(newest_ms=ms)
+                )
+    return anchor
+
+
+def _discover(
+    state: TrackerState, session: TrainingSession, budget: Budget, floor: int, now: int
+) -> bool:
+    """One session of the finished-session scan: announced unless known. False if capped."""
+    sid = session.id
+    if sid in state.tracked or sid in state.recent_terminal or sid in state.backfilled:
+        return True
+    created = to_ms(session.created_at)
+    is_history = created is not None and created < state.baseline_ms
+    if created is not None and created < floor and not (state.backfilling and is_history):
+        return True
+    entry = TrackedSession()
+    done = diff_session(entry, session, now, budget, wait=not is_history)
+    if not done and not entry.status and entry.mark is None:
+        return False
+    if not done or entry.pending or entry.terminal_ms is None:
+        state.tracked[sid] = entry  # still moving, waiting, or partly announced
+        return True
+    remember_checkpoints(state, budget.config, session)
+    if not is_history and created is not None:
+        state.recent_terminal[sid] = created
+    elif created is None:
+        state.recent_terminal[sid] = state.seen_max_ms
+    else:
+        # History backfilled. Sessions that end meanwhile are inserted and can push a done item
+        # onto the page the pass resumes on: about two pages' worth are remembered.
+        state.backfilled = [*state.backfilled, sid][-BACKFILL_MEMORY:]
+    return True
+
+
+def is_unknown_live(session: TrainingSession) -> bool:
+    """A status that is neither a known active nor a terminal one (e.g. a future PAUSED)."""
+    return not (session.status.is_terminal or session.status.is_active)
+
+
+def note_unknown_status(state: TrackerState, session: TrainingSession, notes: list[str]) -> None:
+    """Remember an unknown live status; a new one starts a discovery pass for its peers."""
+    raw = session.raw_status
+    if not raw or not is_unknown_live(session) or raw in state.extra_active:
+        return
+    state.extra_active.append(raw)
+    notes.append(
+        f"session {session.id} is in status {raw!r}, unknown to this library: watching it as "
+        "a live status, and looking for other sessions in it"
+    )
+    if state.discovery is None:
+        state.discovery = ScanPosition()
+
+
+def run_discovery(
+    state: TrackerState, obs: Observation, budget: Budget, notes: list[str], first_tick: bool
+) -> None:
+    """Adopt the non-terminal sessions of the unfiltered list that the filtered lists miss."""
+    if obs.discovery_rejected and state.discovery is not None:
+        notes.append("the API refused the saved position in the full list; discovery starts over")
+        state.discovery = ScanPosition()
+    if state.discovery is None or not (obs.discovery_pages or obs.discovery_complete):
+        return
+
+    def handle(session: TrainingSession) -> bool:
+        if not is_unknown_live(session):
+            return True  # known statuses: the active list and the terminal scan see them
+        note_unknown_status(state, session, notes)
+        if session.id in state.tracked:
+            return True
+        config = budget.config
+        entry = adopt(session, state, config, obs.now_ms, first_tick and not config.backfill)
+        done = diff_session(entry, session, obs.now_ms, budget)
+        if not done and not entry.status and entry.mark is None:
+            return False
+        state.tracked[session.id] = entry  # a partly announced one is finished when tracked
+        return True
+
+    position, stopped = run_pass(state.discovery, obs.discovery_pages, handle)
+    if obs.discovery_complete and not stopped:
+        state.discovery, state.discovered_ms = None, obs.now_ms
+    else:
+        state.discovery = position

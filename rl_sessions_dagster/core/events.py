@@ -1,20 +1,19 @@
-"""What the core says: session events (what the session sensor turns into runs) and
-model-resource events.
+"""The core's vocabulary: what a tick read (:class:`Observation`, of the sessions a
+:class:`SessionFilter` admits, under a :class:`TrackerConfig`) and what the core says about it
+(events, whose ``key`` is unique per fact and stable across ticks and restarts: the run key)."""
 
-An event is a fact about one session or resource (it reached a status, it saved a checkpoint,
-a checkpoint became registered). Its ``key`` is unique per fact and stable across ticks,
-restarts and cursor resets, so it doubles as the Dagster ``run_key``.
-"""
-
-from dataclasses import dataclass
+import fnmatch
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from enum import Enum
+from typing import Generic, TypeVar
 
-from ..api.enums import ModelResourceStatus, SessionStatus
-from ..api.models import InferenceCheckpoint, ModelResource, TrainingSession
+from ..api.enums import SessionStatus
+from ..api.models import Checkpoint, InferenceCheckpoint, ModelResource, TrainingSession
 
 
 class EventKind(str, Enum):
-    """What happened. Terminal transitions get their own kind, other changes the generic one."""
+    """Terminal transitions get their own kind, other status changes the generic one."""
 
     CHECKPOINT_CREATED = "checkpoint_created"
     CHECKPOINT_REGISTERED = "checkpoint_registered"
@@ -26,17 +25,12 @@ class EventKind(str, Enum):
 
 CHECKPOINT_EVENTS = frozenset({EventKind.CHECKPOINT_CREATED, EventKind.CHECKPOINT_REGISTERED})
 
-
-TERMINAL_EVENTS = frozenset(
-    {EventKind.SESSION_STOPPED, EventKind.SESSION_ERROR, EventKind.SESSION_EXPIRED}
-)
-
-
 TERMINAL_EVENT_FOR_STATUS = {
     SessionStatus.STOPPED: EventKind.SESSION_STOPPED,
     SessionStatus.ERROR: EventKind.SESSION_ERROR,
     SessionStatus.EXPIRED: EventKind.SESSION_EXPIRED,
 }
+TERMINAL_EVENTS = frozenset(TERMINAL_EVENT_FOR_STATUS.values())
 
 
 @dataclass(frozen=True)
@@ -66,8 +60,7 @@ class SessionEvent:
         if self.checkpoint is not None:
             return f"{self.kind.value}:{self.session.id}:{self.checkpoint.id}"
         if self.kind is EventKind.SESSION_STATUS_CHANGED:
-            # A status can recur (unknown statuses may oscillate): the update time tells
-            # the changes apart.
+            # A status can recur (unknown ones may oscillate): the update time tells them apart.
             updated = self.session.updated_at
             stamp = f"@{int(updated.timestamp() * 1000)}" if updated else ""
             return f"{self.kind.value}:{self.session.id}:{self.session.raw_status}{stamp}"
@@ -75,10 +68,6 @@ class SessionEvent:
 
     def __repr__(self) -> str:
         return f"SessionEvent({self.key})"
-
-
-#: Statuses a resource never leaves (there is no restart endpoint).
-TERMINAL_RESOURCE_STATUSES = frozenset({ModelResourceStatus.STOPPED, ModelResourceStatus.ERROR})
 
 
 class ResourceEventKind(str, Enum):
@@ -91,23 +80,9 @@ class ResourceEventKind(str, Enum):
     RESOURCE_QUEUED_LONG = "resource_queued_long"
 
 
-ALL_RESOURCE_EVENT_KINDS = frozenset(ResourceEventKind)
-
-
-_STATUS_EVENTS = {
-    ModelResourceStatus.READY: ResourceEventKind.RESOURCE_READY,
-    ModelResourceStatus.ERROR: ResourceEventKind.RESOURCE_ERROR,
-    ModelResourceStatus.STOPPED: ResourceEventKind.RESOURCE_STOPPED,
-}
-
-
 @dataclass(frozen=True)
 class ResourceEvent:
-    """One fact about a model resource, with the snapshot it was seen in.
-
-    ``expires_at_ms`` is set for ``resource_expiring``; ``queued_ms`` (how long it has been
-    PENDING) for ``resource_queued_long``.
-    """
+    """One fact about a model resource, with the snapshot it was seen in."""
 
     kind: ResourceEventKind
     resource: ModelResource
@@ -141,3 +116,214 @@ class ResourceEvent:
 
     def __repr__(self) -> str:
         return f"ResourceEvent({self.key})"
+
+
+class ListOrder(str, Enum):
+    """The finished-session list's order (undocumented), verified by a complete pass: it decides
+    where a pass may stop (the floor, the tail) or how many pages a tick reads (unordered)."""
+
+    UNVERIFIED = "unverified"
+    NEWEST_FIRST = "newest_first"
+    OLDEST_FIRST = "oldest_first"
+    UNORDERED = "unordered"
+
+
+@dataclass
+class OrderEvidence:
+    """What a pass has seen of the list's order so far (carried across ticks)."""
+
+    oldest_ms: int | None = None
+    newest_ms: int | None = None
+    not_newest_first: bool = False
+    not_oldest_first: bool = False
+    #: an item older / newer than every one before it was seen: ties prove nothing.
+    went_older: bool = False
+    went_newer: bool = False
+
+    def see(self, ms: int) -> None:
+        if self.oldest_ms is not None and ms > self.oldest_ms:
+            self.not_newest_first = True
+        if self.newest_ms is not None and ms < self.newest_ms:
+            self.not_oldest_first = True
+        if self.oldest_ms is not None and ms < self.oldest_ms:
+            self.went_older = True
+        if self.newest_ms is not None and ms > self.newest_ms:
+            self.went_newer = True
+        self.oldest_ms = ms if self.oldest_ms is None else min(self.oldest_ms, ms)
+        self.newest_ms = ms if self.newest_ms is None else max(self.newest_ms, ms)
+
+    def verdict(self) -> ListOrder:
+        """The order a complete pass showed (none for tied times: the next pass checks again)."""
+        if not self.not_newest_first and self.went_older:
+            return ListOrder.NEWEST_FIRST
+        if not self.not_oldest_first and self.went_newer:
+            return ListOrder.OLDEST_FIRST
+        if self.not_newest_first and self.not_oldest_first:
+            return ListOrder.UNORDERED
+        return ListOrder.UNVERIFIED
+
+    @property
+    def bits(self) -> int:
+        flags = (self.not_newest_first, self.not_oldest_first, self.went_older, self.went_newer)
+        return sum(1 << i for i, flag in enumerate(flags) if flag)
+
+    @classmethod
+    def of(cls, oldest_ms: int | None, newest_ms: int | None, bits: int) -> "OrderEvidence":
+        return cls(oldest_ms, newest_ms, *(bool(bits & (1 << i)) for i in range(4)))
+
+
+@dataclass
+class ScannedPage:
+    """One page of a session list, with the ``after`` it was requested with."""
+
+    after: str | None
+    sessions: Sequence[TrainingSession]
+    next_after: str | None = None
+    #: what the pass saw of the order up to the end of this page.
+    evidence: OrderEvidence | None = None
+
+
+@dataclass
+class CheckpointRead:
+    """One tick's read of the checkpoint list, from the top."""
+
+    items: list[Checkpoint] = field(default_factory=list)
+    times: OrderEvidence = field(default_factory=OrderEvidence)
+    #: the read went below what was needed (or reached the end of the list).
+    complete: bool = False
+
+    @property
+    def trusted(self) -> bool:
+        """The list was newest first throughout the read."""
+        return not self.times.not_newest_first
+
+    @property
+    def by_id(self) -> dict[str, Checkpoint]:
+        return {c.id: c for c in self.items}
+
+
+@dataclass(frozen=True)
+class SessionFilter:
+    """Which sessions a sensor watches: all fields given must match. ``model_resources_id`` and
+    ``created_by`` ("me" or a user id) are also sent to the API, so lists cost less; every field
+    is checked again on every session read, because an excluded session must never cost an
+    evaluation. ``display_name`` is a glob (``"gsm8k-*"``), the W&B fields match exactly."""
+
+    model_resources_id: str | None = None
+    created_by: str | None = None
+    display_name: str | None = None
+    wandb_project: str | None = None
+    wandb_group: str | None = None
+    predicate: Callable[[TrainingSession], bool] | None = None
+
+    @property
+    def needs_user_id(self) -> bool:
+        return self.created_by == "me"
+
+    def matches(
+        self, session: TrainingSession, *, user_id: str | None = None, listed: bool = False
+    ) -> bool:
+        """``user_id`` is who "me" is, when known. ``listed``: the session came from a list the
+        API filtered by resource and creator, so a value it left out (or "me" unresolved) is
+        taken on the server's word; a session fetched by id must show the value itself."""
+        if self.model_resources_id is not None and not _same(
+            session.model_resources_id, self.model_resources_id, listed
+        ):
+            return False
+        if self.created_by is not None:
+            wanted = user_id if self.needs_user_id else self.created_by
+            if not _same(session.created_by, wanted, listed):
+                return False
+        if self.display_name is not None and not fnmatch.fnmatchcase(
+            session.display_name or "", self.display_name
+        ):
+            return False
+        if self.wandb_project is not None or self.wandb_group is not None:
+            wandb = session.metadata.wandb
+            if wandb is None:
+                return False
+            if self.wandb_project is not None and wandb.project != self.wandb_project:
+                return False
+            if self.wandb_group is not None and wandb.group != self.wandb_group:
+                return False
+        return self.predicate is None or bool(self.predicate(session))
+
+
+def _same(actual: str | None, wanted: str | None, listed: bool) -> bool:
+    if actual is None or wanted is None:
+        return listed
+    return actual == wanted
+
+
+@dataclass(frozen=True)
+class TrackerConfig:
+    """Policy knobs. ``kinds`` are the events the caller wants (the cap counts only those)."""
+
+    kinds: frozenset[EventKind] = frozenset(EventKind)
+    max_events: int | None = None
+    lookback_ms: int = 10 * 60 * 1000
+    registration_wait_ms: int = 60 * 60 * 1000
+    backfill: bool = False
+    #: how often a complete pass re-checks that the session list is still newest first.
+    order_recheck_ms: int = 6 * 60 * 60 * 1000
+    #: pages per tick of an unordered finished-session list, so a quiet tick stays cheap at any
+    #: history size (a session born and ended between ticks is reported within two passes).
+    unordered_pages_per_tick: int | None = 8
+    #: how often the unfiltered list is read again for sessions in statuses never seen yet.
+    rediscover_ms: int = 6 * 60 * 60 * 1000
+
+    @property
+    def tracks_checkpoints(self) -> bool:
+        return bool(self.kinds & CHECKPOINT_EVENTS)
+
+    @property
+    def checkpoints_only(self) -> bool:
+        """Sessions born between ticks are then found through the checkpoint list."""
+        return self.kinds <= CHECKPOINT_EVENTS
+
+
+@dataclass
+class Observation:
+    """What the API showed during one tick."""
+
+    now_ms: int
+    #: the API's own clock (HTTP ``Date``) at the first read, if known.
+    server_now_ms: int | None = None
+    active: Sequence[TrainingSession] = ()
+    pages: Sequence[ScannedPage] = ()
+    #: True when the scan pass reached its end (last page, or below the newest-first floor).
+    scan_complete: bool = False
+    order_violation: bool = False
+    #: sessions fetched by id; None means the API answered 404.
+    fetched: dict[str, TrainingSession | None] = field(default_factory=dict)
+    #: pages of the unfiltered list read for the discovery pass, and whether it ended.
+    discovery_pages: Sequence[ScannedPage] = ()
+    discovery_complete: bool = False
+    #: extra statuses the API refused as filter values this tick.
+    unfilterable: Sequence[str] = ()
+    #: the API refused the saved ``after`` of the scan / of the discovery pass.
+    scan_rejected: bool = False
+    discovery_rejected: bool = False
+    #: checkpoint mode: sessions with a new checkpoint (to adopt), the newest checkpoint time of
+    #: a complete read of the list, and whether it was out of order.
+    adopt: Sequence[str] = ()
+    checkpoints_read_newest_ms: int | None = None
+    checkpoint_list_untrusted: bool = False
+    #: sessions fetched by id that the sensor's filter excludes: never tracked.
+    excluded: list[str] = field(default_factory=list)
+    #: checkpoint mode: the newest listed checkpoint of each session adopted or remembered.
+    listed_checkpoint_ms: Mapping[str, int] = field(default_factory=dict)
+
+
+E = TypeVar("E")
+S = TypeVar("S")
+
+
+@dataclass
+class Outcome(Generic[E, S]):
+    """What a tracker's tick decided (``deferred``: the cap left events for the next tick)."""
+
+    events: list[E]
+    state: S
+    notes: list[str]
+    deferred: bool = False

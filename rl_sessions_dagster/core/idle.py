@@ -1,21 +1,8 @@
-"""Which READY model resources sit idle and billing: the pure part of the idle guard.
-
-The guard destroys something, so every rule here errs towards *not* stopping:
-
-* **Busy means anything not known to be finished.** A session on the resource counts as live
-  unless its status is a known terminal one (STOPPED, ERROR, EXPIRED): CREATING, RUNNING,
-  STOPPING and every status this library does not know (a future PAUSED) keep the resource.
-  A session the client could not read (a skipped list item) keeps it too, for that tick.
-* **Idle since the last use.** The idle start is the latest of: the time the resource became
-  READY (its ``updated_at``), its last activity as the API publishes it (``expires_at -
-  inactive_timeout``), and the start or end of any session on it, ended ones included. A
-  session that failed at creation one second ago is a use one second ago.
-* **Judged on the API's clock** by the caller (HTTP ``Date``), never on a skewed local one.
-* **Only within the policy**: allow and deny lists by id or base model (deny wins).
-
-``force`` changes one thing: sessions already STOPPING are then safe to interrupt (their
-owner asked them to stop), so they no longer keep the resource. Nothing else ever does.
-"""
+"""Which READY model resources sit idle and billing: the idle guard's pure rules. The guard
+destroys something, so every rule errs towards *not* stopping: a session keeps its resource
+unless its status is a known terminal one (unknown and unreadable ones keep it too); the idle
+start is the latest use (READY, published activity, any session's start or end); the API's
+clock judges; allow and deny lists bound it (deny wins); ``force`` only frees STOPPING ones."""
 
 from __future__ import annotations
 
@@ -33,9 +20,8 @@ from ..api.models import ModelResource, TrainingSession
 
 @checked_dataclass(frozen=True)
 class IdlePolicy:
-    """What the guard may stop, checked when built. Its fields (bounds, descriptions) are also
-    the YAML's ``idle_guard:`` policy fields, so every knob is spelled here once. Deny lists
-    win; empty allow lists allow everything."""
+    """What the guard may stop, checked when built. Its fields are also the YAML's
+    ``idle_guard:`` policy fields, so every knob is spelled here once."""
 
     idle_seconds: float = Field(
         default=1800.0,
@@ -93,13 +79,9 @@ class IdlePolicy:
 
 @dataclass(frozen=True)
 class ResourceUse:
-    """What the sessions on one resource say: all of them, ended ones too.
-
-    ``live`` holds ``(session id, raw status)`` of every session not known to be finished;
-    ``unreadable`` counts list items the client could not read; ``last_use_ms`` is the latest
-    session start or end (None: no session ever); ``interruptible`` counts the STOPPING
-    sessions that ``force`` lets the guard interrupt (a stop then needs ``force=true``).
-    """
+    """What all the sessions on one resource say: ``(id, raw status)`` of each one not known to
+    be finished, list items unreadable, the latest session start or end (None: never used),
+    and the STOPPING sessions ``force`` lets the guard interrupt."""
 
     live: tuple[tuple[str, str], ...] = ()
     unreadable: int = 0
@@ -119,22 +101,15 @@ def resource_use(
     marks: list[int] = []
     interruptible = 0
     for s in sessions:
-        start = to_ms(s.created_at)
-        if start is not None:
-            marks.append(start)
-        if s.status.is_terminal:
-            end = to_ms(s.updated_at)
-            if end is not None:
-                marks.append(end)
-            continue
-        if force and s.status is SessionStatus.STOPPING:
-            # Safe to interrupt: its owner already asked it to stop. Still a use until now.
-            end = to_ms(s.updated_at)
-            if end is not None:
-                marks.append(end)
+        # A STOPPING session is safe to interrupt with ``force`` (its owner already asked it to
+        # stop): like a finished one, its last update is a use.
+        done = s.status.is_terminal or (force and s.status is SessionStatus.STOPPING)
+        times = (to_ms(s.created_at), to_ms(s.updated_at) if done else None)
+        marks += [t for t in times if t is not None]
+        if not done:
+            live.append((s.id, s.raw_status or s.status.value))
+        elif not s.status.is_terminal:
             interruptible += 1
-            continue
-        live.append((s.id, s.raw_status or s.status.value))
     last = max(marks) if marks else None
     return ResourceUse(tuple(sorted(live)), unreadable, last, interruptible)
 

@@ -1,40 +1,33 @@
-"""Reading one tick, in order, against any session source (the HTTP client in the sensor
-glue, an in-memory world in property tests): list the active sessions, fetch by id the tracked
-ones that left that list, read the checkpoint list or page the finished-session list as
-planned, continue a discovery pass if one is due, and re-check pending registrations.
-
-The source does the I/O; this module decides what to read. A read that fails transiently, or
-a budget that runs out, ends collection early with what was read so far marked incomplete, so
-progress is kept and the rest follows on the next tick. Only a failure to list the active
-sessions aborts the tick, since without that list nothing can be concluded.
-"""
+"""Reading one tick against any :class:`SessionSource` (the HTTP client, or an in-memory world
+in property tests), which does the I/O: this module decides what to read. A transient failure
+or a spent budget ends collection early, keeping what was read (the rest follows next tick);
+only a failure to list the active sessions aborts the tick, as nothing can be concluded then."""
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Protocol, TypeVar
 
 from ..api.clock import to_ms
 from ..api.models import Checkpoint, TrainingSession
-from .observation import CheckpointRead, Observation, ScannedPage, TrackerConfig
-from .passes import (
+from .events import CheckpointRead, ListOrder, Observation, ScannedPage, TrackerConfig
+from .state import ScanPosition, TrackerState
+from .tracker import (
     active_filter,
     checkpoint_floor,
-    checkpoint_mode,
-    discovery_start,
     newest_listed,
     oldest_pending_ms,
     plan_scan,
     registration_fetches,
     sessions_with_new_checkpoints,
 )
-from .state import ListOrder, TrackerState
-from .tracker import sessions_to_fetch
 
 Page = tuple[list[TrainingSession], str | None]
 
-
 T = TypeVar("T")
+
+#: checkpoint-list pages read to re-check registrations before fetching the sessions by id.
+RECHECK_PAGES = 5
 
 
 class StatusFilterRejected(Exception):
@@ -54,41 +47,30 @@ class ListCursorRejected(Exception):
 
 
 class SessionSource(Protocol):
-    """What the tracker needs to read. Pages return ``(items, next_after or None)``."""
+    """What the tracker reads. Pages are ``(items, next_after or None)``; the list reads raise
+    :class:`ListCursorRejected` for a refused ``after``, the active one
+    :class:`StatusFilterRejected` for refused ``extra_statuses`` (raw constants), and
+    ``get_session`` returns None on a 404, raises :class:`ItemUnreadable` or
+    :class:`SessionExcluded`. ``server_time_ms``: the API's clock at the last response."""
 
-    def list_active_page(self, after: str | None, extra_statuses: Sequence[str] = ()) -> Page:
-        """Sessions in the known active statuses plus ``extra_statuses`` (raw constants).
-
-        Raises :class:`StatusFilterRejected` if the API refuses those extra statuses."""
-        ...
-
-    def list_terminal_page(self, after: str | None) -> Page:
-        """Finished sessions; raises :class:`ListCursorRejected` for a refused ``after``."""
-        ...
-
-    def list_all_page(self, after: str | None) -> Page:
-        """The session list without a status filter (for the discovery pass); raises
-        :class:`ListCursorRejected` for a refused ``after``."""
-        ...
-
+    def list_active_page(self, after: str | None, extra_statuses: Sequence[str] = ()) -> Page: ...
+    def list_terminal_page(self, after: str | None) -> Page: ...
+    def list_all_page(self, after: str | None) -> Page: ...
     def list_inference_checkpoints_page(
         self, after: str | None
-    ) -> tuple[list[Checkpoint], str | None]:
-        """The inference-checkpoint list, newest first (documented order)."""
-        ...
+    ) -> tuple[list[Checkpoint], str | None]: ...
+    def get_session(self, session_id: str) -> TrainingSession | None: ...
+    def server_time_ms(self) -> int | None: ...
 
-    def get_session(self, session_id: str) -> TrainingSession | None:
-        """The session, or None when the API answers 404; raises :class:`ItemUnreadable`
-        when its body cannot be read and :class:`SessionExcluded` when the filter excludes it."""
-        ...
 
-    def server_time_ms(self) -> int | None:
-        """The API's clock (HTTP ``Date``) at the last response, if known."""
-        ...
+class Interrupted(Exception):
+    """Collection stops here; what was read is kept."""
 
 
 @dataclass
 class Collected:
+    """What one tick read. Every read goes through ``read``: counted, budgeted, interruptible."""
+
     observation: Observation
     #: why collection stopped early ("" when it did not): budget, or the transient error.
     interrupted: str = ""
@@ -96,34 +78,19 @@ class Collected:
     fetched_ids: list[str] = field(default_factory=list)
     #: sessions whose fetch returned something unreadable (kept tracked, retried next tick).
     unreadable: list[str] = field(default_factory=list)
-
-
-class Interrupted(Exception):
-    """Collection stops here; what was read is kept."""
-
-
-class Reader:
-    """Counts requests, checks the budget before each read and turns transient errors into
-    an interruption."""
-
-    def __init__(
-        self,
-        result: Collected,
-        out_of_time: Callable[[], bool],
-        transient: tuple[type[BaseException], ...],
-    ) -> None:
-        self.result, self.out_of_time, self.transient = result, out_of_time, transient
+    out_of_time: Callable[[], bool] = field(default=lambda: False, repr=False)
+    transient: tuple[type[BaseException], ...] = field(default=(), repr=False)
 
     def read(self, what: str, call: Callable[[], T]) -> T:
         if self.out_of_time():
-            self.result.interrupted = f"time budget used up while {what}"
+            self.interrupted = f"time budget used up while {what}"
             raise Interrupted
         try:
             value = call()
         except self.transient as exc:
-            self.result.interrupted = f"{type(exc).__name__}: {exc}"
+            self.interrupted = f"{type(exc).__name__}: {exc}"
             raise Interrupted from None
-        self.result.requests += 1
+        self.requests += 1
         return value
 
 
@@ -135,17 +102,11 @@ def collect(
     now_ms: int,
     out_of_time: Callable[[], bool] = lambda: False,
     transient: tuple[type[BaseException], ...] = (),
-    max_fetches: int | None = None,
     discovery_pages_per_tick: int | None = None,
-    recheck_pages: int = 5,
 ) -> Collected:
-    """Read what this tick needs. Raises only if the active list cannot be read in full.
-
-    ``discovery_pages_per_tick`` bounds the unfiltered pass after the first tick (the first
-    tick reads as much of it as the budget allows); ``recheck_pages`` bounds the pages of the
-    checkpoint list read to re-check registrations before falling back to fetches by id.
-    """
-    result = Collected(Observation(now_ms=now_ms))
+    """Read what this tick needs; raises only if the active list cannot be read in full.
+    ``discovery_pages_per_tick`` bounds the unfiltered pass after the first tick."""
+    result = Collected(Observation(now_ms=now_ms), out_of_time=out_of_time, transient=transient)
     obs = result.observation
 
     active: list[TrainingSession] = []
@@ -166,220 +127,193 @@ def collect(
         if out_of_time():
             # Without the whole active list, departures cannot be told apart: keep what we
             # saw (new checkpoints still count) and skip the rest of the tick.
-            obs.active, obs.active_complete = active, False
+            obs.active = active
             result.interrupted = "time budget used up while listing active sessions"
             return result
     obs.active = active
     obs.server_now_ms = source.server_time_ms()
-    reader = Reader(result, out_of_time, transient)
     try:
-        # Departures first: they are sessions we know have events due. A slow scan must not
-        # starve them (the scan's finds are only delayed when it is cut short: the watermark
-        # waits for a complete pass).
-        waiting = _waiting_for_registrations(state, config)
-        departed = [sid for sid in sessions_to_fetch(state, active, ()) if sid not in waiting]
-        _fetch(reader, source, departed, max_fetches)
+        # Departures first: they have events due, which a slow scan must not starve (the
+        # scan's finds are only delayed: the watermark waits for a complete pass).
+        # Finished sessions that only wait for registrations need no fetch unless one of their
+        # checkpoints changed, which the checkpoint list tells for all of them at once.
+        lists = config.tracks_checkpoints and not state.checkpoint_list_untrusted
+        waiting = [sid for sid, entry in state.tracked.items() if lists and entry.lingering]
+        shown = {s.id for s in active}
+        departed = [sid for sid in state.tracked if sid not in shown and sid not in waiting]
+        _fetch(result, source, departed)
         if not state.initialized:
-            # First tick: the newest finished sessions are history; read them before the
-            # (possibly long) discovery pass.
-            _scan_pages(reader, state, config, source)
-            _discover_pages(reader, state, source, None)
-        elif checkpoint_mode(state, config):
-            _read_checkpoint_list(reader, state, config, source, waiting)
+            # First tick: the newest finished sessions are history, read before discovery.
+            _scan_pages(result, state, config, source)
+            _discover_pages(result, state, source, None)
+        elif config.checkpoints_only and not (state.backfilling or state.checkpoint_list_untrusted):
+            # New checkpoints are found through the checkpoint list.
+            _read_checkpoint_list(result, state, config, source, waiting)
             # Events first; the discovery pass (upkeep) gets what is left of the budget.
-            _discover_pages(reader, state, source, discovery_pages_per_tick)
+            _discover_pages(result, state, source, discovery_pages_per_tick)
         else:
-            _scan_pages(reader, state, config, source)
-            _discover_pages(reader, state, source, discovery_pages_per_tick)
+            _scan_pages(result, state, config, source)
+            _discover_pages(result, state, source, discovery_pages_per_tick)
             shown = {s.id for s in active} | {s.id for p in obs.pages for s in p.sessions}
             due = [sid for sid in waiting if sid not in shown]
             if due:
                 below = oldest_pending_ms(state, due)
                 read = None
-                if below is not None and not state.checkpoint_list_untrusted:
+                if below is not None:
                     read = read_checkpoints(
-                        reader, source, need_below_ms=below, max_pages=recheck_pages
+                        result, source, need_below_ms=below, max_pages=RECHECK_PAGES
                     )
                     obs.checkpoint_list_untrusted = not read.trusted
-                _fetch(reader, source, registration_fetches(state, due, read), None)
+                _fetch(result, source, registration_fetches(state, due, read))
     except Interrupted:
         pass
     result.fetched_ids = list(obs.fetched)
     return result
 
 
-def _waiting_for_registrations(state: TrackerState, config: TrackerConfig) -> list[str]:
-    """Finished sessions that only wait for registrations: they need no fetch unless one of
-    their checkpoints changed, which the checkpoint list tells for all of them at once."""
-    if not config.tracks_checkpoints or state.checkpoint_list_untrusted:
-        return []
-    return [sid for sid, entry in state.tracked.items() if entry.lingering]
-
-
 def _read_checkpoint_list(
-    reader: Reader,
+    result: Collected,
     state: TrackerState,
     config: TrackerConfig,
     source: SessionSource,
     waiting: Sequence[str],
 ) -> None:
-    """Checkpoint mode: one read from the top of the checkpoint list down to the floor, or to
-    the oldest pending registration if that is older."""
-    obs = reader.result.observation
+    """Checkpoint mode: one read from the top down to the floor (or the oldest pending one)."""
+    obs = result.observation
     shown = {s.id for s in obs.active} | set(obs.fetched)
     due = [sid for sid in waiting if sid not in shown]
     floor = checkpoint_floor(state, config)
     below = oldest_pending_ms(state, due)
     need = floor if below is None else min(floor, below)
-    read = read_checkpoints(reader, source, need_below_ms=need, max_pages=None)
-    if not read.trusted:
-        obs.checkpoint_list_untrusted = True
-        _fetch(reader, source, due, None)
-        return
-    adopt = sessions_with_new_checkpoints(state, read, floor, shown)
-    obs.adopt = adopt
-    obs.listed_checkpoint_ms = newest_listed(read, {*state.recent_checkpoints, *adopt})
-    _fetch(reader, source, [*registration_fetches(state, due, read), *adopt], None)
-    if read.complete:
-        obs.checkpoints_read_newest_ms = read.newest_ms
+    read = read_checkpoints(result, source, need_below_ms=need, max_pages=None)
+    obs.checkpoint_list_untrusted = not read.trusted
+    if read.trusted:
+        obs.adopt = sessions_with_new_checkpoints(state, read, floor, shown)
+        obs.listed_checkpoint_ms = newest_listed(read, {*state.recent_checkpoints, *obs.adopt})
+    # Untrusted, the read vouches for nothing: every session due is fetched.
+    _fetch(result, source, [*registration_fetches(state, due, read), *obs.adopt])
+    if read.trusted and read.complete:  # only once the sessions it found were fetched
+        obs.checkpoints_read_newest_ms = read.times.newest_ms
 
 
-def _fetch(
-    reader: Reader, source: SessionSource, ids: Sequence[str], max_fetches: int | None
-) -> None:
-    obs = reader.result.observation
-    fetched, excluded = dict(obs.fetched), list(obs.excluded)
-    try:
-        for sid in ids:
-            if sid in fetched or sid in excluded:
-                continue
-            done = len(fetched) + len(excluded)
-            if max_fetches is not None and done >= max_fetches:
-                reader.result.interrupted = f"fetched {done} of {len(ids)} sessions"
-                raise Interrupted
-            try:
-                fetched[sid] = reader.read(
-                    f"fetching sessions ({done} of {len(ids)} done)",
-                    partial(source.get_session, sid),
-                )
-            except ItemUnreadable:
-                reader.result.requests += 1
-                reader.result.unreadable.append(sid)
-            except SessionExcluded:
-                reader.result.requests += 1
-                excluded.append(sid)
-    finally:
-        obs.fetched, obs.excluded = fetched, excluded
+def _fetch(result: Collected, source: SessionSource, ids: Sequence[str]) -> None:
+    fetched, excluded = result.observation.fetched, result.observation.excluded
+    for sid in ids:
+        if sid in fetched or sid in excluded:
+            continue
+        done = len(fetched) + len(excluded)
+        try:
+            fetched[sid] = result.read(
+                f"fetching sessions ({done} of {len(ids)} done)", partial(source.get_session, sid)
+            )
+        except ItemUnreadable:
+            result.requests += 1
+            result.unreadable.append(sid)
+        except SessionExcluded:
+            result.requests += 1
+            excluded.append(sid)
+
+
+def _page(
+    result: Collected,
+    what: str,
+    list_page: Callable[[str | None], Page],
+    pages: list[ScannedPage],
+    after: str | None,
+    max_pages: int | None,
+    last: Callable[[ScannedPage], bool] = lambda page: False,
+) -> str:
+    """Read pages into ``pages`` (kept if interrupted) until the list ends or ``last`` says so
+    ("end"), the API refuses ``after`` ("rejected") or ``max_pages`` are read ("")."""
+    while max_pages is None or len(pages) < max_pages:
+        try:
+            sessions, next_after = result.read(what, partial(list_page, after))
+        except ListCursorRejected:
+            return "rejected"
+        pages.append(page := ScannedPage(after, sessions, next_after))
+        if last(page) or next_after is None:
+            return "end"
+        after = next_after
+    return ""
 
 
 def _discover_pages(
-    reader: Reader, state: TrackerState, source: SessionSource, max_pages: int | None
+    result: Collected, state: TrackerState, source: SessionSource, max_pages: int | None
 ) -> None:
     """Continue the discovery pass over the unfiltered list, if one is due."""
-    start = discovery_start(state)
+    start = state.discovery if state.initialized else ScanPosition()
     if start is None:
         return
-    obs = reader.result.observation
+    obs = result.observation
     pages: list[ScannedPage] = []
-    after = start.after
-    try:
-        while max_pages is None or len(pages) < max_pages:
-            try:
-                sessions, next_after = reader.read(
-                    "discovering sessions in unknown statuses",
-                    partial(source.list_all_page, after),
-                )
-            except ListCursorRejected:
-                obs.discovery_rejected = True
-                break
-            pages.append(ScannedPage(after, sessions, next_after))
-            if next_after is None:
-                obs.discovery_complete = True
-                break
-            after = next_after
-    finally:
-        obs.discovery_pages = pages
+    obs.discovery_pages = pages
+    what = "discovering sessions in unknown statuses"
+    ended = _page(result, what, source.list_all_page, pages, start.after, max_pages)
+    obs.discovery_complete, obs.discovery_rejected = ended == "end", ended == "rejected"
 
 
 def _scan_pages(
-    reader: Reader, state: TrackerState, config: TrackerConfig, source: SessionSource
+    result: Collected, state: TrackerState, config: TrackerConfig, source: SessionSource
 ) -> None:
     """Page the finished-session list as planned, gathering evidence of its order."""
     plan = plan_scan(state, config)
-    obs = reader.result.observation
+    obs = result.observation
     pages: list[ScannedPage] = []
-    after, evidence = plan.start.after, plan.start.evidence.copy()
-    try:
-        while plan.max_pages != 0:
-            try:
-                sessions, next_after = reader.read(
-                    "scanning finished sessions", partial(source.list_terminal_page, after)
-                )
-            except ListCursorRejected:
-                obs.scan_rejected = True
-                break
-            page = ScannedPage(after, sessions, next_after)
-            pages.append(page)
-            stop_here = False
-            fresh = sessions
-            if len(pages) == 1 and plan.start.done_through is not None:
-                # A page read again (resumed pass, or an oldest-first tail): only what
-                # follows the last item done is new evidence.
-                ids = [s.id for s in sessions]
-                if plan.start.done_through in ids:
-                    fresh = sessions[ids.index(plan.start.done_through) + 1 :]
-            for s in fresh:
-                ms = to_ms(s.created_at)
-                if ms is None:
-                    continue
-                evidence.see(ms)
-                if plan.expect is ListOrder.NEWEST_FIRST and evidence.not_newest_first:
-                    obs.order_violation = True
-                if plan.expect is ListOrder.OLDEST_FIRST and evidence.not_oldest_first:
-                    obs.order_violation = True
-                early_stop_allowed = plan.stop_below_ms is not None and not obs.order_violation
-                if early_stop_allowed and ms < (plan.stop_below_ms or 0):
-                    stop_here = True
-            page.evidence = evidence.copy()
-            if next_after is None or stop_here:
-                obs.scan_complete = True
-                break
-            if plan.max_pages is not None and len(pages) >= plan.max_pages:
-                break
-            after = next_after
-    finally:
-        obs.pages = pages
+    obs.pages = pages
+    evidence = replace(plan.start.evidence)
+
+    def last(page: ScannedPage) -> bool:
+        stop_here = False
+        fresh = page.sessions
+        if len(pages) == 1 and plan.start.done_through is not None:
+            # A page read again (resumed pass, or an oldest-first tail): only what follows
+            # the last item done is new evidence.
+            ids = [s.id for s in fresh]
+            if plan.start.done_through in ids:
+                fresh = fresh[ids.index(plan.start.done_through) + 1 :]
+        for s in fresh:
+            ms = to_ms(s.created_at)
+            if ms is None:
+                continue
+            evidence.see(ms)
+            if plan.expect is ListOrder.NEWEST_FIRST and evidence.not_newest_first:
+                obs.order_violation = True
+            if plan.expect is ListOrder.OLDEST_FIRST and evidence.not_oldest_first:
+                obs.order_violation = True
+            early_stop_allowed = plan.stop_below_ms is not None and not obs.order_violation
+            if early_stop_allowed and ms < (plan.stop_below_ms or 0):
+                stop_here = True
+        page.evidence = replace(evidence)
+        return stop_here
+
+    what = "scanning finished sessions"
+    ended = _page(
+        result, what, source.list_terminal_page, pages, plan.start.after, plan.max_pages, last
+    )
+    obs.scan_complete, obs.scan_rejected = ended == "end", ended == "rejected"
 
 
 def read_checkpoints(
-    reader: Reader,
-    source: SessionSource,
-    *,
-    need_below_ms: int | None,
-    max_pages: int | None,
+    result: Collected, source: SessionSource, *, need_below_ms: int | None, max_pages: int | None
 ) -> CheckpointRead:
     """Page from the top until an item is older than ``need_below_ms`` (None: one page)."""
     read = CheckpointRead()
     after: str | None = None
     pages = 0
     while max_pages is None or pages < max_pages:
-        items, after = reader.read(
+        items, after = result.read(
             "reading the checkpoint list", partial(source.list_inference_checkpoints_page, after)
         )
         pages += 1
+        read.items.extend(items)
         for c in items:
-            read.items.append(c)
-            ms = to_ms(c.created_at)
-            if ms is None:
-                continue
-            if read.oldest_ms is not None and ms > read.oldest_ms:
-                read.trusted = False
-            read.oldest_ms = ms if read.oldest_ms is None else min(read.oldest_ms, ms)
-            read.newest_ms = ms if read.newest_ms is None else max(read.newest_ms, ms)
+            if (ms := to_ms(c.created_at)) is not None:
+                read.times.see(ms)
         if after is None:
             read.complete = True
             break
-        if need_below_ms is None or (read.oldest_ms is not None and read.oldest_ms < need_below_ms):
+        oldest = read.times.oldest_ms
+        if need_below_ms is None or (oldest is not None and oldest < need_below_ms):
             read.complete = need_below_ms is not None
             break
     return read

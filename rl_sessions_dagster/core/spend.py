@@ -1,27 +1,8 @@
-"""What the GPUs cost: billed READY time x ``price_per_hour``, per resource, session and sweep.
-
-Pure (no I/O). **What is billed** (the one assumption, the API does not say more): a model
-resource is billed from the moment it becomes READY until the moment it leaves READY (STOPPING
-begins, or ERROR, or any other status), at the ``price_per_hour`` that ``estimate-cost`` quotes
-for its configuration; PENDING, CREATING and STOPPING are free. The API does not say when a
-resource became READY or left it, so the glue observes it on every tick of the model-resource
-sensor, in every idle-guard stop and in every spend run, always on the API's clock, and keeps
-a :class:`ResourceSpan` per resource between runs (:func:`observe_span`):
-
-* first seen READY: ``ready_from`` = its ``updated_at`` (the API's time of its last change,
-  i.e. the READY transition; ``source="updated_at"``);
-* first seen in any other status after that: ``ready_until`` = its ``updated_at``. Seen in
-  STOPPING (every tick sees it unless STOPPING is shorter than the tick interval), that is the
-  moment billing ended, exactly. Seen only once STOPPED, it includes the STOPPING time: an
-  over-estimate of at most that time;
-* never seen READY but sessions ran on it: ``ready_from`` = the first session's ``created_at``
-  (``source="first_session"``: a lower bound of the billed time);
-* never seen READY and no session: not billed.
-
-A resource's billed time is split between the sessions attached at each instant (equal shares
-while several share it); time with no session attached is *idle* and belongs to no session, so
-session costs plus idle cost add up to the resource's cost.
-"""
+"""What the GPUs cost, pure: a resource is billed (the one assumption) from when it becomes
+READY until it leaves READY, at ``estimate-cost``'s ``price_per_hour``. The API says neither
+moment, so the glue folds each observation into a :class:`ResourceSpan` (:func:`observe_span`).
+Billed time is split in equal shares between the sessions attached at each instant; time with
+none attached is idle, so session costs plus idle cost add up to the resource's cost."""
 
 from __future__ import annotations
 
@@ -35,15 +16,13 @@ from ..api.models import ModelResource, TrainingSession
 from .sweeps import sweep_name
 
 HOUR_MS = 3_600_000
-#: Statuses before READY: a span has not begun (and, seen again after READY, a new
-#: provisioning would be needed, which the API has no endpoint for).
+#: statuses before READY: a span has not begun.
 _BEFORE = (ModelResourceStatus.PENDING, ModelResourceStatus.CREATING)
 
 
 @dataclass(frozen=True)
 class ResourceSpan:
-    """The billed interval of one resource as far as it is known (epoch ms; ``ready_until``
-    None while it is still READY)."""
+    """The billed interval of one resource as far as known (``ready_until`` None while READY)."""
 
     resource_id: str
     raw_status: str = ""
@@ -60,11 +39,6 @@ class ResourceSpan:
         end = self.ready_until_ms if self.ready_until_ms is not None else now_ms
         return max(0, end - self.ready_from_ms)
 
-    def cost(self, now_ms: int) -> float | None:
-        if self.price_per_hour is None:
-            return None
-        return self.billed_ms(now_ms) / HOUR_MS * self.price_per_hour
-
 
 def observe_span(
     previous: ResourceSpan | None,
@@ -73,7 +47,10 @@ def observe_span(
     now_ms: int,
     first_session_ms: int | None = None,
 ) -> ResourceSpan:
-    """Fold one observation of ``resource`` into its span (``previous`` may be None)."""
+    """Fold one observation of ``resource`` into its span (``previous`` may be None). First seen
+    READY, it starts at ``updated_at`` (the READY transition); first seen in another status
+    after that, it ends at ``updated_at`` (exact if seen STOPPING, else the STOPPING time is
+    included). Never seen READY but a session ran on it: it starts at ``first_session_ms``."""
     span = previous or ResourceSpan(resource.id)
     span = replace(span, raw_status=resource.raw_status, base_model=resource.base_model)
     updated = to_ms(resource.updated_at)
@@ -86,8 +63,7 @@ def observe_span(
         return replace(span, ready_until_ms=None)
     if status in _BEFORE and span.ready_from_ms is None:
         return span
-    # Any other status (STOPPING, STOPPED, ERROR, or one this library does not know) ends
-    # the billed span at the moment it began.
+    # Any other status (STOPPING, STOPPED, ERROR, unknown) ends the span when it began.
     if span.ready_from_ms is None and first_session_ms is not None:
         span = replace(span, ready_from_ms=first_session_ms, source="first_session")
     if span.ready_from_ms is not None and span.ready_until_ms is None:
@@ -103,8 +79,8 @@ def observe_spans(
     now_ms: int,
     price_of: Callable[[ModelResource], tuple[float | None, str | None]] | None = None,
 ) -> list[ResourceSpan]:
-    """The spans that ``resources`` change (unchanged ones are left out, so a quiet tick
-    writes nothing). ``price_of`` prices a span that begins billing without a price."""
+    """The spans that ``resources`` change (a quiet tick writes nothing); ``price_of`` prices a
+    span that begins billing without a price."""
     changed = []
     for r in resources:
         before = known.get(r.id)
@@ -130,8 +106,7 @@ class Attachment:
 
 
 def attachment(session: TrainingSession) -> Attachment | None:
-    """From a session snapshot: created_at to its last update once terminal (None if the
-    session has no resource or no creation time)."""
+    """created_at to the last update once terminal (None without resource or creation time)."""
     start = to_ms(session.created_at)
     if session.model_resources_id is None or start is None:
         return None
@@ -219,8 +194,7 @@ def _split(
 
 
 def sweep_of_auto(a: Attachment, separator: str = "-") -> str:
-    """The sweep a session belongs to (:func:`~.sweeps.sweep_name`, shared with the champion):
-    its W&B group, else its display name up to the last ``separator``, else ``"(none)"``."""
+    """The sweep of a session, as the champion sees it (:func:`~.sweeps.sweep_name`)."""
     return sweep_name(a.wandb_group, a.display_name, separator)
 
 

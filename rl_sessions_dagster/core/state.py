@@ -1,112 +1,112 @@
-"""The session tracker's state, which is also its compact, versioned JSON cursor, and what it
-knows of the finished-session list's order (:class:`ListOrder`, :class:`OrderEvidence`).
+"""The trackers' state, which is also their cursor (pydantic, short aliases). Dagster copies
+the cursor into every tick row, so it stays small: only sessions still moving, epoch ms, one
+letter per known status, UUIDs in 23 characters. One format from 0.2.0 on; any other is
+refused (``CursorError``) and the sensor rebuilds its state from its tick history."""
 
-Dagster copies a sensor's cursor into every tick row, so the cursor must stay small: it holds
-only sessions that are still moving (plus terminal ones created inside the look-back window),
-never history. Times are integer epoch milliseconds; known statuses are one letter; UUIDs are
-written in 23 characters (:mod:`.cursor`).
-
-:class:`TrackerState` is a pydantic model whose short aliases are the cursor's keys (format
-v3). Finished sessions that only wait for registrations, the bulk of a busy cursor, are written
-grouped by what they share (``pr``): fifty of them fit in 4 KB. This is the one format, from
-0.2.0 on; a cursor of another version is refused (``CursorError``), and the sensor rebuilds its
-state from its tick history.
-"""
-
-import functools
+import base64
 import hashlib
-from dataclasses import dataclass
-from enum import Enum
-from typing import Annotated, Any
+import re
+import uuid
+from collections.abc import Callable
+from typing import Annotated, Any, ClassVar, Self
 
 from pydantic import (
+    BaseModel,
     BeforeValidator,
+    ConfigDict,
     Field,
     PlainSerializer,
     SerializationInfo,
     SerializerFunctionWrapHandler,
+    ValidationError,
+    ValidationInfo,
     model_serializer,
     model_validator,
 )
 
-from .cursor import CursorState, Id, LetterCodes, StateModel, compact_id, expand_id, fork
+from .events import ListOrder, OrderEvidence
 
 
-class ListOrder(str, Enum):
-    """What the tracker knows of the finished-session list's order (it is undocumented).
-
-    Verified by a complete pass: ``NEWEST_FIRST`` lets a pass stop at the floor,
-    ``OLDEST_FIRST`` lets it follow the tail, ``UNORDERED`` bounds the pages read per tick.
-    """
-
-    UNVERIFIED = "unverified"
-    NEWEST_FIRST = "newest_first"
-    OLDEST_FIRST = "oldest_first"
-    UNORDERED = "unordered"
+class CursorError(ValueError):
+    """The cursor could not be read (corrupt, foreign, or from another version)."""
 
 
-@dataclass
-class OrderEvidence:
-    """What a pass has seen of the list's order so far (carried across ticks).
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
-    A plain dataclass, not a state model: it is updated once per listed item while a page is
-    read, and is written inside its :class:`ScanPosition`."""
 
-    oldest_ms: int | None = None
-    newest_ms: int | None = None
-    not_newest_first: bool = False
-    not_oldest_first: bool = False
-    #: an item older / newer than every one before it was seen: ties prove nothing.
-    went_older: bool = False
-    went_newer: bool = False
+def compact_id(value: str) -> str:
+    """A canonical UUID as ``~`` + base64url of its bytes; any other id as itself (with one
+    more ``~`` in front if it starts with one, so the two never meet)."""
+    if _UUID.match(value):
+        return "~" + base64.urlsafe_b64encode(bytes.fromhex(value.replace("-", ""))).decode()[:22]
+    return "~" + value if value.startswith("~") else value
 
-    def see(self, ms: int) -> None:
-        if self.oldest_ms is not None and ms > self.oldest_ms:
-            self.not_newest_first = True
-        if self.newest_ms is not None and ms < self.newest_ms:
-            self.not_oldest_first = True
-        if self.oldest_ms is not None and ms < self.oldest_ms:
-            self.went_older = True
-        if self.newest_ms is not None and ms > self.newest_ms:
-            self.went_newer = True
-        self.oldest_ms = ms if self.oldest_ms is None else min(self.oldest_ms, ms)
-        self.newest_ms = ms if self.newest_ms is None else max(self.newest_ms, ms)
 
-    def copy(self) -> "OrderEvidence":
-        return OrderEvidence(
-            self.oldest_ms,
-            self.newest_ms,
-            self.not_newest_first,
-            self.not_oldest_first,
-            self.went_older,
-            self.went_newer,
-        )
+def expand_id(value: str) -> str:
+    if not value.startswith("~"):
+        return value
+    if value.startswith("~~"):
+        return value[1:]
+    try:
+        return str(uuid.UUID(bytes=base64.urlsafe_b64decode(value[1:] + "==")))
+    except ValueError:
+        raise ValueError(f"not a compact id: {value!r}") from None
 
-    def verdict(self) -> ListOrder:
-        """The order a complete pass showed. A pass of tied (or too few) timestamps shows
-        none, so the order stays unverified and the next pass checks again."""
-        if not self.not_newest_first and self.went_older:
-            return ListOrder.NEWEST_FIRST
-        if not self.not_oldest_first and self.went_newer:
-            return ListOrder.OLDEST_FIRST
-        if self.not_newest_first and self.not_oldest_first:
-            return ListOrder.UNORDERED
-        return ListOrder.UNVERIFIED
 
-    @property
-    def bits(self) -> int:
-        flags = (self.not_newest_first, self.not_oldest_first, self.went_older, self.went_newer)
-        return sum(1 << i for i, flag in enumerate(flags) if flag)
+def _read_id(value: Any, info: ValidationInfo) -> Any:
+    # Only a cursor's ids are compact: a model built in Python takes ids literally.
+    if isinstance(value, str) and info.context and info.context.get("compact_ids"):
+        return expand_id(value)
+    return value
+
+
+#: a session, checkpoint or resource id: written compactly, read back as the API spells it.
+Id = Annotated[str, BeforeValidator(_read_id), PlainSerializer(compact_id, when_used="json")]
+
+
+def letter_codes(codes: dict[str, str]) -> tuple[Callable[[str], str], Callable[[str], str]]:
+    """(encode, decode): known raw statuses as one letter each; any other (newer) status is
+    written as sent, so drift never breaks a cursor."""
+    raws = {code: raw for raw, code in codes.items()}
+    return (lambda raw: codes.get(raw, raw)), (lambda code: raws.get(code, code))
+
+
+class StateModel(BaseModel):
+    """Mutable, strict about unknown keys (a foreign cursor is an error), built at first use."""
+
+    model_config = ConfigDict(
+        validate_by_name=True, validate_by_alias=True, extra="forbid", defer_build=True
+    )
+
+
+class CursorState(StateModel):
+    """A tracker's whole state: :meth:`to_cursor` writes it, :meth:`from_cursor` reads it."""
+
+    #: False until the first tick has run (not written: a cursor exists only after one).
+    initialized: bool = Field(False, exclude=True)
+    _what: ClassVar[str] = "cursor"
+
+    def to_cursor(self) -> str:
+        return self.model_dump_json(by_alias=True, exclude_defaults=True)
 
     @classmethod
-    def of(cls, oldest_ms: int | None, newest_ms: int | None, bits: int) -> "OrderEvidence":
-        return cls(oldest_ms, newest_ms, *(bool(bits & (1 << i)) for i in range(4)))
+    def from_cursor(cls, cursor: str | None) -> Self:
+        """Empty means a first tick; raises CursorError on anything unreadable."""
+        if not cursor:
+            return cls()
+        try:
+            state = cls.model_validate_json(cursor, context={"compact_ids": True})
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise CursorError(f"unreadable {cls._what}: {where}: {first['msg']}") from None
+        state.initialized = True
+        return state
 
 
 CURSOR_VERSION = 3
 
-
-_STATUS_LETTERS = LetterCodes(
+_encode_status, _decode_status = letter_codes(
     {
         "TRAINING_SESSION_STATUS_CREATING": "C",
         "TRAINING_SESSION_STATUS_RUNNING": "R",
@@ -118,30 +118,19 @@ _STATUS_LETTERS = LetterCodes(
     }
 )
 
-
-encode_status = _STATUS_LETTERS.encode
-
-
-decode_status = _STATUS_LETTERS.decode
-
-
 #: a raw session status, written as one letter when known.
-Status = Annotated[str, BeforeValidator(decode_status), PlainSerializer(encode_status)]
+Status = Annotated[str, BeforeValidator(_decode_status), PlainSerializer(_encode_status)]
 
 
-@functools.lru_cache(maxsize=8192)
 def short_id(checkpoint_id: str) -> str:
     """The 8-hex-digit hash that stands for a checkpoint in a mark (ties of time)."""
     return hashlib.blake2b(checkpoint_id.encode(), digest_size=4).hexdigest()
 
 
 class PendingCheckpoint(StateModel, frozen=True):
-    """An inference checkpoint seen without a registration; re-checked until a deadline.
-
-    ``created_ms`` lets the re-check page the newest-first checkpoint list only as far down as
-    needed (None: unknown, e.g. from a v1 cursor, so the session is fetched by id instead).
-    Written as ``[checkpoint id, first seen ms, created ms or null]``.
-    """
+    """An inference checkpoint seen without a registration, re-checked until a deadline.
+    ``created_ms`` bounds how far down the checkpoint list a re-check pages (None: unknown, the
+    session is fetched instead). Written as ``[id, first seen ms, created ms or null]``."""
 
     checkpoint_id: Id
     first_seen_ms: int
@@ -161,9 +150,9 @@ class PendingCheckpoint(StateModel, frozen=True):
 
 
 class CheckpointMark(StateModel):
-    """The newest checkpoint time already announced, with the short ids announced *at* that
-    time: timestamps tie (the API may round them), so time alone cannot tell old from new.
-    Written as ``[time, short id, ...]``."""
+    """The newest checkpoint time announced, with the short ids announced *at* that time:
+    timestamps tie (the API may round them), so time alone cannot tell old from new. Written
+    as ``[time, short id, ...]``."""
 
     time: int
     ids: list[str] = Field(default_factory=list)
@@ -179,24 +168,11 @@ class CheckpointMark(StateModel):
     def _to_list(self) -> list[Any]:
         return [self.time, *self.ids]
 
-    def is_new(self, key: tuple[int, str]) -> bool:
-        return key[0] > self.time or (key[0] == self.time and key[1] not in self.ids)
-
-    def advance(self, key: tuple[int, str]) -> None:
-        if key[0] > self.time:
-            self.time, self.ids = key[0], [key[1]]
-        elif key[0] == self.time and key[1] not in self.ids:
-            self.ids.append(key[1])
-
 
 class TrackedSession(StateModel):
-    """What the tracker remembers of a session it still watches.
-
-    ``status`` is the last raw status applied ("" before the first observation was applied);
-    ``mark`` says which checkpoints were already announced (any newer one is new);
-    ``terminal_ms`` is set once the terminal event was emitted and the session only lingers
-    for pending registrations.
-    """
+    """A session the tracker still watches: the last raw status applied ("" before the first),
+    which checkpoints were announced (``mark``), and ``terminal_ms`` once the terminal event is
+    out and it only lingers for pending registrations."""
 
     status: Status = Field("", alias="s")
     mark: CheckpointMark | None = Field(None, alias="m")
@@ -204,27 +180,24 @@ class TrackedSession(StateModel):
     terminal_ms: int | None = Field(None, alias="x")
 
     def is_new(self, key: tuple[int, str]) -> bool:
-        return self.mark is None or self.mark.is_new(key)
+        m = self.mark
+        return m is None or key[0] > m.time or (key[0] == m.time and key[1] not in m.ids)
 
     def announce(self, key: tuple[int, str]) -> None:
-        if self.mark is None:
+        if self.mark is None or key[0] > self.mark.time:
             self.mark = CheckpointMark(time=key[0], ids=[key[1]])
-        else:
-            self.mark.advance(key)
+        elif key[0] == self.mark.time and key[1] not in self.mark.ids:
+            self.mark.ids.append(key[1])
 
     @property
     def lingering(self) -> bool:
-        """Terminal event out, only waiting for registrations."""
         return self.terminal_ms is not None and bool(self.pending)
 
 
 class ScanPosition(StateModel):
-    """Where a paged pass over a session list stands: the page's ``after``, the id of the last
-    item of that page already done (ids, not counts: sessions that end meanwhile are inserted
-    into the list and would shift a count), and what the pass saw of the order so far.
-
-    Written flat: ``a``, ``d``, the evidence's oldest and newest times ``o``, ``n`` and its
-    flags ``x`` (bits: not newest first, not oldest first, went older, went newer)."""
+    """Where a paged pass stands: the page's ``after`` and the id of the last item done on it
+    (not a count: sessions that end meanwhile are inserted and would shift it), with the order
+    evidence so far. Written flat: ``a``, ``d``, ``o``, ``n`` and the evidence's bits ``x``."""
 
     after: Id | None = None
     done_through: Id | None = None
@@ -242,12 +215,10 @@ class ScanPosition(StateModel):
 
     @model_serializer(mode="plain")
     def _to_doc(self, info: SerializationInfo) -> dict[str, Any]:
-        ev, json_ids = self.evidence, info.mode_is_json()
+        ev, cid = self.evidence, compact_id if info.mode_is_json() else str
         doc = {
-            "a": compact_id(self.after) if json_ids and self.after else self.after,
-            "d": compact_id(self.done_through)
-            if json_ids and self.done_through
-            else self.done_through,
+            "a": self.after and cid(self.after),
+            "d": self.done_through and cid(self.done_through),
             "o": ev.oldest_ms,
             "n": ev.newest_ms,
             "x": ev.bits,
@@ -256,55 +227,46 @@ class ScanPosition(StateModel):
 
 
 class TrackerState(CursorState):
-    """Everything the tracker carries from one tick to the next; its JSON is the cursor."""
+    """Everything the session tracker carries from one tick to the next."""
 
-    #: created_at floor of history at the first tick; older sessions are history.
+    #: created_at floor of history at the first tick.
     baseline_ms: int = Field(0, alias="b")
     #: sessions created before ``watermark_ms - lookback`` are known (tracked or history).
     watermark_ms: int = Field(0, alias="w")
-    #: newest created_at seen so far; becomes the watermark once a scan pass that started
-    #: after it completes.
+    #: newest created_at seen; becomes the watermark once a pass started after it completes.
     seen_max_ms: int = Field(0, alias="m")
     #: ``seen_max_ms`` when the current scan pass started.
     pass_start_ms: int = Field(0, alias="p")
-    #: position of an unfinished scan pass, or None between passes.
     scan: ScanPosition | None = Field(None, alias="a")
     order: ListOrder = Field(ListOrder.UNVERIFIED, alias="o")
     #: when the order was last verified by a complete pass.
     verified_ms: int = Field(0, alias="vt")
-    #: True while the one-off backfill pass over history is running.
+    #: the one-off backfill pass over history is running.
     backfilling: bool = Field(False, alias="k")
     tracked: dict[Id, TrackedSession] = Field(default_factory=dict, alias="t")
     #: terminal sessions created inside the look-back window whose events are done.
     recent_terminal: dict[Id, int] = Field(default_factory=dict, alias="r")
-    #: non-terminal statuses seen that this library does not know (e.g. a future PAUSED):
-    #: added to the active-list filter so sessions in them are never lost.
+    #: unknown non-terminal statuses seen (a future PAUSED), added to the active-list filter.
     extra_active: list[str] = Field(default_factory=list, alias="xs")
     #: extra statuses the API refused as filter values (not sent again).
     unfilterable: list[str] = Field(default_factory=list, alias="xu")
     #: oldest-first lists: where the last complete pass ended (the next one resumes there).
     tail: ScanPosition | None = Field(None, alias="tl")
-    #: position of a pass over the *unfiltered* session list that adopts every non-terminal
-    #: session whatever its status; None when no such pass is due.
+    #: a pass over the unfiltered list that adopts sessions in unknown statuses, when due.
     discovery: ScanPosition | None = Field(None, alias="d")
-    #: when the last discovery pass completed.
     discovered_ms: int = Field(0, alias="dt")
     #: the last history sessions announced by a running backfill pass.
     backfilled: list[Id] = Field(default_factory=list, alias="bf")
-    #: checkpoint sensors: newest checkpoint time of the last complete read of the checkpoint
-    #: list, sessions retired whose checkpoints that list may still show (newest time), and
-    #: whether the list was ever seen out of its documented newest-first order.
+    #: checkpoint sensors: newest time of the last complete read of the checkpoint list, retired
+    #: sessions it may still show (newest time), and whether it was ever seen out of order.
     checkpoint_watermark_ms: int = Field(0, alias="cw")
     recent_checkpoints: dict[Id, int] = Field(default_factory=dict, alias="rc")
     checkpoint_list_untrusted: bool = Field(False, alias="cu")
-    #: since when every tick failed to read the API (transient errors), if they do.
+    #: since when every tick failed to read the API (transient errors).
     failing_since_ms: int | None = Field(None, alias="f")
 
-    def fork(self) -> "TrackerState":
-        """A copy to build the next tick's state in, leaving this one as it was."""
-        return fork(self)
-
-    # --- the cursor's envelope: version, and sessions waiting for registrations -------------
+    # The envelope: the version, and finished sessions that only wait for registrations (the
+    # bulk of a busy cursor) grouped by what they share (``pr``): fifty fit in 4 KB.
 
     @model_validator(mode="before")
     @classmethod
@@ -325,27 +287,18 @@ class TrackerState(CursorState):
         doc = handler(self)
         if not info.mode_is_json() or not info.by_alias:
             return doc
-        waiting = _write_waiting(self.tracked)
-        if waiting:
+        groups, done = _write_waiting(self.tracked)
+        if groups:
             tracked = doc.get("t", {})
-            for sid in waiting.done:
+            for sid in done:
                 del tracked[compact_id(sid)]
             if not tracked:
                 doc.pop("t", None)
-            doc["pr"] = waiting.groups
+            doc["pr"] = groups
         return {"v": CURSOR_VERSION, **doc}
 
 
-_GroupKey = tuple[int, str, int]  # first seen, status code, terminal
-
-
-@dataclass
-class _Waiting:
-    groups: list[list[Any]]
-    done: list[str]
-
-
-def _waiting_key(t: TrackedSession) -> _GroupKey | None:
+def _waiting_key(t: TrackedSession) -> tuple[int, str, int] | None:
     if t.terminal_ms is None or not t.pending or t.mark is None:
         return None
     first_seen = t.pending[0].first_seen_ms
@@ -356,11 +309,12 @@ def _waiting_key(t: TrackedSession) -> _GroupKey | None:
     implied = [short_id(p.checkpoint_id) for p in t.pending if p.created_ms == newest]
     if t.mark.time != newest or t.mark.ids != implied:
         return None
-    return first_seen, encode_status(t.status), t.terminal_ms
+    return first_seen, _encode_status(t.status), t.terminal_ms
 
 
-def _write_waiting(tracked: dict[str, TrackedSession]) -> _Waiting | None:
-    groups: dict[_GroupKey, dict[str, list[Any]]] = {}
+def _write_waiting(tracked: dict[str, TrackedSession]) -> tuple[list[list[Any]], list[str]]:
+    """The ``pr`` groups, and the sessions they hold."""
+    groups: dict[tuple[int, str, int], dict[str, list[Any]]] = {}
     done = []
     for sid, t in tracked.items():
         key = _waiting_key(t)
@@ -369,18 +323,15 @@ def _write_waiting(tracked: dict[str, TrackedSession]) -> _Waiting | None:
                                                    (p.created_ms or 0) - key[0])]  # fmt: skip
             groups.setdefault(key, {})[compact_id(sid)] = flat
             done.append(sid)
-    if not groups:
-        return None
     out, previous = [], 0
     for (first_seen, code, terminal_ms), members in sorted(groups.items()):
         out.append([code, first_seen - previous, terminal_ms - first_seen, members])
         previous = first_seen
-    return _Waiting(groups=out, done=done)
+    return out, done
 
 
 def _read_waiting(groups: Any) -> dict[str, Any]:
-    """The ``pr`` groups as ``t`` entries, in cursor form (ids still compact: the model reads
-    them); only the implied mark needs the checkpoint ids in full."""
+    """The ``pr`` groups as ``t`` entries, ids still compact (the model expands them)."""
     out: dict[str, Any] = {}
     first_seen = 0
     try:

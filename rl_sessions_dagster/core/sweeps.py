@@ -1,21 +1,16 @@
-"""Sweeps and their champions, pure (no I/O).
-
-One definition of a sweep, shared by the spend asset and the champion: a session's W&B group,
-else its display name up to the last separator. The champion of a sweep is its best evaluated
-checkpoint by one metric; ties go to the earliest step, then the smallest checkpoint id, so the
-same scores always name the same champion, whatever order the evaluations landed in.
-"""
+"""Sweeps and their champions, pure. One definition of a sweep, shared by the spend asset and
+the champion. The champion is the best evaluated checkpoint by one metric; ties go to the
+earliest step, then the smallest id, so the same scores always name the same champion."""
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Literal
 
 from pydantic import Field
 from pydantic.dataclasses import dataclass as checked_dataclass
 
 Direction = Literal["higher", "lower"]
-NO_SWEEP = "(none)"
 
 
 def sweep_name(wandb_group: str | None, display_name: str | None, separator: str = "-") -> str:
@@ -26,13 +21,12 @@ def sweep_name(wandb_group: str | None, display_name: str | None, separator: str
     if display_name:
         head, sep, _ = display_name.rpartition(separator)
         return head if sep and head else display_name
-    return NO_SWEEP
+    return "(none)"
 
 
 @checked_dataclass(frozen=True, kw_only=True)
 class ChampionRule:
-    """How a sweep's champion is chosen. Its fields (bounds, descriptions) are also the YAML's
-    ``champion:`` fields, so every knob is spelled here once."""
+    """How a sweep's champion is chosen; its fields are also the YAML's ``champion:`` fields."""
 
     metric: str = Field(
         default="score", min_length=1, description="Evaluation metadata entry compared."
@@ -65,14 +59,7 @@ class Candidate:
     session_id: str | None = None
 
     def to_dict(self) -> dict[str, object]:
-        return {
-            "partition": self.partition,
-            "checkpoint_id": self.checkpoint_id,
-            "value": self.value,
-            "step": self.step,
-            "model_name": self.model_name,
-            "session_id": self.session_id,
-        }
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, raw: dict[str, object]) -> "Candidate | None":
@@ -90,8 +77,7 @@ class Candidate:
 
 
 def rank(candidates: Iterable[Candidate], direction: Direction = "higher") -> list[Candidate]:
-    """Best first: by value in ``direction``, then earliest step, then checkpoint id.
-    NaN values rank last."""
+    """Best first: value in ``direction``, then earliest step, then checkpoint id; NaN last."""
     sign = -1.0 if direction == "higher" else 1.0
 
     def key(c: Candidate) -> tuple[bool, float, float, str]:

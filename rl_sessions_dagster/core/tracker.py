@@ -1,64 +1,128 @@
-"""The pure event core: previous state + what the API shows now → events + next state.
+"""The session tracker (:func:`advance`: previous state + what the API shows → events + next
+state) and what a tick reads. Moving sessions are tracked until their terminal event is out; the
+scan finds those born and ended between ticks, the discovery pass those in unknown statuses;
+history is never announced unless backfilling; the watermark moves when a scan pass completes."""
 
-No HTTP and no Dagster here, so every rule can be property-tested. The glue (``reading.collect``)
-lists the active sessions, fetches by id what ``sessions_to_fetch`` names, pages the lists as
-``plan_scan`` / ``TrackerState.discovery`` say, and hands all of it to ``advance``.
-
-How nothing is lost or repeated:
-
-* Sessions that are still moving are *tracked* (in the cursor) until their terminal event is
-  out. A tracked session is diffed against each new snapshot: checkpoints that sort after its
-  ``mark`` are new; a changed status is an event.
-* A session can be born and end between two ticks (a capacity error at creation). Those are
-  found in the list of terminal sessions: anything created after ``floor`` (watermark minus a
-  look-back) that is neither tracked nor in ``recent_terminal`` is new. With the list newest
-  first, one page usually suffices; if the API is seen to break that order, every pass scans
-  the whole list (a complete scan is always correct, just dearer).
-* A session in a status this library does not know is in neither filtered list. A discovery
-  pass over the unfiltered list (at the first tick, and again whenever a new such status is
-  seen) adopts every non-terminal session, and the status joins the active-list filter.
-* History stays history: a session or checkpoint created before the first tick is never
-  announced (unless backfilling), whichever way it is first met.
-* The watermark only moves to the newest ``created_at`` seen *before* a scan pass started, and
-  only when that pass completed, so a session created during a pass is still above the floor
-  on the next one.
-* With a cap on events per tick, processing stops at the first event over the cap; state
-  records only what was applied, the pass positions stay at the deferred item, and untracked
-  sessions seen in the active list are adopted so their events follow on the next tick.
-"""
-
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from ..api.clock import to_ms
 from ..api.models import TrainingSession
-from .diff import Budget, adopt, diff_session, history_entry, remember_checkpoints
-from .observation import Observation, TickOutcome, TrackerConfig
-from .passes import (
-    checkpoint_floor,
-    floor_ms,
-    move_watermark,
+from .diff import (
+    Budget,
+    adopt,
+    diff_session,
+    history_entry,
     note_unknown_status,
+    remember_checkpoints,
     run_discovery,
     scan_finished,
 )
-from .state import ScanPosition, TrackerState
+from .events import CheckpointRead, ListOrder, Observation, Outcome, SessionEvent, TrackerConfig
+from .state import PendingCheckpoint, ScanPosition, TrackerState
 
 
-def sessions_to_fetch(
-    state: TrackerState, active: Iterable[TrainingSession], scanned: Iterable[TrainingSession]
+@dataclass(frozen=True)
+class ScanPlan:
+    """How to page the finished-session list this tick."""
+
+    start: ScanPosition
+    #: newest first: stop once an item was created before this.
+    stop_below_ms: int | None
+    #: 1 on a first tick without backfill (the newest page is history: the server clock has
+    #: one-second resolution), ``unordered_pages_per_tick`` when unordered.
+    max_pages: int | None = None
+    #: the order the pass relies on (a violation sends the tracker back to verifying).
+    expect: ListOrder = ListOrder.UNVERIFIED
+
+
+def floor_ms(state: TrackerState, config: TrackerConfig) -> int:
+    """Sessions created before this are known: tracked, already announced, or history."""
+    return max(state.watermark_ms - config.lookback_ms, state.baseline_ms)
+
+
+def checkpoint_floor(state: TrackerState, config: TrackerConfig) -> int:
+    """Checkpoints created before this were seen by an earlier complete read (or are history)."""
+    mark = state.checkpoint_watermark_ms or state.watermark_ms
+    return max(mark - config.lookback_ms, state.baseline_ms)
+
+
+def plan_scan(state: TrackerState, config: TrackerConfig) -> ScanPlan:
+    if not state.initialized:
+        return ScanPlan(ScanPosition(), None, max_pages=None if config.backfill else 1)
+    start = state.scan or ScanPosition()
+    if state.backfilling:
+        return ScanPlan(start, None)
+    if state.order is ListOrder.NEWEST_FIRST:
+        return ScanPlan(start, floor_ms(state, config), expect=ListOrder.NEWEST_FIRST)
+    if state.order is ListOrder.OLDEST_FIRST:
+        # Follow the tail: new sessions are appended after where the last pass ended.
+        return ScanPlan(state.scan or state.tail or start, None, expect=ListOrder.OLDEST_FIRST)
+    if state.order is ListOrder.UNORDERED:
+        return ScanPlan(start, None, max_pages=config.unordered_pages_per_tick)
+    return ScanPlan(start, None)
+
+
+def oldest_pending_ms(state: TrackerState, sessions: Iterable[str]) -> int | None:
+    times = [
+        p.created_ms
+        for sid in sessions
+        for p in state.tracked[sid].pending
+        if p.created_ms is not None
+    ]
+    return min(times) if times else None
+
+
+def registration_fetches(
+    state: TrackerState, sessions: Sequence[str], read: CheckpointRead | None
 ) -> list[str]:
-    """Tracked sessions that the lists did not show this tick: they must be fetched by id."""
-    shown = {s.id for s in active} | {s.id for s in scanned}
-    return [sid for sid in state.tracked if sid not in shown]
+    """Those of ``sessions`` (waiting for registrations) with a checkpoint registered now, or
+    one the read cannot vouch for (not listed, time unknown, list out of order, not read)."""
+    listed = read.by_id if read is not None and read.trusted else {}
+
+    def vouched(p: PendingCheckpoint) -> bool:
+        c = listed.get(p.checkpoint_id)
+        return c is not None and not c.is_registered
+
+    return [sid for sid in sessions if not all(vouched(p) for p in state.tracked[sid].pending)]
+
+
+def sessions_with_new_checkpoints(
+    state: TrackerState, read: CheckpointRead, floor_ms: int, shown: set[str]
+) -> list[str]:
+    """Sessions not followed with a checkpoint above the floor: born since the last tick (and
+    perhaps ended), to fetch and adopt."""
+    found: dict[str, None] = {}
+    for c in read.items:
+        sid, ms = c.session_id, to_ms(c.created_at)
+        if sid is None or ms is None or ms < max(floor_ms, state.baseline_ms):
+            continue
+        if sid not in shown and sid not in state.tracked and sid not in state.recent_checkpoints:
+            found[sid] = None
+    return list(found)
+
+
+def newest_listed(read: CheckpointRead, sessions: set[str]) -> dict[str, int]:
+    """The newest listed checkpoint of each of ``sessions``: a remembered session (retired, or
+    outside the filter) that still produces checkpoints stays remembered, never fetched again."""
+    newest: dict[str, int] = {}
+    for c in read.items:
+        sid, ms = c.session_id, to_ms(c.created_at)
+        if sid in sessions and ms is not None:
+            newest[sid] = max(ms, newest.get(sid, ms))
+    return newest
+
+
+def active_filter(state: TrackerState) -> list[str]:
+    """Unknown live statuses to add to the active-list filter (only full constants can be sent)."""
+    prefix = "TRAINING_SESSION_STATUS_"
+    return [s for s in state.extra_active if s.startswith(prefix) and s not in state.unfilterable]
 
 
 def _baseline(state: TrackerState, obs: Observation, config: TrackerConfig) -> None:
-    """First tick: remember what exists so that history does not become runs (unless backfill)."""
-    observed = [
-        *obs.active,
-        *(s for p in obs.pages for s in p.sessions),
-        *(s for p in obs.discovery_pages for s in p.sessions),
-    ]
+    """First tick: remember what exists, so history does not become runs (unless backfill)."""
+    pages = [*obs.pages, *obs.discovery_pages]
+    observed = [*obs.active, *(s for p in pages for s in p.sessions)]
     created = [ms for s in observed if (ms := to_ms(s.created_at)) is not None]
     state.initialized = True
     # History is what the API held when we first asked: the server's clock says when that
@@ -78,10 +142,12 @@ def _baseline(state: TrackerState, obs: Observation, config: TrackerConfig) -> N
                 state.recent_terminal[s.id] = ms
 
 
-def advance(state: TrackerState, obs: Observation, config: TrackerConfig) -> TickOutcome:
+def advance(
+    state: TrackerState, obs: Observation, config: TrackerConfig
+) -> Outcome[SessionEvent, TrackerState]:
     """Apply one tick's observation. ``state`` is not modified; the outcome holds a new one."""
     first_tick = not state.initialized
-    state = state.fork() if state.initialized else TrackerState()
+    state = state.model_copy(deep=True) if state.initialized else TrackerState()
     notes: list[str] = []
     if not config.tracks_checkpoints:
         for entry in state.tracked.values():  # e.g. a cursor written by a checkpoint sensor
@@ -116,17 +182,15 @@ def advance(state: TrackerState, obs: Observation, config: TrackerConfig) -> Tic
     # 1. Sessions that are not terminal whatever their status: the discovery pass adopts them.
     if state.discovery is None and now - state.discovered_ms > config.rediscover_ms:
         state.discovery = ScanPosition()
-    run_discovery(state, obs, config, budget, notes, first_tick)
+    run_discovery(state, obs, budget, notes, first_tick)
     if first_tick and not config.backfill:
-        return TickOutcome([], state, notes)
+        return Outcome([], state, notes)
 
-    # 2. Tracked sessions and new sessions in the active list, oldest first.
-    #    Even with the cap already reached: untracked sessions of the active list are then
-    #    adopted without events, so they are not lost if they leave that list.
-    _diff_tracked(state, obs, config, budget, snapshot)
+    # 2. Tracked sessions and new ones of the active list, oldest first. With the cap reached,
+    #    the rest are adopted without events, so they are not lost if they leave that list.
+    _diff_tracked(state, obs, budget, snapshot)
 
-    # 3. The terminal-session scan: sessions born and ended between ticks (or history, when
-    #    backfilling), positionally resumable.
+    # 3. The finished-session scan: sessions born and ended between ticks (or backfilled).
     ended: ScanPosition | None = None
     if not budget.exhausted:
         ended = scan_finished(state, obs, budget, floor_ms(state, config), now)
@@ -145,16 +209,15 @@ def advance(state: TrackerState, obs: Observation, config: TrackerConfig) -> Tic
         state.checkpoint_watermark_ms = max(
             state.checkpoint_watermark_ms, obs.checkpoints_read_newest_ms
         )
-    move_watermark(state, obs, config, snapshot, ended, notes)
+    _move_watermark(state, obs, config, snapshot, ended, notes)
     _retire(state, config, snapshot, now, notes)
-    return TickOutcome(budget.events, state, notes, deferred=budget.exhausted)
+    return Outcome(budget.events, state, notes, deferred=budget.exhausted)
 
 
 def _exclude(
     state: TrackerState, config: TrackerConfig, sid: str, obs: Observation, notes: list[str]
 ) -> None:
-    """A session the filter excludes is never tracked; a checkpoint sensor remembers it like a
-    retired one, so the checkpoint list does not make it fetched again."""
+    """Never tracked; a checkpoint sensor remembers it as retired (the list never refetches it)."""
     if state.tracked.pop(sid, None) is not None:
         notes.append(f"session {sid} no longer matches the sensor's filter; no longer tracked")
     if config.checkpoints_only:
@@ -163,26 +226,65 @@ def _exclude(
 
 
 def _diff_tracked(
-    state: TrackerState,
-    obs: Observation,
-    config: TrackerConfig,
-    budget: Budget,
-    snapshot: Mapping[str, TrainingSession],
+    state: TrackerState, obs: Observation, budget: Budget, snapshot: Mapping[str, TrainingSession]
 ) -> None:
+    config = budget.config
     candidates = [snapshot[sid] for sid in state.tracked if sid in snapshot]
     candidates += [s for s in obs.active if s.id not in state.tracked]
     candidates += [
         snapshot[sid] for sid in obs.adopt if sid in snapshot and sid not in state.tracked
     ]
     candidates.sort(key=lambda s: (to_ms(s.created_at) or 0, s.id))
-    for i, session in enumerate(candidates):
+    stopped = False
+    for session in candidates:  # once the cap stops the diffs, the rest are only adopted
         if session.id not in state.tracked:
             state.tracked[session.id] = adopt(session, state, config, obs.now_ms)
-        if not diff_session(state.tracked[session.id], session, obs.now_ms, budget):
-            for rest in candidates[i + 1 :]:
-                if rest.id not in state.tracked:
-                    state.tracked[rest.id] = adopt(rest, state, config, obs.now_ms)
-            return
+        if not stopped:
+            stopped = not diff_session(state.tracked[session.id], session, obs.now_ms, budget)
+
+
+def _move_watermark(
+    state: TrackerState,
+    obs: Observation,
+    config: TrackerConfig,
+    snapshot: Mapping[str, TrainingSession],
+    ended: ScanPosition | None,
+    notes: list[str],
+) -> None:
+    """The watermark (and the order check) move only when a scan pass completed at ``ended``."""
+    created = [ms for s in snapshot.values() if (ms := to_ms(s.created_at)) is not None]
+    state.seen_max_ms = max([state.seen_max_ms, *created])
+    if obs.scan_rejected:
+        notes.append(
+            "the API refused the saved position in the finished-session list; a new pass starts"
+        )
+        state.scan = state.tail = None
+        if state.order is ListOrder.OLDEST_FIRST:
+            state.order = ListOrder.UNVERIFIED
+    if obs.order_violation:
+        notes.append(
+            f"the finished-session list is not {state.order.value.replace('_', ' ')} after all; "
+            "a complete pass checks its order again"
+        )
+        state.order, state.scan, state.tail = ListOrder.UNVERIFIED, None, None
+        return
+    if ended is None:
+        return
+    state.watermark_ms = max(state.watermark_ms, state.pass_start_ms)
+    state.pass_start_ms = state.seen_max_ms
+    state.backfilling, state.backfilled = False, []
+    if state.order is ListOrder.UNVERIFIED:
+        state.order, state.verified_ms = ended.evidence.verdict(), obs.now_ms
+        if state.order in (ListOrder.OLDEST_FIRST, ListOrder.UNORDERED):
+            notes.append(f"the finished-session list is {state.order.value.replace('_', ' ')}")
+    elif (
+        state.order in (ListOrder.NEWEST_FIRST, ListOrder.OLDEST_FIRST)
+        and obs.now_ms - state.verified_ms > config.order_recheck_ms
+    ):
+        # The next pass is complete and checks the order.
+        state.order, state.tail = ListOrder.UNVERIFIED, None
+    if state.order is not ListOrder.OLDEST_FIRST:
+        state.tail = None
 
 
 def _retire(
@@ -203,8 +305,8 @@ def _retire(
             )
             entry.pending.remove(p)
         if entry.terminal_ms is not None and not entry.pending and sid in snapshot:
-            # Only retire a session seen this tick: its created_at decides whether the
-            # terminal scan could show it again, so it must be remembered in recent_terminal.
+            # Only a session seen this tick: its created_at decides whether the scan could show
+            # it again (then it is remembered in recent_terminal).
             del state.tracked[sid]
             created = to_ms(snapshot[sid].created_at)
             # While a backfill pass runs, it may still meet this session: remember it.
@@ -213,7 +315,5 @@ def _retire(
             remember_checkpoints(state, config, snapshot[sid])
     if not state.backfilling:
         state.recent_terminal = {k: v for k, v in state.recent_terminal.items() if v >= floor}
-    ckpt_floor = checkpoint_floor(state, config)
-    state.recent_checkpoints = {
-        k: v for k, v in state.recent_checkpoints.items() if v >= ckpt_floor
-    }
+    low = checkpoint_floor(state, config)
+    state.recent_checkpoints = {k: v for k, v in state.recent_checkpoints.items() if v >= low}

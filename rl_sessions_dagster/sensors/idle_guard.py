@@ -14,9 +14,9 @@ from ..api import RLSessionsClient, ServerClock
 from ..api.clock import to_ms
 from ..api.enums import ModelResourceStatus
 from ..api.lifecycle import PriceCache, monotonic_deadline, stop_resource
-from ..core.cursor import CursorError
 from ..core.idle import Decision, IdlePolicy, IdleVerdict, ResourceUse, decide, resource_use
 from ..core.idle import worth_a_look as _worth_a_look
+from ..core.state import CursorError
 from ..resource import TogetherRLResource
 from .options import IdleGuardOptions
 from .routes import TAG_PREFIX, run_tags

@@ -19,8 +19,8 @@ from ..core.events import (
     ResourceEvent,
     ResourceEventKind,
     SessionEvent,
+    TrackerConfig,
 )
-from ..core.observation import TrackerConfig
 from ..core.resources import ResourceTrackerConfig
 from ..partitions import (
     CHAMPION_ASSET_KEY,

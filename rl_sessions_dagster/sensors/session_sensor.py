@@ -16,8 +16,7 @@ from ..api.enums import ACTIVE_SESSION_STATUSES, TERMINAL_SESSION_STATUSES, Chec
 from ..api.errors import BadRequestError, DecodeError, NotFoundError
 from ..api.models import Checkpoint, TrainingSession
 from ..core import SessionEvent, TrackerState, advance
-from ..core.events import CHECKPOINT_EVENTS, EventKind
-from ..core.filters import SessionFilter
+from ..core.events import CHECKPOINT_EVENTS, EventKind, SessionFilter
 from ..core.reading import (
     ItemUnreadable,
     ListCursorRejected,

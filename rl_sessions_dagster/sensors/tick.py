@@ -15,7 +15,7 @@ import dagster as dg
 
 from ..api import RLSessionsClient, ServerClock
 from ..api.errors import DeadlineExceeded, DecodeError, RateLimitError, ServerError, TransportError
-from ..core.cursor import CursorError
+from ..core.state import CursorError
 from ..partitions import Job
 from ..resource import TogetherRLResource
 from ..resource.retry_log import tick_retry_log

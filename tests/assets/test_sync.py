@@ -16,7 +16,7 @@ from rl_sessions_dagster import TogetherRLResource
 from rl_sessions_dagster.assets import build_session_sync_asset
 from rl_sessions_dagster.assets.schedules import table_job_and_schedule
 from rl_sessions_dagster.assets.sync import SESSION_SYNC_ASSET_KEY
-from rl_sessions_dagster.core.filters import SessionFilter
+from rl_sessions_dagster.core.events import SessionFilter
 from rl_sessions_dagster.storage import SessionRow
 from rl_sessions_dagster.storage.rows import CheckpointRow, StoreCounts, UpsertResult
 from rl_sessions_dagster.testing import RLSimulator

@@ -12,14 +12,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rl_sessions_dagster.core import EventKind, TrackerState
-from rl_sessions_dagster.core.cursor import CursorError, compact_id, expand_id
-from rl_sessions_dagster.core.observation import TrackerConfig
+from rl_sessions_dagster.core.events import TrackerConfig
 from rl_sessions_dagster.core.resources import ResourceTrackerState
 from rl_sessions_dagster.core.state import (
     CURSOR_VERSION,
     CheckpointMark,
+    CursorError,
     PendingCheckpoint,
     TrackedSession,
+    compact_id,
+    expand_id,
     short_id,
 )
 

@@ -2,10 +2,9 @@
 know, cheap re-checks of pending registrations, status-only sensors without checkpoint state,
 and cursors from the previous release."""
 
-
-from rl_sessions_dagster.core import EventKind, TrackerState
-from rl_sessions_dagster.core.events import CHECKPOINT_EVENTS, TERMINAL_EVENTS
-from rl_sessions_dagster.core.observation import TrackerConfig
+from rl_sessions_dagster.core import EventKind, TrackerState, advance
+from rl_sessions_dagster.core.events import CHECKPOINT_EVENTS, TERMINAL_EVENTS, TrackerConfig
+from rl_sessions_dagster.core.reading import collect
 
 from .test_tracker import kinds, tick
 from .world_model import FakeWorld
@@ -165,3 +164,33 @@ def test_checkpoint_sensor_finds_a_session_born_and_ended_between_ticks_in_two_r
         world.tick_clock(1000)
         outcome, cursor, collected = tick(world, cursor, config)
         assert outcome.events == [] and collected.requests == 2
+
+
+def test_a_refused_discovery_position_starts_the_pass_over_instead_of_stalling():
+    world = FakeWorld(page_size=2)
+    ids = [world.new_session("RUNNING") for _ in range(5)]
+    world.tick_clock(10)
+    config = TrackerConfig()
+
+    def tick_one_page(cursor):
+        state = TrackerState.from_cursor(cursor)
+        got = collect(state, config, world, now_ms=world.clock_ms, discovery_pages_per_tick=1)
+        outcome = advance(state, got.observation, config)
+        return outcome, outcome.state.to_cursor()
+
+    _, cursor = tick_one_page(None)
+    world.tick_clock(1000)
+    world.set_status(ids[0], "PAUSED")  # a new unknown status starts a discovery pass
+    _, cursor = tick_one_page(cursor)
+    world.tick_clock(1000)
+    _, cursor = tick_one_page(cursor)  # its first page
+    held = TrackerState.from_cursor(cursor).discovery
+    assert held is not None and held.after is not None
+    del world.sessions[held.after]  # the item the saved position names is gone
+    world.tick_clock(1000)
+    outcome, cursor = tick_one_page(cursor)
+    assert any("discovery starts over" in n for n in outcome.notes)
+    for _ in range(4):
+        world.tick_clock(1000)
+        _, cursor = tick_one_page(cursor)
+    assert TrackerState.from_cursor(cursor).discovery is None  # the pass completed

@@ -6,8 +6,7 @@ import math
 import pytest
 
 from rl_sessions_dagster.core import EventKind, TrackerState
-from rl_sessions_dagster.core.observation import TrackerConfig
-from rl_sessions_dagster.core.state import ListOrder
+from rl_sessions_dagster.core.events import ListOrder, TrackerConfig
 
 from .test_tracker import kinds, tick
 from .world_model import FakeWorld

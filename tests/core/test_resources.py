@@ -7,13 +7,13 @@ import pytest
 
 from rl_sessions_dagster.api.models import ModelResource
 from rl_sessions_dagster.core import TrackerState
-from rl_sessions_dagster.core.cursor import CursorError
 from rl_sessions_dagster.core.resources import (
     ResourceObservation,
     ResourceTrackerConfig,
     ResourceTrackerState,
     advance_resources,
 )
+from rl_sessions_dagster.core.state import CursorError
 
 T0 = 1_800_000_000_000
 

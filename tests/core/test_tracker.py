@@ -4,9 +4,9 @@ test_tracker_properties.py)."""
 import pytest
 
 from rl_sessions_dagster.core import EventKind, TrackerState, advance
-from rl_sessions_dagster.core.cursor import CursorError
-from rl_sessions_dagster.core.observation import TrackerConfig
+from rl_sessions_dagster.core.events import TrackerConfig
 from rl_sessions_dagster.core.reading import collect
+from rl_sessions_dagster.core.state import CursorError
 
 from .world_model import FakeWorld
 

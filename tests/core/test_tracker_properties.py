@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rl_sessions_dagster.core import EventKind, TrackerState, advance
-from rl_sessions_dagster.core.observation import TrackerConfig
+from rl_sessions_dagster.core.events import TrackerConfig
 from rl_sessions_dagster.core.reading import collect
 
 from .world_model import ACTIVE, TERMINAL, FakeWorld, Transient
