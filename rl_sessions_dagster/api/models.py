@@ -25,8 +25,7 @@ from .enums import (
     SessionErrorCode,
     SessionStatus,
 )
-from .fields import EmptyIsNone, ListOrNull, RawEnum, Timestamp
-from .lazy import LazyList
+from .pages import EmptyIsNone, LazyList, ListOrNull, RawEnum, Timestamp
 
 
 class APIModel(BaseModel):

@@ -17,9 +17,8 @@ from pydantic import Field, ValidationError
 from ._http import BaseClient, compact, segment
 from .enums import OperationErrorCode, OperationStatus, StopReason, WeightSyncType
 from .errors import DeadlineExceeded
-from .fields import RawEnum
 from .models import APIModel, InferenceCheckpoint, TopLevelModel, TrainingCheckpoint
-from .pages import salvage
+from .pages import RawEnum, salvage
 
 
 class TensorData(APIModel):

@@ -1,28 +1,301 @@
-"""List pages, and the slow path that keeps a page when some of its items do not parse.
+"""Reading the API's JSON fast and tolerantly: field types, list pages, deferred checkpoint lists.
 
-A page is parsed in one native pass (``model_validate_json`` on the raw bytes). Only when that
-fails does :func:`parse_page` read the page item by item: good items are kept, an item whose
-optional fields do not parse keeps them as ``None`` (raw values in ``invalid_fields``, see
-:func:`salvage`), and an item that still does not parse (no ``id``, not an object) becomes a
-:class:`SkippedItem`. ``meta`` is read either way, so paging goes on past a bad item: one
-malformed session must not stop a sensor at that page forever.
+A page is parsed in one native pass (``model_validate_json`` on the raw bytes); only when that
+fails does :func:`parse_page` read it item by item, so one malformed session cannot stop a
+sensor at that page forever. Every type here avoids Python calls per value on the fast path.
 """
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Generic, TypeVar
+from datetime import datetime
+from typing import TYPE_CHECKING, Annotated, Any, Generic, Literal, TypeVar, get_args, overload
 
 import pydantic
-from pydantic import AfterValidator, BaseModel, Field
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    Field,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
+    TypeAdapter,
+)
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import core_schema as cs
 
 from .errors import scrub
-from .fields import ListOrNull
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
+
+# -- field types ---------------------------------------------------------------------------------
+#
+# ``null`` for a list or a block, ``{}`` for an unset registration and ``""`` for a timestamp all
+# mean "not set". ``Timestamp`` and ``RawEnum`` convert in pydantic-core: a ``mode="before"``
+# validator costs a Python call per field and made pydantic-core build a Python string of every
+# timestamp first (~7% of reading a page). Their schemas have no union at the top: a union adds
+# its branch name to error locations (which :func:`salvage` follows into the input). The after
+# validators of ``ListOrNull``/``EmptyIsNone`` run once per value on validated data: a before
+# validator on a list or object makes pydantic-core build and validate the whole value twice.
+
+
+def _none_is_empty_list(value: list[Any] | None) -> list[Any]:
+    return [] if value is None else value
+
+
+def _empty_is_none(value: Any) -> Any:
+    """``""``, ``{}`` and an object with no field set (proto-JSON of an unset message): None."""
+    if value == "" or (
+        isinstance(value, BaseModel) and not value.model_fields_set and not value.model_extra
+    ):
+        return None
+    return value
+
+
+class _Never:
+    """No value is an instance: the ``with_default`` in :func:`_spelled` always falls back."""
+
+
+def _spelled(schema: cs.CoreSchema, spelling: cs.CoreSchema, value: Any) -> cs.CoreSchema:
+    """``schema``, except that an input ``spelling`` accepts (and ``schema`` rejects) is ``value``.
+
+    Step 1 never fails: ``schema`` on the raw input, else ``value`` for the spelling (natively:
+    ``with_default`` over a schema that rejects everything), else the input unchanged. Step 2
+    is ``schema`` again, so a rejected input has ``schema``'s own error and location.
+    """
+    replace = cs.chain_schema(
+        [
+            spelling,
+            cs.with_default_schema(
+                cs.is_instance_schema(_Never), default=value, on_error="default"
+            ),
+        ]
+    )
+    first = cs.union_schema([schema, replace, cs.any_schema()], mode="left_to_right")
+    return cs.chain_schema([first, schema])
+
+
+@dataclass(frozen=True)
+class _Spelling:
+    """An input ``spelling`` (``""`` or ``null``) that reads as ``value``."""
+
+    null: bool
+    value: Any
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> cs.CoreSchema:
+        spelling = cs.none_schema() if self.null else cs.literal_schema([""])
+        return _spelled(handler(source), spelling, self.value)
+
+    def __get_pydantic_json_schema__(
+        self, schema: cs.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        return handler(schema["steps"][-1] if schema.get("type") == "chain" else schema)
+
+
+#: A timestamp that may be missing, null or ``""`` (all mean "not set").
+Timestamp = Annotated[datetime | None, _Spelling(null=False, value=None)]
+#: A raw enum string; ``null`` reads as ``""`` (which parses to ``UNKNOWN``).
+RawEnum = Annotated[str, _Spelling(null=True, value="")]
+
+if TYPE_CHECKING:  # what the attribute holds
+    ListOrNull = Annotated[list[T], "null reads as []"]
+    EmptyIsNone = Annotated[M | None, "{} and '' read as None"]
+else:
+    #: A list the API may send as ``null``; always a list once read.
+    ListOrNull = Annotated[list[T] | None, AfterValidator(_none_is_empty_list)]
+    #: An optional object whose unset form (``{}``, ``""``) reads as None.
+    EmptyIsNone = Annotated[M | Literal[""] | None, AfterValidator(_empty_is_none)]
+
+
+# -- deferred lists --------------------------------------------------------------------------------
+#
+# A session embeds about ten checkpoints, each with a registration: a 100-session page is ~3,000
+# nested models, ~8,000 objects the garbage collector tracks, and the collector's full passes over
+# a large heap (a code server's, with Dagster loaded) cost more the more objects a page leaves
+# alive. Most readers of a page never look at most sessions' checkpoints. So a ``LazyList`` read
+# from JSON is validated natively with its page against the same types as typed dicts (every error
+# surfaces where it would, so a bad checkpoint still sends its page to the slow path), and the
+# models are built from those dicts on first use. From Python (a dict, the slow path, a test
+# building a session) the models are built at once.
+
+#: Wrappers that see the value a model would have (a dict here): not supported under a
+#: deferred model, so a new validator there fails loudly at import instead of misreading.
+_UNSUPPORTED = frozenset({"function-after", "function-wrap", "function-plain", "model-fields"})
+
+
+@functools.cache
+def _adapter(model: type[BaseModel]) -> TypeAdapter[list[Any]]:
+    return TypeAdapter(list[model])  # type: ignore[valid-type]
+
+
+class LazyList(Sequence[M], Generic[M]):
+    """A read-only list of ``M``: the validated dicts until first use, then the models.
+
+    Compares equal to a list (or tuple) of the same models; ``len`` does not build them.
+    """
+
+    __slots__ = ("_items", "_model", "_raw")
+
+    def __init__(self, model: type[M], raw: list[dict[str, Any]] | None = None) -> None:
+        self._model = model
+        self._raw = raw
+        self._items: list[M] | None = None if raw else []
+
+    @classmethod
+    def empty(cls, model: type[M]) -> LazyList[M]:
+        """The one (read-only) empty list of ``model``, shared by every session without one."""
+        return _empty(cls, model)
+
+    @classmethod
+    def of(cls, model: type[M], items: list[M]) -> LazyList[M]:
+        out = cls(model)
+        out._items = items
+        return out
+
+    def _built(self) -> list[M]:
+        items = self._items
+        if items is None:
+            items = self._items = _adapter(self._model).validate_python(self._raw)
+            self._raw = None
+        return items
+
+    @overload
+    def __getitem__(self, index: int) -> M: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[M]: ...
+    def __getitem__(self, index: int | slice) -> M | list[M]:
+        return self._built()[index]
+
+    def __iter__(self) -> Iterator[M]:
+        return iter(self._built())
+
+    def __len__(self) -> int:
+        return (
+            len(self._raw) if self._items is None and self._raw is not None else len(self._built())
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, LazyList):
+            return self._built() == other._built()
+        if isinstance(other, list | tuple):
+            return self._built() == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # like list
+
+    def __repr__(self) -> str:
+        return repr(self._built())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (LazyList.of, (self._model, self._built()))
+
+    @classmethod
+    def __get_pydantic_core_schema__(
+        cls, source: Any, handler: GetCoreSchemaHandler
+    ) -> cs.CoreSchema:
+        (model,) = get_args(source) or (None,)
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            raise TypeError(f"LazyList needs a model type argument, got {source!r}")
+        models = handler.generate_schema(list[model])  # type: ignore[valid-type]
+        schema = model.__pydantic_core_schema__
+        if not isinstance(schema, dict):  # a placeholder until first use (``defer_build``)
+            model.model_rebuild(force=True)
+            schema = model.__pydantic_core_schema__
+        dicts = cs.list_schema(_as_dicts(schema, {}, 0))
+
+        def deferred(raw: list[dict[str, Any]] | None) -> LazyList[Any]:
+            return cls(model, raw) if raw else _empty(cls, model)  # type: ignore[arg-type]
+
+        def built(items: list[Any] | None) -> LazyList[Any]:
+            return cls.of(model, items or [])  # type: ignore[arg-type]
+
+        return cs.json_or_python_schema(
+            json_schema=cs.no_info_after_validator_function(deferred, cs.nullable_schema(dicts)),
+            # No union here: its branch name would enter error locations (see ``salvage``).
+            python_schema=cs.no_info_before_validator_function(
+                _as_list, cs.no_info_after_validator_function(built, cs.nullable_schema(models))
+            ),
+            serialization=cs.plain_serializer_function_ser_schema(_as_list, return_schema=models),
+        )
+
+
+@functools.cache
+def _empty(cls: type[LazyList[Any]], model: type[BaseModel]) -> LazyList[Any]:
+    return cls(model)
+
+
+def _as_list(value: Any) -> Any:
+    return value._built() if isinstance(value, LazyList) else value
+
+
+@dataclass(frozen=True)
+class _Unconverted:
+    schema: Any
+
+
+def _as_dicts(node: Any, defs: dict[str, Any], depth: int) -> Any:
+    """A core schema with every model turned into a typed dict of the same fields and types.
+
+    Missing fields stay missing (no defaults filled in), so the model built later has the same
+    ``model_fields_set``; extras are kept when the model keeps them. Definitions are inlined.
+    """
+    if depth > 50:
+        raise TypeError("LazyList: recursive models are not supported")
+    if isinstance(node, list):
+        return [_as_dicts(n, defs, depth + 1) for n in node]
+    if not isinstance(node, dict):
+        return node
+    kind = node.get("type")
+    if kind in _UNSUPPORTED:
+        raise TypeError(f"LazyList: a {kind} validator under a deferred model")
+    if kind == "definitions":
+        local = dict(defs)
+        local.update((d["ref"], _Unconverted(d)) for d in node["definitions"])
+        return _as_dicts(node["schema"], local, depth + 1)
+    if kind == "definition-ref":
+        found = defs[node["schema_ref"]]
+        return (
+            _as_dicts(found.schema, defs, depth + 1) if isinstance(found, _Unconverted) else found
+        )
+    if kind != "model":
+        return {
+            key: _as_dicts(value, defs, depth + 1) if key.endswith("schema") else value
+            for key, value in node.items()
+        }
+    name = node["cls"].__name__
+    inner = node["schema"]
+    if node.get("custom_init") or node.get("post_init") or node.get("root_model"):
+        raise TypeError(f"LazyList: {name} has custom construction")
+    if inner.get("type") != "model-fields" or inner.get("computed_fields"):
+        raise TypeError(f"LazyList: unsupported schema of {name}")
+    fields = {}
+    for field_name, field in inner["fields"].items():
+        schema = field["schema"]
+        required = schema.get("type") != "default"
+        fields[field_name] = cs.typed_dict_field(
+            _as_dicts(schema if required else schema["schema"], defs, depth + 1),
+            required=required,  # a missing field stays missing
+            validation_alias=field.get("validation_alias"),
+        )
+    config = node.get("config") or {}
+    extra = config.get("extra_fields_behavior", "ignore")
+    return cs.typed_dict_schema(
+        fields,
+        extra_behavior=extra,
+        config=cs.CoreConfig(
+            extra_fields_behavior=extra,
+            validate_by_alias=config.get("validate_by_alias", True),
+            validate_by_name=config.get("validate_by_name", False),
+        ),
+    )
+
+
+# -- pages and the slow path -----------------------------------------------------------------------
 
 #: Longest ``SkippedItem.reason``.
 REASON_CHARS = 200
@@ -33,12 +306,11 @@ _REMOVE = object()
 
 @dataclass(frozen=True)
 class SkippedItem:
-    """A list item that could not be read, and why. Its neighbours on the page were kept.
+    """A list item that could not be read, and why; its neighbours on the page were kept.
 
-    ``id`` is the item's ``id`` when it is a string or an integer, else None; ``field`` is the
-    failing location inside the item (pydantic ``loc`` joined with ``.``; ``""`` for the item
-    itself); ``reason`` is pydantic's message, scrubbed of secrets and capped (it never holds
-    the input value).
+    ``id`` is the item's ``id`` when it is a string or an integer; ``field`` is the failing
+    location inside the item (``""`` for the item itself); ``reason`` is pydantic's message,
+    scrubbed of secrets and capped (it never holds the input value).
     """
 
     id: str | None
@@ -87,15 +359,6 @@ class Page(BaseModel, Generic[T]):
         return self.meta.next_cursor
 
 
-def page_item_model(model: type[BaseModel]) -> type[BaseModel] | None:
-    """``TrainingSession`` for ``Page[TrainingSession]``; None for anything else."""
-    if not (isinstance(model, type) and issubclass(model, Page)):
-        return None
-    args = model.__pydantic_generic_metadata__.get("args") or ()
-    item = args[0] if args else None
-    return item if isinstance(item, type) and issubclass(item, BaseModel) else None
-
-
 def _loc(loc: Iterable[Any]) -> str:
     return ".".join(map(str, loc))
 
@@ -110,11 +373,8 @@ def _readable_id(raw: Any) -> str | None:
 
 
 def _navigable(obj: Any, loc: tuple[Any, ...]) -> tuple[Any, ...]:
-    """The longest prefix of ``loc`` that addresses real keys/indices of ``obj``.
-
-    Union and validator steps (``'str'``, ``'function-after[...]'``) are not keys; they end
-    the prefix.
-    """
+    """The longest prefix of ``loc`` that addresses real keys/indices of ``obj`` (union and
+    validator steps such as ``'function-after[...]'`` are not keys: they end the prefix)."""
     out: list[Any] = []
     for part in loc:
         in_dict = isinstance(obj, dict) and isinstance(part, str) and part in obj
@@ -126,12 +386,6 @@ def _navigable(obj: Any, loc: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(out)
 
 
-def _get(obj: Any, loc: tuple[Any, ...]) -> Any:
-    for part in loc:
-        obj = obj[part]
-    return obj
-
-
 def _edit_order(loc: tuple[Any, ...]) -> tuple[int, int]:
     return (len(loc), loc[-1] if isinstance(loc[-1], int) else -1)
 
@@ -141,11 +395,11 @@ def salvage(
 ) -> tuple[M | None, pydantic.ValidationError | None]:
     """Read ``raw`` as ``model`` after setting the values it rejects to None.
 
-    The slow path only: each round nulls every rejected location (a list element is removed
-    instead) and validates again; a location rejected again once nulled (a required field) is
-    widened to its parent. The item fails when the widening reaches the item itself. Raw
-    values of nulled locations go to ``invalid_fields`` (dotted path → value) when the model
-    has that field. Returns ``(instance, None)`` or ``(None, last_error)``.
+    Each round nulls every rejected location (a list element is removed instead) and validates
+    again; a location rejected again once nulled (a required field) is widened to its parent,
+    and the item fails when that reaches the item itself. Raw values of nulled locations go to
+    ``invalid_fields`` (dotted path → value) when the model has that field. Returns
+    ``(instance, None)`` or ``(None, last_error)``.
     """
     if not isinstance(raw, dict):
         return None, error
@@ -173,7 +427,7 @@ def salvage(
             edits[target] = _REMOVE if isinstance(target[-1], int) else None
         # Deepest first, then highest index first: no edit moves a location still to edit.
         for loc in sorted(edits, key=_edit_order, reverse=True):
-            parent = _get(obj, loc[:-1])
+            parent = functools.reduce(lambda o, part: o[part], loc[:-1], obj)
             invalid[_loc(loc)] = parent[loc[-1]]
             if edits[loc] is _REMOVE:
                 del parent[loc[-1]]
@@ -189,12 +443,13 @@ def parse_page(
 ) -> Page[Any] | None:
     """Read a page item by item (after the whole-page parse failed); None if not a page.
 
-    The envelope must be a JSON object whose ``data`` is a list and whose ``meta`` is an
-    object (either may be absent or null); anything else is not a page and the caller raises
-    :class:`DecodeError` as before. A meta field that does not parse reads as None.
+    The envelope must be a JSON object whose ``data`` is a list and whose ``meta`` an object
+    (either may be absent or null), else the caller raises :class:`DecodeError`. A meta field
+    that does not parse reads as None.
     """
-    item_model = page_item_model(model)
-    if item_model is None:
+    args = model.__pydantic_generic_metadata__.get("args") if issubclass(model, Page) else None
+    item_model = args[0] if args else None
+    if not (isinstance(item_model, type) and issubclass(item_model, BaseModel)):
         return None
     try:
         doc = json.loads(content)
@@ -217,8 +472,8 @@ def parse_page(
             instance, error = salvage(item_model, raw, exc)
         if instance is not None:
             good.append(instance)
-            continue
-        skipped.append(skipped_item(raw, error, secrets))
+        else:
+            skipped.append(skipped_item(raw, error, secrets))
     envelope = {k: v for k, v in doc.items() if k not in ("data", "meta", "skipped")}
     page = model.model_validate({**envelope, "meta": meta or PageMeta()})
     page.data = good

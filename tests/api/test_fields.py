@@ -18,8 +18,8 @@ import pydantic
 import pytest
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
-from rl_sessions_dagster.api.fields import RawEnum, Timestamp
 from rl_sessions_dagster.api.models import MetadataOrNull, SessionMetadata, TrainingSession
+from rl_sessions_dagster.api.pages import RawEnum, Timestamp
 
 
 def _blank_is_none(value: Any) -> Any:

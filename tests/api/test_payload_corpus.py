@@ -23,7 +23,7 @@ from rl_sessions_dagster.api.enums import (
     OperationStatus,
     SessionErrorCode,
 )
-from rl_sessions_dagster.api.error_mapping import parse_error_body
+from rl_sessions_dagster.api.errors import parse_error_body
 from rl_sessions_dagster.api.models import CheckpointDownload
 from rl_sessions_dagster.api.operations import Operation
 
