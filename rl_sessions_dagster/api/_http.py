@@ -325,7 +325,6 @@ class BaseClient:
         path: str,
         model: type[Page[T]],
         filters: Mapping[str, Any],
-        *,
         page_size: int,
         deadline: float | None,
         on_skipped: Callable[[SkippedItem], None] | None = None,

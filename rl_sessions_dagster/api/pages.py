@@ -1,4 +1,4 @@
-"""Reading the API's JSON fast and tolerantly: field types, list pages, deferred checkpoint lists.
+"""Reading the API's JSON fast and tolerantly: field types, list pages and their slow path.
 
 A page is parsed in one native pass (``model_validate_json`` on the raw bytes); only when that
 fails does :func:`parse_page` read it item by item, so one malformed session cannot stop a
@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Any, Generic, Literal, TypeVar, get_args, overload
+from typing import TYPE_CHECKING, Annotated, Any, Generic, Literal, TypeVar
 
 import pydantic
 from pydantic import (
@@ -21,7 +21,6 @@ from pydantic import (
     Field,
     GetCoreSchemaHandler,
     GetJsonSchemaHandler,
-    TypeAdapter,
 )
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import core_schema as cs
@@ -31,15 +30,10 @@ from .errors import scrub
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
 
-# -- field types ---------------------------------------------------------------------------------
-#
-# ``null`` for a list or a block, ``{}`` for an unset registration and ``""`` for a timestamp all
-# mean "not set". ``Timestamp`` and ``RawEnum`` convert in pydantic-core: a ``mode="before"``
-# validator costs a Python call per field and made pydantic-core build a Python string of every
-# timestamp first (~7% of reading a page). Their schemas have no union at the top: a union adds
-# its branch name to error locations (which :func:`salvage` follows into the input). The after
-# validators of ``ListOrNull``/``EmptyIsNone`` run once per value on validated data: a before
-# validator on a list or object makes pydantic-core build and validate the whole value twice.
+# Field types for the API's "not set" spellings (``null`` list, ``{}`` block, ``""`` timestamp).
+# ``Timestamp``/``RawEnum`` convert in pydantic-core (a before validator per field was ~7% of a
+# page); no union at the top, whose branch names would enter the error locations ``salvage``
+# follows. After validators on lists/objects: a before one makes pydantic-core build them twice.
 
 
 def _none_is_empty_list(value: list[Any] | None) -> list[Any]:
@@ -60,12 +54,8 @@ class _Never:
 
 
 def _spelled(schema: cs.CoreSchema, spelling: cs.CoreSchema, value: Any) -> cs.CoreSchema:
-    """``schema``, except that an input ``spelling`` accepts (and ``schema`` rejects) is ``value``.
-
-    Step 1 never fails: ``schema`` on the raw input, else ``value`` for the spelling (natively:
-    ``with_default`` over a schema that rejects everything), else the input unchanged. Step 2
-    is ``schema`` again, so a rejected input has ``schema``'s own error and location.
-    """
+    """``schema``, except that an input ``spelling`` accepts (and ``schema`` rejects) is
+    ``value``. Step 1 never fails; step 2 gives a rejected input ``schema``'s own error."""
     replace = cs.chain_schema(
         [
             spelling,
@@ -112,191 +102,6 @@ else:
     EmptyIsNone = Annotated[M | Literal[""] | None, AfterValidator(_empty_is_none)]
 
 
-# -- deferred lists --------------------------------------------------------------------------------
-#
-# A session embeds about ten checkpoints, each with a registration: a 100-session page is ~3,000
-# nested models, ~8,000 objects the garbage collector tracks, and the collector's full passes over
-# a large heap (a code server's, with Dagster loaded) cost more the more objects a page leaves
-# alive. Most readers of a page never look at most sessions' checkpoints. So a ``LazyList`` read
-# from JSON is validated natively with its page against the same types as typed dicts (every error
-# surfaces where it would, so a bad checkpoint still sends its page to the slow path), and the
-# models are built from those dicts on first use. From Python (a dict, the slow path, a test
-# building a session) the models are built at once.
-
-#: Wrappers that see the value a model would have (a dict here): not supported under a
-#: deferred model, so a new validator there fails loudly at import instead of misreading.
-_UNSUPPORTED = frozenset({"function-after", "function-wrap", "function-plain", "model-fields"})
-
-
-@functools.cache
-def _adapter(model: type[BaseModel]) -> TypeAdapter[list[Any]]:
-    return TypeAdapter(list[model])  # type: ignore[valid-type]
-
-
-class LazyList(Sequence[M], Generic[M]):
-    """A read-only list of ``M``: the validated dicts until first use, then the models.
-
-    Compares equal to a list (or tuple) of the same models; ``len`` does not build them.
-    """
-
-    __slots__ = ("_items", "_model", "_raw")
-
-    def __init__(self, model: type[M], raw: list[dict[str, Any]] | None = None) -> None:
-        self._model = model
-        self._raw = raw
-        self._items: list[M] | None = None if raw else []
-
-    @classmethod
-    def empty(cls, model: type[M]) -> LazyList[M]:
-        """The one (read-only) empty list of ``model``, shared by every session without one."""
-        return _empty(cls, model)
-
-    @classmethod
-    def of(cls, model: type[M], items: list[M]) -> LazyList[M]:
-        out = cls(model)
-        out._items = items
-        return out
-
-    def _built(self) -> list[M]:
-        items = self._items
-        if items is None:
-            items = self._items = _adapter(self._model).validate_python(self._raw)
-            self._raw = None
-        return items
-
-    @overload
-    def __getitem__(self, index: int) -> M: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[M]: ...
-    def __getitem__(self, index: int | slice) -> M | list[M]:
-        return self._built()[index]
-
-    def __iter__(self) -> Iterator[M]:
-        return iter(self._built())
-
-    def __len__(self) -> int:
-        return (
-            len(self._raw) if self._items is None and self._raw is not None else len(self._built())
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, LazyList):
-            return self._built() == other._built()
-        if isinstance(other, list | tuple):
-            return self._built() == list(other)
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]  # like list
-
-    def __repr__(self) -> str:
-        return repr(self._built())
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (LazyList.of, (self._model, self._built()))
-
-    @classmethod
-    def __get_pydantic_core_schema__(
-        cls, source: Any, handler: GetCoreSchemaHandler
-    ) -> cs.CoreSchema:
-        (model,) = get_args(source) or (None,)
-        if not (isinstance(model, type) and issubclass(model, BaseModel)):
-            raise TypeError(f"LazyList needs a model type argument, got {source!r}")
-        models = handler.generate_schema(list[model])  # type: ignore[valid-type]
-        schema = model.__pydantic_core_schema__
-        if not isinstance(schema, dict):  # a placeholder until first use (``defer_build``)
-            model.model_rebuild(force=True)
-            schema = model.__pydantic_core_schema__
-        dicts = cs.list_schema(_as_dicts(schema, {}, 0))
-
-        def deferred(raw: list[dict[str, Any]] | None) -> LazyList[Any]:
-            return cls(model, raw) if raw else _empty(cls, model)  # type: ignore[arg-type]
-
-        def built(items: list[Any] | None) -> LazyList[Any]:
-            return cls.of(model, items or [])  # type: ignore[arg-type]
-
-        return cs.json_or_python_schema(
-            json_schema=cs.no_info_after_validator_function(deferred, cs.nullable_schema(dicts)),
-            # No union here: its branch name would enter error locations (see ``salvage``).
-            python_schema=cs.no_info_before_validator_function(
-                _as_list, cs.no_info_after_validator_function(built, cs.nullable_schema(models))
-            ),
-            serialization=cs.plain_serializer_function_ser_schema(_as_list, return_schema=models),
-        )
-
-
-@functools.cache
-def _empty(cls: type[LazyList[Any]], model: type[BaseModel]) -> LazyList[Any]:
-    return cls(model)
-
-
-def _as_list(value: Any) -> Any:
-    return value._built() if isinstance(value, LazyList) else value
-
-
-@dataclass(frozen=True)
-class _Unconverted:
-    schema: Any
-
-
-def _as_dicts(node: Any, defs: dict[str, Any], depth: int) -> Any:
-    """A core schema with every model turned into a typed dict of the same fields and types.
-
-    Missing fields stay missing (no defaults filled in), so the model built later has the same
-    ``model_fields_set``; extras are kept when the model keeps them. Definitions are inlined.
-    """
-    if depth > 50:
-        raise TypeError("LazyList: recursive models are not supported")
-    if isinstance(node, list):
-        return [_as_dicts(n, defs, depth + 1) for n in node]
-    if not isinstance(node, dict):
-        return node
-    kind = node.get("type")
-    if kind in _UNSUPPORTED:
-        raise TypeError(f"LazyList: a {kind} validator under a deferred model")
-    if kind == "definitions":
-        local = dict(defs)
-        local.update((d["ref"], _Unconverted(d)) for d in node["definitions"])
-        return _as_dicts(node["schema"], local, depth + 1)
-    if kind == "definition-ref":
-        found = defs[node["schema_ref"]]
-        return (
-            _as_dicts(found.schema, defs, depth + 1) if isinstance(found, _Unconverted) else found
-        )
-    if kind != "model":
-        return {
-            key: _as_dicts(value, defs, depth + 1) if key.endswith("schema") else value
-            for key, value in node.items()
-        }
-    name = node["cls"].__name__
-    inner = node["schema"]
-    if node.get("custom_init") or node.get("post_init") or node.get("root_model"):
-        raise TypeError(f"LazyList: {name} has custom construction")
-    if inner.get("type") != "model-fields" or inner.get("computed_fields"):
-        raise TypeError(f"LazyList: unsupported schema of {name}")
-    fields = {}
-    for field_name, field in inner["fields"].items():
-        schema = field["schema"]
-        required = schema.get("type") != "default"
-        fields[field_name] = cs.typed_dict_field(
-            _as_dicts(schema if required else schema["schema"], defs, depth + 1),
-            required=required,  # a missing field stays missing
-            validation_alias=field.get("validation_alias"),
-        )
-    config = node.get("config") or {}
-    extra = config.get("extra_fields_behavior", "ignore")
-    return cs.typed_dict_schema(
-        fields,
-        extra_behavior=extra,
-        config=cs.CoreConfig(
-            extra_fields_behavior=extra,
-            validate_by_alias=config.get("validate_by_alias", True),
-            validate_by_name=config.get("validate_by_name", False),
-        ),
-    )
-
-
-# -- pages and the slow path -----------------------------------------------------------------------
-
 #: Longest ``SkippedItem.reason``.
 REASON_CHARS = 200
 #: Repair rounds per item: each nulls the fields the previous validation rejected.
@@ -306,12 +111,8 @@ _REMOVE = object()
 
 @dataclass(frozen=True)
 class SkippedItem:
-    """A list item that could not be read, and why; its neighbours on the page were kept.
-
-    ``id`` is the item's ``id`` when it is a string or an integer; ``field`` is the failing
-    location inside the item (``""`` for the item itself); ``reason`` is pydantic's message,
-    scrubbed of secrets and capped (it never holds the input value).
-    """
+    """A list item that could not be read: its ``id`` if a string or int, the failing
+    ``field`` (``""`` for the item), pydantic's ``reason`` (scrubbed, capped, no input value)."""
 
     id: str | None
     field: str
@@ -339,11 +140,8 @@ else:
 
 
 class Page(BaseModel, Generic[T]):
-    """One page of a list endpoint. ``data``/``meta`` may be omitted when empty (proto-JSON).
-
-    ``skipped`` lists the items this client could not read (empty on the fast path); it is
-    client-side information and is not part of :meth:`model_dump`.
-    """
+    """One page of a list endpoint. ``data``/``meta`` may be omitted when empty (proto-JSON);
+    ``skipped`` (client-side, not dumped) lists the items this client could not read."""
 
     model_config = pydantic.ConfigDict(extra="allow", populate_by_name=True, defer_build=True)
 
@@ -373,8 +171,7 @@ def _readable_id(raw: Any) -> str | None:
 
 
 def _navigable(obj: Any, loc: tuple[Any, ...]) -> tuple[Any, ...]:
-    """The longest prefix of ``loc`` that addresses real keys/indices of ``obj`` (union and
-    validator steps such as ``'function-after[...]'`` are not keys: they end the prefix)."""
+    """The longest prefix of ``loc`` that addresses real keys/indices of ``obj``."""
     out: list[Any] = []
     for part in loc:
         in_dict = isinstance(obj, dict) and isinstance(part, str) and part in obj
@@ -393,14 +190,10 @@ def _edit_order(loc: tuple[Any, ...]) -> tuple[int, int]:
 def salvage(
     model: type[M], raw: Any, error: pydantic.ValidationError | None = None
 ) -> tuple[M | None, pydantic.ValidationError | None]:
-    """Read ``raw`` as ``model`` after setting the values it rejects to None.
-
-    Each round nulls every rejected location (a list element is removed instead) and validates
-    again; a location rejected again once nulled (a required field) is widened to its parent,
-    and the item fails when that reaches the item itself. Raw values of nulled locations go to
-    ``invalid_fields`` (dotted path → value) when the model has that field. Returns
-    ``(instance, None)`` or ``(None, last_error)``.
-    """
+    """Read ``raw`` as ``model`` after setting the values it rejects to None (a list element is
+    removed instead); a location rejected again once nulled (required) widens to its parent, up
+    to the item itself. Raw values go to ``invalid_fields`` (dotted path → value) if the model
+    has it. Returns ``(instance, None)`` or ``(None, last_error)``."""
     if not isinstance(raw, dict):
         return None, error
     obj = json.loads(json.dumps(raw))  # a private copy to edit
@@ -441,12 +234,8 @@ def salvage(
 def parse_page(
     model: type[Page[Any]], content: bytes, secrets: Iterable[str | None] = ()
 ) -> Page[Any] | None:
-    """Read a page item by item (after the whole-page parse failed); None if not a page.
-
-    The envelope must be a JSON object whose ``data`` is a list and whose ``meta`` an object
-    (either may be absent or null), else the caller raises :class:`DecodeError`. A meta field
-    that does not parse reads as None.
-    """
+    """Read a page item by item (after the whole-page parse failed); None if not a page (its
+    ``data`` must be a list and its ``meta`` an object, either absent or null)."""
     args = model.__pydantic_generic_metadata__.get("args") if issubclass(model, Page) else None
     item_model = args[0] if args else None
     if not (isinstance(item_model, type) and issubclass(item_model, BaseModel)):
