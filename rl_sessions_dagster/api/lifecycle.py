@@ -1,10 +1,8 @@
-"""Provision, wait, stop: lifecycle helpers over :class:`RLSessionsClient` (no Dagster here).
+"""Provision, wait, stop: lifecycle helpers over :class:`RLSessionsClient`.
 
-Functions taking the client rather than client methods, so the client module stays a thin
-mapping of endpoints. Every wait is bounded: ``timeout`` seconds and/or an absolute
-``deadline`` on the client's retry clock (the earlier wins); none loops forever. A wait that
-sees its object fail raises a typed error carrying the object, so callers can report the API's
-own code and message. Saving a checkpoint and waiting for it is in ``checkpoint_ops.py``.
+Every wait is bounded: ``timeout`` seconds and/or an absolute ``deadline`` on the client's retry
+clock (the earlier wins). A wait that sees its object fail raises a typed error carrying the
+object, so callers can report the API's own code and message.
 """
 
 from __future__ import annotations
@@ -81,9 +79,9 @@ class SessionFailed(WaitFailed):
 
 @dataclass(frozen=True)
 class ResourceSpec:
-    """A model-resource configuration: what to create, what a reusable resource must match,
-    and what ``estimate-cost`` prices. ``None`` fields take the API's defaults and match
-    anything (except ``base_weights_ref``, which must be equal)."""
+    """A model-resource configuration: what to create, what a reusable resource must match, what
+    ``estimate-cost`` prices. ``None`` takes the API's default and matches anything (except
+    ``base_weights_ref``, which must be equal)."""
 
     base_model: str
     lora_enabled: bool = True
@@ -96,7 +94,6 @@ class ResourceSpec:
     def request_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of ``create_model_resource`` / ``estimate_model_resource_cost``
         (without ``base_model``)."""
-
         compute = compact(
             gpu_type=self.gpu_type, num_generator_replicas=self.num_generator_replicas
         )
@@ -150,10 +147,8 @@ class ResourceSpec:
 
 
 class PriceCache:
-    """``price_per_hour`` per configuration (``ResourceSpec.price_key``), from
-    ``estimate-cost``. A failure is kept as ``(None, None)``, so one unpriceable configuration
-    costs one request; its message goes to :attr:`errors`. The spend pass prices every
-    resource of a run through one; the idle guard prices the one it stops."""
+    """``price_per_hour`` per configuration, from ``estimate-cost``. A failure is kept as
+    ``(None, None)`` (one request per unpriceable configuration), its message in :attr:`errors`."""
 
     def __init__(self, client: RLSessionsClient) -> None:
         self.client = client
@@ -233,11 +228,8 @@ def find_ready_resource(
     created_by: str | None = "me",
     deadline: float | None = None,
 ) -> ModelResource | None:
-    """A READY resource matching ``spec`` (the caller's own by default), oldest first, or None.
-
-    Whether it has a free session slot is not visible in the API: creating the session tells
-    (HTTP 429 when full).
-    """
+    """The oldest READY resource matching ``spec`` (the caller's own by default), or None.
+    Whether it has a free session slot is not visible: creating the session tells (429)."""
     ready = [
         r
         for r in client.list_model_resources(
@@ -317,10 +309,8 @@ StopResult = Literal[
 
 @dataclass(frozen=True)
 class StopOutcome:
-    """What a stop call achieved. ``result`` is ``"stopped"`` (the request was accepted),
-    ``"already_stopped"``, ``"refused_active_sessions"`` (stop without force while sessions
-    are active: reported, never retried blindly), ``"not_permitted"`` (403) or ``"not_found"``.
-    """
+    """What a stop call achieved; ``"refused_active_sessions"`` (stop without force while
+    sessions are active) is reported, never retried blindly; ``"not_permitted"`` is a 403."""
 
     target_id: str
     result: StopResult
