@@ -45,12 +45,8 @@ def scrub(text: str, secrets: Iterable[str | None] = ()) -> str:
 
 
 class TogetherRLError(Exception):
-    """Base of every error the client raises.
-
-    ``retryable`` says whether the *failure kind* is transient (408, 429, 5xx, transport, decode);
-    whether the client actually retried also depends on the request being idempotent.
-    ``url`` is the path and query only: never the host's credentials, never headers.
-    """
+    """Base of every error the client raises. ``retryable``: the *failure kind* is transient
+    (whether it was retried also depends on idempotency); ``url`` is the path and query only."""
 
     def __init__(
         self,
@@ -159,12 +155,9 @@ class APIStatusError(TogetherRLError):
 
 
 class TransportError(TogetherRLError):
-    """The HTTP exchange itself failed: connect, read, write, timeout or protocol error.
-
-    ``may_have_reached_server`` is False only when the request surely never left the client
-    (connection refused, connect or pool timeout); only then may a non-idempotent request be
-    sent again without risking a duplicate.
-    """
+    """The HTTP exchange itself failed. ``may_have_reached_server`` is False only when the
+    request surely never left (refused, connect or pool timeout): only then may a
+    non-idempotent request be sent again without risking a duplicate."""
 
     def __init__(self, message: str, *, may_have_reached_server: bool, **kwargs: Any) -> None:
         super().__init__(message, retryable=True, **kwargs)
@@ -176,12 +169,8 @@ class DecodeError(TogetherRLError):
 
 
 class DeadlineExceeded(TogetherRLError):
-    """The call's time budget ran out before it could succeed.
-
-    ``last_error`` is the failure of the last attempt (None if no attempt could start). Always
-    ``retryable``: only transient failures are retried into a deadline, so a later call (e.g.
-    the next sensor tick) may well succeed.
-    """
+    """The call's time budget ran out; ``last_error`` is the last attempt's failure (None if
+    none could start). Retryable: only transient failures are retried into a deadline."""
 
     def __init__(self, message: str, *, last_error: TogetherRLError | None = None, **kw: Any):
         super().__init__(message, retryable=True, **kw)

@@ -24,7 +24,7 @@ from .errors import (
     PermissionDeniedError,
     TogetherRLError,
 )
-from .models import ModelResource, TrainingSession
+from .models import ComputeConfig, ModelResource, TrainingSession
 
 __all__ = [
     "ResourceFailed",
@@ -106,22 +106,15 @@ class ResourceSpec:
         }
 
     def matches(self, resource: ModelResource) -> bool:
-        if resource.base_model != self.base_model:
-            return False
-        if resource.lora_enabled is not None and resource.lora_enabled != self.lora_enabled:
-            return False
-        compute = resource.compute_config
-        if self.gpu_type is not None and (compute is None or compute.gpu_type != self.gpu_type):
-            return False
-        if self.num_generator_replicas is not None and (
-            compute is None or compute.num_generator_replicas != self.num_generator_replicas
-        ):
-            return False
-        if self.optimizer_config is not None and (
-            _optimizer_dict(resource) != self.optimizer_config
-        ):
-            return False
-        return resource.base_weights_ref == self.base_weights_ref
+        compute = resource.compute_config or ComputeConfig()
+        return (
+            resource.base_model == self.base_model
+            and resource.lora_enabled in (None, self.lora_enabled)
+            and self.gpu_type in (None, compute.gpu_type)
+            and self.num_generator_replicas in (None, compute.num_generator_replicas)
+            and self.optimizer_config in (None, _optimizer_dict(resource))
+            and resource.base_weights_ref == self.base_weights_ref
+        )
 
     def price_key(self) -> str:
         """Identifies the configuration for price caching (everything ``estimate-cost`` sees)."""
