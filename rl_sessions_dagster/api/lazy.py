@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, get_args, overload
 
-from pydantic import BaseModel, GetCoreSchemaHandler, TypeAdapter
+import pydantic
+from pydantic import BaseModel
 from pydantic_core import core_schema as cs
 
 M = TypeVar("M", bound=BaseModel)
@@ -23,15 +23,13 @@ _UNSUPPORTED = frozenset({"function-after", "function-wrap", "function-plain", "
 
 
 @functools.cache
-def _adapter(model: type[BaseModel]) -> TypeAdapter[list[Any]]:
-    return TypeAdapter(list[model])  # type: ignore[valid-type]
+def _adapter(model: type[BaseModel]) -> pydantic.TypeAdapter[list[Any]]:
+    return pydantic.TypeAdapter(list[model])  # type: ignore[valid-type]
 
 
 class LazyList(Sequence[M], Generic[M]):
-    """A read-only list of ``M``: the validated dicts until first use, then the models.
-
-    Compares equal to a list (or tuple) of the same models; ``len`` does not build them.
-    """
+    """A read-only list of ``M``: the validated dicts until first use, then the models. Equal
+    to a list (or tuple) of the same models; ``len`` does not build them."""
 
     __slots__ = ("_items", "_model", "_raw")
 
@@ -88,7 +86,7 @@ class LazyList(Sequence[M], Generic[M]):
 
     @classmethod
     def __get_pydantic_core_schema__(
-        cls, source: Any, handler: GetCoreSchemaHandler
+        cls, source: Any, handler: pydantic.GetCoreSchemaHandler
     ) -> cs.CoreSchema:
         (model,) = get_args(source) or (None,)
         if not (isinstance(model, type) and issubclass(model, BaseModel)):
@@ -125,11 +123,6 @@ def _as_list(value: Any) -> Any:
     return value._built() if isinstance(value, LazyList) else value
 
 
-@dataclass(frozen=True)
-class _Unconverted:
-    schema: Any
-
-
 def _as_dicts(node: Any, defs: dict[str, Any], depth: int) -> Any:
     """A core schema with every model as a typed dict of the same fields; missing fields stay
     missing, so the model built later has the same ``model_fields_set``."""
@@ -144,24 +137,19 @@ def _as_dicts(node: Any, defs: dict[str, Any], depth: int) -> Any:
         raise TypeError(f"LazyList: a {kind} validator under a deferred model")
     if kind == "definitions":
         local = dict(defs)
-        local.update((d["ref"], _Unconverted(d)) for d in node["definitions"])
+        local.update((d["ref"], d) for d in node["definitions"])
         return _as_dicts(node["schema"], local, depth + 1)
-    if kind == "definition-ref":
-        found = defs[node["schema_ref"]]
-        return (
-            _as_dicts(found.schema, defs, depth + 1) if isinstance(found, _Unconverted) else found
-        )
+    if kind == "definition-ref":  # inlined, converted where it is used
+        return _as_dicts(defs[node["schema_ref"]], defs, depth + 1)
     if kind != "model":
         return {
             key: _as_dicts(value, defs, depth + 1) if key.endswith("schema") else value
             for key, value in node.items()
         }
-    name = node["cls"].__name__
     inner = node["schema"]
-    if node.get("custom_init") or node.get("post_init") or node.get("root_model"):
-        raise TypeError(f"LazyList: {name} has custom construction")
-    if inner.get("type") != "model-fields" or inner.get("computed_fields"):
-        raise TypeError(f"LazyList: unsupported schema of {name}")
+    custom = node.get("custom_init") or node.get("post_init") or node.get("root_model")
+    if custom or inner.get("type") != "model-fields" or inner.get("computed_fields"):
+        raise TypeError(f"LazyList: {node['cls'].__name__} has custom construction or fields")
     fields = {}
     for field_name, field in inner["fields"].items():
         schema = field["schema"]

@@ -1,8 +1,7 @@
 """Reading the API's JSON fast and tolerantly: field types, list pages and their slow path.
 
-A page is parsed in one native pass (``model_validate_json`` on the raw bytes); only when that
-fails does :func:`parse_page` read it item by item, so one malformed session cannot stop a
-sensor at that page forever. Every type here avoids Python calls per value on the fast path.
+A page is parsed in one native pass; only when that fails does :func:`parse_page` read it item
+by item, so one malformed session cannot stop a sensor at that page forever.
 """
 
 from __future__ import annotations
@@ -15,13 +14,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any, Generic, Literal, TypeVar
 
 import pydantic
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    Field,
-    GetCoreSchemaHandler,
-    GetJsonSchemaHandler,
-)
+from pydantic import AfterValidator, BaseModel, Field
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import core_schema as cs
 
@@ -36,36 +29,10 @@ M = TypeVar("M", bound=BaseModel)
 # follows. After validators on lists/objects: a before one makes pydantic-core build them twice.
 
 
-def _none_is_empty_list(value: list[Any] | None) -> list[Any]:
-    return [] if value is None else value
-
-
 def _empty_is_none(value: Any) -> Any:
     """``""``, ``{}`` and an object with no field set (proto-JSON of an unset message): None."""
-    if value == "" or (
-        isinstance(value, BaseModel) and not value.model_fields_set and not value.model_extra
-    ):
-        return None
-    return value
-
-
-class _Never:
-    """No value is an instance: the ``with_default`` in :func:`_spelled` always falls back."""
-
-
-def _spelled(schema: cs.CoreSchema, spelling: cs.CoreSchema, value: Any) -> cs.CoreSchema:
-    """``schema``, except that an input ``spelling`` accepts (and ``schema`` rejects) is
-    ``value``. Step 1 never fails; step 2 gives a rejected input ``schema``'s own error."""
-    replace = cs.chain_schema(
-        [
-            spelling,
-            cs.with_default_schema(
-                cs.is_instance_schema(_Never), default=value, on_error="default"
-            ),
-        ]
-    )
-    first = cs.union_schema([schema, replace, cs.any_schema()], mode="left_to_right")
-    return cs.chain_schema([first, schema])
+    unset = isinstance(value, BaseModel) and not value.model_fields_set and not value.model_extra
+    return None if value == "" or unset else value
 
 
 @dataclass(frozen=True)
@@ -76,13 +43,24 @@ class _Spelling:
     value: Any
 
     def __get_pydantic_core_schema__(
-        self, source: Any, handler: GetCoreSchemaHandler
+        self, source: Any, handler: pydantic.GetCoreSchemaHandler
     ) -> cs.CoreSchema:
+        """The type's schema, except that the spelling (which it rejects) reads as ``value``.
+
+        Step 1 never fails: the schema, else ``value`` for the spelling (natively: no input is a
+        ``_Spelling``, so the default applies), else the input as is. Step 2 is the schema
+        again, so a rejected input gets the schema's own error and location.
+        """
+        schema = handler(source)
         spelling = cs.none_schema() if self.null else cs.literal_schema([""])
-        return _spelled(handler(source), spelling, self.value)
+        never = cs.is_instance_schema(_Spelling)
+        value = cs.with_default_schema(never, default=self.value, on_error="default")
+        replace = cs.chain_schema([spelling, value])
+        first = cs.union_schema([schema, replace, cs.any_schema()], mode="left_to_right")
+        return cs.chain_schema([first, schema])
 
     def __get_pydantic_json_schema__(
-        self, schema: cs.CoreSchema, handler: GetJsonSchemaHandler
+        self, schema: cs.CoreSchema, handler: pydantic.GetJsonSchemaHandler
     ) -> JsonSchemaValue:
         return handler(schema["steps"][-1] if schema.get("type") == "chain" else schema)
 
@@ -97,7 +75,7 @@ if TYPE_CHECKING:  # what the attribute holds
     EmptyIsNone = Annotated[M | None, "{} and '' read as None"]
 else:
     #: A list the API may send as ``null``; always a list once read.
-    ListOrNull = Annotated[list[T] | None, AfterValidator(_none_is_empty_list)]
+    ListOrNull = Annotated[list[T] | None, AfterValidator(lambda v: [] if v is None else v)]
     #: An optional object whose unset form (``{}``, ``""``) reads as None.
     EmptyIsNone = Annotated[M | Literal[""] | None, AfterValidator(_empty_is_none)]
 
@@ -129,14 +107,12 @@ class PageMeta(BaseModel):
     next_cursor: str | None = None
 
 
-def _meta_or_empty(value: PageMeta | None) -> PageMeta:
-    return PageMeta() if value is None else value
-
-
 if TYPE_CHECKING:
     MetaOrNull = PageMeta
 else:
-    MetaOrNull = Annotated[PageMeta | None, AfterValidator(_meta_or_empty)]
+    MetaOrNull = Annotated[
+        PageMeta | None, AfterValidator(lambda v: PageMeta() if v is None else v)
+    ]
 
 
 class Page(BaseModel, Generic[T]):
@@ -152,9 +128,7 @@ class Page(BaseModel, Generic[T]):
     @property
     def next_cursor(self) -> str | None:
         """The ``after`` value for the next page, or None when this is the last page."""
-        if self.meta.has_more is False or not self.meta.next_cursor:
-            return None
-        return self.meta.next_cursor
+        return None if self.meta.has_more is False else self.meta.next_cursor or None
 
 
 def _loc(loc: Iterable[Any]) -> str:
@@ -163,11 +137,7 @@ def _loc(loc: Iterable[Any]) -> str:
 
 def _readable_id(raw: Any) -> str | None:
     value = raw.get("id") if isinstance(raw, dict) else None
-    if isinstance(value, str):
-        return value
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    return None
+    return None if isinstance(value, bool) or not isinstance(value, str | int) else str(value)
 
 
 def _navigable(obj: Any, loc: tuple[Any, ...]) -> tuple[Any, ...]:
