@@ -127,17 +127,6 @@ RESULT_MODELS: dict[str, type[APIModel]] = {
 }
 
 
-def parse_result(kind: str | None, output: dict[str, Any] | None) -> Any:
-    """``output`` as the result model of ``kind``; None when either is unknown or absent."""
-    model = RESULT_MODELS.get(kind or "")
-    if model is None or output is None:
-        return None
-    try:
-        return model.model_validate(output)
-    except ValidationError as exc:  # a drifted field: None, the raw value stays in ``output``
-        return salvage(model, output, exc)[0]
-
-
 class OperationError(APIModel):
     """Why an operation FAILED; the raw code is kept beside the typed one."""
 
@@ -169,8 +158,14 @@ class Operation(TopLevelModel):
     @property
     def result(self) -> OperationResult | None:
         """``output`` as the typed result of ``kind`` (None before it is done, or for an unknown
-        kind); a field that does not parse reads as None."""
-        return parse_result(self.kind, self.output)
+        kind); a field that does not parse reads as None (its raw value stays in ``output``)."""
+        model = RESULT_MODELS.get(self.kind or "")
+        if model is None or self.output is None:
+            return None
+        try:
+            return model.model_validate(self.output)  # type: ignore[return-value]
+        except ValidationError as exc:
+            return salvage(model, self.output, exc)[0]  # type: ignore[return-value]
 
     @property
     def checkpoint(self) -> InferenceCheckpoint | TrainingCheckpoint | None:
