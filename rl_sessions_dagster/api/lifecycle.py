@@ -214,6 +214,13 @@ def _poll(
         sleep(poll_interval)
 
 
+def _ended(what: str, obj: ModelResource | TrainingSession) -> str:
+    msg = f"{what} is {obj.raw_status}"
+    if obj.error is not None:
+        msg += f": {obj.error.code_raw or 'no code'}: {obj.error.message or ''}".rstrip(": ")
+    return msg
+
+
 def find_ready_resource(
     client: RLSessionsClient,
     spec: ResourceSpec,
@@ -251,10 +258,7 @@ def wait_for_resource_ready(
         if on_poll is not None:
             on_poll(r)
         if r.status in _RESOURCE_GONE:
-            msg = f"model resource {resource_id} is {r.raw_status}"
-            if r.error is not None:
-                msg += f": {r.error.code_raw or 'no code'}: {r.error.message or ''}".rstrip(": ")
-            raise ResourceFailed(msg, r)
+            raise ResourceFailed(_ended(f"model resource {resource_id}", r), r)
         return r
 
     def describe(r: ModelResource) -> str:
@@ -282,10 +286,7 @@ def wait_for_session_running(
     def fetch(until: float) -> TrainingSession:
         s = client.get_session(session_id, deadline=until)
         if s.status in _SESSION_NOT_USABLE:
-            msg = f"session {session_id} is {s.raw_status}"
-            if s.error is not None:
-                msg += f": {s.error.code_raw or 'no code'}: {s.error.message or ''}".rstrip(": ")
-            raise SessionFailed(msg, s)
+            raise SessionFailed(_ended(f"session {session_id}", s), s)
         return s
 
     return _poll(

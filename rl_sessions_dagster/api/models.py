@@ -131,9 +131,7 @@ class TrainingCheckpoint(APIModel):
         """The registry artifact holding this training state; None when not registered (a
         property, not a validator: one per checkpoint was a measurable share of a page)."""
         reg = self.registration_artifact
-        if reg is None or (not reg.model_fields_set and not reg.model_extra):
-            return None
-        return reg
+        return None if reg is None or (not reg.model_fields_set and not reg.model_extra) else reg
 
 
 class WandbMetadata(APIModel):
@@ -184,14 +182,12 @@ class PolicyState(APIModel):
     trainer_step: int | None = None
 
 
-def _metadata_or_empty(value: SessionMetadata | None) -> SessionMetadata:
-    return NO_METADATA if value is None else value
-
-
 if TYPE_CHECKING:
     MetadataOrNull = SessionMetadata
 else:
-    MetadataOrNull = Annotated[SessionMetadata | None, AfterValidator(_metadata_or_empty)]
+    MetadataOrNull = Annotated[
+        SessionMetadata | None, AfterValidator(lambda v: NO_METADATA if v is None else v)
+    ]
 
 
 class TrainingSession(TopLevelModel):
