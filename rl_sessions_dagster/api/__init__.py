@@ -1,11 +1,7 @@
 """Typed HTTP client for Together AI's RL (post-training) API. No Dagster in this package.
 
-The names here are the client, its retry policy and clock, the objects a user meets first and
-the base error. Everything else is imported from the module that defines it: the other models
-and nested blocks (``api.models``), statuses and codes (``api.enums``), the error tree
-(``api.errors``), waits and stops (``api.lifecycle``), saving checkpoints and reading their
-registration (``api.checkpoints``), operations (``api.operations``), chat (``api.inference``)
-and the supported-model catalogue (``api.catalog``).
+Here: the client, its retry policy and clock, the objects a user meets first and the base
+error; everything else comes from the module that defines it (``api.models``, ``api.errors``...).
 """
 
 from ._http import API_KEY_ENV, DEFAULT_BASE_URL

@@ -1,9 +1,5 @@
-"""The HTTP core under :class:`~rl_sessions_dagster.api.client.RLSessionsClient`.
-
-One place owns configuration (key, base URL and the environment variables they fall back to,
-timeouts), the request/decode step, the retry wrapper and auto-pagination, so each endpoint
-method in ``client.py`` is a few lines of path-and-body. No Dagster here: the client must be
-usable (and testable) on its own.
+"""The HTTP core under ``RLSessionsClient``: configuration, one call with retries and decoding,
+and auto-pagination, so each endpoint method in ``client.py`` is a few lines of path-and-body.
 """
 
 from __future__ import annotations
@@ -23,32 +19,24 @@ import httpx
 import pydantic
 
 from ..version import __version__
-from .error_mapping import (
+from .errors import (
+    ConfigurationError,
+    DecodeError,
     configuration_failure,
     error_from_response,
     path_and_query,
+    scrub,
     transport_error,
 )
-from .errors import ConfigurationError, DecodeError, TogetherRLError, scrub
 from .pages import Page, SkippedItem, parse_page, salvage
 from .retries import RetryPolicy, parse_retry_after
 
 API_KEY_ENV = "TOGETHER_API_KEY"
-
-
 BASE_URL_ENV = "TOGETHER_BASE_URL"
-
-
 DEFAULT_BASE_URL = "https://api.together.ai"
-
-
-M = TypeVar("M", bound=pydantic.BaseModel)
-
-
-T = TypeVar("T")
-
-
 MAX_PAGE_SIZE = 100
+M = TypeVar("M", bound=pydantic.BaseModel)
+T = TypeVar("T")
 
 
 @dataclass
@@ -98,8 +86,7 @@ def normalise_base_url(raw: str) -> str:
             f"refusing plain http:// for non-loopback host {url.host!r}: the API key would be "
             "sent unencrypted; use https://"
         )
-    path = url.path.rstrip("/")
-    path = path.removesuffix("/v1")
+    path = url.path.rstrip("/").removesuffix("/v1")
     return str(url.copy_with(path=path or "/")).rstrip("/")
 
 
@@ -175,11 +162,6 @@ class BaseClient:
         self._timeout = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
         self.retry = retry or RetryPolicy()
         self.stats = ClientStats()
-        headers = {
-            "Authorization": f"Bearer {key}",
-            "User-Agent": user_agent(user_agent_extra),
-            "Accept": "application/json",
-        }
         self._owns_http = http_client is None
         if http_client is None:
             http_client = httpx.Client(
@@ -188,7 +170,13 @@ class BaseClient:
         if on_response is not None:
             # e.g. reading the server's Date header; runs on every response, retries included
             http_client.event_hooks["response"].append(on_response)
-        http_client.headers.update(headers)
+        http_client.headers.update(
+            {
+                "Authorization": f"Bearer {key}",
+                "User-Agent": user_agent(user_agent_extra),
+                "Accept": "application/json",
+            }
+        )
         self._http = http_client
 
     def __repr__(self) -> str:
@@ -205,8 +193,6 @@ class BaseClient:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    # -- one call -------------------------------------------------------------------------------
-
     def _request(
         self,
         method: str,
@@ -221,11 +207,10 @@ class BaseClient:
     ) -> M:
         """Send one logical call (with retries) and parse the body as ``model``.
 
-        ``idempotent`` defaults to True for GET only; see ``retries.py`` for what it changes.
-        ``deadline`` is absolute, on ``self.retry.clock`` (``time.monotonic`` by default).
+        ``idempotent`` defaults to True for GET only (see ``retries.py``); ``deadline`` is
+        absolute, on ``self.retry.clock``.
         """
         url = self.base_url + path
-        endpoint = f"{method} {path}"
         self.stats.calls += 1
 
         def attempt(budget: float | None) -> M:
@@ -237,7 +222,14 @@ class BaseClient:
             try:
                 response = self._http.send(request)
             except httpx.RequestError as exc:
-                failure = self._failure(exc, method, request.url)
+                # A wrong host or certificate is raised at once, anything else is retryable.
+                failure = configuration_failure(
+                    exc,
+                    method=method,
+                    url=request.url,
+                    base_url=self.base_url,
+                    secrets=self._secrets,
+                ) or transport_error(exc, method=method, url=request.url, secrets=self._secrets)
             else:
                 return self._decode(response, model)
             # Raised outside the except block: the httpx error (and its request, which holds
@@ -246,18 +238,10 @@ class BaseClient:
 
         return self.retry.call(
             attempt,
-            endpoint=endpoint,
+            endpoint=f"{method} {path}",
             idempotent=method == "GET" if idempotent is None else idempotent,
             deadline=deadline,
         )
-
-    def _failure(self, exc: httpx.RequestError, method: str, url: httpx.URL) -> TogetherRLError:
-        """A wrong host or certificate is a configuration error (raised at once); any other
-        transport failure is a retryable :class:`TransportError`."""
-        secrets = self._secrets
-        return configuration_failure(
-            exc, method=method, url=url, base_url=self.base_url, secrets=secrets
-        ) or transport_error(exc, method=method, url=url, secrets=secrets)
 
     @property
     def _secrets(self) -> tuple[str]:
@@ -323,8 +307,6 @@ class BaseClient:
             self.stats.repaired_items += 1
         return instance
 
-    # -- pagination -----------------------------------------------------------------------------
-
     def _list_page(
         self,
         path: str,
@@ -343,17 +325,13 @@ class BaseClient:
         path: str,
         model: type[Page[T]],
         filters: Mapping[str, Any],
-        *,
         page_size: int,
         deadline: float | None,
         on_skipped: Callable[[SkippedItem], None] | None = None,
     ) -> Iterator[T]:
         """Every item of a list endpoint. Arguments are checked now; pages are fetched lazily,
-        the next only when the current one is used up, so one page is held at a time.
-
-        Items that cannot be read are not yielded: each is passed to ``on_skipped`` (before the
-        page's good items are yielded) and counted in ``stats.skipped_items``.
-        A server that repeats a cursor would loop forever; that is a :class:`DecodeError`.
+        one held at a time. Unreadable items go to ``on_skipped`` (before the page's good items
+        are yielded). A server that repeats a cursor is a :class:`DecodeError`.
         """
         check_page_size(page_size)
 

@@ -1,14 +1,7 @@
 """Checkpoints after training made them: save one and wait for it, and go from its
-registration to what deployment and evaluation need.
-
-An evaluation asset downstream of a checkpoint wants the name to send as ``model`` to a
-chat-completions call (or the registry ids to deploy on a dedicated endpoint) and, when it
-evaluates offline, the files. The API has sent three registration shapes over time (see
-:class:`~rl_sessions_dagster.api.models.Registration`); these helpers hide that and fail with
-an error that says *why* a checkpoint cannot be deployed, instead of a ``None`` surfacing as an
-HTTP 404 three steps later. Waits are bounded like every wait in
-:mod:`~rl_sessions_dagster.api.lifecycle`; a checkpoint operation that fails raises
-:class:`CheckpointFailed` carrying the operation.
+registration to what deployment and evaluation need (the ``model`` name for chat completions,
+the registry ids, the files), failing with an error that says *why* a checkpoint cannot be
+deployed instead of a ``None`` surfacing as an HTTP 404 three steps later.
 """
 
 from __future__ import annotations
@@ -38,30 +31,27 @@ _NOT_REGISTERED_HINT = (
 )
 
 
-class CheckpointNotRegisteredError(ValueError):
+class _CheckpointError(ValueError):
+    def __init__(self, message: str, *, checkpoint_id: str | None = None) -> None:
+        super().__init__(message)
+        self.checkpoint_id = checkpoint_id
+
+
+class CheckpointNotRegisteredError(_CheckpointError):
     """The checkpoint has no usable registry registration, so it cannot be deployed."""
 
-    def __init__(self, message: str, *, checkpoint_id: str | None = None) -> None:
-        super().__init__(message)
-        self.checkpoint_id = checkpoint_id
 
-
-class CheckpointNotDownloadableError(ValueError):
+class CheckpointNotDownloadableError(_CheckpointError):
     """The checkpoint (or the requested variant of it) has no files to download."""
-
-    def __init__(self, message: str, *, checkpoint_id: str | None = None) -> None:
-        super().__init__(message)
-        self.checkpoint_id = checkpoint_id
 
 
 @dataclass(frozen=True)
 class DeploymentTarget:
     """Everything needed to serve a checkpoint, whatever registration shape the API sent.
 
-    ``inference_model`` is the name to pass as ``model`` to ``/v1/chat/completions``: the
-    adapter id for LoRA adapters on the base model's own weights, else the merged model's id,
-    else (checkpoints registered before Aug 2026) the legacy model name. ``kind`` says which
-    one it is; ``None`` only for an unregistered checkpoint read with ``required=False``.
+    ``inference_model`` is the ``model`` for ``/v1/chat/completions``: the adapter id, else the
+    merged model's id, else (before Aug 2026) the legacy model name; ``kind`` says which one
+    (``None`` only for an unregistered checkpoint read with ``required=False``).
     """
 
     checkpoint_id: str | None
@@ -103,16 +93,10 @@ def deployment_target(
     *,
     required: bool = True,
 ) -> DeploymentTarget:
-    """The deployment target of an inference checkpoint (or of a bare registration).
-
-    Accepts a checkpoint embedded in a session (``session.inference_checkpoints[i]``), one from
-    ``client.get_checkpoint()``/``list_checkpoints()``, or a :class:`Registration`.
-
-    Raises:
-        CheckpointNotRegisteredError: when there is nothing deployable (no registration, an
-            empty one, or a training checkpoint) and ``required`` is true (the default). With
-            ``required=False`` an empty target (``kind=None``) is returned instead.
-    """
+    """The deployment target of a session's or a listed inference checkpoint, or of a bare
+    registration. Nothing deployable (no or an empty registration) raises
+    :class:`CheckpointNotRegisteredError`, or with ``required=False`` gives ``kind=None``; a
+    training checkpoint always raises."""
     checkpoint_id: str | None = None
     reg: Registration | None
     if isinstance(checkpoint, Registration) or checkpoint is None:
@@ -178,17 +162,10 @@ def download_urls(
     *,
     deadline: float | None = None,
 ) -> list[CheckpointFile]:
-    """Presigned URLs of an inference checkpoint's files.
-
-    ``checkpoint`` is an id (one extra request reads its metadata) or a :class:`Checkpoint`
-    already read. ``variant=None`` picks one with :func:`choose_variant`. Registration is not
-    needed: downloading is how unregistered checkpoints are used. The URLs carry their own
-    auth; fetch them without the API key.
-
-    Raises:
-        CheckpointNotDownloadableError: for a training checkpoint, or ADAPTER on a full-weight
-            checkpoint (checked before any download request).
-    """
+    """Presigned URLs of an inference checkpoint's files (registered or not), by id (one more
+    request) or :class:`Checkpoint`; ``variant=None`` uses :func:`choose_variant`. Fetch them
+    without the API key. A training checkpoint, or ADAPTER of a full-weight one, raises
+    :class:`CheckpointNotDownloadableError` before any download request."""
     ck = (
         checkpoint
         if isinstance(checkpoint, Checkpoint)
@@ -229,7 +206,7 @@ def _checkpoint_op(
     deadline: float | None,
     poll_interval: float,
     idempotency_key: str | None,
-) -> tuple[Operation, dict[str, Any]]:
+) -> dict[str, Any]:
     until = wait_deadline(client, timeout, deadline)
     op = client.submit_operation(session_id, kind, idempotency_key=idempotency_key, deadline=until)
     if not op.is_done:
@@ -247,7 +224,7 @@ def _checkpoint_op(
             else "no checkpoint in output"
         )
         raise CheckpointFailed(f"{kind} operation {op.id} of session {session_id}: {why}", op)
-    return op, data
+    return data
 
 
 def create_inference_checkpoint_and_wait(
@@ -261,7 +238,7 @@ def create_inference_checkpoint_and_wait(
 ) -> InferenceCheckpoint:
     """Save deployable weights and return the typed checkpoint (checkpoints of large models
     take well over five minutes, hence the two-hour default, as in the SDK)."""
-    _, data = _checkpoint_op(
+    data = _checkpoint_op(
         client, session_id, "inference-checkpoint", timeout=timeout, deadline=deadline,
         poll_interval=poll_interval, idempotency_key=idempotency_key,
     )  # fmt: skip
@@ -278,7 +255,7 @@ def create_training_checkpoint_and_wait(
     idempotency_key: str | None = None,
 ) -> TrainingCheckpoint:
     """Save the full training state (for ``resume_from_checkpoint_id``) and return it."""
-    _, data = _checkpoint_op(
+    data = _checkpoint_op(
         client, session_id, "training-checkpoint", timeout=timeout, deadline=deadline,
         poll_interval=poll_interval, idempotency_key=idempotency_key,
     )  # fmt: skip

@@ -1,11 +1,9 @@
-"""``RLSessionsClient``: typed methods for the 29 endpoints of Together's RL API, plus the chat
-completions call that evaluates a registered checkpoint (``inference.py``).
+"""``RLSessionsClient``: typed methods for the 29 endpoints of Together's RL API (operations
+and chat completions are in ``operations.py`` and ``inference.py``).
 
-Each method is a thin mapping of arguments to path, query and body; the HTTP work, retries and
-pagination live in ``_http.py``. Every method takes ``deadline=``: an absolute
-``time.monotonic()`` value (on ``RetryPolicy.clock``) by which the call, retries and sleeps
-included, must be done; a Dagster sensor passes its tick's end so one slow call cannot eat the
-tick. For list iterators the deadline bounds every page request, i.e. the whole iteration.
+Every method takes ``deadline=``, an absolute ``time.monotonic()`` value (on
+``RetryPolicy.clock``) by which the call, retries and sleeps included, must be done: a sensor
+passes its tick's end. For list iterators it bounds every page request, i.e. the iteration.
 """
 
 from __future__ import annotations
@@ -14,7 +12,6 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ._http import compact, segment
-from .catalog import CostEstimate, SupportedModel
 from .enums import (
     CheckpointType,
     CheckpointVariant,
@@ -26,9 +23,11 @@ from .inference import InferenceAPI
 from .models import (
     Checkpoint,
     CheckpointDownload,
+    CostEstimate,
     LoraConfig,
     ModelResource,
     SessionMetadata,
+    SupportedModel,
     TrainingSession,
 )
 from .operations import OPERATION_KINDS, OperationKind, OperationsAPI
@@ -45,11 +44,8 @@ _RESOURCES = "/v1/rl/model-resources"
 
 
 def _constant(value: LenientEnum | str, enum: type[LenientEnum], name: str) -> str:
-    """A short or full enum name as the full wire constant.
-
-    Unknown strings are refused (typos would silently match nothing) unless spelled as a full
-    constant with the enum's prefix, so a value newer than this library can still be sent.
-    """
+    """A short or full enum name as the full wire constant. Unknown strings are refused (typos
+    would match nothing) unless spelled in full with the enum's prefix (a newer value)."""
     member = enum.parse(value)
     if member.name not in ("UNKNOWN", "UNSPECIFIED"):
         return member.value
@@ -71,33 +67,12 @@ def _status_query(values: Any, enum: type[LenientEnum]) -> str | None:
     return ",".join(joined)
 
 
-def _resource_spec(
-    base_model: str,
-    lora_enabled: bool | None,
-    compute_config: JSON | None,
-    optimizer_config: JSON | None,
-    inactive_timeout: int | None,
-    base_weights_ref: str | None,
-) -> JSON:
-    """The body shared by create and estimate-cost: the API prices exactly what it would build."""
-    return compact(
-        base_model=base_model, lora_enabled=lora_enabled, compute_config=compute_config,
-        optimizer_config=optimizer_config, inactive_timeout=inactive_timeout,
-        base_weights_ref=base_weights_ref,
-    )  # fmt: skip
-
-
 class RLSessionsClient(OperationsAPI, InferenceAPI):
     """Synchronous client for ``/v1/rl/*``. Use as a context manager or call :meth:`close`.
 
-    ``RLSessionsClient(api_key=None, *, base_url=None, timeout=30.0, retry=None,
-    http_client=None, user_agent_extra=None)``: the key falls back to ``TOGETHER_API_KEY``, the
-    base URL to ``TOGETHER_BASE_URL`` then ``https://api.together.ai``. Errors are
-    :class:`~rl_sessions_dagster.api.errors.TogetherRLError` subclasses; see ``retries.py`` for
-    which failures are retried.
+    The key falls back to ``TOGETHER_API_KEY``, the base URL to ``TOGETHER_BASE_URL`` then
+    ``https://api.together.ai``. Errors are ``TogetherRLError`` subclasses.
     """
-
-    # -- training sessions (endpoints 1-5) -----------------------------------------------------
 
     def create_session(
         self,
@@ -168,10 +143,7 @@ class RLSessionsClient(OperationsAPI, InferenceAPI):
         deadline: float | None = None,
     ) -> Page[TrainingSession]:
         """One page of sessions; pass ``page.next_cursor`` as ``after`` for the next one.
-
-        ``status`` takes members or short/full names; it is sent as one comma-joined value
-        (the SDK's array encoding). ``created_by`` is a user id or ``"me"``.
-        """
+        ``status`` takes members or short/full names; ``created_by`` a user id or ``"me"``."""
         filters = self._session_filters(status, model_resources_id, created_by)
         return self._list_page(
             _SESSIONS, Page[TrainingSession], filters, after=after, limit=limit, deadline=deadline
@@ -187,22 +159,12 @@ class RLSessionsClient(OperationsAPI, InferenceAPI):
         deadline: float | None = None,
         on_skipped: Callable[[SkippedItem], None] | None = None,
     ) -> Iterator[TrainingSession]:
-        """Every matching session, fetching pages lazily as the iterator is consumed.
-
-        Arguments are validated now; the first request is sent on the first ``next()``.
-        The API does not document the order of this list.
-        """
+        """Every matching session (order undocumented), pages fetched as the iterator is
+        consumed; arguments are validated now, the first request is sent on the first ``next()``."""
         filters = self._session_filters(status, model_resources_id, created_by)
         return self._iterate(
-            _SESSIONS,
-            Page[TrainingSession],
-            filters,
-            page_size=page_size,
-            deadline=deadline,
-            on_skipped=on_skipped,
+            _SESSIONS, Page[TrainingSession], filters, page_size, deadline, on_skipped
         )
-
-    # -- checkpoints (endpoints 20-22) ---------------------------------------------------------
 
     @staticmethod
     def _checkpoint_filters(
@@ -243,12 +205,7 @@ class RLSessionsClient(OperationsAPI, InferenceAPI):
         """Every matching checkpoint, newest first, fetched lazily page by page."""
         filters = self._checkpoint_filters(session_id, type, base_model)
         return self._iterate(
-            _CHECKPOINTS,
-            Page[Checkpoint],
-            filters,
-            page_size=page_size,
-            deadline=deadline,
-            on_skipped=on_skipped,
+            _CHECKPOINTS, Page[Checkpoint], filters, page_size, deadline, on_skipped
         )
 
     def get_checkpoint(self, checkpoint_id: str, *, deadline: float | None = None) -> Checkpoint:
@@ -262,15 +219,11 @@ class RLSessionsClient(OperationsAPI, InferenceAPI):
         *,
         deadline: float | None = None,
     ) -> CheckpointDownload:
-        """Presigned URLs of an inference checkpoint's files (ADAPTER needs a LoRA session).
-
-        The URLs carry their own auth: download them without this client's headers.
-        """
+        """Presigned URLs of an inference checkpoint's files (ADAPTER needs a LoRA session);
+        they carry their own auth: download them without this client's headers."""
         path = f"{_CHECKPOINTS}/{segment(checkpoint_id, 'checkpoint_id')}/download"
         params = {"variant": _constant(variant, CheckpointVariant, "variant")}
         return self._request("GET", path, CheckpointDownload, params=params, deadline=deadline)
-
-    # -- model resources (endpoints 23-28) -----------------------------------------------------
 
     def create_model_resource(
         self,
@@ -284,9 +237,10 @@ class RLSessionsClient(OperationsAPI, InferenceAPI):
         deadline: float | None = None,
     ) -> ModelResource:
         """Provision GPUs (billed while READY). Not retried once it may have been sent."""
-        body = _resource_spec(
-            base_model, lora_enabled, compute_config, optimizer_config, inactive_timeout,
-            base_weights_ref,
+        body = compact(
+            base_model=base_model, lora_enabled=lora_enabled, compute_config=compute_config,
+            optimizer_config=optimizer_config, inactive_timeout=inactive_timeout,
+            base_weights_ref=base_weights_ref,
         )  # fmt: skip
         return self._request(
             "POST", _RESOURCES, ModelResource, json=body, idempotent=False, deadline=deadline
@@ -303,10 +257,11 @@ class RLSessionsClient(OperationsAPI, InferenceAPI):
         base_weights_ref: str | None = None,
         deadline: float | None = None,
     ) -> CostEstimate:
-        """Price of a resource with this configuration. No side effects, so it is retried."""
-        body = _resource_spec(
-            base_model, lora_enabled, compute_config, optimizer_config, inactive_timeout,
-            base_weights_ref,
+        """Price of a resource with this configuration (the same body as a create)."""
+        body = compact(
+            base_model=base_model, lora_enabled=lora_enabled, compute_config=compute_config,
+            optimizer_config=optimizer_config, inactive_timeout=inactive_timeout,
+            base_weights_ref=base_weights_ref,
         )  # fmt: skip
         return self._request(
             "POST", f"{_RESOURCES}/estimate-cost", CostEstimate, json=body, idempotent=True,
@@ -346,12 +301,7 @@ class RLSessionsClient(OperationsAPI, InferenceAPI):
         """Every matching model resource, fetched lazily page by page."""
         filters = compact(status=_status_query(status, ModelResourceStatus), created_by=created_by)
         return self._iterate(
-            _RESOURCES,
-            Page[ModelResource],
-            filters,
-            page_size=page_size,
-            deadline=deadline,
-            on_skipped=on_skipped,
+            _RESOURCES, Page[ModelResource], filters, page_size, deadline, on_skipped
         )
 
     def extend_model_resource_expiry(
@@ -369,17 +319,13 @@ class RLSessionsClient(OperationsAPI, InferenceAPI):
     def stop_model_resource(
         self, model_resources_id: str, *, force: bool = False, deadline: float | None = None
     ) -> ModelResource:
-        """Stop a resource. ``force=True`` also stops every attached session, anyone's.
-
-        Stopping an already stopped resource is a 400 (:class:`BadRequestError`).
-        """
+        """Stop a resource; ``force=True`` also stops every attached session, anyone's. An
+        already stopped resource is a 400 (:class:`BadRequestError`)."""
         path = f"{_RESOURCES}/{segment(model_resources_id, 'model_resources_id')}/stop"
         params = {"force": "true"} if force else None
         return self._request(
             "POST", path, ModelResource, params=params, idempotent=False, deadline=deadline
         )
-
-    # -- supported models (endpoint 29) --------------------------------------------------------
 
     def list_supported_models(self, *, deadline: float | None = None) -> list[SupportedModel]:
         page = self._request(

@@ -5,10 +5,19 @@ The API sends full proto constants (``TRAINING_SESSION_STATUS_RUNNING``); docs u
 member instead of raising, and models keep the raw string beside the enum.
 """
 
+import functools
+import os
 from enum import Enum
 from typing import Any, TypeVar
 
 E = TypeVar("E", bound="LenientEnum")
+
+
+@functools.cache
+def _prefix(enum: type[Enum]) -> str:
+    # Character by character on purpose: the prefix is then cut back to its last ``_``.
+    common = os.path.commonprefix([m.value for m in enum if m.name != "UNKNOWN"])  # noqa: RUF071
+    return common[: common.rfind("_") + 1]
 
 
 class LenientEnum(str, Enum):
@@ -16,7 +25,8 @@ class LenientEnum(str, Enum):
 
     @classmethod
     def _prefix(cls) -> str:
-        return ""
+        """What every wire constant of the enum starts with, e.g. ``TRAINING_SESSION_STATUS_``."""
+        return _prefix(cls)
 
     @classmethod
     def parse(cls: type[E], raw: Any) -> E:
@@ -47,10 +57,6 @@ class SessionStatus(LenientEnum):
     EXPIRED = "TRAINING_SESSION_STATUS_EXPIRED"
     UNKNOWN = "UNKNOWN"
 
-    @classmethod
-    def _prefix(cls) -> str:
-        return "TRAINING_SESSION_STATUS_"
-
     @property
     def is_terminal(self) -> bool:
         return self in TERMINAL_SESSION_STATUSES
@@ -78,10 +84,6 @@ class SessionErrorCode(LenientEnum):
     SESSION_FAILED = "TRAINING_SESSION_ERROR_CODE_SESSION_FAILED"
     UNKNOWN = "UNKNOWN"
 
-    @classmethod
-    def _prefix(cls) -> str:
-        return "TRAINING_SESSION_ERROR_CODE_"
-
 
 class ModelResourceStatus(LenientEnum):
     UNSPECIFIED = "MODEL_RESOURCES_STATUS_UNSPECIFIED"
@@ -93,10 +95,6 @@ class ModelResourceStatus(LenientEnum):
     ERROR = "MODEL_RESOURCES_STATUS_ERROR"
     UNKNOWN = "UNKNOWN"
 
-    @classmethod
-    def _prefix(cls) -> str:
-        return "MODEL_RESOURCES_STATUS_"
-
 
 class CheckpointType(LenientEnum):
     UNSPECIFIED = "CHECKPOINT_TYPE_UNSPECIFIED"
@@ -104,19 +102,11 @@ class CheckpointType(LenientEnum):
     INFERENCE = "CHECKPOINT_TYPE_INFERENCE"
     UNKNOWN = "UNKNOWN"
 
-    @classmethod
-    def _prefix(cls) -> str:
-        return "CHECKPOINT_TYPE_"
-
 
 class CheckpointVariant(LenientEnum):
     MERGED = "CHECKPOINT_VARIANT_MERGED"
     ADAPTER = "CHECKPOINT_VARIANT_ADAPTER"
     UNKNOWN = "UNKNOWN"
-
-    @classmethod
-    def _prefix(cls) -> str:
-        return "CHECKPOINT_VARIANT_"
 
 
 class OperationStatus(LenientEnum):
@@ -126,10 +116,6 @@ class OperationStatus(LenientEnum):
     COMPLETED = "TRAINING_OPERATION_STATUS_COMPLETED"
     FAILED = "TRAINING_OPERATION_STATUS_FAILED"
     UNKNOWN = "UNKNOWN"
-
-    @classmethod
-    def _prefix(cls) -> str:
-        return "TRAINING_OPERATION_STATUS_"
 
     @property
     def is_done(self) -> bool:
@@ -145,10 +131,6 @@ class ModelResourceErrorCode(LenientEnum):
     RESOURCE_UNAVAILABLE = "MODEL_RESOURCES_ERROR_CODE_RESOURCE_UNAVAILABLE"
     UNKNOWN = "UNKNOWN"
 
-    @classmethod
-    def _prefix(cls) -> str:
-        return "MODEL_RESOURCES_ERROR_CODE_"
-
 
 class OperationErrorCode(LenientEnum):
     """Why an operation FAILED (SDK ``OperationErrorCode``)."""
@@ -162,10 +144,6 @@ class OperationErrorCode(LenientEnum):
     NON_FINITE_LOSS = "TRAINING_OPERATION_ERROR_CODE_NON_FINITE_LOSS"
     UNKNOWN = "UNKNOWN"
 
-    @classmethod
-    def _prefix(cls) -> str:
-        return "TRAINING_OPERATION_ERROR_CODE_"
-
 
 class WeightSyncType(LenientEnum):
     """How a weights-sync publishes the trainer's weights to the generator."""
@@ -175,10 +153,6 @@ class WeightSyncType(LenientEnum):
     PIPELINE = "WEIGHT_SYNC_TYPE_PIPELINE"
     UNKNOWN = "UNKNOWN"
 
-    @classmethod
-    def _prefix(cls) -> str:
-        return "WEIGHT_SYNC_TYPE_"
-
 
 class StopReason(LenientEnum):
     """Why a sampled sequence ended."""
@@ -187,17 +161,9 @@ class StopReason(LenientEnum):
     STOP = "STOP_REASON_STOP"
     UNKNOWN = "UNKNOWN"
 
-    @classmethod
-    def _prefix(cls) -> str:
-        return "STOP_REASON_"
-
 
 class MuonScalingStrategy(LenientEnum):
     UNSPECIFIED = "MUON_SCALING_STRATEGY_UNSPECIFIED"
     MATCH_ADAM = "MUON_SCALING_STRATEGY_MATCH_ADAM"
     ORIGINAL = "MUON_SCALING_STRATEGY_ORIGINAL"
     UNKNOWN = "UNKNOWN"
-
-    @classmethod
-    def _prefix(cls) -> str:
-        return "MUON_SCALING_STRATEGY_"

@@ -1,30 +1,35 @@
-"""Typed errors of the RL API client, built so they are safe to log and to show in Dagster.
+"""Typed errors of the RL API client, and how an HTTP failure becomes one.
 
-Why this module is careful:
-
-* Dagster serialises an exception *and its chained causes* into the event log. An ``httpx``
-  exception carries the ``httpx.Request`` and with it the ``Authorization`` header, so transport
-  errors are rebuilt here and raised without a chain (see ``dagster-anchors.md`` §B2).
-* The API key must never appear in ``str``/``repr``/``args``. Every text that came from the
-  outside (error bodies, URLs) goes through :func:`scrub` before it is stored, because a proxy or
-  a buggy server may echo the request headers back.
-
-How a response or a transport failure becomes one of these errors is in ``error_mapping.py``.
+The errors are safe to log and to show in Dagster, which serialises an exception *and its
+chained causes*: an ``httpx`` exception carries the request and its ``Authorization`` header, so
+transport errors are rebuilt here, never chained, and every outside text (error bodies, URLs; a
+proxy may echo the headers back) goes through :func:`scrub` before it is stored.
 """
 
 from __future__ import annotations
 
+import json
 import re
+import socket
+import ssl
 from collections.abc import Iterable
 from typing import Any
 
+import httpx
+
 _REDACTED = "***"
 _BEARER = re.compile(r"(?i)\b(bearer)\s+[^\s\"',;]+")
-
-
 #: Shorter "secrets" are not masked: a real key is longer, and masking a one-letter test key
 #: would garble every message ("Name or service not known" → "Name or service not ***nown").
 MIN_SECRET_CHARS = 8
+#: Longest excerpt of a response body kept in an error message (proxy pages can be huge).
+BODY_EXCERPT_CHARS = 400
+_REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-together-request-id")
+_GRPC_CODES = (
+    "OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
+    "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED",
+    "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED",
+)  # fmt: skip
 
 
 def scrub(text: str, secrets: Iterable[str | None] = ()) -> str:
@@ -40,12 +45,8 @@ def scrub(text: str, secrets: Iterable[str | None] = ()) -> str:
 
 
 class TogetherRLError(Exception):
-    """Base of every error the client raises.
-
-    ``retryable`` says whether the *failure kind* is transient (408, 429, 5xx, transport, decode);
-    whether the client actually retried also depends on the request being idempotent.
-    ``url`` is the path and query only: never the host's credentials, never headers.
-    """
+    """Base of every error the client raises. ``retryable``: the *failure kind* is transient
+    (whether it was retried also depends on idempotency); ``url`` is the path and query only."""
 
     def __init__(
         self,
@@ -98,12 +99,8 @@ class ConfigurationError(TogetherRLError):
     """The client cannot be built: missing API key, bad or insecure base URL."""
 
 
-class UnreachableHostError(ConfigurationError):
-    """The base URL's host name does not exist (DNS says so): a typo, not an outage.
-
-    Not retried. ``host`` and ``base_url`` name what was tried. A resolver that is
-    temporarily down (``EAI_AGAIN``) is a :class:`TransportError` instead, and retried.
-    """
+class _HostError(ConfigurationError):
+    """A configuration error about the base URL's host: ``host`` and ``base_url`` say which."""
 
     def __init__(self, message: str, *, host: str, base_url: str, **kwargs: Any) -> None:
         super().__init__(message, **kwargs)
@@ -111,16 +108,14 @@ class UnreachableHostError(ConfigurationError):
         self.base_url = base_url
 
 
-class TLSCertificateError(ConfigurationError):
+class UnreachableHostError(_HostError):
+    """The base URL's host name does not exist (DNS says so): a typo, not an outage; not
+    retried. A resolver that is temporarily down (``EAI_AGAIN``) is a :class:`TransportError`."""
+
+
+class TLSCertificateError(_HostError):
     """The server's TLS certificate does not verify (wrong host, self-signed, intercepted).
-
-    Not retried: the same certificate will fail the same way.
-    """
-
-    def __init__(self, message: str, *, host: str, base_url: str, **kwargs: Any) -> None:
-        super().__init__(message, **kwargs)
-        self.host = host
-        self.base_url = base_url
+    Not retried: the same certificate will fail the same way."""
 
 
 class BadRequestError(TogetherRLError):
@@ -148,10 +143,7 @@ class ConflictError(TogetherRLError):
 
 
 class RateLimitError(TogetherRLError):
-    """HTTP 429: rate limited, or a model resource's concurrent-session cap is reached.
-
-    ``retry_after`` holds the server's requested wait in seconds, when it sent one.
-    """
+    """HTTP 429: rate limited, or a model resource's concurrent-session cap is reached."""
 
 
 class ServerError(TogetherRLError):
@@ -163,12 +155,9 @@ class APIStatusError(TogetherRLError):
 
 
 class TransportError(TogetherRLError):
-    """The HTTP exchange itself failed: connect, read, write, timeout or protocol error.
-
-    ``may_have_reached_server`` is False only when the request surely never left the client
-    (connection refused, connect or pool timeout); only then may a non-idempotent request be
-    sent again without risking a duplicate.
-    """
+    """The HTTP exchange itself failed. ``may_have_reached_server`` is False only when the
+    request surely never left (refused, connect or pool timeout): only then may a
+    non-idempotent request be sent again without risking a duplicate."""
 
     def __init__(self, message: str, *, may_have_reached_server: bool, **kwargs: Any) -> None:
         super().__init__(message, retryable=True, **kwargs)
@@ -180,13 +169,172 @@ class DecodeError(TogetherRLError):
 
 
 class DeadlineExceeded(TogetherRLError):
-    """The call's time budget ran out before it could succeed.
-
-    ``last_error`` is the failure of the last attempt (None if no attempt could start). Always
-    ``retryable``: only transient failures are retried into a deadline, so a later call (e.g.
-    the next sensor tick) may well succeed.
-    """
+    """The call's time budget ran out; ``last_error`` is the last attempt's failure (None if
+    none could start). Retryable: only transient failures are retried into a deadline."""
 
     def __init__(self, message: str, *, last_error: TogetherRLError | None = None, **kw: Any):
         super().__init__(message, retryable=True, **kw)
         self.last_error = last_error
+
+
+# -- from an HTTP failure to one of these ---------------------------------------------------------
+
+_STATUS_CLASSES: dict[int, type[TogetherRLError]] = {
+    400: BadRequestError,
+    401: AuthenticationError,
+    403: PermissionDeniedError,
+    404: NotFoundError,
+    409: ConflictError,
+    422: UnprocessableEntityError,
+    429: RateLimitError,
+}
+
+
+def _text(value: Any) -> str | None:
+    if value is None or value == "":
+        return None
+    return value if isinstance(value, str) else json.dumps(value, default=str)
+
+
+def parse_error_body(content: bytes) -> tuple[str | None, str | None, str | None]:
+    """``(type, code, message)`` of a Together ``{"error": {message, type, code}}`` or a
+    gRPC-gateway ``{"code", "message"}`` body; ``(None, None, None)`` for anything else."""
+    try:
+        body = json.loads(content)
+    except ValueError:
+        return None, None, None
+    if not isinstance(body, dict):
+        return None, None, None
+    inner = body.get("error")
+    if isinstance(inner, dict):
+        return _text(inner.get("type")), _text(inner.get("code")), _text(inner.get("message"))
+    if isinstance(inner, str):
+        return None, _text(body.get("code")), inner
+    code = body.get("code")
+    error_type = None
+    if isinstance(code, int) and 0 <= code < len(_GRPC_CODES):
+        error_type = _GRPC_CODES[code]
+    elif isinstance(code, str) and code.upper() in _GRPC_CODES:
+        error_type = code.upper()
+    return error_type, _text(code), _text(body.get("message"))
+
+
+def _cap(text: str) -> str:
+    if len(text) > BODY_EXCERPT_CHARS:
+        return text[:BODY_EXCERPT_CHARS] + f"… [{len(text)} chars]"
+    return text
+
+
+def path_and_query(url: httpx.URL) -> str:
+    """The part of a URL that is safe to show: path and query, no host or credentials."""
+    return url.raw_path.decode("ascii", errors="replace")
+
+
+def error_from_response(
+    response: httpx.Response, *, secrets: Iterable[str | None], retry_after: float | None = None
+) -> TogetherRLError:
+    """The typed, scrubbed error for a non-2xx response, e.g. ``GET /v1/rl/… → 401
+    authentication_error (code=invalid_api_key): Invalid API key [request_id=req_x]``; without
+    a parseable body, a capped excerpt of it."""
+    secrets = tuple(secrets)
+    request = response.request
+    status = response.status_code
+    error_type, error_code, api_message = (
+        _cap(scrub(v, secrets)) if v else None for v in parse_error_body(response.content)
+    )
+    text = response.content.decode("utf-8", errors="replace").strip()
+    excerpt = scrub(_cap(text), secrets) if text else None
+    request_id = next((v for h in _REQUEST_ID_HEADERS if (v := response.headers.get(h))), None)
+    head = f"{request.method} {request.url.path} → {status}"
+    if error_type:
+        head += f" {error_type}"
+    if error_code and error_code != error_type:
+        head += f" (code={error_code})"
+    message = f"{head}: {api_message or excerpt or response.reason_phrase or 'no response body'}"
+    if request_id:
+        message += f" [request_id={request_id}]"
+    cls = ServerError if status >= 500 else _STATUS_CLASSES.get(status, APIStatusError)
+    return cls(
+        scrub(message, secrets),
+        status_code=status,
+        error_type=error_type,
+        error_code=error_code,
+        api_message=api_message,
+        request_id=scrub(request_id, secrets) if request_id else None,
+        method=request.method,
+        url=scrub(path_and_query(request.url), secrets),
+        retryable=status in (408, 429) or status >= 500,
+        retry_after=retry_after,
+        body_excerpt=excerpt,
+    )
+
+
+def transport_error(
+    exc: httpx.RequestError, *, method: str, url: httpx.URL, secrets: Iterable[str | None]
+) -> TransportError:
+    """An ``httpx`` failure as a :class:`TransportError` that holds no httpx objects. Raise it
+    *outside* the ``except`` block, so the original (whose request has the key) is not chained."""
+    not_sent = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+    secrets = tuple(secrets)
+    return TransportError(
+        f"{method} {url.path}: {type(exc).__name__}: {scrub(str(exc) or 'no detail', secrets)}",
+        may_have_reached_server=not isinstance(exc, not_sent),
+        method=method,
+        url=scrub(path_and_query(url), secrets),
+    )
+
+
+#: getaddrinfo answers meaning "this name has no address": a typo or a wrong base URL.
+#: ``EAI_AGAIN`` (resolver temporarily unreachable) and ``EAI_FAIL`` are not here: transient.
+_NO_SUCH_HOST = frozenset(
+    code
+    for code in (getattr(socket, "EAI_NONAME", None), getattr(socket, "EAI_NODATA", None))
+    if code is not None
+)
+_NO_SUCH_HOST_TEXT = (
+    "name or service not known",
+    "nodename nor servname provided",
+    "no address associated with hostname",
+)
+
+
+def configuration_failure(
+    exc: httpx.RequestError,
+    *,
+    method: str,
+    url: httpx.URL,
+    base_url: str,
+    secrets: Iterable[str | None],
+) -> ConfigurationError | None:
+    """An :class:`UnreachableHostError` or :class:`TLSCertificateError` when ``exc`` is one
+    (retrying cannot help); None for a transient failure. Raise it outside the ``except``."""
+    if not isinstance(exc, httpx.ConnectError):
+        return None
+    secrets = tuple(secrets)
+    where = (
+        f"host {url.host!r} (base_url {base_url!r}; set by the base_url argument or the "
+        "TOGETHER_BASE_URL environment variable)"
+    )
+    common = {"host": url.host, "base_url": base_url, "method": method,
+              "url": scrub(path_and_query(url), secrets)}  # fmt: skip
+    cause: BaseException | None = exc
+    seen: set[int] = set()
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            detail = scrub(cause.verify_message or str(cause), secrets)
+            return TLSCertificateError(
+                f"TLS certificate verification failed for {where}: {detail}. Check the base URL; "
+                "not retried",
+                **common,
+            )
+        if isinstance(cause, socket.gaierror) and cause.errno in _NO_SUCH_HOST:
+            break
+        cause = cause.__cause__ or cause.__context__
+    else:
+        if not any(t in str(exc).lower() for t in _NO_SUCH_HOST_TEXT):
+            return None
+    return UnreachableHostError(
+        f"cannot resolve {where}: no such host. Check the base URL for a typo; not retried",
+        **common,
+    )

@@ -1,15 +1,6 @@
-"""Chat completions on a registered checkpoint: ``POST /v1/chat/completions``
-(OpenAI-compatible), its wire models and the client method.
-
-An evaluation needs exactly one inference call, and it should not reach into the client's
-internals to make it (build a body, post it, turn failures into key-free errors, retry): this
-module gives it a typed method with the same retry policy and errors as every other endpoint.
-The ``model`` to pass is :attr:`DeploymentTarget.inference_model
-<rl_sessions_dagster.api.checkpoints.DeploymentTarget.inference_model>` (the adapter id, the
-model id or, for old checkpoints, the legacy model name).
-
-A chat call is retried like a GET (it changes nothing on the server; a repeat costs only
-tokens): transport errors, 408, 429 (``Retry-After`` honoured) and 5xx.
+"""Chat completions on a registered checkpoint (``POST /v1/chat/completions``, OpenAI-style):
+what an evaluation calls, with the same retries and key-free errors as every endpoint. It is
+retried like a GET: it changes nothing on the server, and a repeat costs only tokens.
 """
 
 from __future__ import annotations
@@ -100,13 +91,8 @@ class InferenceAPI(BaseClient):
         seed: int | None = None,
         deadline: float | None = None,
     ) -> ChatCompletion:
-        """Ask ``model`` (a registered checkpoint's inference name) to answer ``messages``.
-
-        Arguments left at None are not sent (the server's defaults apply). ``deadline`` is
-        absolute, on the retry policy's clock, like every other method of the client.
-        Raises the client's typed errors, e.g. :class:`NotFoundError` for a model name the
-        server does not serve; the key never appears in them.
-        """
+        """Ask ``model`` (``DeploymentTarget.inference_model``) to answer ``messages``.
+        Arguments left at None are not sent; an unknown model is a :class:`NotFoundError`."""
         if not isinstance(model, str) or not model:
             raise ValueError(f"model must be a non-empty string, got {model!r}")
         wire = [message_wire(m) for m in messages]

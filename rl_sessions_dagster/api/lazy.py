@@ -1,28 +1,19 @@
-"""A list of nested models that is validated with its page but built into models on first use.
-
-A session embeds about ten checkpoints, each with a registration and a registry artifact: a
-100-session page is ~3,000 nested model instances, ~8,000 objects the garbage collector tracks
-(``json.loads`` makes ~2,400 for the same page). Most readers of a page (the sensors' scans of
-finished sessions, a count) never look at most sessions' checkpoints, and the collector's full
-passes over a large heap (a code server's, with Dagster loaded) cost more the more objects a
-page leaves alive. So a :class:`LazyList` field read from JSON is validated natively, with its
-page, against the *same* types turned into dicts (every error surfaces at the same place as
-before, so a bad checkpoint still sends its page to the slow path in ``pages.py``), and the
-models are built from those dicts on first use (natively again, once).
-
-From Python (``model_validate`` of a dict, the slow path, a test building a session) the
-models are built at once: only JSON input is deferred.
+"""Deferred checkpoint lists: a 100-session page embeds ~3,000 checkpoint models that most
+readers never look at, and the collector's passes over a code server's heap cost more the more
+objects a page leaves alive. From JSON a :class:`LazyList` is validated natively with its page,
+as typed dicts (every error surfaces where it would, so a bad checkpoint still sends its page to
+the slow path), and built into models on first use; from Python the models are built at once.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, get_args, overload
 
-from pydantic import BaseModel, GetCoreSchemaHandler, TypeAdapter
-from pydantic_core import core_schema
+import pydantic
+from pydantic import BaseModel
+from pydantic_core import core_schema as cs
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -32,15 +23,13 @@ _UNSUPPORTED = frozenset({"function-after", "function-wrap", "function-plain", "
 
 
 @functools.cache
-def _adapter(model: type[BaseModel]) -> TypeAdapter[list[Any]]:
-    return TypeAdapter(list[model])  # type: ignore[valid-type]
+def _adapter(model: type[BaseModel]) -> pydantic.TypeAdapter[list[Any]]:
+    return pydantic.TypeAdapter(list[model])  # type: ignore[valid-type]
 
 
 class LazyList(Sequence[M], Generic[M]):
-    """A read-only list of ``M``: the validated dicts until first use, then the models.
-
-    Compares equal to a list (or tuple) of the same models; ``len`` does not build them.
-    """
+    """A read-only list of ``M``: the validated dicts until first use, then the models. Equal
+    to a list (or tuple) of the same models; ``len`` does not build them."""
 
     __slots__ = ("_items", "_model", "_raw")
 
@@ -51,8 +40,7 @@ class LazyList(Sequence[M], Generic[M]):
 
     @classmethod
     def empty(cls, model: type[M]) -> LazyList[M]:
-        """The one empty list of ``model``: read-only, so every session without checkpoints
-        shares it (a page of them allocated two lists per session)."""
+        """The one empty list of ``model``, shared by every session without checkpoints."""
         return _empty(cls, model)
 
     @classmethod
@@ -79,9 +67,7 @@ class LazyList(Sequence[M], Generic[M]):
         return iter(self._built())
 
     def __len__(self) -> int:
-        return (
-            len(self._raw) if self._items is None and self._raw is not None else len(self._built())
-        )
+        return len(self._built() if self._raw is None else self._raw)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, LazyList):
@@ -100,13 +86,17 @@ class LazyList(Sequence[M], Generic[M]):
 
     @classmethod
     def __get_pydantic_core_schema__(
-        cls, source: Any, handler: GetCoreSchemaHandler
-    ) -> core_schema.CoreSchema:
+        cls, source: Any, handler: pydantic.GetCoreSchemaHandler
+    ) -> cs.CoreSchema:
         (model,) = get_args(source) or (None,)
         if not (isinstance(model, type) and issubclass(model, BaseModel)):
             raise TypeError(f"LazyList needs a model type argument, got {source!r}")
         models = handler.generate_schema(list[model])  # type: ignore[valid-type]
-        compact = core_schema.list_schema(compact_schema(_built_schema(model)))
+        schema = model.__pydantic_core_schema__
+        if not isinstance(schema, dict):  # a placeholder until first use (``defer_build``)
+            model.model_rebuild(force=True)
+            schema = model.__pydantic_core_schema__
+        dicts = cs.list_schema(_as_dicts(schema, {}, 0))
 
         def deferred(raw: list[dict[str, Any]] | None) -> LazyList[Any]:
             return cls(model, raw) if raw else _empty(cls, model)  # type: ignore[arg-type]
@@ -114,21 +104,13 @@ class LazyList(Sequence[M], Generic[M]):
         def built(items: list[Any] | None) -> LazyList[Any]:
             return cls.of(model, items or [])  # type: ignore[arg-type]
 
-        return core_schema.json_or_python_schema(
-            json_schema=core_schema.no_info_after_validator_function(
-                deferred, core_schema.nullable_schema(compact)
+        return cs.json_or_python_schema(
+            json_schema=cs.no_info_after_validator_function(deferred, cs.nullable_schema(dicts)),
+            # No union here: its branch name would enter error locations (see ``salvage``).
+            python_schema=cs.no_info_before_validator_function(
+                _as_list, cs.no_info_after_validator_function(built, cs.nullable_schema(models))
             ),
-            # No union here: its branch name would enter error locations, which the slow
-            # path (``pages.salvage``) follows into the input.
-            python_schema=core_schema.no_info_before_validator_function(
-                _as_list,
-                core_schema.no_info_after_validator_function(
-                    built, core_schema.nullable_schema(models)
-                ),
-            ),
-            serialization=core_schema.plain_serializer_function_ser_schema(
-                _as_list, return_schema=models
-            ),
+            serialization=cs.plain_serializer_function_ser_schema(_as_list, return_schema=models),
         )
 
 
@@ -137,82 +119,52 @@ def _empty(cls: type[LazyList[Any]], model: type[BaseModel]) -> LazyList[Any]:
     return cls(model)
 
 
-def _built_schema(model: type[BaseModel]) -> Any:
-    """The model's core schema, building it now if the model defers its build."""
-    schema = model.__pydantic_core_schema__
-    if not isinstance(schema, dict):  # a placeholder until first use (``defer_build``)
-        model.model_rebuild(force=True)
-        schema = model.__pydantic_core_schema__
-    return schema
-
-
 def _as_list(value: Any) -> Any:
     return value._built() if isinstance(value, LazyList) else value
 
 
-def compact_schema(schema: Any) -> Any:
-    """``schema`` with every model turned into a typed dict of the same fields and types.
-
-    Missing fields stay missing (no defaults filled in), so the model built later from the
-    dict has the same ``model_fields_set`` as one validated from the JSON; extra fields are
-    kept when the model keeps them. Definitions are inlined (these models are not recursive).
-    """
-    return _convert(schema, {}, 0)
-
-
-@dataclass(frozen=True)
-class _Unconverted:
-    schema: Any
-
-
-def _convert(node: Any, defs: dict[str, Any], depth: int) -> Any:
+def _as_dicts(node: Any, defs: dict[str, Any], depth: int) -> Any:
+    """A core schema with every model as a typed dict of the same fields; missing fields stay
+    missing, so the model built later has the same ``model_fields_set``."""
     if depth > 50:
-        raise TypeError("compact_schema: recursive models are not supported")
+        raise TypeError("LazyList: recursive models are not supported")
     if isinstance(node, list):
-        return [_convert(n, defs, depth + 1) for n in node]
+        return [_as_dicts(n, defs, depth + 1) for n in node]
     if not isinstance(node, dict):
         return node
     kind = node.get("type")
     if kind in _UNSUPPORTED:
-        raise TypeError(f"compact_schema: a {kind} validator under a deferred model")
+        raise TypeError(f"LazyList: a {kind} validator under a deferred model")
     if kind == "definitions":
         local = dict(defs)
-        local.update((d["ref"], _Unconverted(d)) for d in node["definitions"])
-        return _convert(node["schema"], local, depth + 1)
-    if kind == "definition-ref":
-        found = defs[node["schema_ref"]]
-        return _convert(found.schema, defs, depth + 1) if isinstance(found, _Unconverted) else found
-    if kind == "model":
-        return _typed_dict(node, defs, depth)
-    return {
-        key: _convert(value, defs, depth + 1) if key.endswith("schema") else value
-        for key, value in node.items()
-    }
-
-
-def _typed_dict(model: dict[str, Any], defs: dict[str, Any], depth: int) -> Any:
-    if model.get("custom_init") or model.get("post_init") or model.get("root_model"):
-        raise TypeError(f"compact_schema: {model['cls'].__name__} has custom construction")
-    inner = model["schema"]
-    if inner.get("type") != "model-fields" or inner.get("computed_fields"):
-        raise TypeError(f"compact_schema: unsupported schema of {model['cls'].__name__}")
+        local.update((d["ref"], d) for d in node["definitions"])
+        return _as_dicts(node["schema"], local, depth + 1)
+    if kind == "definition-ref":  # inlined, converted where it is used
+        return _as_dicts(defs[node["schema_ref"]], defs, depth + 1)
+    if kind != "model":
+        return {
+            key: _as_dicts(value, defs, depth + 1) if key.endswith("schema") else value
+            for key, value in node.items()
+        }
+    inner = node["schema"]
+    custom = node.get("custom_init") or node.get("post_init") or node.get("root_model")
+    if custom or inner.get("type") != "model-fields" or inner.get("computed_fields"):
+        raise TypeError(f"LazyList: {node['cls'].__name__} has custom construction or fields")
     fields = {}
-    for name, field in inner["fields"].items():
+    for field_name, field in inner["fields"].items():
         schema = field["schema"]
         required = schema.get("type") != "default"
-        if not required:
-            schema = schema["schema"]  # a missing field stays missing
-        fields[name] = core_schema.typed_dict_field(
-            _convert(schema, defs, depth + 1),
-            required=required,
+        fields[field_name] = cs.typed_dict_field(
+            _as_dicts(schema if required else schema["schema"], defs, depth + 1),
+            required=required,  # a missing field stays missing
             validation_alias=field.get("validation_alias"),
         )
-    config = model.get("config") or {}
+    config = node.get("config") or {}
     extra = config.get("extra_fields_behavior", "ignore")
-    return core_schema.typed_dict_schema(
+    return cs.typed_dict_schema(
         fields,
         extra_behavior=extra,
-        config=core_schema.CoreConfig(
+        config=cs.CoreConfig(
             extra_fields_behavior=extra,
             validate_by_alias=config.get("validate_by_alias", True),
             validate_by_name=config.get("validate_by_name", False),

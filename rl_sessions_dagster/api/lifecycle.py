@@ -1,10 +1,8 @@
-"""Provision, wait, stop: lifecycle helpers over :class:`RLSessionsClient` (no Dagster here).
+"""Provision, wait, stop: lifecycle helpers over :class:`RLSessionsClient`.
 
-Functions taking the client rather than client methods, so the client module stays a thin
-mapping of endpoints. Every wait is bounded: ``timeout`` seconds and/or an absolute
-``deadline`` on the client's retry clock (the earlier wins); none loops forever. A wait that
-sees its object fail raises a typed error carrying the object, so callers can report the API's
-own code and message. Saving a checkpoint and waiting for it is in ``checkpoint_ops.py``.
+Every wait is bounded: ``timeout`` seconds and/or an absolute ``deadline`` on the client's retry
+clock (the earlier wins). A wait that sees its object fail raises a typed error carrying the
+object, so callers can report the API's own code and message.
 """
 
 from __future__ import annotations
@@ -26,7 +24,7 @@ from .errors import (
     PermissionDeniedError,
     TogetherRLError,
 )
-from .models import ModelResource, TrainingSession
+from .models import ComputeConfig, ModelResource, TrainingSession
 
 __all__ = [
     "ResourceFailed",
@@ -81,9 +79,9 @@ class SessionFailed(WaitFailed):
 
 @dataclass(frozen=True)
 class ResourceSpec:
-    """A model-resource configuration: what to create, what a reusable resource must match,
-    and what ``estimate-cost`` prices. ``None`` fields take the API's defaults and match
-    anything (except ``base_weights_ref``, which must be equal)."""
+    """A model-resource configuration: what to create, what a reusable resource must match, what
+    ``estimate-cost`` prices. ``None`` takes the API's default and matches anything (except
+    ``base_weights_ref``, which must be equal)."""
 
     base_model: str
     lora_enabled: bool = True
@@ -96,7 +94,6 @@ class ResourceSpec:
     def request_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of ``create_model_resource`` / ``estimate_model_resource_cost``
         (without ``base_model``)."""
-
         compute = compact(
             gpu_type=self.gpu_type, num_generator_replicas=self.num_generator_replicas
         )
@@ -109,22 +106,15 @@ class ResourceSpec:
         }
 
     def matches(self, resource: ModelResource) -> bool:
-        if resource.base_model != self.base_model:
-            return False
-        if resource.lora_enabled is not None and resource.lora_enabled != self.lora_enabled:
-            return False
-        compute = resource.compute_config
-        if self.gpu_type is not None and (compute is None or compute.gpu_type != self.gpu_type):
-            return False
-        if self.num_generator_replicas is not None and (
-            compute is None or compute.num_generator_replicas != self.num_generator_replicas
-        ):
-            return False
-        if self.optimizer_config is not None and (
-            _optimizer_dict(resource) != self.optimizer_config
-        ):
-            return False
-        return resource.base_weights_ref == self.base_weights_ref
+        compute = resource.compute_config or ComputeConfig()
+        return (
+            resource.base_model == self.base_model
+            and resource.lora_enabled in (None, self.lora_enabled)
+            and self.gpu_type in (None, compute.gpu_type)
+            and self.num_generator_replicas in (None, compute.num_generator_replicas)
+            and self.optimizer_config in (None, _optimizer_dict(resource))
+            and resource.base_weights_ref == self.base_weights_ref
+        )
 
     def price_key(self) -> str:
         """Identifies the configuration for price caching (everything ``estimate-cost`` sees)."""
@@ -150,10 +140,8 @@ class ResourceSpec:
 
 
 class PriceCache:
-    """``price_per_hour`` per configuration (``ResourceSpec.price_key``), from
-    ``estimate-cost``. A failure is kept as ``(None, None)``, so one unpriceable configuration
-    costs one request; its message goes to :attr:`errors`. The spend pass prices every
-    resource of a run through one; the idle guard prices the one it stops."""
+    """``price_per_hour`` per configuration, from ``estimate-cost``. A failure is kept as
+    ``(None, None)`` (one request per unpriceable configuration), its message in :attr:`errors`."""
 
     def __init__(self, client: RLSessionsClient) -> None:
         self.client = client
@@ -226,6 +214,13 @@ def _poll(
         sleep(poll_interval)
 
 
+def _ended(what: str, obj: ModelResource | TrainingSession) -> str:
+    msg = f"{what} is {obj.raw_status}"
+    if obj.error is not None:
+        msg += f": {obj.error.code_raw or 'no code'}: {obj.error.message or ''}".rstrip(": ")
+    return msg
+
+
 def find_ready_resource(
     client: RLSessionsClient,
     spec: ResourceSpec,
@@ -233,11 +228,8 @@ def find_ready_resource(
     created_by: str | None = "me",
     deadline: float | None = None,
 ) -> ModelResource | None:
-    """A READY resource matching ``spec`` (the caller's own by default), oldest first, or None.
-
-    Whether it has a free session slot is not visible in the API: creating the session tells
-    (HTTP 429 when full).
-    """
+    """The oldest READY resource matching ``spec`` (the caller's own by default), or None.
+    Whether it has a free session slot is not visible: creating the session tells (429)."""
     ready = [
         r
         for r in client.list_model_resources(
@@ -266,10 +258,7 @@ def wait_for_resource_ready(
         if on_poll is not None:
             on_poll(r)
         if r.status in _RESOURCE_GONE:
-            msg = f"model resource {resource_id} is {r.raw_status}"
-            if r.error is not None:
-                msg += f": {r.error.code_raw or 'no code'}: {r.error.message or ''}".rstrip(": ")
-            raise ResourceFailed(msg, r)
+            raise ResourceFailed(_ended(f"model resource {resource_id}", r), r)
         return r
 
     def describe(r: ModelResource) -> str:
@@ -297,10 +286,7 @@ def wait_for_session_running(
     def fetch(until: float) -> TrainingSession:
         s = client.get_session(session_id, deadline=until)
         if s.status in _SESSION_NOT_USABLE:
-            msg = f"session {session_id} is {s.raw_status}"
-            if s.error is not None:
-                msg += f": {s.error.code_raw or 'no code'}: {s.error.message or ''}".rstrip(": ")
-            raise SessionFailed(msg, s)
+            raise SessionFailed(_ended(f"session {session_id}", s), s)
         return s
 
     return _poll(
@@ -317,10 +303,8 @@ StopResult = Literal[
 
 @dataclass(frozen=True)
 class StopOutcome:
-    """What a stop call achieved. ``result`` is ``"stopped"`` (the request was accepted),
-    ``"already_stopped"``, ``"refused_active_sessions"`` (stop without force while sessions
-    are active: reported, never retried blindly), ``"not_permitted"`` (403) or ``"not_found"``.
-    """
+    """What a stop call achieved; ``"refused_active_sessions"`` (stop without force while
+    sessions are active) is reported, never retried blindly; ``"not_permitted"`` is a 403."""
 
     target_id: str
     result: StopResult

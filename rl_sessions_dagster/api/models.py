@@ -1,16 +1,9 @@
-"""Typed, drift-tolerant views of the RL API's objects.
+"""Typed, drift-tolerant views of the RL API's objects, and the supported-model catalogue.
 
-Every model keeps unknown fields (``extra="allow"``), accepts int64 fields sent as strings, and
-treats every block but ``id`` as optional: the API has added required fields several times
-(its changelog), and a monitoring library must not crash on the next one.
-Statuses are kept as the raw wire string; the typed enum is derived and maps new values to
-``UNKNOWN``.
-
-Objects the API returns at top level (sessions, checkpoints, model resources, operations) have
-``invalid_fields``: when a value of an optional field does not parse (``"updated_at":
-"not-a-date"``), the client reads the object anyway with that field ``None`` and keeps the raw
-value there, keyed by its dotted path (``{"updated_at": "not-a-date"}``). This happens only on
-the slow path (see ``pages.py``): a well-formed response is parsed natively in one pass.
+Every model keeps unknown fields, accepts int64 fields sent as strings, and treats every block
+but ``id`` as optional: the API has added required fields several times, and a monitoring
+library must not crash on the next one. Statuses keep the raw wire string; the typed enum maps
+new values to ``UNKNOWN``.
 """
 
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -25,17 +18,13 @@ from .enums import (
     SessionErrorCode,
     SessionStatus,
 )
-from .fields import EmptyIsNone, ListOrNull, RawEnum, Timestamp
 from .lazy import LazyList
+from .pages import EmptyIsNone, ListOrNull, RawEnum, Timestamp
 
 
 class APIModel(BaseModel):
-    """Base: keep unknown fields, allow field names and aliases, coerce numeric strings.
-
-    Schemas are built on first use (``defer_build``), not at import: a definitions file that
-    imports this package reads few of these models, and building all of them was most of the
-    package's import time.
-    """
+    """Base: keep unknown fields, allow names and aliases. Schemas are built on first use
+    (``defer_build``): building all of them at import was most of the package's import time."""
 
     model_config = ConfigDict(extra="allow", populate_by_name=True, frozen=False, defer_build=True)
 
@@ -43,17 +32,14 @@ class APIModel(BaseModel):
 class TopLevelModel(APIModel):
     """An object the API returns on its own or as a list item."""
 
-    #: Raw values of optional fields that did not parse (now None), by dotted path; None if
-    #: every field parsed. See the module docstring.
+    #: Raw values of optional fields that did not parse and read as None, by dotted path
+    #: (``{"updated_at": "not-a-date"}``); only ever set on the slow path (``pages.salvage``).
     invalid_fields: dict[str, Any] | None = None
 
 
 class RegistryArtifact(APIModel):
-    """A revision of a model in the Together model registry.
-
-    ``id`` is optional: a half-filled registration must not make the enclosing checkpoint (and
-    the page it is on) unparseable.
-    """
+    """A revision of a model in the Together model registry. ``id`` is optional: a half-filled
+    registration must not make the enclosing checkpoint (and its page) unparseable."""
 
     id: str | None = None
     revision_id: str | None = None
@@ -63,14 +49,10 @@ RegistrationShape = Literal["current", "object_ids", "legacy", "unknown"]
 
 
 class Registration(APIModel):
-    """One view of a checkpoint's model-registry registration, whatever shape the API sent.
-
-    Three shapes have existed: ``{model_name, registered_at}`` (≤ May 2026), the same plus
-    ``model_object_id``/``adapter_object_id`` revisions (Aug 2026), and the current
-    ``{model: {id, revision_id}, adapter: {id, revision_id}}``. The wire fields are parsed
-    natively (no Python per checkpoint: pages hold a thousand of them); the properties give
-    the normalised view.
-    """
+    """A checkpoint's model-registry registration, whatever shape the API sent: ``{model_name,
+    registered_at}`` (≤ May 2026), plus ``model_object_id``/``adapter_object_id`` (Aug 2026), or
+    the current ``{model: {id, revision_id}, adapter: {...}}``. Parsed natively; the properties
+    give the normalised view."""
 
     model: RegistryArtifact | None = None
     adapter: RegistryArtifact | None = None
@@ -105,9 +87,7 @@ class Registration(APIModel):
 
     @property
     def adapter_revision_id(self) -> str | None:
-        if self.adapter is not None:
-            return self.adapter.revision_id
-        return self.adapter_object_revision_id
+        return self.adapter.revision_id if self.adapter else self.adapter_object_revision_id
 
     @property
     def legacy_model_name(self) -> str | None:
@@ -148,15 +128,10 @@ class TrainingCheckpoint(APIModel):
 
     @property
     def registration(self) -> RegistryArtifact | None:
-        """The registry artifact holding this training state; None when not registered.
-
-        A property rather than a validator: sessions embed many training checkpoints, and a
-        Python validator per checkpoint was a measurable share of reading a page.
-        """
+        """The registry artifact holding this training state; None when not registered (a
+        property, not a validator: one per checkpoint was a measurable share of a page)."""
         reg = self.registration_artifact
-        if reg is None or (not reg.model_fields_set and not reg.model_extra):
-            return None
-        return reg
+        return None if reg is None or (not reg.model_fields_set and not reg.model_extra) else reg
 
 
 class WandbMetadata(APIModel):
@@ -170,15 +145,13 @@ class WandbMetadata(APIModel):
 
 class SessionMetadata(APIModel):
     """A session's ``metadata``. Frozen, so that every session without one shares
-    :data:`NO_METADATA` (about half the sessions of a page: a model built for each was a
-    tenth of reading the page)."""
+    :data:`NO_METADATA` (a model built for each was a tenth of reading a page)."""
 
     model_config = ConfigDict(frozen=True)
 
     wandb: WandbMetadata | None = None
 
 
-#: The metadata of a session that has none (``null`` or missing).
 NO_METADATA = SessionMetadata()
 
 
@@ -209,14 +182,12 @@ class PolicyState(APIModel):
     trainer_step: int | None = None
 
 
-def _metadata_or_empty(value: SessionMetadata | None) -> SessionMetadata:
-    return NO_METADATA if value is None else value
-
-
 if TYPE_CHECKING:
     MetadataOrNull = SessionMetadata
 else:
-    MetadataOrNull = Annotated[SessionMetadata | None, AfterValidator(_metadata_or_empty)]
+    MetadataOrNull = Annotated[
+        SessionMetadata | None, AfterValidator(lambda v: NO_METADATA if v is None else v)
+    ]
 
 
 class TrainingSession(TopLevelModel):
@@ -356,3 +327,54 @@ class ModelResource(TopLevelModel):
     @property
     def status(self) -> ModelResourceStatus:
         return ModelResourceStatus.parse(self.raw_status)
+
+
+class CostEstimate(APIModel):
+    currency: str | None = None
+    price_per_hour: float | None = None
+
+
+class SamplingDefaults(APIModel):
+    logprobs: int | None = None
+    max_tokens: int | None = None
+    n: int | None = None
+    temperature: float | None = None
+
+
+class GeneratorConfig(APIModel):
+    """Inference limits of a GPU type (set when generator replicas can run on it)."""
+
+    context_length: int | None = None
+    sampling_defaults: SamplingDefaults | None = None
+
+
+class FullTrainerConfig(APIModel):
+    max_batch_size: int | None = None
+    max_seq_length: int | None = None
+
+
+class LoraTrainerConfig(APIModel):
+    max_batch_size: int | None = None
+    max_rank: int | None = None
+    max_seq_length: int | None = None
+
+
+class TrainerConfig(APIModel):
+    """Training limits of a GPU type, per mode (a mode is absent when unsupported)."""
+
+    full: FullTrainerConfig | None = None
+    lora: LoraTrainerConfig | None = None
+
+
+class SupportedComputeConfig(APIModel):
+    """A validated hardware configuration for a supported base model."""
+
+    gpu_type: str | None = None
+    generator_config: GeneratorConfig | None = None
+    trainer_config: TrainerConfig | None = None
+
+
+class SupportedModel(APIModel):
+    base_model: str
+    default_gpu_type: str | None = None
+    compute_configs: list[SupportedComputeConfig] | None = None

@@ -1,10 +1,6 @@
 """Asynchronous training operations (endpoints 6-19): submit, poll and wait, and the typed
-results of finished ones (SDK 3.1.1 ``*Result`` shapes).
-
-Submits carry an ``Idempotency-Key``, which is what makes them safe to retry like GETs (see
-``retries.py``). ``Operation.output`` stays the raw dict (nothing is lost when the shape
-drifts); :attr:`Operation.result` reads it as the model for the operation's kind, int64 values
-sent as strings becoming numbers. Every field is optional, as everywhere in this package.
+results of finished ones (SDK 3.1.1 ``*Result`` shapes). ``Operation.output`` stays the raw dict
+(nothing is lost when the shape drifts); :attr:`Operation.result` reads it as the kind's model.
 """
 
 from __future__ import annotations
@@ -17,9 +13,8 @@ from pydantic import Field, ValidationError
 from ._http import BaseClient, compact, segment
 from .enums import OperationErrorCode, OperationStatus, StopReason, WeightSyncType
 from .errors import DeadlineExceeded
-from .fields import RawEnum
 from .models import APIModel, InferenceCheckpoint, TopLevelModel, TrainingCheckpoint
-from .pages import salvage
+from .pages import RawEnum, salvage
 
 
 class TensorData(APIModel):
@@ -121,7 +116,6 @@ OperationResult = (
 )
 
 
-#: The result model of each operation kind (the URL segment).
 RESULT_MODELS: dict[str, type[APIModel]] = {
     "forward-backward": ForwardBackwardResult,
     "custom-forward-backward": CustomForwardBackwardResult,
@@ -131,17 +125,6 @@ RESULT_MODELS: dict[str, type[APIModel]] = {
     "inference-checkpoint": InferenceCheckpointResult,
     "training-checkpoint": TrainingCheckpointResult,
 }
-
-
-def parse_result(kind: str | None, output: dict[str, Any] | None) -> Any:
-    """``output`` as the result model of ``kind``; None when either is unknown or absent."""
-    model = RESULT_MODELS.get(kind or "")
-    if model is None or output is None:
-        return None
-    try:
-        return model.model_validate(output)
-    except ValidationError as exc:  # a drifted field: None, the raw value stays in ``output``
-        return salvage(model, output, exc)[0]
 
 
 class OperationError(APIModel):
@@ -174,17 +157,20 @@ class Operation(TopLevelModel):
 
     @property
     def result(self) -> OperationResult | None:
-        """``output`` as the typed result of this operation's ``kind`` (None before it is
-        done, or for an unknown kind); a field that does not parse reads as None."""
-        return parse_result(self.kind, self.output)
+        """``output`` as the typed result of ``kind`` (None before it is done, or for an unknown
+        kind); a field that does not parse reads as None (its raw value stays in ``output``)."""
+        model = RESULT_MODELS.get(self.kind or "")
+        if model is None or self.output is None:
+            return None
+        try:
+            return model.model_validate(self.output)  # type: ignore[return-value]
+        except ValidationError as exc:
+            return salvage(model, self.output, exc)[0]  # type: ignore[return-value]
 
     @property
     def checkpoint(self) -> InferenceCheckpoint | TrainingCheckpoint | None:
-        """For checkpoint operations: the checkpoint saved, typed by the operation's kind.
-
-        A ``training-checkpoint`` operation saves a :class:`TrainingCheckpoint` (its
-        registration is a bare registry artifact); any other kind reads as inference.
-        """
+        """For checkpoint operations: the checkpoint saved, a :class:`TrainingCheckpoint` for a
+        ``training-checkpoint`` operation, else an :class:`InferenceCheckpoint`."""
         data = (self.output or {}).get("checkpoint")
         if not isinstance(data, dict):
             return None
@@ -205,11 +191,7 @@ OperationKind = Literal[
 
 
 OPERATION_KINDS: tuple[str, ...] = get_args(OperationKind)
-
-
 JSON = dict[str, Any]
-
-
 _SESSIONS = "/v1/rl/training-sessions"
 
 
@@ -222,8 +204,6 @@ def _check_kind(kind: str) -> str:
 class OperationsAPI(BaseClient):
     """The operation methods of :class:`~rl_sessions_dagster.api.client.RLSessionsClient`."""
 
-    # -- operations (endpoints 6-19) -----------------------------------------------------------
-
     def submit_operation(
         self,
         session_id: str,
@@ -233,11 +213,9 @@ class OperationsAPI(BaseClient):
         idempotency_key: str | None = None,
         deadline: float | None = None,
     ) -> Operation:
-        """Submit an async operation. Sends ``Idempotency-Key`` (a new uuid4 unless given).
-
-        The same key is reused on every retry of this call, so the server returns the
-        original operation instead of running it twice; that makes submits safe to retry.
-        """
+        """Submit an async operation with an ``Idempotency-Key`` (a new uuid4 unless given),
+        reused on every retry: the server returns the original operation instead of running it
+        twice, which makes submits safe to retry."""
         path = f"{_SESSIONS}/{segment(session_id, 'session_id')}/operations/{_check_kind(kind)}"
         headers = {"Idempotency-Key": idempotency_key or str(uuid.uuid4())}
         op = self._request(
@@ -338,8 +316,7 @@ class OperationsAPI(BaseClient):
     def create_inference_checkpoint(
         self, session_id: str, *, idempotency_key: str | None = None, deadline: float | None = None
     ) -> Operation:
-        """Save deployable weights; the finished operation's ``.checkpoint`` is the
-        :class:`InferenceCheckpoint` saved."""
+        """Save deployable weights; the finished operation's ``.checkpoint`` is the one saved."""
         return self.submit_operation(
             session_id, "inference-checkpoint", idempotency_key=idempotency_key, deadline=deadline
         )
@@ -347,9 +324,7 @@ class OperationsAPI(BaseClient):
     def create_training_checkpoint(
         self, session_id: str, *, idempotency_key: str | None = None, deadline: float | None = None
     ) -> Operation:
-        """Save the full training state (for ``resume_from_checkpoint_id``; not deployable).
-
-        The finished operation's ``.checkpoint`` is the :class:`TrainingCheckpoint` saved."""
+        """Save the full training state (for ``resume_from_checkpoint_id``; not deployable)."""
         return self.submit_operation(
             session_id, "training-checkpoint", idempotency_key=idempotency_key, deadline=deadline
         )
@@ -380,11 +355,8 @@ class OperationsAPI(BaseClient):
         timeout: float = 300.0,
         deadline: float | None = None,
     ) -> Operation:
-        """Poll until COMPLETED or FAILED and return the operation (FAILED does not raise).
-
-        Raises :class:`DeadlineExceeded` when ``timeout`` seconds (or ``deadline``) pass first.
-        Checkpoint operations on large models can take far longer than the 300 s default.
-        """
+        """Poll until COMPLETED or FAILED (which does not raise) and return the operation;
+        :class:`DeadlineExceeded` when ``timeout`` seconds (or ``deadline``) pass first."""
         clock, sleep = self.retry.clock, self.retry.sleep
         until = clock() + timeout if deadline is None else min(deadline, clock() + timeout)
         while True:

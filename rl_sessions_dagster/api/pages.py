@@ -1,28 +1,84 @@
-"""List pages, and the slow path that keeps a page when some of its items do not parse.
+"""Reading the API's JSON fast and tolerantly: field types, list pages and their slow path.
 
-A page is parsed in one native pass (``model_validate_json`` on the raw bytes). Only when that
-fails does :func:`parse_page` read the page item by item: good items are kept, an item whose
-optional fields do not parse keeps them as ``None`` (raw values in ``invalid_fields``, see
-:func:`salvage`), and an item that still does not parse (no ``id``, not an object) becomes a
-:class:`SkippedItem`. ``meta`` is read either way, so paging goes on past a bad item: one
-malformed session must not stop a sensor at that page forever.
+A page is parsed in one native pass; only when that fails does :func:`parse_page` read it item
+by item, so one malformed session cannot stop a sensor at that page forever.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Generic, TypeVar
+from datetime import datetime
+from typing import TYPE_CHECKING, Annotated, Any, Generic, Literal, TypeVar
 
 import pydantic
 from pydantic import AfterValidator, BaseModel, Field
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import core_schema as cs
 
 from .errors import scrub
-from .fields import ListOrNull
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
+
+# Field types for the API's "not set" spellings (``null`` list, ``{}`` block, ``""`` timestamp).
+# ``Timestamp``/``RawEnum`` convert in pydantic-core (a before validator per field was ~7% of a
+# page); no union at the top, whose branch names would enter the error locations ``salvage``
+# follows. After validators on lists/objects: a before one makes pydantic-core build them twice.
+
+
+def _empty_is_none(value: Any) -> Any:
+    """``""``, ``{}`` and an object with no field set (proto-JSON of an unset message): None."""
+    unset = isinstance(value, BaseModel) and not value.model_fields_set and not value.model_extra
+    return None if value == "" or unset else value
+
+
+@dataclass(frozen=True)
+class _Spelling:
+    """An input ``spelling`` (``""`` or ``null``) that reads as ``value``."""
+
+    null: bool
+    value: Any
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: pydantic.GetCoreSchemaHandler
+    ) -> cs.CoreSchema:
+        """The type's schema, except that the spelling (which it rejects) reads as ``value``.
+
+        Step 1 never fails: the schema, else ``value`` for the spelling (natively: no input is a
+        ``_Spelling``, so the default applies), else the input as is. Step 2 is the schema
+        again, so a rejected input gets the schema's own error and location.
+        """
+        schema = handler(source)
+        spelling = cs.none_schema() if self.null else cs.literal_schema([""])
+        never = cs.is_instance_schema(_Spelling)
+        value = cs.with_default_schema(never, default=self.value, on_error="default")
+        replace = cs.chain_schema([spelling, value])
+        first = cs.union_schema([schema, replace, cs.any_schema()], mode="left_to_right")
+        return cs.chain_schema([first, schema])
+
+    def __get_pydantic_json_schema__(
+        self, schema: cs.CoreSchema, handler: pydantic.GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        return handler(schema["steps"][-1] if schema.get("type") == "chain" else schema)
+
+
+#: A timestamp that may be missing, null or ``""`` (all mean "not set").
+Timestamp = Annotated[datetime | None, _Spelling(null=False, value=None)]
+#: A raw enum string; ``null`` reads as ``""`` (which parses to ``UNKNOWN``).
+RawEnum = Annotated[str, _Spelling(null=True, value="")]
+
+if TYPE_CHECKING:  # what the attribute holds
+    ListOrNull = Annotated[list[T], "null reads as []"]
+    EmptyIsNone = Annotated[M | None, "{} and '' read as None"]
+else:
+    #: A list the API may send as ``null``; always a list once read.
+    ListOrNull = Annotated[list[T] | None, AfterValidator(lambda v: [] if v is None else v)]
+    #: An optional object whose unset form (``{}``, ``""``) reads as None.
+    EmptyIsNone = Annotated[M | Literal[""] | None, AfterValidator(_empty_is_none)]
+
 
 #: Longest ``SkippedItem.reason``.
 REASON_CHARS = 200
@@ -33,13 +89,8 @@ _REMOVE = object()
 
 @dataclass(frozen=True)
 class SkippedItem:
-    """A list item that could not be read, and why. Its neighbours on the page were kept.
-
-    ``id`` is the item's ``id`` when it is a string or an integer, else None; ``field`` is the
-    failing location inside the item (pydantic ``loc`` joined with ``.``; ``""`` for the item
-    itself); ``reason`` is pydantic's message, scrubbed of secrets and capped (it never holds
-    the input value).
-    """
+    """A list item that could not be read: its ``id`` if a string or int, the failing
+    ``field`` (``""`` for the item), pydantic's ``reason`` (scrubbed, capped, no input value)."""
 
     id: str | None
     field: str
@@ -56,22 +107,17 @@ class PageMeta(BaseModel):
     next_cursor: str | None = None
 
 
-def _meta_or_empty(value: PageMeta | None) -> PageMeta:
-    return PageMeta() if value is None else value
-
-
 if TYPE_CHECKING:
     MetaOrNull = PageMeta
 else:
-    MetaOrNull = Annotated[PageMeta | None, AfterValidator(_meta_or_empty)]
+    MetaOrNull = Annotated[
+        PageMeta | None, AfterValidator(lambda v: PageMeta() if v is None else v)
+    ]
 
 
 class Page(BaseModel, Generic[T]):
-    """One page of a list endpoint. ``data``/``meta`` may be omitted when empty (proto-JSON).
-
-    ``skipped`` lists the items this client could not read (empty on the fast path); it is
-    client-side information and is not part of :meth:`model_dump`.
-    """
+    """One page of a list endpoint. ``data``/``meta`` may be omitted when empty (proto-JSON);
+    ``skipped`` (client-side, not dumped) lists the items this client could not read."""
 
     model_config = pydantic.ConfigDict(extra="allow", populate_by_name=True, defer_build=True)
 
@@ -82,18 +128,7 @@ class Page(BaseModel, Generic[T]):
     @property
     def next_cursor(self) -> str | None:
         """The ``after`` value for the next page, or None when this is the last page."""
-        if self.meta.has_more is False or not self.meta.next_cursor:
-            return None
-        return self.meta.next_cursor
-
-
-def page_item_model(model: type[BaseModel]) -> type[BaseModel] | None:
-    """``TrainingSession`` for ``Page[TrainingSession]``; None for anything else."""
-    if not (isinstance(model, type) and issubclass(model, Page)):
-        return None
-    args = model.__pydantic_generic_metadata__.get("args") or ()
-    item = args[0] if args else None
-    return item if isinstance(item, type) and issubclass(item, BaseModel) else None
+        return None if self.meta.has_more is False else self.meta.next_cursor or None
 
 
 def _loc(loc: Iterable[Any]) -> str:
@@ -102,19 +137,11 @@ def _loc(loc: Iterable[Any]) -> str:
 
 def _readable_id(raw: Any) -> str | None:
     value = raw.get("id") if isinstance(raw, dict) else None
-    if isinstance(value, str):
-        return value
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    return None
+    return None if isinstance(value, bool) or not isinstance(value, str | int) else str(value)
 
 
 def _navigable(obj: Any, loc: tuple[Any, ...]) -> tuple[Any, ...]:
-    """The longest prefix of ``loc`` that addresses real keys/indices of ``obj``.
-
-    Union and validator steps (``'str'``, ``'function-after[...]'``) are not keys; they end
-    the prefix.
-    """
+    """The longest prefix of ``loc`` that addresses real keys/indices of ``obj``."""
     out: list[Any] = []
     for part in loc:
         in_dict = isinstance(obj, dict) and isinstance(part, str) and part in obj
@@ -126,12 +153,6 @@ def _navigable(obj: Any, loc: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(out)
 
 
-def _get(obj: Any, loc: tuple[Any, ...]) -> Any:
-    for part in loc:
-        obj = obj[part]
-    return obj
-
-
 def _edit_order(loc: tuple[Any, ...]) -> tuple[int, int]:
     return (len(loc), loc[-1] if isinstance(loc[-1], int) else -1)
 
@@ -139,14 +160,10 @@ def _edit_order(loc: tuple[Any, ...]) -> tuple[int, int]:
 def salvage(
     model: type[M], raw: Any, error: pydantic.ValidationError | None = None
 ) -> tuple[M | None, pydantic.ValidationError | None]:
-    """Read ``raw`` as ``model`` after setting the values it rejects to None.
-
-    The slow path only: each round nulls every rejected location (a list element is removed
-    instead) and validates again; a location rejected again once nulled (a required field) is
-    widened to its parent. The item fails when the widening reaches the item itself. Raw
-    values of nulled locations go to ``invalid_fields`` (dotted path → value) when the model
-    has that field. Returns ``(instance, None)`` or ``(None, last_error)``.
-    """
+    """Read ``raw`` as ``model`` after setting the values it rejects to None (a list element is
+    removed instead); a location rejected again once nulled (required) widens to its parent, up
+    to the item itself. Raw values go to ``invalid_fields`` (dotted path → value) if the model
+    has it. Returns ``(instance, None)`` or ``(None, last_error)``."""
     if not isinstance(raw, dict):
         return None, error
     obj = json.loads(json.dumps(raw))  # a private copy to edit
@@ -173,7 +190,7 @@ def salvage(
             edits[target] = _REMOVE if isinstance(target[-1], int) else None
         # Deepest first, then highest index first: no edit moves a location still to edit.
         for loc in sorted(edits, key=_edit_order, reverse=True):
-            parent = _get(obj, loc[:-1])
+            parent = functools.reduce(lambda o, part: o[part], loc[:-1], obj)
             invalid[_loc(loc)] = parent[loc[-1]]
             if edits[loc] is _REMOVE:
                 del parent[loc[-1]]
@@ -187,14 +204,11 @@ def salvage(
 def parse_page(
     model: type[Page[Any]], content: bytes, secrets: Iterable[str | None] = ()
 ) -> Page[Any] | None:
-    """Read a page item by item (after the whole-page parse failed); None if not a page.
-
-    The envelope must be a JSON object whose ``data`` is a list and whose ``meta`` is an
-    object (either may be absent or null); anything else is not a page and the caller raises
-    :class:`DecodeError` as before. A meta field that does not parse reads as None.
-    """
-    item_model = page_item_model(model)
-    if item_model is None:
+    """Read a page item by item (after the whole-page parse failed); None if not a page (its
+    ``data`` must be a list and its ``meta`` an object, either absent or null)."""
+    args = model.__pydantic_generic_metadata__.get("args") if issubclass(model, Page) else None
+    item_model = args[0] if args else None
+    if not (isinstance(item_model, type) and issubclass(item_model, BaseModel)):
         return None
     try:
         doc = json.loads(content)
@@ -217,8 +231,8 @@ def parse_page(
             instance, error = salvage(item_model, raw, exc)
         if instance is not None:
             good.append(instance)
-            continue
-        skipped.append(skipped_item(raw, error, secrets))
+        else:
+            skipped.append(skipped_item(raw, error, secrets))
     envelope = {k: v for k, v in doc.items() if k not in ("data", "meta", "skipped")}
     page = model.model_validate({**envelope, "meta": meta or PageMeta()})
     page.data = good

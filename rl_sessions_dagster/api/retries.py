@@ -1,21 +1,19 @@
 """Retry policy for RL API calls, on tenacity.
 
-Semantics (why they differ from the SDK, which retries every method on 408/409/429/5xx):
+Why it differs from the SDK, which retries every method on 408/409/429/5xx:
 
-* **What is retried.** Transport failures, 408, 429 and 5xx, and a 2xx with an undecodable body.
+* Transport failures, 408, 429, 5xx and a 2xx with an undecodable body are retried;
   400/401/403/404/409/422 never are: they will not change by asking again.
-* **Non-idempotent requests** (session and model-resource creates, stops, PATCH,
-  extend-expiry) are retried *only* when the request surely never reached the server
-  (:attr:`TransportError.may_have_reached_server` is False). A 5xx, a read timeout or a dropped
-  connection may hide a create that happened, and a retry could start a second billed session.
-  A 429 on a create is usually the resource's session cap, which waiting seconds will not lift.
-* **Delay.** ``retry-after-ms`` / ``Retry-After`` (seconds or HTTP date) when the server sends
-  a positive one, capped at ``retry_after_cap``; otherwise tenacity's exponential backoff
-  (``backoff_initial * 2**(n-1)`` capped at ``backoff_max``) plus up to ``jitter`` random seconds.
-* **Deadline.** A call has a total budget (``RetryPolicy.deadline`` seconds and/or an absolute
-  ``deadline`` from the caller, the earlier wins). No sleep is started that would end past the
-  deadline, and each attempt gets the remaining budget as its timeout, so one call overruns its
-  deadline by at most one httpx timeout granularity. Running out raises :class:`DeadlineExceeded`
+* Non-idempotent requests (creates, stops, PATCH, extend-expiry) are retried *only* when the
+  request surely never reached the server (``TransportError.may_have_reached_server``): a 5xx
+  or a dropped connection may hide a create that happened, and a retry could start a second
+  billed session. A 429 on a create is usually the resource's session cap, which waiting
+  seconds will not lift.
+* The delay is the server's positive ``retry-after-ms`` / ``Retry-After`` (capped at
+  ``retry_after_cap``), else exponential backoff plus up to ``jitter`` random seconds.
+* A call has a total budget (``RetryPolicy.deadline`` and/or the caller's absolute
+  ``deadline``, the earlier wins): no sleep starts that would end past it, and each attempt
+  gets the remaining budget as its timeout. Running out raises :class:`DeadlineExceeded`
   carrying the last error; running out of *attempts* raises the last error itself.
 """
 
@@ -42,12 +40,8 @@ DelaySource = Literal["retry-after", "backoff"]
 
 @dataclass(frozen=True)
 class RetryEvent:
-    """What :attr:`RetryPolicy.on_retry` receives before each sleep.
-
-    Everything in it is safe to log: ``endpoint`` is ``"METHOD /path"`` (no host, no query) and
-    the error's text was scrubbed of the key when it was built. :meth:`describe` is the one-line
-    form the Dagster integration writes to a run's or a tick's log.
-    """
+    """What :attr:`RetryPolicy.on_retry` receives before each sleep. Safe to log: ``endpoint``
+    is ``"METHOD /path"`` (no host, no query) and the error's text was scrubbed of the key."""
 
     endpoint: str
     attempt: int  # the attempt that just failed, 1-based
@@ -74,21 +68,15 @@ class RetryEvent:
         """Whether the wait is the server's ``Retry-After`` rather than our backoff."""
         return self.delay_source == "retry-after"
 
-    def failure(self) -> str:
-        """``"HTTP 503 (ServerError)"`` or, with no response, the error class alone."""
-        kind = type(self.error).__name__
-        return kind if self.status_code is None else f"HTTP {self.status_code} ({kind})"
-
     def describe(self) -> str:
-        """One key-free line: endpoint, failure, attempt n/max, wait and where it came from.
-
-        The error's message is left out on purpose: it can quote a server body (scrubbed, but
-        long); the request id is kept, since it is what support asks for.
-        """
+        """One key-free line for a run's or a tick's log. The error's message is left out (it
+        can quote a long server body); the request id is kept, since support asks for it."""
+        kind = type(self.error).__name__
+        failure = kind if self.status_code is None else f"HTTP {self.status_code} ({kind})"
         of = f"/{self.max_attempts}" if self.max_attempts else ""
         source = "Retry-After honoured" if self.retry_after_honoured else "backoff"
         line = (
-            f"Together API retry: {self.endpoint} failed with {self.failure()} on attempt "
+            f"Together API retry: {self.endpoint} failed with {failure} on attempt "
             f"{self.attempt}{of}; retrying in {self.delay:.2f} s ({source})"
         )
         if self.error.request_id:
@@ -97,17 +85,14 @@ class RetryEvent:
 
 
 def parse_retry_after(headers: httpx.Headers) -> float | None:
-    """Seconds the server asks us to wait, from ``retry-after-ms`` or ``Retry-After``.
-
-    ``Retry-After`` may be delta-seconds (floats tolerated, like the SDK) or an HTTP date.
-    Returns None when absent or unparseable; a date in the past gives a negative number.
-    """
-    candidates = ((headers.get("retry-after-ms"), 1000.0), (headers.get("retry-after"), 1.0))
-    for raw, divisor in candidates:
-        if raw is None:
-            continue
+    """Seconds the server asks us to wait, from ``retry-after-ms`` or ``Retry-After``
+    (delta-seconds, floats tolerated like the SDK, or an HTTP date, which may be past: < 0)."""
+    for raw, divisor in (
+        (headers.get("retry-after-ms"), 1000.0),
+        (headers.get("retry-after"), 1.0),
+    ):
         try:
-            value = float(raw) / divisor
+            value = float(raw) / divisor if raw is not None else math.nan
         except ValueError:
             continue
         if math.isfinite(value):
@@ -115,10 +100,9 @@ def parse_retry_after(headers: httpx.Headers) -> float | None:
     raw = headers.get("retry-after")
     if raw:
         try:
-            when = email.utils.parsedate_to_datetime(raw)
+            return email.utils.parsedate_to_datetime(raw).timestamp() - time.time()
         except (TypeError, ValueError):
             return None
-        return when.timestamp() - time.time()
     return None
 
 
@@ -126,9 +110,8 @@ def parse_retry_after(headers: httpx.Headers) -> float | None:
 class RetryPolicy:
     """How hard one API call tries. Immutable; share one instance freely.
 
-    ``sleep`` and ``clock`` exist for tests (and for callers with their own event loop): a fake
-    sleep makes retry tests instant, a fake clock makes deadline tests deterministic. An absolute
-    ``deadline`` passed to a client method is read on ``clock``.
+    A fake ``sleep`` makes retry tests instant, a fake ``clock`` makes deadline tests
+    deterministic; an absolute ``deadline`` passed to a client method is read on ``clock``.
     """
 
     max_attempts: int = 4
@@ -176,27 +159,25 @@ class RetryPolicy:
         idempotent: bool,
         deadline: float | None = None,
     ) -> T:
-        """Run ``attempt(remaining_seconds)`` until it succeeds or the policy gives up.
-
-        ``attempt`` receives the budget left (None = unbounded) and should use it as its
-        timeout. ``deadline`` is absolute, on :attr:`clock`.
-        """
+        """Run ``attempt(remaining_seconds)`` (None = unbounded; use it as the timeout) until it
+        succeeds or the policy gives up. ``deadline`` is absolute, on :attr:`clock`."""
         deadline = self.resolve_deadline(deadline)
-        give_up_at = _GiveUpAt(self, deadline)
         if deadline is not None and deadline - self.clock() < self.min_attempt_budget:
             raise DeadlineExceeded(f"{endpoint}: deadline already passed; no request sent")
+
+        def budget() -> float | None:
+            return None if deadline is None else max(deadline - self.clock(), 0.0)
 
         # The first attempt runs outside tenacity: most calls succeed at once, and building
         # and driving a ``Retrying`` was most of this client's per-request overhead.
         try:
-            return attempt(None if deadline is None else max(deadline - self.clock(), 0.0))
+            return attempt(budget())
         except TogetherRLError as exc:
             exc.attempts = 1
             if self.max_attempts == 1 or not should_retry(exc, idempotent=idempotent):
                 raise
             first: TogetherRLError | None = exc
-        # A retryable failure: tenacity takes over, and sees that failure as its attempt 1
-        # (replayed, not re-sent), so waits, stops, events and give-ups are what they were.
+        # Tenacity takes over and sees that failure as its attempt 1 (replayed, not re-sent).
         attempts = 1
 
         def run() -> T:
@@ -206,21 +187,38 @@ class RetryPolicy:
                 raise replay
             attempts += 1
             try:
-                return attempt(None if deadline is None else max(deadline - self.clock(), 0.0))
+                return attempt(budget())
             except TogetherRLError as exc:
                 exc.attempts = attempts  # also right for a 404 that follows two 503s
                 raise
 
+        backoff = tenacity.wait_exponential(
+            multiplier=self.backoff_initial, max=self.backoff_max
+        ) + tenacity.wait_random(0, self.jitter)  # == wait_exponential_jitter on 8.2 and 9.x
 
-        out_of_attempts = tenacity.stop_after_attempt(self.max_attempts)
+        def wait(state: tenacity.RetryCallState) -> float:
+            delay, _ = self.delay_for(_failure(state))
+            return backoff(state) if delay is None else delay
+
+        by_deadline = False
+
+        def stop(state: tenacity.RetryCallState) -> bool:
+            # Attempts first, then the deadline: no sleep plus minimal attempt past it.
+            nonlocal by_deadline
+            if state.attempt_number >= self.max_attempts:
+                return True
+            if deadline is not None:
+                next_start = self.clock() + state.upcoming_sleep
+                by_deadline = next_start + self.min_attempt_budget > deadline
+            return by_deadline
+
         retrying = tenacity.Retrying(
-            # Attempts first, and only then the deadline (which remembers that it fired).
-            stop=lambda rs: out_of_attempts(rs) or give_up_at(rs),
-            wait=_Wait(self),
+            stop=stop,
+            wait=wait,
             retry=tenacity.retry_if_exception(lambda e: should_retry(e, idempotent=idempotent)),
             sleep=self.sleep,
-            before_sleep=lambda rs: self._before_sleep(rs, endpoint),
-            retry_error_callback=lambda rs: self._give_up(rs, endpoint, give_up_at.hit),
+            before_sleep=lambda state: self._before_sleep(state, endpoint),
+            retry_error_callback=lambda state: self._give_up(state, endpoint, by_deadline),
         )
         return retrying(run)
 
@@ -232,35 +230,27 @@ class RetryPolicy:
             endpoint, state.attempt_number, self.max_attempts, error, state.upcoming_sleep, source,
         )  # fmt: skip
         if self.on_retry is not None:
-            self.on_retry(
-                RetryEvent(
-                    endpoint,
-                    state.attempt_number,
-                    error,
-                    state.upcoming_sleep,
-                    source,
-                    max_attempts=self.max_attempts,
-                )
-            )
+            delay, n = state.upcoming_sleep, state.attempt_number
+            self.on_retry(RetryEvent(endpoint, n, error, delay, source, self.max_attempts))
 
     def _give_up(
         self, state: tenacity.RetryCallState, endpoint: str, by_deadline: bool
     ) -> NoReturn:
         error = _failure(state)
-        if by_deadline:  # (``or`` short-circuits: exhausted attempts never set this)
-            exc = DeadlineExceeded(
-                f"{endpoint}: deadline reached after {state.attempt_number} attempt(s); "
-                f"last error: {error}",
-                last_error=error,
-                status_code=error.status_code,
-                method=error.method,
-                url=error.url,
-                request_id=error.request_id,
-                retry_after=error.retry_after,
-            )
-            exc.attempts = state.attempt_number
-            raise exc
-        raise error
+        if not by_deadline:
+            raise error
+        exc = DeadlineExceeded(
+            f"{endpoint}: deadline reached after {state.attempt_number} attempt(s); "
+            f"last error: {error}",
+            last_error=error,
+            status_code=error.status_code,
+            method=error.method,
+            url=error.url,
+            request_id=error.request_id,
+            retry_after=error.retry_after,
+        )
+        exc.attempts = state.attempt_number
+        raise exc
 
 
 def should_retry(error: BaseException, *, idempotent: bool) -> bool:
@@ -275,40 +265,3 @@ def _failure(state: tenacity.RetryCallState) -> TogetherRLError:
     error = state.outcome.exception()
     assert isinstance(error, TogetherRLError), "only TogetherRLError is ever retried"
     return error
-
-
-class _Wait:
-    """Retry-After when the server sent one, else tenacity's exponential backoff with jitter."""
-
-    def __init__(self, policy: RetryPolicy) -> None:
-
-        self._policy = policy
-        # == wait_exponential_jitter, spelled so it works on tenacity 8.2 and 9.x alike (9.x
-        # deprecates ``initial``; 8.2 lacks ``multiplier``).
-        self._backoff = tenacity.wait_exponential(
-            multiplier=policy.backoff_initial, max=policy.backoff_max
-        ) + tenacity.wait_random(0, policy.jitter)
-
-    def __call__(self, retry_state: tenacity.RetryCallState) -> float:
-        outcome = retry_state.outcome
-        delay, _ = self._policy.delay_for(outcome.exception() if outcome else None)
-        return self._backoff(retry_state) if delay is None else delay
-
-
-class _GiveUpAt:
-    """Stop when the upcoming sleep plus a minimal attempt would end past the deadline.
-
-    Remembers that it fired, so the give-up callback can tell a deadline from exhausted attempts.
-    """
-
-    def __init__(self, policy: RetryPolicy, deadline: float | None) -> None:
-        self._policy = policy
-        self._deadline = deadline
-        self.hit = False
-
-    def __call__(self, retry_state: tenacity.RetryCallState) -> bool:
-        if self._deadline is None:
-            return False
-        next_start = self._policy.clock() + retry_state.upcoming_sleep
-        self.hit = next_start + self._policy.min_attempt_budget > self._deadline
-        return self.hit

@@ -23,13 +23,8 @@ import httpx
 import pytest
 
 from rl_sessions_dagster.api import RLSessionsClient, TogetherRLError
-from rl_sessions_dagster.api.error_mapping import (
-    BODY_EXCERPT_CHARS,
-    configuration_failure,
-    error_from_response,
-    transport_error,
-)
 from rl_sessions_dagster.api.errors import (
+    BODY_EXCERPT_CHARS,
     MIN_SECRET_CHARS,
     APIStatusError,
     AuthenticationError,
@@ -46,7 +41,10 @@ from rl_sessions_dagster.api.errors import (
     TransportError,
     UnprocessableEntityError,
     UnreachableHostError,
+    configuration_failure,
+    error_from_response,
     scrub,
+    transport_error,
 )
 from rl_sessions_dagster.testing import RLSimulator
 
@@ -270,7 +268,7 @@ def test_deadline_errors_are_clean_too(sim: RLSimulator, client: RLSessionsClien
 def test_a_huge_api_message_is_capped():
     import httpx
 
-    from rl_sessions_dagster.api.error_mapping import BODY_EXCERPT_CHARS, error_from_response
+    from rl_sessions_dagster.api.errors import BODY_EXCERPT_CHARS, error_from_response
 
     request = httpx.Request("GET", "http://127.0.0.1/v1/rl/training-sessions")
     body = {"error": {"message": "x" * 6000, "type": "server_error"}}

@@ -22,7 +22,6 @@ from rl_sessions_dagster.api import (
     RLSessionsClient,
     TrainingSession,
 )
-from rl_sessions_dagster.api.catalog import SupportedModel
 from rl_sessions_dagster.api.enums import (
     ModelResourceErrorCode,
     MuonScalingStrategy,
@@ -31,7 +30,7 @@ from rl_sessions_dagster.api.enums import (
     StopReason,
     WeightSyncType,
 )
-from rl_sessions_dagster.api.models import LoraConfig, TrainingCheckpoint
+from rl_sessions_dagster.api.models import LoraConfig, SupportedModel, TrainingCheckpoint
 from rl_sessions_dagster.api.operations import (
     ForwardBackwardResult,
     InferenceCheckpointResult,

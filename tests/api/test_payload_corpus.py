@@ -16,15 +16,14 @@ import pytest
 from pydantic import BaseModel
 
 from rl_sessions_dagster.api import Checkpoint, ModelResource, Page, SessionStatus, TrainingSession
-from rl_sessions_dagster.api.catalog import CostEstimate, SupportedModel
 from rl_sessions_dagster.api.enums import (
     CheckpointType,
     ModelResourceStatus,
     OperationStatus,
     SessionErrorCode,
 )
-from rl_sessions_dagster.api.error_mapping import parse_error_body
-from rl_sessions_dagster.api.models import CheckpointDownload
+from rl_sessions_dagster.api.errors import parse_error_body
+from rl_sessions_dagster.api.models import CheckpointDownload, CostEstimate, SupportedModel
 from rl_sessions_dagster.api.operations import Operation
 
 FIXTURES = Path(__file__).parent / "fixtures"
