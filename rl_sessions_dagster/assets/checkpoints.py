@@ -6,7 +6,6 @@ materialization of this external asset, so a user's evaluation asset can depend 
 driven either by the sensor's runs or by ``AutomationCondition.eager()``.
 """
 
-
 import dagster as dg
 
 from ..partitions import CHECKPOINT_ASSET_KEY, CHECKPOINT_PARTITIONS, checkpoint_id_for_partition
