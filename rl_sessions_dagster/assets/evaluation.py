@@ -21,7 +21,13 @@ from ..evaluation.runner import EvaluationFailed, EvaluationResult
 from ..evaluation.runner import run_evaluation as run_engine
 from ..evaluation.spec import EvaluationSpec, LoadedEvaluation
 from ..partitions import CHECKPOINT_ASSET_KEY, CHECKPOINT_PARTITIONS, checkpoint_id_for_partition
-from ..partitions.sweeps import EVALUATION_ASSET_KEY, latest_metadata, metadata_value
+from ..partitions.sweeps import (
+    CHAMPION_ASSET_KEY,
+    EVALUATION_ASSET_KEY,
+    checkpoint_sweeps,
+    latest_metadata,
+    metadata_value,
+)
 from ..resource import TogetherRLResource
 
 SCORE_CHECK_NAME = "score_not_dropping"
@@ -92,6 +98,38 @@ def previous_checkpoint_baseline(
         if digest == current.dataset_digest and isinstance(score, float):
             return Baseline("previous checkpoint", score, partition, _step_of(partition))
     return None
+
+
+def champion_baseline(
+    key: dg.AssetKey = CHAMPION_ASSET_KEY,
+    *,
+    checkpoint_asset_key: dg.AssetKey = CHECKPOINT_ASSET_KEY,
+    separator: str = "-",
+) -> BaselineFinder:
+    """A baseline of the checkpoint's sweep champion (the latest materialization of ``key`` for
+    the sweep), when it is another checkpoint and its metric is ``score``, higher is better."""
+
+    def _champion(
+        context: dg.AssetExecutionContext, _: dg.AssetKey, current: EvaluatedCheckpoint
+    ) -> Baseline | None:
+        instance = context.instance
+        partition = current.partition_key
+        sweep = checkpoint_sweeps(
+            instance, [partition], checkpoint_asset_key=checkpoint_asset_key, separator=separator
+        )[partition]
+        meta = latest_metadata(instance, key, [sweep]).get(sweep)
+        if not meta or metadata_value(meta, "metric") != "score":
+            return None
+        if metadata_value(meta, "direction") != "higher":
+            return None
+        score = metadata_value(meta, "score")
+        champion = metadata_value(meta, "champion_partition")
+        if not isinstance(score, float) or not champion or champion == partition:
+            return None
+        step = metadata_value(meta, "step")
+        return Baseline("sweep champion", score, champion, step if isinstance(step, int) else None)
+
+    return _champion
 
 
 def _table(result: "EvaluationResult", rows: int) -> dg.MetadataValue:

@@ -29,7 +29,6 @@ from ..resource.tables import (
 )
 from ..storage.rows import (
     CheckpointRow,
-    MarksMissing,
     SessionRow,
     SessionStore,
     checkpoint_rows,
@@ -131,7 +130,7 @@ def run_sync(
         if len(session_buf) >= batch_size or len(checkpoint_buf) >= batch_size:
             _flush(store, session_buf, checkpoint_buf, stats)
     _flush(store, session_buf, checkpoint_buf, stats)
-    if mark_missing and isinstance(store, MarksMissing):
+    if mark_missing and hasattr(store, "mark_missing"):  # optional for a store
         stats.sessions_marked_missing = store.mark_missing(seen, now)
     stats.seconds = time.perf_counter() - started
     return stats

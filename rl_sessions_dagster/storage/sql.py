@@ -1,21 +1,12 @@
 """The one table store: every table the library writes, in any database SQLAlchemy reaches.
 
-Sessions and checkpoints (the sync), spend spans and rows (the spend asset, the GPU sensors) and
-any table added later live in one :class:`SQLAlchemyTableStore`, opened from one URL: a SQLite
-file on a laptop, the Dagster instance's PostgreSQL (its own schema) or the team's database.
-PostgreSQL and SQLite are tested for real.
-
-* Portable by construction: each write reads the stored rows of its ids, compares them in
-  Python and writes only new rows (``INSERT``) and changed rows (``UPDATE``), so no
-  dialect-specific upsert syntax is needed and the inserted / updated / unchanged counts are
+* Portable: a write reads the stored rows of its ids, compares them in Python and inserts new
+  rows and updates changed ones, so no dialect's upsert syntax is needed and the counts are
   exact. One transaction per call: a failure leaves nothing of that call written.
-* SQLite runs in WAL mode and every transaction starts with ``BEGIN IMMEDIATE``, so DDL is
-  transactional too and a concurrent writer waits (``timeout``) instead of failing.
-* The URL usually carries a password. It never leaves this module in clear: ``repr``, errors
-  and :attr:`display` use :func:`redact_url`, and database errors are re-raised as
-  :class:`TableStoreError` with the driver's message scrubbed and the statement's parameters
-  hidden. ``setting`` (what the caller configured, e.g. ``TogetherRLResource.database_url``) is
-  named in every error, so the message says what to change.
+* SQLite runs in WAL mode and every transaction is ``BEGIN IMMEDIATE`` (DDL included), so a
+  concurrent writer waits instead of failing.
+* The URL usually holds a password: ``repr``, errors and :attr:`display` redact it, and database
+  errors become :class:`TableStoreError` scrubbed of it, naming the ``setting`` to change.
 """
 
 import importlib.util
@@ -41,8 +32,6 @@ from .rows import (
 from .schema import define_tables, upgrade
 from .spend_tables import SpendTables, id_chunks
 from .urls import TableStoreConfigError, TableStoreError, check_target, is_database_url, redact_url
-
-__all__ = ["SQLAlchemyTableStore", "sqlite_url"]
 
 _R = TypeVar("_R")
 _SESSION_COLUMNS = tuple(f.name for f in fields(SessionRow))
@@ -70,9 +59,8 @@ def _driver_url(url: URL) -> URL:
 
 
 def _insert_many(conn: Connection, table: sa.Table, rows: list[dict[str, Any]]) -> None:
-    """One ``executemany`` of a statement compiled once: SQLAlchemy's per-row parameter
-    processing tripled a first sync's time, and these columns (text, integers, floats) need
-    none on any driver."""
+    # One executemany of a statement compiled once: SQLAlchemy's per-row parameter processing
+    # tripled a first sync's time, and these columns (text, numbers) need none on any driver.
     stmt = sa.insert(table).values({c: sa.bindparam(c) for c in rows[0]})
     compiled = stmt.compile(dialect=conn.dialect)
     if compiled.positional:
@@ -83,14 +71,10 @@ def _insert_many(conn: Connection, table: sa.Table, rows: list[dict[str, Any]]) 
 
 
 class SQLAlchemyTableStore(SpendTables):
-    """Every table of the library on one database URL (or SQLite file path).
-
-    Example: ``SQLAlchemyTableStore("postgresql+psycopg2://rl:PASSWORD@db:5432/analytics")``.
-    Tables are created or upgraded on open (in ``schema`` if given; PostgreSQL and other
-    schema-capable databases). Each call takes a pooled connection (checked with a ping, so a
-    restarted database is reconnected) and runs in one transaction. ``connect_timeout``
-    (seconds) bounds a connection attempt on PostgreSQL; ``timeout`` is SQLite's lock wait.
-    """
+    """Every table of the library on one database URL or SQLite file path, created or upgraded
+    on open (in ``schema`` where the database has schemas). Connections are pinged before use,
+    so a restarted database is reconnected. ``connect_timeout`` bounds a PostgreSQL connection
+    attempt; ``timeout`` is SQLite's lock wait."""
 
     def __init__(
         self,
@@ -194,8 +178,8 @@ class SQLAlchemyTableStore(SpendTables):
         return text
 
     def _guard(self, action: str, fn: Callable[[], _R]) -> _R:
-        """Run ``fn``; database errors become a :class:`TableStoreError` naming the redacted URL
-        and the setting. ``from None``: the driver's exception chain is not carried along."""
+        """Run ``fn``; a database error becomes a :class:`TableStoreError` (``from None``: the
+        driver's chain, which may quote the URL, is not carried along)."""
         try:
             return fn()
         except TableStoreError:
@@ -259,7 +243,7 @@ class SQLAlchemyTableStore(SpendTables):
         ignore: Collection[str] = (),
     ) -> tuple[int, int]:
         """Insert new ids, update ids whose values (but the ``ignore``d) differ; (new, changed).
-        Every row of one call has the same columns; an update sets only those columns."""
+        The rows of one call have the same columns; an update sets only those."""
         if not by_id:
             return 0, 0
         some = next(iter(by_id.values()))

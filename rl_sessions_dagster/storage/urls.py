@@ -56,7 +56,6 @@ def redact_url(url: object) -> str:
     if not is_database_url(text):
         return text
     try:
-
         return make_url(url).render_as_string(hide_password=True)  # type: ignore[arg-type]
     except Exception:
         return re.sub(r"(//[^/:@]*):[^@/]*@", r"\1:***@", text)
