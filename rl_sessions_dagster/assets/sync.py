@@ -141,20 +141,16 @@ def _build_filter(
     created_by: str | None,
     model_resources_id: str | None,
 ) -> "SessionFilter | None":
-    if created_by is None and model_resources_id is None:
+    shortcuts = (("created_by", created_by), ("model_resources_id", model_resources_id))
+    given: dict[str, Any] = {name: value for name, value in shortcuts if value is not None}
+    if not given:
         return session_filter
     base = session_filter or SessionFilter()
-    for name, value in (("created_by", created_by), ("model_resources_id", model_resources_id)):
+    for name, value in given.items():
         current = getattr(base, name)
-        if value is not None and current is not None and current != value:
+        if current is not None and current != value:
             raise ValueError(f"{name}={value!r} contradicts session_filter.{name}={current!r}")
-    return dataclasses.replace(
-        base,
-        created_by=created_by if created_by is not None else base.created_by,
-        model_resources_id=(
-            model_resources_id if model_resources_id is not None else base.model_resources_id
-        ),
-    )
+    return dataclasses.replace(base, **given)
 
 
 def build_session_sync_asset(
