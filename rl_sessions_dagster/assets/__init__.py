@@ -1,9 +1,8 @@
-"""Assets: the checkpoint partitions and spec, the built-in checkpoint evaluation, the sweep
-champions, the finished-session report, and the scheduled session/checkpoint sync."""
+"""Assets: the checkpoint spec, the checkpoint evaluation, the session report, and the table
+assets (the session sync, the spend)."""
 
-from .champion import champion_baseline
 from .checkpoints import CHECKPOINT_ASSET_SPEC
-from .evaluation import build_evaluation_asset
+from .evaluation import build_evaluation_asset, champion_baseline
 from .report import build_session_report_asset
 from .spend import build_spend_asset
 from .sync import build_session_sync_asset

@@ -1,36 +1,12 @@
-"""The inference-checkpoint asset spec: one dynamic partition per checkpoint (partitions and keys
-live in :mod:`rl_sessions_dagster.partitions`, shared with the sensors).
-
-The sensors add a partition for each checkpoint they announce and record a runless
-materialization of this external asset, so a user's evaluation asset can depend on it and be
-driven either by the sensor's runs or by ``AutomationCondition.eager()``.
-"""
-
+"""The inference-checkpoint asset: external, one dynamic partition per checkpoint. The sensors
+add each checkpoint's partition and record a runless materialization, so an evaluation asset
+downstream runs from the sensors' run requests or from ``AutomationCondition.eager()``."""
 
 import dagster as dg
 
-from ..partitions import (
-    CHECKPOINT_ASSET_KEY,
-    CHECKPOINT_PARTITIONS,
-    CHECKPOINT_PARTITIONS_NAME,
-    checkpoint_id_for_partition,
-    checkpoint_metadata,
-    checkpoint_partition_key,
-)
+from ..partitions import CHECKPOINT_ASSET_KEY, CHECKPOINT_PARTITIONS
 
-__all__ = [
-    "CHECKPOINT_ASSET_KEY",
-    "CHECKPOINT_ASSET_SPEC",
-    "CHECKPOINT_PARTITIONS",
-    "CHECKPOINT_PARTITIONS_NAME",
-    "checkpoint_id_for_partition",
-    "checkpoint_metadata",
-    "checkpoint_partition_key",
-]
-
-
-#: The external, partitioned spec of inference checkpoints, ready to be upstream; change its key,
-#: group or owners with ``CHECKPOINT_ASSET_SPEC.replace_attributes(...)``.
+#: Change its key, group or owners with ``CHECKPOINT_ASSET_SPEC.replace_attributes(...)``.
 CHECKPOINT_ASSET_SPEC = dg.AssetSpec(
     key=CHECKPOINT_ASSET_KEY,
     description=(

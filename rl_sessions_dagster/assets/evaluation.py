@@ -1,18 +1,10 @@
 """``build_evaluation_asset``: the built-in evaluation of each registered checkpoint.
 
-One partition per checkpoint (the sensors' ``CHECKPOINT_PARTITIONS``). A run reads the
-checkpoint, asks its registered model every item of the dataset through the public
-``chat_completion`` call, grades the answers (``rl_sessions_dagster.evaluation``) and records
-the score, per-grader scores, an items table (failures first), latency, tokens and estimated
-cost. An asset check compares the score with baselines; the first is the previous checkpoint
-of the same session. A baseline is a function, so another comparison (e.g. the sweep's
-champion) is one more entry in ``baselines``.
-
-Plots: Dagster plots numeric metadata across an asset's materializations. ``score`` is the
-one line over every checkpoint; ``score <session label>`` is recorded only for that session's
-checkpoints, so the asset's Overview shows one plot per session.
-
-The dataset is read and validated when this builder runs, i.e. when the definitions load.
+A run asks the checkpoint's model every item of the dataset, grades the answers and records
+the score, per-grader scores, an items table (failures first), latency, tokens and cost. A check
+compares the score with baselines (functions: the previous checkpoint, the sweep's champion).
+``score <session label>`` is recorded for that session's checkpoints only, so the Overview
+plots one line per session beside ``score`` over all.
 """
 
 import json
@@ -29,23 +21,16 @@ from ..evaluation.runner import EvaluationFailed, EvaluationResult
 from ..evaluation.runner import run_evaluation as run_engine
 from ..evaluation.spec import EvaluationSpec, LoadedEvaluation
 from ..partitions import (
+    CHAMPION_ASSET_KEY,
     CHECKPOINT_ASSET_KEY,
     CHECKPOINT_PARTITIONS,
     EVALUATION_ASSET_KEY,
     checkpoint_id_for_partition,
+    checkpoint_sweeps,
+    latest_metadata,
+    metadata_value,
 )
 from ..resource import TogetherRLResource
-
-__all__ = [
-    "EVALUATION_ASSET_KEY",
-    "SCORE_CHECK_NAME",
-    "Baseline",
-    "BaselineFinder",
-    "EvaluatedCheckpoint",
-    "build_evaluation_asset",
-    "evaluation_metadata",
-    "previous_checkpoint_baseline",
-]
 
 SCORE_CHECK_NAME = "score_not_dropping"
 _TEXT_CHARS = 200
@@ -81,11 +66,6 @@ BaselineFinder = Callable[
 ]
 
 
-def _value(meta: dict[str, Any], name: str) -> Any:
-    v = meta.get(name)
-    return v.value if isinstance(v, dg.MetadataValue) else v
-
-
 def _step_of(partition_key: str) -> int | None:
     parts = partition_key.split("/")
     return int(parts[1]) if len(parts) == 3 and parts[1].isdigit() else None
@@ -111,26 +91,47 @@ def previous_checkpoint_baseline(
     ]
     earlier.sort(key=lambda k: _step_of(k) or 0, reverse=True)
     candidates = earlier[:_BASELINE_CANDIDATES]
-    if not candidates:
-        return None
-    records = context.instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=key, asset_partitions=candidates),
-        limit=len(candidates) * 4,
-    ).records
-    latest: dict[str, dict[str, Any]] = {}
-    for record in records:  # newest first: keep each partition's latest
-        mat = record.asset_materialization
-        if mat is not None and mat.partition and mat.partition not in latest:
-            latest[mat.partition] = dict(mat.metadata)
+    latest = latest_metadata(context.instance, key, candidates)
     for partition in candidates:
         meta = latest.get(partition)
-        if meta is None or _value(meta, "session_id") != current.session_id:
+        if not meta or metadata_value(meta, "session_id") != current.session_id:
             continue
-        score = _value(meta, "score")
-        if _value(meta, "dataset_digest") != current.dataset_digest or not isinstance(score, float):
-            continue
-        return Baseline("previous checkpoint", score, partition, _step_of(partition))
+        score, digest = metadata_value(meta, "score"), metadata_value(meta, "dataset_digest")
+        if digest == current.dataset_digest and isinstance(score, float):
+            return Baseline("previous checkpoint", score, partition, _step_of(partition))
     return None
+
+
+def champion_baseline(
+    key: dg.AssetKey = CHAMPION_ASSET_KEY,
+    *,
+    checkpoint_asset_key: dg.AssetKey = CHECKPOINT_ASSET_KEY,
+    separator: str = "-",
+) -> BaselineFinder:
+    """A baseline of the checkpoint's sweep champion (the latest materialization of ``key`` for
+    the sweep), when it is another checkpoint and its metric is ``score``, higher is better."""
+
+    def _champion(
+        context: dg.AssetExecutionContext, _: dg.AssetKey, current: EvaluatedCheckpoint
+    ) -> Baseline | None:
+        instance = context.instance
+        partition = current.partition_key
+        sweep = checkpoint_sweeps(
+            instance, [partition], checkpoint_asset_key=checkpoint_asset_key, separator=separator
+        )[partition]
+        meta = latest_metadata(instance, key, [sweep]).get(sweep)
+        if not meta or metadata_value(meta, "metric") != "score":
+            return None
+        if metadata_value(meta, "direction") != "higher":
+            return None
+        score = metadata_value(meta, "score")
+        champion = metadata_value(meta, "champion_partition")
+        if not isinstance(score, float) or not champion or champion == partition:
+            return None
+        step = metadata_value(meta, "step")
+        return Baseline("sweep champion", score, champion, step if isinstance(step, int) else None)
+
+    return _champion
 
 
 def _table(result: "EvaluationResult", rows: int) -> dg.MetadataValue:
@@ -150,15 +151,14 @@ def _table(result: "EvaluationResult", rows: int) -> dg.MetadataValue:
             for name, g in r.grades.items()
         )
         expected = r.item.expected
+        expected = expected if isinstance(expected, str) else json.dumps(expected)
         records.append(
             dg.TableRecord(
                 {
                     "item": r.item.id,
                     "sample": r.sample,
                     "verdict": r.verdict,
-                    "expected": (expected if isinstance(expected, str) else json.dumps(expected))[
-                        :_TEXT_CHARS
-                    ],
+                    "expected": expected[:_TEXT_CHARS],
                     "answer": r.answer[:_TEXT_CHARS],
                     "graders": grades[:_TEXT_CHARS],
                     "latency_ms": round(r.latency_s * 1000, 1),

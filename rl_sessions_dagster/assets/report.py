@@ -1,13 +1,9 @@
 """``build_session_report_asset``: one report per finished session, no Python.
 
-A run is requested by the event sensor for each session_stopped/error/expired event and tagged
-``together/session_id``; the asset reads the session once from the API (final status, error
-code and message, step, checkpoints, W&B link), each checkpoint's latest score from the
-evaluation asset's materializations in the instance, and the session's estimated spend from
-the spend tables. Each materialization is one session's report, so the asset's history is the
-list of finished sessions; ``session_id`` and ``status`` are metadata to filter on. A missing
-evaluation or spend is said in the report, never a failure: a report of a session that never
-reached an evaluation is still a report.
+The event sensor requests a run per stopped/error/expired session, tagged
+``together/session_id``. The report reads the session once from the API, each checkpoint's
+latest score from the evaluation's materializations and the spend from the spend tables; a
+missing score or spend is said in the report, never a failure.
 """
 
 import os
@@ -26,16 +22,8 @@ from ..partitions import (
     metadata_value,
 )
 from ..resource import TogetherRLResource
-from ..resource.tables import open_table_store
+from ..resource.tables import expand_target, open_table_store
 from ..storage.urls import TableStoreConfigError, TableStoreError
-
-__all__ = [
-    "REPORT_ASSET_KEY",
-    "ReportConfig",
-    "SessionSpend",
-    "build_session_report_asset",
-    "session_spend",
-]
 
 REPORT_ASSET_KEY = dg.AssetKey(["together", "session_report"])
 SESSION_TAG = "together/session_id"
@@ -60,24 +48,13 @@ def session_spend(
     session_id: str,
     db_path: str | None = None,
 ) -> SessionSpend | None:
-    """The session's row of the spend tables (where the resource's ``database_url`` puts every
-    table, or ``db_path``), if the spend asset has written one."""
-    if db_path and "://" not in db_path:
-        db_path = os.path.expanduser(os.path.expandvars(db_path))
-        if db_path != ":memory:" and not os.path.exists(db_path):
-            return None  # never create a file just to find it empty
+    """The session's row of the spend tables (or of ``db_path``), if a spend run wrote one."""
+    db_path = expand_target(db_path) if db_path else None
+    if db_path and "://" not in db_path and db_path != ":memory:" and not os.path.exists(db_path):
+        return None  # never create a file just to find it empty
     with open_table_store(resource, instance, db_path, url_setting="spend_db_path") as store:
         row = store.load_session_spend(session_id)
     return SessionSpend(*row) if row else None
-
-
-def _scores(
-    instance: dg.DagsterInstance, key: dg.AssetKey, partitions: Sequence[str]
-) -> dict[str, dict[str, Any]]:
-    return {
-        p: {k: metadata_value(meta, k) for k in meta}
-        for p, meta in latest_metadata(instance, key, partitions).items()
-    }
 
 
 def _checkpoint_rows(
@@ -87,7 +64,7 @@ def _checkpoint_rows(
     ckpts = sorted(session.inference_checkpoints, key=lambda c: (c.step or 0, c.id))
     for c in ckpts:
         partition = checkpoint_partition_key(session, c)
-        value = scores.get(partition, {}).get(metric)
+        value = metadata_value(scores.get(partition, {}), metric)
         reg = c.registration
         rows.append(
             {
@@ -195,13 +172,9 @@ def build_session_report_asset(
     group_name: str | None = "together_rl",
     description: str | None = None,
 ) -> dg.AssetsDefinition:
-    """An asset whose each materialization reports one finished session (route the terminal
-    events to it: the run's ``together/session_id`` tag names the session).
-
-    Scores come from ``evaluation_key``'s ``metric`` metadata, per checkpoint partition; spend
-    from the library's tables (the resource's ``database_url``, see ``TogetherRLResource``),
-    or ``spend_db_path`` when the spend asset was given its own.
-    """
+    """An asset whose each materialization reports one finished session (the run's
+    ``together/session_id`` tag names it). Scores are ``evaluation_key``'s ``metric`` metadata;
+    spend comes from the library's tables, or ``spend_db_path`` if the spend asset has its own."""
 
     @dg.asset(
         key=dg.AssetKey.from_coercible(key),
@@ -227,9 +200,8 @@ def build_session_report_asset(
         with resource.get_client() as client:
             session = client.get_session(session_id)
         partitions = [checkpoint_partition_key(session, c) for c in session.inference_checkpoints]
-        rows = _checkpoint_rows(
-            session, _scores(context.instance, evaluation_key, partitions), metric
-        )
+        scores = latest_metadata(context.instance, evaluation_key, partitions)
+        rows = _checkpoint_rows(session, scores, metric)
         try:
             spend = session_spend(resource, context.instance, session.id, spend_db_path)
         except (TableStoreConfigError, TableStoreError) as exc:

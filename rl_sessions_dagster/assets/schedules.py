@@ -1,6 +1,4 @@
-"""The Component's job and schedule for a table asset (the sessions sync, the spend): one asset
-job each and a cron schedule. In Python, ``dg.define_asset_job`` and ``dg.ScheduleDefinition``
-do the same in two lines."""
+"""The Component's asset job and cron schedule for a table asset (the sync, the spend)."""
 
 from typing import Any
 

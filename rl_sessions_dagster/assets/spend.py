@@ -1,22 +1,12 @@
 """The spend asset: estimated GPU cost per model resource, per session and per sweep.
 
-Each run lists the model resources and the sessions, folds what it sees into the billed spans
-kept in the library's tables (:func:`~rl_sessions_dagster.resource.open_table_store`, the same
-database as the sync's), prices each configuration
-once with ``estimate-cost`` (no side effects; cached per configuration within the run and
-stored per resource, so a resource is priced once in its life), and writes the two spend
-tables. Its materialization carries the totals and two tables the UI renders
-(``MetadataValue.table``): resources and sweeps.
-
-Numbers are estimates: price x observed READY time (see ``core/spend.py`` for how the span is
-observed). Schedule it as often as the precision you want on READY transitions. What a run
-does is :func:`run_spend` (observe, price, compute, store; no Dagster) and
-:func:`spend_metadata`, below the asset.
-
-No ``from __future__ import annotations`` here: Dagster must see the real ``context`` type.
+Each run folds what it lists into the billed spans kept in the library's tables (the sync's
+database), prices each resource once in its life with ``estimate-cost`` (no side effects), and
+writes the two spend tables. Numbers are estimates: price x observed READY time (see
+``core/spend.py``), as precise as the schedule is frequent. :func:`run_spend` is the pass
+without Dagster.
 """
 
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -39,37 +29,16 @@ from ..core.spend import (
     sweep_totals,
 )
 from ..resource import TogetherRLResource
-from ..resource.tables import DEFAULT_DB_FILENAME, db_metadata, open_table_store
+from ..resource.tables import TableConfig, db_metadata, open_table_store, table_kinds
 from ..storage import SpendStore
 from ..storage.rows import ResourceSpendRow, SessionSpendRow
 
-__all__ = [
-    "DEFAULT_SPEND_DB_FILENAME",
-    "SPEND_ASSET_KEY",
-    "SpendConfig",
-    "SpendReport",
-    "build_spend_asset",
-    "run_spend",
-    "spend_metadata",
-]
-
 SPEND_ASSET_KEY = dg.AssetKey(["together", "rl_spend"])
-#: The sync's database by default, so spend rows join the rl_sessions table.
-DEFAULT_SPEND_DB_FILENAME = DEFAULT_DB_FILENAME
 
 
-class SpendConfig(dg.Config):
+class SpendConfig(TableConfig):
     """Run config of the spend asset."""
 
-    db_path: str | None = Field(
-        default=None,
-        description=(
-            "Override of where this run keeps spans and spend rows: a SQLAlchemy URL (write "
-            "$VAR, not the password) or a file path. Default: the tables' database of every "
-            "asset (database_url / $RL_TABLES_URL / the instance's PostgreSQL / "
-            f"<DAGSTER_HOME>/{DEFAULT_SPEND_DB_FILENAME})."
-        ),
-    )
     created_by: str | None = Field(
         default=None,
         description='Only these resources ("me" or a user id); every session on them counts.',
@@ -100,7 +69,7 @@ def build_spend_asset(
         or "Estimated Together RL GPU spend: price_per_hour x billed READY time, per model "
         "resource, session and sweep (tables rl_resource_spend, rl_session_spend).",
         group_name=group_name,
-        kinds={"together", "sql"},
+        kinds=table_kinds(db_path),
         required_resource_keys={resource_key},
         metadata={"dagster/table_name": "rl_resource_spend"},
     )
@@ -108,10 +77,7 @@ def build_spend_asset(
         context: dg.AssetExecutionContext, config: SpendConfig
     ) -> dg.MaterializeResult:
         resource: TogetherRLResource = getattr(context.resources, resource_key)
-        override = config.db_path or db_path
-        if override and override != ":memory:":
-            override = os.path.expanduser(os.path.expandvars(override))
-        setting = "the run config's db_path" if config.db_path else "the asset's db_path"
+        override, setting = config.override(db_path)
         sweep_of = sweep_function(config.group_by, config.name_separator)
         clock = ServerClock()
         with (
@@ -122,7 +88,6 @@ def build_spend_asset(
             report = run_spend(
                 client, store, created_by=config.created_by, sweep_of=sweep_of, clock=clock
             )
-        now = report.now_ms
         for err in report.price_errors:
             context.log.warning(f"estimate-cost failed, resource left unpriced: {err}")
         context.log.info(
@@ -131,7 +96,7 @@ def build_spend_asset(
             f"{report.price_requests} estimate-cost request(s), "
             f"{client.stats.requests} API request(s) ({client.stats.retries} retried)"
         )
-        metadata = spend_metadata(report, now_ms=now, rows=config.table_rows, path=path)
+        metadata = spend_metadata(report, rows=config.table_rows, path=path)
         # Each retry is a WARNING in this run's log (the resource routes them there).
         metadata["api_requests"] = dg.MetadataValue.int(client.stats.requests)
         metadata["api_retries"] = dg.MetadataValue.int(client.stats.retries)
@@ -237,11 +202,29 @@ def run_spend(
     )
 
 
+_RESOURCE_COLUMNS = {
+    "resource_id": "string",
+    "status": "string",
+    "base_model": "string",
+    "ready_from": "string",
+    "billed_hours": "float",
+    "price_per_hour": "float",
+    "cost": "float",
+    "idle_cost": "float",
+}
+_SWEEP_COLUMNS = {"sweep": "string", "sessions": "int", "billed_hours": "float", "cost": "float"}
+
+
+def _table(records: list[dg.TableRecord], columns: dict[str, str]) -> dg.MetadataValue:
+    schema = dg.TableSchema([dg.TableColumn(name, kind) for name, kind in columns.items()])
+    return dg.MetadataValue.table(records, schema=schema)
+
+
 def _iso(ms: int | None) -> str | None:
     return None if ms is None else datetime.fromtimestamp(ms / 1000, UTC).isoformat()
 
 
-def spend_metadata(report: SpendReport, *, now_ms: int, rows: int, path: str) -> dict[str, Any]:
+def spend_metadata(report: SpendReport, *, rows: int, path: str) -> dict[str, Any]:
     """Totals plus two tables the UI renders: resources by cost, sweeps by cost."""
     spend = report.spend
     resource_records = []
@@ -267,7 +250,6 @@ def spend_metadata(report: SpendReport, *, now_ms: int, rows: int, path: str) ->
         )
         for k, (n, h, c) in list(report.sweeps.items())[:rows]
     ]
-    col = dg.TableColumn
     return {
         "total_cost": dg.MetadataValue.float(float(round(spend.total_cost, 4))),
         "idle_cost": dg.MetadataValue.float(float(round(sum(spend.idle_cost.values()), 4))),
@@ -279,32 +261,8 @@ def spend_metadata(report: SpendReport, *, now_ms: int, rows: int, path: str) ->
         ),
         "unpriced_resources": dg.MetadataValue.int(len(spend.unpriced)),
         "estimate_cost_requests": dg.MetadataValue.int(report.price_requests),
-        "resources": dg.MetadataValue.table(
-            resource_records,
-            schema=dg.TableSchema(
-                columns=[
-                    col("resource_id", "string"),
-                    col("status", "string"),
-                    col("base_model", "string"),
-                    col("ready_from", "string"),
-                    col("billed_hours", "float"),
-                    col("price_per_hour", "float"),
-                    col("cost", "float"),
-                    col("idle_cost", "float"),
-                ]
-            ),
-        ),
-        "sweeps": dg.MetadataValue.table(
-            sweep_records,
-            schema=dg.TableSchema(
-                columns=[
-                    col("sweep", "string"),
-                    col("sessions", "int"),
-                    col("billed_hours", "float"),
-                    col("cost", "float"),
-                ]
-            ),
-        ),
-        "computed_at": dg.MetadataValue.text(_iso(now_ms) or ""),
+        "resources": _table(resource_records, _RESOURCE_COLUMNS),
+        "sweeps": _table(sweep_records, _SWEEP_COLUMNS),
+        "computed_at": dg.MetadataValue.text(_iso(report.now_ms) or ""),
         "db_path": db_metadata(path),
     }

@@ -1,51 +1,44 @@
-"""What one sync run shows: its counts (:class:`SyncStats`) and the materialization's metadata
-(table size, status mix, newest sessions, what this run wrote, unreadable items, API cost)
-and the column schema of the sessions table."""
-
-from __future__ import annotations
+"""What one sync run shows: its counts (:class:`SyncStats`), the materialization's metadata and
+the column schema of the sessions table."""
 
 import heapq
-from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import dagster as dg
+import sqlalchemy as sa
 
 from ..api.pages import SkippedItem
 from ..resource.tables import db_metadata
 from ..storage.rows import SessionRow, StoreCounts, UpsertResult
+from ..storage.schema import define_tables
 
-__all__ = ["SESSION_TABLE_SCHEMA", "SyncStats", "sync_metadata"]
 
-
+@dataclass
 class SyncStats:
-    """What one sync did: rows per table, sessions by status, newest sessions, requests."""
+    """What one sync did: rows written per table, the newest sessions seen, API requests."""
 
-    def __init__(self, newest_limit: int = 10) -> None:
-        self.sessions_seen = 0
-        self.checkpoints_seen = 0
-        self.duplicates_skipped = 0
-        self.sessions_marked_missing = 0
-
-        self.sessions_written = UpsertResult()
-        self.checkpoints_written = UpsertResult()
-        self.seen_by_status: Counter[str] = Counter()
-        self.api_requests = 0
-        self.api_calls = 0
-        #: Requests sent again after a transient failure (each one is a WARNING in the run log).
-        self.api_retries = 0
-        self.seconds = 0.0
-        #: List items the API sent that could not be read (not in the table; see metadata).
-        self.skipped: list[SkippedItem] = []
-        self._newest_limit = newest_limit
-        self._newest: list[tuple[str, str, SessionRow]] = []  # min-heap on (created_at, id)
+    newest_limit: int = 10
+    sessions_seen: int = 0
+    checkpoints_seen: int = 0
+    duplicates_skipped: int = 0
+    sessions_marked_missing: int = 0
+    sessions_written: UpsertResult = field(default_factory=UpsertResult)
+    checkpoints_written: UpsertResult = field(default_factory=UpsertResult)
+    api_requests: int = 0
+    #: Requests sent again after a transient failure (each one is a WARNING in the run log).
+    api_retries: int = 0
+    seconds: float = 0.0
+    #: List items the API sent that could not be read (not in the table; see metadata).
+    skipped: list[SkippedItem] = field(default_factory=list)
+    _newest: list[tuple[str, str, SessionRow]] = field(default_factory=list, repr=False)
 
     def observe(self, row: SessionRow, n_checkpoints: int) -> None:
         self.sessions_seen += 1
         self.checkpoints_seen += n_checkpoints
-        self.seen_by_status[row.status] += 1
-        if self._newest_limit:
-            item = (row.created_at or "", row.id, row)
-            if len(self._newest) < self._newest_limit:
+        if self.newest_limit:
+            item = (row.created_at or "", row.id, row)  # a min-heap on (created_at, id)
+            if len(self._newest) < self.newest_limit:
                 heapq.heappush(self._newest, item)
             elif item[:2] > self._newest[0][:2]:
                 heapq.heapreplace(self._newest, item)
@@ -128,22 +121,10 @@ def sync_metadata(
 
 
 SESSION_TABLE_SCHEMA = dg.TableSchema(
-    columns=[
-        dg.TableColumn("id", "text", description="Session id (primary key)."),
-        dg.TableColumn("display_name", "text"),
-        dg.TableColumn("status", "text", description="Short status, e.g. RUNNING."),
-        dg.TableColumn("raw_status", "text", description="Status constant as sent by the API."),
-        dg.TableColumn("base_model", "text"),
-        dg.TableColumn("model_resources_id", "text"),
-        dg.TableColumn("created_by", "text"),
-        dg.TableColumn("created_at", "text", description="ISO 8601 UTC."),
-        dg.TableColumn("updated_at", "text", description="ISO 8601 UTC."),
-        dg.TableColumn("step", "integer"),
-        dg.TableColumn("error_code", "text"),
-        dg.TableColumn("error_message", "text"),
-        dg.TableColumn("wandb_url", "text"),
-        dg.TableColumn("wandb_project", "text"),
-        dg.TableColumn("n_inference_checkpoints", "integer"),
-        dg.TableColumn("synced_at", "text", description="When a sync last wrote this row."),
+    [
+        dg.TableColumn(
+            c.name, "integer" if isinstance(c.type, sa.Integer) else "text", description=c.doc
+        )
+        for c in define_tables().sessions.columns
     ]
 )

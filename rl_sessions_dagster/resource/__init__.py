@@ -1,10 +1,5 @@
-"""How Dagster reaches the service and the library's tables: :class:`TogetherRLResource`
-(configuration; it builds the API client), the retry log that puts the client's retries in the
-run's or tick's Dagster log, and :func:`open_table_store`, the one way a run or a tick opens
-the tables.
-
-Dagster glue that ``sensors/`` and ``assets/`` share (neither imports the other).
-"""
+"""Dagster glue ``sensors/`` and ``assets/`` share: :class:`TogetherRLResource`, the retry log
+and :func:`open_table_store`, the one way a run or a tick opens the tables."""
 
 from .tables import open_table_store
 from .together_rl import TogetherRLResource

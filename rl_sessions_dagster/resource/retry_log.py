@@ -1,14 +1,7 @@
-"""Retries where users look: every retry of the API client becomes a WARNING in the Dagster log
-of the run or sensor tick that made it, and is counted.
-
-Why: the ``rl_sessions_dagster.api`` Python logger is forwarded by nothing, so without this
-two 503s during a sync would leave no trace in the run's event log. The API layer stays Dagster-free and only offers the hook (``RetryPolicy.on_retry`` with a
-key-free :class:`~rl_sessions_dagster.api.RetryEvent`); this module turns events into lines.
-It imports no Dagster either: any object with ``warning``/``info`` methods is a log.
-
-Which log a client writes to is chosen by ``TogetherRLResource.get_client``: an explicit
-``log=``, else the log of the sensor tick being evaluated (:func:`tick_retry_log`, entered by
-every sensor of this library), else the log Dagster gave the resource for the run.
+"""Every retry of the API client as a WARNING in the Dagster log of the run or tick that made it,
+counted: the ``rl_sessions_dagster.api`` Python logger is forwarded by nothing, so without this a
+retried 503 would leave no trace in the event log. No Dagster import: any object with
+``warning``/``info`` is a log.
 """
 
 import contextlib
@@ -20,12 +13,9 @@ from typing import Any, Protocol
 
 from ..api.retries import RetryEvent
 
-__all__ = ["Log", "RetryLog", "current_tick_retry_log", "tick_retry_log"]
-
 
 class Log(Protocol):
-    """What a retry log needs: ``logging.Logger``, Dagster's ``context.log`` and its log
-    manager all qualify."""
+    """``logging.Logger``, Dagster's ``context.log`` and its log manager all qualify."""
 
     def warning(self, msg: str, *args: Any, **kwargs: Any) -> Any: ...
 
@@ -33,10 +23,8 @@ class Log(Protocol):
 
 
 class RetryLog:
-    """An ``on_retry`` hook: one WARNING per retry on ``log``, counted per endpoint.
-
-    Thread-safe, so one instance can serve every client of a tick.
-    """
+    """An ``on_retry`` hook: one WARNING per retry, counted per endpoint; thread-safe, so one
+    serves every client of a tick."""
 
     def __init__(self, log: Log) -> None:
         self.log = log
@@ -70,11 +58,8 @@ _TICK: ContextVar[RetryLog | None] = ContextVar("rl_sessions_dagster_tick_retry_
 
 @contextlib.contextmanager
 def tick_retry_log(log: Log) -> Iterator[RetryLog]:
-    """While a sensor tick is evaluated, clients made by the resource log retries to ``log``.
-
-    A context variable, set and reset around the evaluation: nothing process-wide changes, and
-    a tick evaluated in another thread keeps its own log.
-    """
+    """While a tick is evaluated, the resource's clients log retries to ``log``: a context
+    variable, so nothing process-wide changes and a tick in another thread keeps its own."""
     retries = RetryLog(log)
     token = _TICK.set(retries)
     try:

@@ -1,23 +1,7 @@
-"""``open_table_store``: the one way a run or a tick opens the library's tables.
-
-The sync, the spend asset and the GPU sensors all call it with ``context.instance``, so every
-table lands in one database chosen by one setting, in this order:
-
-1. ``url`` (an asset's ``db_path`` override: builder argument or run config);
-2. ``TogetherRLResource.database_url`` (e.g. ``dg.EnvVar("RL_TABLES_URL")``);
-3. the ``RL_TABLES_URL`` environment variable of the process;
-4. the instance's own PostgreSQL (its run storage), in the schema ``together_rl``;
-5. ``<DAGSTER_HOME>/together_rl_sync.sqlite``: the laptop default.
-
-A SQLite file is refused when the instance's run launcher starts each run in a new container
-(Kubernetes, ECS, Docker, Celery-K8s, Dagster+ agents): every run would start with an empty file
-and lose it at exit, so the tables would never accumulate and spend, which adds up READY time
-across runs, would under-report. The check runs here, when a run or tick first opens the store,
-before any connection: the definitions are loaded without an instance (a code server need not
-have one) and loading them never connects to the tables' database. A literal URL of a backend
-no store can use is refused earlier, when the resource is built.
-
-Dagster glue shared by ``assets/`` and ``sensors/`` (neither imports the other).
+"""The one way a run or a tick opens the library's tables, so every table lands in one database
+chosen by one setting (order in :func:`resolve_tables_target`). A SQLite file is refused when
+each run starts in a new container: the file would start empty and be lost after every run.
+Nothing here connects while definitions load (a code server need not have an instance).
 """
 
 import os
@@ -27,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import dagster as dg
+from pydantic import Field
 
 from ..storage.sql import SQLAlchemyTableStore
 from ..storage.urls import (
@@ -37,17 +22,6 @@ from ..storage.urls import (
     redact_url,
 )
 from .together_rl import TABLES_URL_ENV, TogetherRLResource
-
-__all__ = [
-    "DEFAULT_DB_FILENAME",
-    "TABLES_SCHEMA",
-    "TABLES_URL_ENV",
-    "TablesTarget",
-    "containerized_run_launcher",
-    "db_metadata",
-    "open_table_store",
-    "resolve_tables_target",
-]
 
 DEFAULT_DB_FILENAME = "together_rl_sync.sqlite"
 #: Schema of the tables in the instance's own PostgreSQL (kept apart from Dagster's tables).
@@ -77,20 +51,52 @@ _CONTAINER_MODULES = (
 
 @dataclass(frozen=True)
 class TablesTarget:
-    """Where the tables go for one run: ``url`` (may hold a password: never show it),
-    ``schema`` and ``setting``, the configuration that chose it (named in every error)."""
+    """Where the tables go for one run; ``setting`` (what chose it) is named in every error."""
 
-    url: str
+    url: str  # may hold a password: never shown
     schema: str | None
     setting: str
 
     def __repr__(self) -> str:
-
         return f"TablesTarget({redact_url(self.url)!r}, schema={self.schema!r})"
 
 
+class TableConfig(dg.Config):
+    """Run config shared by the table assets (the sync, the spend)."""
+
+    db_path: str | None = Field(
+        default=None,
+        description=(
+            "Override of where this run keeps its tables: a SQLAlchemy URL (keep its password out "
+            "of run config: write $VAR) or a file path; environment variables and ~ are "
+            "expanded. Default: the asset's db_path, else the tables' database of every asset "
+            f"(database_url / ${TABLES_URL_ENV} / the instance's PostgreSQL / "
+            f"<DAGSTER_HOME>/{DEFAULT_DB_FILENAME})."
+        ),
+    )
+
+    def override(self, default: str | None) -> tuple[str | None, str]:
+        """This run's override (run config, else the builder's) and the setting it names."""
+        if self.db_path:
+            return self.db_path, "the run config's db_path"
+        return default, "the asset's db_path"
+
+
+def expand_target(url: str) -> str:
+    """``$VAR`` and ``~`` expanded: run config names a URL without holding its password."""
+    return url if url == ":memory:" else os.path.expanduser(os.path.expandvars(url))
+
+
+def table_kinds(db_path: str | None) -> set[str]:
+    """The asset's kinds: its backend when the builder fixes it, else just "sql" (a ``$VAR`` or
+    nothing: the database is chosen at run time)."""
+    backend = backend_of(db_path) if db_path else None
+    if db_path and backend is None and "$" not in db_path:
+        backend = "sqlite"  # a plain file path
+    return {"together", {"postgresql": "postgres", "sqlite": "sqlite"}.get(backend or "", "sql")}
+
+
 def _instance_postgres_url(instance: dg.DagsterInstance) -> str | None:
-    """The URL of the instance's run storage when it is dagster-postgres', else None."""
     try:
         storage = instance.run_storage
     except Exception:
@@ -100,10 +106,8 @@ def _instance_postgres_url(instance: dg.DagsterInstance) -> str | None:
 
 
 def containerized_run_launcher(instance: dg.DagsterInstance) -> str | None:
-    """``module.Class`` of the instance's run launcher when it starts runs in new containers.
-
-    Read from the instance's configuration, without building the launcher (its package, e.g.
-    dagster-k8s, need not be installed where this runs)."""
+    """``module.Class`` of the instance's run launcher when it starts runs in new containers,
+    read from the configuration (the launcher's package need not be installed here)."""
     name = module = None
     try:
         data = instance.get_ref().run_launcher_data
@@ -129,11 +133,12 @@ def resolve_tables_target(
     *,
     url_setting: str = "the asset's db_path",
 ) -> TablesTarget:
-    """Where this run's tables go (see the module docstring for the order); refuses a file the
-    run launcher's containers cannot keep. Connects to nothing."""
+    """Where this run's tables go: ``url`` (an asset's override, expanded), the resource's
+    ``database_url``, ``$RL_TABLES_URL``, the instance's PostgreSQL (schema ``together_rl``),
+    else ``<DAGSTER_HOME>/together_rl_sync.sqlite``. Connects to nothing."""
     configured = resource.tables_url() if resource is not None else None
     if url:
-        target = TablesTarget(url, None, url_setting)
+        target = TablesTarget(expand_target(url), None, url_setting)
     elif configured is not None:
         target = TablesTarget(configured[0], None, configured[1])
     elif (pg := _instance_postgres_url(instance)) is not None:
@@ -174,15 +179,9 @@ def open_table_store(
     url_setting: str = "the asset's db_path",
     **store_options: Any,
 ) -> "Iterator[SQLAlchemyTableStore]":
-    """Open the library's tables for one run or tick; closed on exit.
-
-    ``resource`` gives ``database_url`` (None: only the environment and the instance decide),
-    ``instance`` is ``context.instance``, ``url`` an explicit override named ``url_setting`` in
-    errors. Raises :class:`~rl_sessions_dagster.storage.TableStoreConfigError` for a setting
-    that cannot work and :class:`~rl_sessions_dagster.storage.TableStoreError` when the
-    database cannot be reached; neither quotes a password.
-    """
-
+    """The library's tables for one run or tick, closed on exit. Raises
+    :class:`~rl_sessions_dagster.storage.urls.TableStoreConfigError` for a setting that cannot
+    work, ``TableStoreError`` for a database out of reach; neither quotes a password."""
     target = resolve_tables_target(resource, instance, url, url_setting=url_setting)
     store = SQLAlchemyTableStore(
         target.url, schema=target.schema, setting=target.setting, **store_options
@@ -195,7 +194,6 @@ def open_table_store(
 
 def db_metadata(display: str) -> dg.MetadataValue:
     """The ``db_path`` metadata entry: a file path, or the URL with its password masked."""
-
     if is_database_url(display):  # a URL has no space: after one comes e.g. "(schema x)"
         url, space, rest = display.partition(" ")
         return dg.MetadataValue.text(redact_url(url) + space + rest)

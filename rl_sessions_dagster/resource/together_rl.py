@@ -1,9 +1,5 @@
-"""``TogetherRLResource``: configuration only; the HTTP work lives in the API client.
-
-Following dagster-dbt's cloud_v2 split, the resource is small and serialisable and builds a
-fresh :class:`~rl_sessions_dagster.api.RLSessionsClient` in :meth:`get_client`. Nothing here
-calls the API at definition load.
-"""
+"""``TogetherRLResource``: configuration only; it builds a fresh API client per use and calls
+nothing at definition load."""
 
 import dataclasses
 import os
@@ -23,19 +19,9 @@ _SECRET: dict[str, Any] = {"dagster__is_secret": True}
 
 
 class TogetherRLResource(dg.ConfigurableResource):
-    """Access to Together AI's RL (post-training) API.
-
-    Example::
-
-        import dagster as dg
-        from rl_sessions_dagster import TogetherRLResource
-
-        defs = dg.Definitions(
-            resources={"together": TogetherRLResource(api_key=dg.EnvVar("TOGETHER_API_KEY"))},
-        )
-
-    Point ``base_url`` at :class:`rl_sessions_dagster.testing.RLSimulator` in tests.
-    """
+    """Access to Together AI's RL (post-training) API, e.g.
+    ``TogetherRLResource(api_key=dg.EnvVar("TOGETHER_API_KEY"))``; in tests, point ``base_url``
+    at :class:`rl_sessions_dagster.testing.RLSimulator`."""
 
     api_key: str | None = Field(
         default=None,
@@ -94,8 +80,7 @@ class TogetherRLResource(dg.ConfigurableResource):
     @field_validator("database_url")
     @classmethod
     def _check_database_url(cls, value: str | None) -> str | None:
-        # A literal is checked at load (a URL no store can use, never taken for a path); an
-        # EnvVar is a str subclass naming the variable, read only when a run opens the tables.
+        # A literal is checked at load; an EnvVar (a str naming the variable) when a run opens.
         if value is not None and not isinstance(value, dg.EnvVar):
             check_target(value, "TogetherRLResource.database_url")
         return value
@@ -111,8 +96,7 @@ class TogetherRLResource(dg.ConfigurableResource):
         return None
 
     def retry_policy(self, *, log: Log | None = None) -> RetryPolicy:
-        """The configured policy, for your own HTTP calls too; its retries are logged where the
-        client's are (see :meth:`get_client`)."""
+        """The configured policy, for your own HTTP calls too (retries logged as the client's)."""
         policy = RetryPolicy(
             max_attempts=self.max_attempts,
             backoff_initial=self.backoff_initial,
@@ -127,16 +111,10 @@ class TogetherRLResource(dg.ConfigurableResource):
     def get_client(
         self, *, server_clock: ServerClock | None = None, log: Log | None = None
     ) -> "RLSessionsClient":
-        """A new client; close it (or use ``with``) when done.
-
-        Each retry of the client is written as a WARNING to ``log`` (e.g. ``context.log`` of
-        your op or sensor); by default to the log of the sensor tick or run using the resource
-        (see :meth:`_retry_log`). ``client.stats.retries`` counts them.
-
-        Raises :class:`~rl_sessions_dagster.api.ConfigurationError` naming ``TOGETHER_API_KEY``
-        when no key is configured, and for a malformed or plain-http non-loopback base URL.
+        """A new client; close it (or use ``with``) when done. Each retry is a WARNING on ``log``,
+        by default the log of the tick or run using the resource. Raises
+        :class:`~rl_sessions_dagster.api.ConfigurationError` without a key or for a bad base URL.
         """
-
         return RLSessionsClient(
             api_key=self.api_key,
             base_url=self.base_url,
@@ -145,13 +123,9 @@ class TogetherRLResource(dg.ConfigurableResource):
             on_response=server_clock,
         )
 
-    # -- retries in Dagster's logs ------------------------------------------------------------
-
     def _retry_log(self, log: Log | None) -> RetryLog | None:
-        """Where a new client reports its retries: ``log`` if given; else the tick being
-        evaluated (every sensor of this library opens one); else the log Dagster handed the
-        resource when it initialised it for a run (its event log, attributed to the step).
-        None outside Dagster: the ``rl_sessions_dagster.api`` Python logger still has them."""
+        """``log``; else the tick being evaluated; else the run's log Dagster gave the resource.
+        None outside Dagster (the ``rl_sessions_dagster.api`` logger still has the retries)."""
         if log is not None:
             return RetryLog(log)
         tick = current_tick_retry_log()
@@ -162,6 +136,3 @@ class TogetherRLResource(dg.ConfigurableResource):
         except Exception:  # built by hand, never initialised by Dagster
             return None
         return None if run_log is None else RetryLog(run_log)
-
-
-__all__ = ["TABLES_URL_ENV", "TogetherRLResource"]

@@ -1,15 +1,12 @@
-"""The rows of the sync tables, how API objects map to them, and what a store must do.
+"""The rows of the library's tables, how API objects map to them, and what a store must do.
 
-Two flat tables that analysts query with plain SQL: ``rl_sessions`` (one row per training
-session) and ``rl_checkpoints`` (one row per inference or training checkpoint). Every store
-(SQLite file, any SQLAlchemy database, a user's own) writes these same rows.
-
-Pure: no database, no Dagster.
+Flat tables analysts query with plain SQL; every store (SQLite, any SQLAlchemy database, a
+user's own) writes these same rows. Pure: no database, no Dagster.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol, runtime_checkable
@@ -17,28 +14,12 @@ from typing import Protocol, runtime_checkable
 from ..api.models import InferenceCheckpoint, TrainingCheckpoint, TrainingSession
 from ..core.spend import ResourceSpan
 
-__all__ = [
-    "SCHEMA_VERSION",
-    "CheckpointRow",
-    "MarksMissing",
-    "ResourceSpendRow",
-    "SessionRow",
-    "SessionSpendRow",
-    "SessionStore",
-    "SpendStore",
-    "StoreCounts",
-    "UpsertResult",
-    "checkpoint_rows",
-    "iso_utc",
-    "session_row",
-]
-
 #: Version of the tables' schema (see ``schema.py``); kept in the ``rl_schema_version`` table.
 SCHEMA_VERSION = 3
 
 
 def iso_utc(value: datetime | None) -> str | None:
-    """Timestamps are stored as ISO 8601 UTC text: sortable, and readable in any SQL client."""
+    """ISO 8601 UTC text: sortable, and readable in any SQL client."""
     if value is None:
         return None
     if value.tzinfo is not None:
@@ -74,12 +55,8 @@ class SessionRow:
 
 @dataclass(frozen=True)
 class CheckpointRow:
-    """One row of ``rl_checkpoints``.
-
-    For ``INFERENCE`` rows the registry columns say what to deploy (see
-    ``assets/registration.py``). For ``TRAINING`` rows ``model_id``/``model_revision_id`` hold
-    the registry artifact of the training state: it is for resuming, not deployable.
-    """
+    """One row of ``rl_checkpoints``. ``INFERENCE`` rows' registry columns say what to deploy;
+    a ``TRAINING`` row's ``model_id``/``model_revision_id`` is resume state, not deployable."""
 
     id: str
     session_id: str
@@ -206,15 +183,11 @@ class SessionSpendRow:
 
 @dataclass
 class UpsertResult:
-    """Rows written by one or more upserts. ``unchanged`` rows were already identical."""
+    """Rows written by one or more upserts (``unchanged``: already identical)."""
 
     inserted: int = 0
     updated: int = 0
     unchanged: int = 0
-
-    @property
-    def written(self) -> int:
-        return self.inserted + self.updated
 
     @property
     def total(self) -> int:
@@ -244,11 +217,8 @@ class StoreCounts:
 
 @runtime_checkable
 class SessionStore(Protocol):
-    """What the sync asset needs from storage. Implement it to sync somewhere else.
-
-    ``upsert_*`` must be idempotent by ``id`` and may receive the same id twice across calls;
-    rows within one call have distinct ids.
-    """
+    """What the sync asset needs from storage; implement it to sync somewhere else.
+    ``upsert_*`` are idempotent by ``id`` (rows within one call have distinct ids)."""
 
     def upsert_sessions(self, rows: Sequence[SessionRow]) -> UpsertResult: ...
 
@@ -258,28 +228,15 @@ class SessionStore(Protocol):
 
     def close(self) -> None: ...
 
-
-@runtime_checkable
-class MarksMissing(Protocol):
-    """Optional for a store: flag sessions a complete sync did not see.
-
-    Separate from :class:`SessionStore` so stores written against 0.1.0 keep working; the sync
-    calls it only when the store has it.
-    """
-
-    def mark_missing(self, seen_ids: Collection[str], at: datetime) -> int:
-        """Set ``missing_since = at`` on session rows not in ``seen_ids`` and not yet marked;
-        returns how many rows were newly marked (one transaction)."""
-        ...
+    # Optional: ``mark_missing(seen_ids, at) -> int`` sets ``missing_since`` on the unmarked rows
+    # not in ``seen_ids`` (one transaction) and says how many; a complete sync calls it.
 
 
 @runtime_checkable
 class SpendStore(Protocol):
     """What the spend asset and the GPU sensors need: spans kept across runs, spend rows."""
 
-    def load_spans(self) -> dict[str, ResourceSpan]:
-        """Every stored span by resource id."""
-        ...
+    def load_spans(self) -> dict[str, ResourceSpan]: ...
 
     def save(
         self,

@@ -1,19 +1,11 @@
 """Every table the library writes, and how an existing database is brought up to date.
 
-One SQLAlchemy ``MetaData`` holds them all, so a new table is added here once and every
-database (SQLite file, the instance's PostgreSQL, the team's own) gets it. ``rl_schema_version``
-holds one row: the version the tables were last upgraded to. Opening a store runs
-:func:`upgrade` in one transaction (under an advisory lock on PostgreSQL, ``BEGIN IMMEDIATE`` on
-SQLite), so the first sync and spend runs of a deployment may open the same empty database at
-the same moment. Versions:
-
-* 1 (0.1): ``rl_sessions``, ``rl_checkpoints``;
-* 2 (0.2): ``rl_sessions.missing_since``; the spend tables, in SQLite only;
-* 3: ``rl_schema_version``; every table in every backend.
-
-Tables written by an older release are upgraded in place (missing tables created, nullable
-columns added); a database already upgraded by a *newer* release is refused rather than written
-with an older idea of its rows.
+One ``MetaData`` holds them all, so a table added here reaches every database. Opening a store
+runs :func:`upgrade` in one transaction (advisory lock on PostgreSQL, ``BEGIN IMMEDIATE`` on
+SQLite), so the first sync and spend runs may open the same empty database at once. Versions:
+1 (0.1) sessions and checkpoints; 2 (0.2) ``missing_since``, spend tables in SQLite only; 3
+``rl_schema_version``, every table everywhere. Older tables are upgraded in place; tables of a
+newer release are refused rather than written with an older idea of their rows.
 """
 
 from datetime import UTC, datetime
@@ -25,8 +17,6 @@ from sqlalchemy.engine import Connection
 from ..version import __version__
 from .rows import SCHEMA_VERSION
 from .urls import TableStoreError
-
-__all__ = ["SCHEMA_VERSION", "Tables", "define_tables", "upgrade"]
 
 #: Columns added after a table's first release (all nullable): added to older tables on open.
 _ADDED_COLUMNS = {"rl_sessions": ("missing_since",)}
@@ -49,23 +39,27 @@ def define_tables(schema: str | None = None) -> Tables:
     sessions = sa.Table(
         "rl_sessions",
         meta,
-        sa.Column("id", key, primary_key=True),
+        sa.Column("id", key, primary_key=True, doc="Session id (primary key)."),
         sa.Column("display_name", sa.Text),
-        sa.Column("status", sa.String(64), nullable=False, index=True),
-        sa.Column("raw_status", sa.Text, nullable=False),
+        sa.Column(
+            "status", sa.String(64), nullable=False, index=True, doc="Short status, e.g. RUNNING."
+        ),
+        sa.Column("raw_status", sa.Text, nullable=False, doc="Status constant as sent by the API."),
         sa.Column("base_model", sa.Text),
         sa.Column("model_resources_id", sa.Text),
         sa.Column("created_by", sa.Text),
-        sa.Column("created_at", sa.String(64), index=True),
-        sa.Column("updated_at", sa.String(64)),
+        sa.Column("created_at", sa.String(64), index=True, doc="ISO 8601 UTC."),
+        sa.Column("updated_at", sa.String(64), doc="ISO 8601 UTC."),
         sa.Column("step", sa.BigInteger),
         sa.Column("error_code", sa.Text),
         sa.Column("error_message", sa.Text),
         sa.Column("wandb_url", sa.Text),
         sa.Column("wandb_project", sa.Text),
         sa.Column("n_inference_checkpoints", sa.Integer, nullable=False),
-        sa.Column("synced_at", sa.String(64), nullable=False),
-        sa.Column("missing_since", sa.String(64)),
+        sa.Column(
+            "synced_at", sa.String(64), nullable=False, doc="When a sync last wrote this row."
+        ),
+        sa.Column("missing_since", sa.String(64), doc="When a complete sync last missed it."),
     )
     checkpoints = sa.Table(
         "rl_checkpoints",

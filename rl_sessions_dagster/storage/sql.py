@@ -1,243 +1,68 @@
-"""The one table store: every table the library writes, in any database SQLAlchemy reaches.
+"""The one table store: what it reads and writes in every table of the library (sessions and
+checkpoints for the sync, spend spans and rows for the spend asset and the GPU sensors)."""
 
-Sessions and checkpoints (the sync), spend spans and rows (the spend asset, the GPU sensors) and
-any table added later live in one :class:`SQLAlchemyTableStore`, opened from one URL: a SQLite
-file on a laptop, the Dagster instance's PostgreSQL (its own schema) or the team's database.
-PostgreSQL and SQLite are tested for real.
-
-* Portable by construction: each write reads the stored rows of its ids, compares them in
-  Python and writes only new rows (``INSERT``) and changed rows (``UPDATE``), so no
-  dialect-specific upsert syntax is needed and the inserted / updated / unchanged counts are
-  exact. One transaction per call: a failure leaves nothing of that call written.
-* SQLite runs in WAL mode and every transaction starts with ``BEGIN IMMEDIATE``, so DDL is
-  transactional too and a concurrent writer waits (``timeout``) instead of failing.
-* The URL usually carries a password. It never leaves this module in clear: ``repr``, errors
-  and :attr:`display` use :func:`redact_url`, and database errors are re-raised as
-  :class:`TableStoreError` with the driver's message scrubbed and the statement's parameters
-  hidden. ``setting`` (what the caller configured, e.g. ``TogetherRLResource.database_url``) is
-  named in every error, so the message says what to change.
-"""
-
-import importlib.util
 import operator
-import os
-from collections.abc import Callable, Collection, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import fields
 from datetime import datetime
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.engine import URL, Connection, make_url
+from sqlalchemy.engine import Connection
 
+from ..core.spend import ResourceSpan
+from .engine import TableDatabase, id_chunks, transaction
 from .rows import (
     CheckpointRow,
+    ResourceSpendRow,
     SessionRow,
+    SessionSpendRow,
     StoreCounts,
     UpsertResult,
     iso_utc,
 )
-from .schema import define_tables, upgrade
-from .spend_tables import SpendTables, id_chunks
-from .urls import TableStoreConfigError, TableStoreError, check_target, is_database_url, redact_url
 
-__all__ = ["SQLAlchemyTableStore", "sqlite_url"]
-
-_R = TypeVar("_R")
 _SESSION_COLUMNS = tuple(f.name for f in fields(SessionRow))
 _CHECKPOINT_COLUMNS = tuple(f.name for f in fields(CheckpointRow))
+_SPAN_COLUMNS = (
+    "status",
+    "base_model",
+    "ready_from_ms",
+    "ready_until_ms",
+    "span_source",
+    "price_per_hour",
+    "currency",
+)
 
 
-def sqlite_url(path: str | Path) -> URL:
-    """The URL of a SQLite file (``":memory:"``: a private in-memory database)."""
-    text = str(path)
-    if text == ":memory:":
-        return URL.create("sqlite")
-    return URL.create("sqlite", database=os.path.abspath(os.path.expanduser(text)))
+def _span_values(span: ResourceSpan) -> dict[str, Any]:
+    return {
+        "status": span.raw_status,
+        "base_model": span.base_model,
+        "ready_from_ms": span.ready_from_ms,
+        "ready_until_ms": span.ready_until_ms,
+        "span_source": span.source,
+        "price_per_hour": span.price_per_hour,
+        "currency": span.currency,
+    }
 
 
-def _driver_url(url: URL) -> URL:
-    """Plain ``postgresql://`` means psycopg 3 from SQLAlchemy 2.1 on; dagster-postgres installs
-    psycopg2. Use the driver that is installed, so the URL a team already has works."""
-    if (
-        url.drivername == "postgresql"
-        and importlib.util.find_spec("psycopg") is None
-        and importlib.util.find_spec("psycopg2") is not None
-    ):
-        return url.set(drivername="postgresql+psycopg2")
-    return url
-
-
-def _insert_many(conn: Connection, table: sa.Table, rows: list[dict[str, Any]]) -> None:
-    """One ``executemany`` of a statement compiled once: SQLAlchemy's per-row parameter
-    processing tripled a first sync's time, and these columns (text, integers, floats) need
-    none on any driver."""
-    stmt = sa.insert(table).values({c: sa.bindparam(c) for c in rows[0]})
-    compiled = stmt.compile(dialect=conn.dialect)
-    if compiled.positional:
-        names = compiled.positiontup or []
-        conn.exec_driver_sql(compiled.string, [tuple(r[n] for n in names) for r in rows])
-    else:
-        conn.exec_driver_sql(compiled.string, rows)
-
-
-class SQLAlchemyTableStore(SpendTables):
-    """Every table of the library on one database URL (or SQLite file path).
-
-    Example: ``SQLAlchemyTableStore("postgresql+psycopg2://rl:PASSWORD@db:5432/analytics")``.
-    Tables are created or upgraded on open (in ``schema`` if given; PostgreSQL and other
-    schema-capable databases). Each call takes a pooled connection (checked with a ping, so a
-    restarted database is reconnected) and runs in one transaction. ``connect_timeout``
-    (seconds) bounds a connection attempt on PostgreSQL; ``timeout`` is SQLite's lock wait.
+class SQLAlchemyTableStore(TableDatabase):
+    """Every table of the library on one database URL or SQLite file path, e.g.
+    ``SQLAlchemyTableStore("postgresql://rl:PASSWORD@db:5432/analytics", schema="together_rl")``.
     """
 
-    def __init__(
-        self,
-        url: "str | Path | URL",
-        *,
-        schema: str | None = None,
-        setting: str = "the tables' database URL",
-        connect_timeout: float = 10.0,
-        timeout: float = 30.0,
-        engine_options: dict[str, Any] | None = None,
-    ) -> None:
-        self.setting = setting
-        parsed = self._parse(url)
-        self.url = parsed
-        self._password = parsed.password if isinstance(parsed.password, str) else None
-        backend = parsed.get_backend_name()
-        self.schema = schema if backend != "sqlite" else None
-        options: dict[str, Any] = {"pool_pre_ping": True, "hide_parameters": True}
-        if backend == "postgresql":
-            options["connect_args"] = {"connect_timeout": max(1, int(connect_timeout))}
-        elif backend == "sqlite":
-            options["connect_args"] = {"timeout": timeout}
-            if not parsed.database or parsed.database == ":memory:":
-                options["poolclass"] = sa.pool.StaticPool  # one connection: one database
-            else:
-                Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-        options.update(engine_options or {})
-        self._engine = self._guard("opening it", lambda: sa.create_engine(parsed, **options))
-        if backend == "sqlite":
-            self._sqlite_transactions(self._engine, wal=bool(parsed.database))
-        self._tables = define_tables(self.schema)
-        self._guard("creating or upgrading its tables", self._upgrade)
+    @transaction("writing rl_sessions")
+    def upsert_sessions(self, conn: Connection, rows: Sequence[SessionRow]) -> UpsertResult:
+        return self._upsert(conn, self._tables.sessions, _SESSION_COLUMNS, rows)
 
-    def _parse(self, url: "str | Path | URL") -> URL:
-        if isinstance(url, URL):
-            return _driver_url(url)
-        text = str(url)
-        check_target(text, self.setting)
-        if not is_database_url(text):
-            return sqlite_url(text)
-        try:
-            return _driver_url(make_url(text))
-        except Exception as exc:  # the message may quote the URL: say only what kind it is
-            raise TableStoreConfigError(
-                f"{self.setting} is not a SQLAlchemy database URL: {redact_url(text)} "
-                f"({type(exc).__name__})"
-            ) from None
-
-    @staticmethod
-    def _sqlite_transactions(engine: sa.Engine, *, wal: bool) -> None:
-        """pysqlite opens transactions lazily and not for DDL: take them over (SQLAlchemy's
-        documented recipe) so every call, DDL included, is one ``BEGIN IMMEDIATE``."""
-
-        @sa.event.listens_for(engine, "connect")
-        def _connect(dbapi_connection: Any, _record: Any) -> None:
-            dbapi_connection.isolation_level = None
-            if wal:
-                dbapi_connection.execute("PRAGMA journal_mode=WAL")
-                dbapi_connection.execute("PRAGMA synchronous=NORMAL")
-
-        @sa.event.listens_for(engine, "begin")
-        def _begin(conn: Connection) -> None:
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.display!r})"
-
-    def __enter__(self) -> "SQLAlchemyTableStore":
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    @property
-    def display(self) -> str:
-        """Where the tables are, safe to show: the file path, or the URL with ``***``."""
-        if self.url.get_backend_name() == "sqlite":
-            return self.url.database or ":memory:"
-        shown = redact_url(self.url)
-        return f"{shown} (schema {self.schema})" if self.schema else shown
-
-    @property
-    def is_file(self) -> bool:
-        """True for a SQLite file: a process with another filesystem will not see it."""
-        return self.url.get_backend_name() == "sqlite" and bool(self.url.database)
-
-    @property
-    def engine(self) -> sa.Engine:
-        """The engine, for ad-hoc reads (do not write behind the store's back)."""
-        return self._engine
-
-    def table(self, name: str) -> sa.Table:
-        """One of the tables by name (``rl_sessions``, ...), for ad-hoc reads."""
-        return self._tables.meta.tables[f"{self.schema}.{name}" if self.schema else name]
-
-    # --- errors ---------------------------------------------------------------------------------
-
-    def _scrub(self, text: str) -> str:
-        if self._password:
-            text = text.replace(self._password, "***")
-        return text
-
-    def _guard(self, action: str, fn: Callable[[], _R]) -> _R:
-        """Run ``fn``; database errors become a :class:`TableStoreError` naming the redacted URL
-        and the setting. ``from None``: the driver's exception chain is not carried along."""
-        try:
-            return fn()
-        except TableStoreError:
-            raise
-        except (sa.exc.SQLAlchemyError, ImportError) as exc:
-            orig = getattr(exc, "orig", None) or exc
-            detail = " ".join(str(orig).split())  # one line; no statement, no parameters
-            unreachable = isinstance(exc, sa.exc.OperationalError | sa.exc.InterfaceError)
-            what = "cannot reach" if unreachable else "error from"
-            raise TableStoreError(
-                self._scrub(
-                    f"{what} the tables' database {redact_url(self.url)} while {action} "
-                    f"(nothing of this call was written; it is set by {self.setting}): "
-                    f"{type(orig).__name__}: {detail}"
-                )
-            ) from None
-
-    @contextmanager
-    def _begin(self) -> Iterator[Connection]:
-        with self._engine.begin() as conn:
-            yield conn
-
-    def _upgrade(self) -> None:
-        with self._begin() as conn:
-            upgrade(conn, self._tables)
-
-    # --- sessions and checkpoints ---------------------------------------------------------------
-
-    def upsert_sessions(self, rows: Sequence[SessionRow]) -> UpsertResult:
-        return self._guard(
-            "writing rl_sessions",
-            lambda: self._upsert(self._tables.sessions, _SESSION_COLUMNS, rows),
-        )
-
-    def upsert_checkpoints(self, rows: Sequence[CheckpointRow]) -> UpsertResult:
-        return self._guard(
-            "writing rl_checkpoints",
-            lambda: self._upsert(self._tables.checkpoints, _CHECKPOINT_COLUMNS, rows),
-        )
+    @transaction("writing rl_checkpoints")
+    def upsert_checkpoints(self, conn: Connection, rows: Sequence[CheckpointRow]) -> UpsertResult:
+        return self._upsert(conn, self._tables.checkpoints, _CHECKPOINT_COLUMNS, rows)
 
     def _upsert(
         self,
+        conn: Connection,
         table: sa.Table,
         columns: Sequence[str],
         rows: Sequence[SessionRow] | Sequence[CheckpointRow],
@@ -245,78 +70,104 @@ class SQLAlchemyTableStore(SpendTables):
         # Last row wins for a repeated id, so the counts describe distinct rows.
         values = operator.attrgetter(*columns)  # not dataclasses.asdict: it deep-copies (8x)
         by_id = {row.id: dict(zip(columns, values(row), strict=True)) for row in rows}
-        with self._begin() as conn:
-            new, changed = self._write(conn, table, "id", by_id, ignore=("synced_at",))
+        new, changed = self._write(conn, table, "id", by_id, ignore=("synced_at",))
         return UpsertResult(new, changed, len(by_id) - new - changed)
 
-    @staticmethod
-    def _write(
-        conn: Connection,
-        table: sa.Table,
-        key: str,
-        by_id: dict[str, dict[str, Any]],
-        *,
-        ignore: Collection[str] = (),
-    ) -> tuple[int, int]:
-        """Insert new ids, update ids whose values (but the ``ignore``d) differ; (new, changed).
-        Every row of one call has the same columns; an update sets only those columns."""
-        if not by_id:
-            return 0, 0
-        some = next(iter(by_id.values()))
-        data = [c for c in some if c != key and c not in ignore]
-        stored: dict[str, tuple[Any, ...]] = {}
-        selected = [table.c[key], *(table.c[c] for c in data)]
-        for chunk in id_chunks(list(by_id)):
-            for rec in conn.execute(sa.select(*selected).where(table.c[key].in_(chunk))):
-                stored[rec[0]] = tuple(rec[1:])
-        new: list[dict[str, Any]] = []
-        changed: list[dict[str, Any]] = []
-        for rid, values in by_id.items():
-            before = stored.get(rid)
-            if before is None:
-                new.append({key: rid, **values})
-            elif before != tuple(values[c] for c in data):
-                changed.append({"_key": rid, **{c: v for c, v in values.items() if c != key}})
-        if new:
-            _insert_many(conn, table, new)
-        if changed:
-            conn.execute(sa.update(table).where(table.c[key] == sa.bindparam("_key")), changed)
-        return len(new), len(changed)
-
-    def mark_missing(self, seen_ids: Collection[str], at: datetime) -> int:
-        """Flag live rows whose id the last complete sync did not list (one transaction)."""
-        return self._guard("marking missing sessions", lambda: self._mark_missing(seen_ids, at))
-
-    def _mark_missing(self, seen_ids: Collection[str], at: datetime) -> int:
+    @transaction("marking missing sessions")
+    def mark_missing(self, conn: Connection, seen_ids: Collection[str], at: datetime) -> int:
+        """Flag live rows whose id the last complete sync did not list."""
         seen = set(seen_ids)
         table = self._tables.sessions
-        with self._begin() as conn:
-            live = conn.execute(sa.select(table.c.id).where(table.c.missing_since.is_(None)))
-            gone = [rid for (rid,) in live if rid not in seen]
-            for chunk in id_chunks(gone):
-                conn.execute(
-                    sa.update(table).where(table.c.id.in_(chunk)).values(missing_since=iso_utc(at))
-                )
+        live = conn.execute(sa.select(table.c.id).where(table.c.missing_since.is_(None)))
+        gone = [rid for (rid,) in live if rid not in seen]
+        for chunk in id_chunks(gone):
+            conn.execute(
+                sa.update(table).where(table.c.id.in_(chunk)).values(missing_since=iso_utc(at))
+            )
         return len(gone)
 
-    def counts(self) -> StoreCounts:
-        return self._guard("counting rows", self._counts)
-
-    def _counts(self) -> StoreCounts:
+    @transaction("counting rows")
+    def counts(self, conn: Connection) -> StoreCounts:
         s, c = self._tables.sessions, self._tables.checkpoints
-        with self._begin() as conn:
-            sessions = conn.execute(sa.select(sa.func.count()).select_from(s)).scalar_one()
-            checkpoints = conn.execute(sa.select(sa.func.count()).select_from(c)).scalar_one()
-            by_status = {
-                status: n
-                for status, n in conn.execute(
-                    sa.select(s.c.status, sa.func.count()).group_by(s.c.status).order_by(s.c.status)
-                )
-            }
-            missing = conn.execute(
-                sa.select(sa.func.count()).select_from(s).where(s.c.missing_since.is_not(None))
-            ).scalar_one()
+        sessions = conn.execute(sa.select(sa.func.count()).select_from(s)).scalar_one()
+        checkpoints = conn.execute(sa.select(sa.func.count()).select_from(c)).scalar_one()
+        by_status = {
+            status: n
+            for status, n in conn.execute(
+                sa.select(s.c.status, sa.func.count()).group_by(s.c.status).order_by(s.c.status)
+            )
+        }
+        missing = conn.execute(
+            sa.select(sa.func.count()).select_from(s).where(s.c.missing_since.is_not(None))
+        ).scalar_one()
         return StoreCounts(sessions, checkpoints, by_status, missing)
 
-    def close(self) -> None:
-        self._engine.dispose()
+    @transaction("reading rl_resource_spend")
+    def load_spans(self, conn: Connection) -> dict[str, ResourceSpan]:
+        t = self._tables.resource_spend
+        rows = conn.execute(sa.select(t.c.id, *(t.c[c] for c in _SPAN_COLUMNS))).all()
+        return {r[0]: ResourceSpan(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]) for r in rows}
+
+    @transaction("reading rl_session_spend")
+    def load_session_spend(
+        self, conn: Connection, session_id: str
+    ) -> tuple[float, float | None, str] | None:
+        """One session's spend row (billed seconds, cost, sweep), if a spend run wrote it."""
+        t = self._tables.session_spend
+        row = conn.execute(
+            sa.select(t.c.billed_seconds, t.c.cost, t.c.sweep).where(t.c.session_id == session_id)
+        ).first()
+        return None if row is None else (float(row[0]), row[1], str(row[2]))
+
+    @transaction("writing the spend tables")
+    def save(
+        self,
+        conn: Connection,
+        resources: Sequence[ResourceSpendRow],
+        sessions: Iterable[SessionSpendRow],
+        *,
+        now_ms: int,
+    ) -> None:
+        """Write these resources' and sessions' spend rows whole."""
+        by_resource = {
+            r.span.resource_id: {
+                **_span_values(r.span),
+                "billed_seconds": r.billed_seconds,
+                "idle_seconds": r.idle_seconds,
+                "cost": r.cost,
+                "idle_cost": r.idle_cost,
+                "computed_at_ms": now_ms,
+            }
+            for r in resources
+        }
+        by_session = {
+            s.session_id: {
+                "model_resources_id": s.model_resources_id,
+                "display_name": s.display_name,
+                "sweep": s.sweep,
+                "billed_seconds": s.billed_seconds,
+                "cost": s.cost,
+                "computed_at_ms": now_ms,
+            }
+            for s in sessions
+        }
+        self._write(conn, self._tables.resource_spend, "id", by_resource)
+        self._write(conn, self._tables.session_spend, "session_id", by_session)
+
+    @transaction("writing rl_resource_spend spans")
+    def save_spans(self, conn: Connection, spans: Iterable[ResourceSpan], *, now_ms: int) -> None:
+        """Upsert only the span columns, for sensors that observe spans between spend runs: billed
+        and cost columns stay as the last spend run wrote them (a new row starts at 0)."""
+        values = {s.resource_id: _span_values(s) for s in spans}
+        table = self._tables.resource_spend
+        stored: set[str] = set()
+        for chunk in id_chunks(list(values)):
+            stored.update(conn.scalars(sa.select(table.c.id).where(table.c.id.in_(chunk))))
+        old = {k: v for k, v in values.items() if k in stored}
+        fresh = {
+            k: {**v, "billed_seconds": 0.0, "computed_at_ms": now_ms}
+            for k, v in values.items()
+            if k not in stored
+        }
+        self._write(conn, table, "id", old)
+        self._write(conn, table, "id", fresh)

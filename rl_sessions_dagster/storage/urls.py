@@ -1,27 +1,11 @@
-"""Which database the tables go to, told apart without importing SQLAlchemy.
-
-A target is either a database URL (``postgresql://user:PASSWORD@db/analytics``, ``sqlite:///…``)
-or a plain file path. Anything with ``://`` is a URL and must name a backend the store can use:
-before 0.3 a URL the spend store did not understand was taken for a path, and a directory named
-after it (password included) was created. The URL usually carries a password, so everything
-shown (errors, metadata, ``repr``) goes through :func:`redact_url`.
-
-Stdlib only: definitions load (and the check of a literal setting) must not pay for SQLAlchemy.
+"""Which database the tables go to: a URL (anything with ``://``, which must name a backend the
+store can use, never taken for a path) or a plain file path. The URL usually holds a password,
+so everything shown goes through :func:`redact_url`.
 """
 
 import re
 
 from sqlalchemy.engine import make_url
-
-__all__ = [
-    "SUPPORTED_BACKENDS",
-    "TableStoreConfigError",
-    "TableStoreError",
-    "backend_of",
-    "check_target",
-    "is_database_url",
-    "redact_url",
-]
 
 #: SQLAlchemy backends the store's portable SQL runs on (PostgreSQL and SQLite are tested).
 SUPPORTED_BACKENDS = ("postgresql", "sqlite", "mysql", "mariadb", "mssql", "oracle")
@@ -33,10 +17,8 @@ class TableStoreError(RuntimeError):
 
 
 class TableStoreConfigError(TableStoreError):
-    """The tables' setting cannot work (a URL no store can use, a file runs cannot keep).
-
-    Not a ``ValueError`` on purpose: pydantic turns those into a ValidationError that quotes
-    the input, password included."""
+    """The tables' setting cannot work (a URL no store can use, a file runs cannot keep). Not a
+    ``ValueError``: pydantic would quote the input, password included, in a ValidationError."""
 
 
 def is_database_url(target: str) -> bool:
@@ -56,7 +38,6 @@ def redact_url(url: object) -> str:
     if not is_database_url(text):
         return text
     try:
-
         return make_url(url).render_as_string(hide_password=True)  # type: ignore[arg-type]
     except Exception:
         return re.sub(r"(//[^/:@]*):[^@/]*@", r"\1:***@", text)
