@@ -1,12 +1,11 @@
-"""``POST /v1/chat/completions`` for demos: serve registered checkpoints as "models".
-
-The model answers arithmetic questions (``What is 17 + 25?``) correctly with probability
-``p(step) = min(0.95, 0.35 + 0.6 * step / (step + 40))``, deterministically per
-(world seed, model, question), so an evaluation is reproducible and scores rise with training.
+"""``POST /v1/chat/completions`` for demos: registered checkpoints answer arithmetic questions
+(``What is 17 + 25?``), right more often as their step grows, deterministically per (world seed,
+model, question), so an evaluation is reproducible and scores rise with training.
 """
 
 from __future__ import annotations
 
+import operator
 import re
 from hashlib import blake2b
 from typing import Any
@@ -16,11 +15,17 @@ from .wire import SimulatorError, bad_request
 from .world import SimulatedWorld
 
 _TIMES = "\u00d7"  # the multiplication sign
+_OPS = {
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "x": operator.mul,
+    _TIMES: operator.mul,
+}
 _QUESTION = re.compile(r"(-?\d+)\s*([-+*/x" + _TIMES + r"])\s*(-?\d+)")
 
 
 def p_correct(step: int) -> float:
-    """Probability that a checkpoint at ``step`` answers an arithmetic question correctly."""
     step = max(0, step)
     return min(0.95, 0.35 + 0.6 * step / (step + 40))
 
@@ -31,25 +36,19 @@ def _unit(*parts: object) -> float:
 
 
 def solve(question: str) -> int | float | None:
-    """The true answer to the first ``a op b`` in ``question`` (None if there is none)."""
     m = _QUESTION.search(question)
     if m is None:
         return None
     a, op, b = int(m.group(1)), m.group(2), int(m.group(3))
-    if op == "+":
-        return a + b
-    if op == "-":
-        return a - b
-    if op in ("*", "x", _TIMES):
-        return a * b
+    if op in _OPS:
+        return _OPS[op](a, b)
     if b == 0:
         return None
     return a // b if a % b == 0 else round(a / b, 2)
 
 
 def answer(seed: int, model: str, step: int, question: str) -> str:
-    """Assistant text for ``question``: right with probability :func:`p_correct`, else off by a
-    small non-zero amount; the same inputs always give the same text."""
+    """Right with probability :func:`p_correct`, else off by a small non-zero amount."""
     truth = solve(question)
     if truth is None:
         return f"I am a simulated model ({model}, step {step}); I only answer arithmetic."
@@ -66,7 +65,6 @@ def _words(text: Any) -> int:
 
 
 def chat_completion(world: SimulatedWorld, req: Request) -> Response:
-    """OpenAI-style ``POST /v1/chat/completions`` over the registered inference checkpoints."""
     body = req.json(required=True)
     model, messages = body.get("model"), body.get("messages")
     if not isinstance(model, str) or not model:

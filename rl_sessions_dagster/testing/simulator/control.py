@@ -1,21 +1,6 @@
-"""``/_sim/*``: an unauthenticated JSON control API, so another process can drive the world (a
-simulator started by the CLI, e.g. beside ``dagster dev``: bind it to 127.0.0.1 only).
-
-Every route maps onto one world, fault or log call, its JSON body giving the keywords:
-
-* ``GET health``, ``GET stats`` (request, fault and world counters), ``GET billing``;
-* ``POST clock/advance {seconds}``, ``list-order {order}``, ``populate {n_sessions,
-  checkpoints_per_session, active, seed, days}``, ``capacity {gpu_type, n}``,
-  ``prices {base_model, price_per_gpu_hour}``, ``requests/reset``;
-* ``POST faults`` (``FaultRule`` fields: ``pattern`` and an action), ``DELETE faults``;
-* ``POST sessions`` / ``resources`` (``create_session`` / ``create_model_resource`` keywords),
-  ``sessions/{id}/checkpoints {type: inference|training, step, registered, registration_shape}``:
-  these answer with the wire JSON of what they created;
-* ``POST sessions/{id}/steps {n}``, ``start``, ``stop {immediate}``, ``fail {code, message}``,
-  ``status {status}``; ``resources/{id}/expire``, ``stop {force}``, ``fail {code, message}``,
-  ``extend-expiry {seconds}``, ``status {status}``, ``protect {protected}``;
-  ``checkpoints/{id}/register``: these answer ``{"ok": true, "result": <return value>,
-  "session" | "resource" | "checkpoint": <its wire JSON after the change>}``.
+"""``/_sim/*``: an unauthenticated JSON control API, so another process can drive the world
+(bind it to 127.0.0.1 only). Each route is one world, fault or log call whose keywords are the
+JSON body; calls on an object answer ``{"ok": true, "result": ..., <kind>: <its wire JSON>}``.
 """
 
 from __future__ import annotations
@@ -47,7 +32,11 @@ def _pick(body: Body, *names: str) -> Body:
 def add_control_routes(
     router: Router, w: SimulatedWorld, faults: FaultPlan, requests: RequestLog
 ) -> None:
-    shows = {"session": w.session_json, "resource": w.resource_json, "checkpoint": w.checkpoint_json}
+    shows = {
+        "session": w.session_json,
+        "resource": w.resource_json,
+        "checkpoint": w.checkpoint_json,
+    }
 
     def guarded(fn: Callable[[Request, Body], Any]) -> Handler:
         """Run under the world's lock; bad keywords or values are the caller's 400, not a 500."""
@@ -87,7 +76,9 @@ def add_control_routes(
     def add_fault(req: Request, body: Body) -> Body:
         unknown = set(body) - _FAULT_FIELDS - {"pattern"}
         if "pattern" not in body or unknown:
-            raise bad_request(f"a fault needs 'pattern' and known fields (unknown: {sorted(unknown)})")
+            raise bad_request(
+                f"a fault needs 'pattern' and known fields (unknown: {sorted(unknown)})"
+            )
         try:
             rule = faults.add(str(body["pattern"]), **_pick(body, *_FAULT_FIELDS))
         except (TypeError, ValueError) as exc:
@@ -95,7 +86,11 @@ def add_control_routes(
         return {"ok": True, "fault": rule.label()}
 
     def stats(req: Request, body: Body) -> Body:
-        counts = {"total": len(requests), "by_route": requests.counts(), "faults": requests.fault_counts()}
+        counts = {
+            "total": len(requests),
+            "by_route": requests.counts(),
+            "faults": requests.fault_counts(),
+        }
         return {"requests": counts, "world": w.counts(), "list_order": w.list_order}
 
     def capacity(b: Body) -> None:
@@ -105,7 +100,11 @@ def add_control_routes(
         w.set_price(str(b["base_model"]), float(b["price_per_gpu_hour"]))
 
     add = router.add
-    add("GET", "/_sim/health", guarded(lambda req, b: {"status": "ok", "now": fmt_ts(w.clock.now_us())}))
+    add(
+        "GET",
+        "/_sim/health",
+        guarded(lambda req, b: {"status": "ok", "now": fmt_ts(w.clock.now_us())}),
+    )
     add("GET", "/_sim/stats", guarded(stats))
     add("GET", "/_sim/billing", call(lambda b: w.billing()))
     add("POST", "/_sim/clock/advance", call(lambda b: w.advance_clock(float(b["seconds"]))))
@@ -121,7 +120,11 @@ def add_control_routes(
     add("POST", "/_sim/resources", create("resource", lambda req, b: w.create_model_resource(
         **_pick(b, *_RESOURCE_FIELDS))))  # fmt: skip
     add("POST", "/_sim/sessions/{id}/checkpoints", create("checkpoint", add_checkpoint))
-    add("POST", "/_sim/checkpoints/{id}/register", on("checkpoint", lambda i, b: w.register_checkpoint(i)))
+    add(
+        "POST",
+        "/_sim/checkpoints/{id}/register",
+        on("checkpoint", lambda i, b: w.register_checkpoint(i)),
+    )
     session_calls: dict[str, Callable[[str, Body], Any]] = {
         "steps": lambda i, b: w.advance_steps(i, int(b.get("n", 1))),
         "start": lambda i, b: w.start_session(i),

@@ -1,10 +1,6 @@
-"""The 29 endpoints of the Together RL API (§1.1 of the reference) and the presigned file URLs
-behind downloads, as thin HTTP adapters.
-
-Each handler validates the request the way the service does (400 with ``param`` set), calls one
-world method and answers with the world's wire bytes; anything stateful lives in the world.
-Download URLs point back at the simulator (``/_sim/files/<checkpoint>/<file>?sig=…``) and, like
-real presigned URLs, need no Authorization header, only a valid signature.
+"""The 29 endpoints of the Together RL API as thin HTTP adapters: each validates the request
+as the service does (400 with ``param``), calls one world method and answers its wire bytes.
+Download URLs point back at ``/_sim/files/`` and, like presigned URLs, need only a signature.
 """
 
 from __future__ import annotations
@@ -25,7 +21,6 @@ RL = "/v1/rl"
 
 
 def _limit(req: Request) -> int:
-    """``limit`` 1-100, default 20; anything else is a 400 on ``param: "limit"``."""
     raw = req.arg("limit")
     if not raw:
         return 20
@@ -36,19 +31,12 @@ def _limit(req: Request) -> int:
 
 
 def _statuses(req: Request, allowed: tuple[str, ...]) -> list[str] | None:
-    """``status`` filter, comma-joined (SDK style) or repeated; unknown values are a 400."""
+    """Comma-joined (SDK style) or repeated."""
     values = req.args("status")
     for v in values:
         if v not in allowed:
             raise bad_request(f"invalid status filter value {v!r}", "status", "invalid_status")
     return values or None
-
-
-def _str(body: dict[str, Any], name: str) -> str | None:
-    value = body.get(name)
-    if value is not None and not isinstance(value, str):
-        raise bad_request(f"{name} must be a string", param=name)
-    return value
 
 
 def _int(body: dict[str, Any], name: str, lo: int, hi: int) -> int | None:
@@ -61,7 +49,7 @@ def _int(body: dict[str, Any], name: str, lo: int, hi: int) -> int | None:
     return value
 
 
-def _of_type(body: dict[str, Any], name: str, kind: type, what: str) -> Any:
+def _field(body: dict[str, Any], name: str, kind: type = str, what: str = "a string") -> Any:
     value = body.get(name)
     if value is not None and not isinstance(value, kind):
         raise bad_request(f"{name} must be {what}", param=name)
@@ -69,7 +57,7 @@ def _of_type(body: dict[str, Any], name: str, kind: type, what: str) -> Any:
 
 
 def _wandb(body: dict[str, Any]) -> dict[str, str] | None:
-    wandb = (_of_type(body, "metadata", dict, "an object") or {}).get("wandb")
+    wandb = (_field(body, "metadata", dict, "an object") or {}).get("wandb")
     strings = isinstance(wandb, dict) and all(isinstance(v, str) for v in wandb.values())
     if wandb is not None and not strings:
         raise bad_request("metadata.wandb must be an object of strings", param="metadata.wandb")
@@ -77,7 +65,7 @@ def _wandb(body: dict[str, Any]) -> dict[str, str] | None:
 
 
 def _resource_body(req: Request) -> dict[str, Any]:
-    """The body of create and estimate-cost, as ``create_model_resource`` keywords."""
+    """The body of create and estimate-cost as ``create_model_resource`` keywords."""
     body = req.json(required=True)
     if body.get("base_model") not in wire.MODELS:
         raise bad_request(f"unsupported base_model {body.get('base_model')!r}", param="base_model")
@@ -85,7 +73,10 @@ def _resource_body(req: Request) -> dict[str, Any]:
     if not isinstance(lora, bool):
         raise bad_request("lora_enabled must be a boolean", param="lora_enabled")
     compute = body.get("compute_config") or {}
-    if not isinstance(compute, dict) or compute.get("gpu_type", wire.GPU_TYPES[0]) not in wire.GPU_TYPES:
+    if (
+        not isinstance(compute, dict)
+        or compute.get("gpu_type", wire.GPU_TYPES[0]) not in wire.GPU_TYPES
+    ):
         raise bad_request("invalid compute_config", param="compute_config")
     replicas = _int(compute, "num_generator_replicas", 0, 64)
     timeout = _int(body, "inactive_timeout", 300, 86_400)
@@ -94,14 +85,14 @@ def _resource_body(req: Request) -> dict[str, Any]:
         "lora": lora,
         "num_generator_replicas": 1 if replicas is None else replicas,
         "inactive_timeout": 3600 if timeout is None else timeout,
-        "optimizer": _of_type(body, "optimizer_config", dict, "an object") or {"adam": {}},
-        "base_weights_ref": _str(body, "base_weights_ref"),
+        "optimizer": _field(body, "optimizer_config", dict, "an object") or {"adam": {}},
+        "base_weights_ref": _field(body, "base_weights_ref"),
         "gpu_type": compute.get("gpu_type", wire.GPU_TYPES[0]),
     }
 
 
 def file_content(checkpoint_id: str, filename: str) -> bytes:
-    """Deterministic bytes of a simulated file (JSON padded to its size, or random weights)."""
+    """JSON padded to the file's size, or seeded random weights."""
     size = file_size(checkpoint_id, filename)
     if filename.endswith(".json"):
         text = json.dumps({"checkpoint_id": checkpoint_id, "file": filename, "simulated": True})
@@ -110,7 +101,7 @@ def file_content(checkpoint_id: str, filename: str) -> bytes:
 
 
 def add_api_routes(router: Router, w: SimulatedWorld, secret: bytes) -> None:
-    """Register ``/v1/*`` on ``router``, serving ``w``; ``secret`` keys the file URLs."""
+    """``secret`` keys the file URLs."""
 
     def created_by(req: Request) -> str | None:
         who = req.arg("created_by")
@@ -134,11 +125,11 @@ def add_api_routes(router: Router, w: SimulatedWorld, secret: bytes) -> None:
         with w.transaction():
             sid = w.request_session(
                 resource_id,
-                display_name=_str(body, "display_name") or None,
+                display_name=_field(body, "display_name") or None,
                 wandb=_wandb(body),
-                lora_config=_of_type(body, "lora_config", dict, "an object"),
-                resume_from_checkpoint_id=_str(body, "resume_from_checkpoint_id"),
-                load_optimizer=_of_type(body, "load_optimizer", bool, "a boolean") is not False,
+                lora_config=_field(body, "lora_config", dict, "an object"),
+                resume_from_checkpoint_id=_field(body, "resume_from_checkpoint_id"),
+                load_optimizer=_field(body, "load_optimizer", bool, "a boolean") is not False,
             )
             return json_response(w.session_json(sid))
 
@@ -157,7 +148,7 @@ def add_api_routes(router: Router, w: SimulatedWorld, secret: bytes) -> None:
 
     def patch_session(req: Request) -> None:
         body = req.json()
-        w.patch_session(req.ids[0], display_name=_str(body, "display_name"), wandb=_wandb(body))
+        w.patch_session(req.ids[0], display_name=_field(body, "display_name"), wandb=_wandb(body))
 
     def submit(kind: str) -> Handler:
         def handler(req: Request) -> Response:
@@ -182,11 +173,15 @@ def add_api_routes(router: Router, w: SimulatedWorld, secret: bytes) -> None:
     def create_resource(req: Request) -> Response:
         params = _resource_body(req)
         with w.transaction():
-            return json_response(w.resource_json(w.create_model_resource(status="PENDING", **params)))
+            return json_response(
+                w.resource_json(w.create_model_resource(status="PENDING", **params))
+            )
 
     def estimate_cost(req: Request) -> Response:
         p = _resource_body(req)
-        price = w.price_per_hour(p["base_model"], lora=p["lora"], replicas=p["num_generator_replicas"])
+        price = w.price_per_hour(
+            p["base_model"], lora=p["lora"], replicas=p["num_generator_replicas"]
+        )
         return json_response({"currency": "USD", "price_per_hour": price})
 
     def extend_expiry(req: Request) -> None:
@@ -227,7 +222,11 @@ def add_api_routes(router: Router, w: SimulatedWorld, secret: bytes) -> None:
     add("GET", sessions, list_sessions)
     add("GET", sessions + "/{id}", lambda req: json_response(w.session_json(req.ids[0])))
     add("PATCH", sessions + "/{id}", then(patch_session, w.session_json))
-    add("POST", sessions + "/{id}/stop", then(lambda req: w.stop_session(req.ids[0]), w.session_json))
+    add(
+        "POST",
+        sessions + "/{id}/stop",
+        then(lambda req: w.stop_session(req.ids[0]), w.session_json),
+    )
     for kind in wire.OPERATION_KINDS:
         add("POST", f"{sessions}/{{id}}/operations/{kind}", submit(kind))
         add("GET", f"{sessions}/{{id}}/operations/{kind}/{{id}}", poll(kind))

@@ -1,12 +1,8 @@
-"""Fault injection: make matching requests fail, stall, drop or return garbage on a schedule.
+"""Fault injection: matching requests fail, stall, drop or return garbage on a schedule.
 
-A rule matches ``pattern`` = ``"METHOD /path/template"`` (a glob such as ``"* /v1/rl/*"``, or a
-compiled regex; or ``method=`` plus a ``path=`` glob) against both the route template and the
-concrete path. It fires on the next ``times`` matches, on the ``nth`` ones (1-based), at a
-seeded ``rate``, or on every match; the first rule that fires wins. Its action: an HTTP
-``status`` (with ``retry_after`` / ``retry_after_ms``), ``drop`` (close without a response),
-``reset_after_headers``, ``malformed`` (200 with the JSON cut in half), each optionally after
-``delay_s``, or ``delay_s`` alone (a slow response).
+A rule's ``pattern`` (``"METHOD /path"`` glob, a regex, or ``method=`` + ``path=``) matches the
+route template or the concrete path; it fires on the next ``times`` matches, the ``nth`` ones,
+at a seeded ``rate`` or always, and the first rule that fires wins.
 """
 
 from __future__ import annotations
@@ -24,9 +20,8 @@ from .wire import error_body
 
 @dataclass
 class FaultRule:
-    """One fault. ``process``: whether the request still reaches the world before the fault
-    replaces its response (default: only for ``malformed``): a response lost after the server
-    acted, the case idempotency keys exist for."""
+    """One fault. ``process``: the request still reaches the world before the fault replaces
+    its response (default: only ``malformed``): a response lost after the server acted."""
 
     pattern: str | re.Pattern[str] | None = None
     status: int | None = None
@@ -53,15 +48,18 @@ class FaultRule:
         elif self.method is not None or self.path is not None:
             raise ValueError("give either pattern or method/path, not both")
         self.nth = frozenset(self.nth) if self.nth is not None else None
-        actions = sum([self.status is not None, self.drop, self.reset_after_headers, self.malformed])
+        actions = sum(
+            [self.status is not None, self.drop, self.reset_after_headers, self.malformed]
+        )
         if actions > 1:
             raise ValueError("a fault rule has at most one of status / drop / reset / malformed")
         if actions == 0 and not self.delay_s:
-            raise ValueError("a fault rule needs an action: status, drop, reset, malformed or delay")
+            raise ValueError(
+                "a fault rule needs an action: status, drop, reset, malformed or delay"
+            )
 
     @property
     def terminal(self) -> bool:
-        """Whether the rule replaces the response (a bare delay does not)."""
         return self.status is not None or self.drop or self.reset_after_headers or self.malformed
 
     @property
@@ -69,7 +67,7 @@ class FaultRule:
         return self.process if self.process is not None else self.malformed or not self.terminal
 
     def label(self) -> str:
-        """What the request log records: ``"status:503"``, ``"drop"``, ``"delay:0.5"``, …"""
+        """``"status:503"``, ``"drop"``, ``"delay:0.5"``, … (what the request log records)."""
         if self.status is not None:
             kind = f"status:{self.status}"
         elif self.drop:
@@ -91,7 +89,6 @@ class FaultRule:
         return any(fnmatchcase(t, pattern) for t in targets)
 
     def error_response(self) -> tuple[int, bytes, dict[str, str]]:
-        """Status, body and headers of a ``status`` fault."""
         status, headers = self.status or 500, dict(self.headers or {})
         if self.retry_after is not None:
             ra = float(self.retry_after)
@@ -103,7 +100,7 @@ class FaultRule:
 
 
 class FaultPlan:
-    """The simulator's fault rules (``sim.faults``); thread-safe, seeded for ``rate`` rules."""
+    """The simulator's fault rules (``sim.faults``), seeded for ``rate`` rules."""
 
     def __init__(self, seed: int = 0) -> None:
         self._lock = threading.Lock()
@@ -115,9 +112,10 @@ class FaultPlan:
         with self._lock:
             return list(self._rules)
 
-    def add(self, pattern: str | re.Pattern[str] | FaultRule | None = None, **kwargs: Any) -> FaultRule:
-        """``add(FaultRule(...))``, ``add("GET /v1/rl/*", status=503, times=2)`` or
-        ``add(method="GET", path="/v1/rl/training-sessions", status=503)``."""
+    def add(
+        self, pattern: str | re.Pattern[str] | FaultRule | None = None, **kwargs: Any
+    ) -> FaultRule:
+        """``add(FaultRule(...))`` or ``add("GET /v1/rl/*", status=503, times=2)``."""
         rule = pattern if isinstance(pattern, FaultRule) else FaultRule(pattern, **kwargs)
         with self._lock:
             self._rules.append(rule)
@@ -130,12 +128,10 @@ class FaultPlan:
         self, pattern: str, *, retry_after: float | None = 1, retry_after_ms: int | None = None,
         **kwargs: Any,
     ) -> FaultRule:  # fmt: skip
-        """429 with ``Retry-After`` (seconds) and/or ``retry-after-ms``."""
         kwargs.update(retry_after=retry_after, retry_after_ms=retry_after_ms)
         return self.add(pattern, status=429, **kwargs)
 
     def slow(self, pattern: str, delay_s: float, **kwargs: Any) -> FaultRule:
-        """Delay the response (the world lock is not held while waiting)."""
         return self.add(pattern, delay_s=delay_s, **kwargs)
 
     def drop(self, pattern: str, **kwargs: Any) -> FaultRule:
@@ -156,7 +152,6 @@ class FaultPlan:
             self._rules.clear()
 
     def decide(self, method: str, path: str, template: str) -> FaultRule | None:
-        """The rule that fires for this request, if any (counting matches and firings)."""
         with self._lock:
             for rule in self._rules:
                 if not rule.matches(method, path, template):
