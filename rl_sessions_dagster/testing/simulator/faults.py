@@ -48,19 +48,19 @@ class FaultRule:
         elif self.method is not None or self.path is not None:
             raise ValueError("give either pattern or method/path, not both")
         self.nth = frozenset(self.nth) if self.nth is not None else None
-        actions = sum(
-            [self.status is not None, self.drop, self.reset_after_headers, self.malformed]
-        )
-        if actions > 1:
+        if len(self._actions()) > 1:
             raise ValueError("a fault rule has at most one of status / drop / reset / malformed")
-        if actions == 0 and not self.delay_s:
-            raise ValueError(
-                "a fault rule needs an action: status, drop, reset, malformed or delay"
-            )
+        if not self._actions() and not self.delay_s:
+            raise ValueError("a fault rule needs an action (status, drop, reset, malformed, delay)")
+
+    def _actions(self) -> list[str]:
+        """What replaces the response (a bare delay does not): at most one."""
+        named = [n for n in ("drop", "reset_after_headers", "malformed") if getattr(self, n)]
+        return ([f"status:{self.status}"] if self.status is not None else []) + named
 
     @property
     def terminal(self) -> bool:
-        return self.status is not None or self.drop or self.reset_after_headers or self.malformed
+        return bool(self._actions())
 
     @property
     def processes_request(self) -> bool:
@@ -68,17 +68,11 @@ class FaultRule:
 
     def label(self) -> str:
         """``"status:503"``, ``"drop"``, ``"delay:0.5"``, … (what the request log records)."""
-        if self.status is not None:
-            kind = f"status:{self.status}"
-        elif self.drop:
-            kind = "drop"
-        elif self.reset_after_headers:
-            kind = "reset_after_headers"
-        elif self.malformed:
-            kind = "malformed"
-        else:
-            return f"delay:{self.delay_s:g}"
-        return f"{kind}+delay:{self.delay_s:g}" if self.delay_s else kind
+        delay = f"delay:{self.delay_s:g}"
+        kind = next(iter(self._actions()), None)
+        if kind is None:
+            return delay
+        return f"{kind}+{delay}" if self.delay_s else kind
 
     def matches(self, method: str, path: str, template: str) -> bool:
         targets = (f"{method} {template}", f"{method} {path}")

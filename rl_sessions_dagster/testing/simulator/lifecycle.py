@@ -32,23 +32,14 @@ from .wire import US, SimulatorError, bad_request, full_status, not_found
 
 ListOrder = Literal["newest_first", "oldest_first", "unordered"]
 LIST_ORDERS: tuple[ListOrder, ...] = ("newest_first", "oldest_first", "unordered")
-_HOLDS_GPUS = (
-    wire.RESOURCE_PENDING,
-    wire.RESOURCE_CREATING,
-    wire.RESOURCE_READY,
-    wire.RESOURCE_STOPPING,
-)
+_HOLDS_GPUS = wire.RESOURCE_STATUSES[:4]  # PENDING, CREATING, READY, STOPPING
 DEFAULT = "default"  # registration shape: the session's (or the world's) own
-DEFAULT_LORA_CONFIG: dict[str, Any] = {
-    "rank": 32,
-    "alpha": 64,
-    "dropout": 0.0,
-    "train_unembed": True,
-}
+DEFAULT_LORA_CONFIG: dict[str, Any] = dict(rank=32, alpha=64, dropout=0.0, train_unembed=True)
 W = TypeVar("W", bound="Lifecycle")
 P = ParamSpec("P")
 R = TypeVar("R")
 T = TypeVar("T")
+Timer = Callable[[int], Any]
 
 
 def locked(fn: Callable[Concatenate[W, P], R]) -> Callable[Concatenate[W, P], R]:
@@ -58,6 +49,11 @@ def locked(fn: Callable[Concatenate[W, P], R]) -> Callable[Concatenate[W, P], R]
             return fn(self, *args, **kwargs)
 
     return wrapper
+
+
+def check_list_order(order: str) -> None:
+    if order not in LIST_ORDERS:
+        raise ValueError(f"list order must be one of {', '.join(LIST_ORDERS)}, not {order!r}")
 
 
 def session_status(name: str) -> str:
@@ -74,10 +70,7 @@ class Lifecycle:
     response_hook: Callable[[str, Any], Any] | None
 
     def __init__(self, seed: int, clock: SimClock, user_id: str, list_order: ListOrder) -> None:
-        if list_order not in LIST_ORDERS:
-            raise ValueError(
-                f"list_order must be one of {', '.join(LIST_ORDERS)}, not {list_order!r}"
-            )
+        check_list_order(list_order)
         self._lock = threading.RLock()
         self._depth = 0
         self.seed, self.clock, self.user_id, self._list_order = seed, clock, user_id, list_order
@@ -87,7 +80,7 @@ class Lifecycle:
         self._checkpoints: dict[str, Checkpoint] = {}
         self._session_index, self._resource_index = OrderedIndex(), OrderedIndex()
         self._checkpoint_index = OrderedIndex()
-        self._timers: list[tuple[int, int, Any, tuple[str, ...], Callable[[int], Any]]] = []
+        self._timers: list[tuple[int, int, Any, tuple[str, ...], Timer]] = []
         self._timer_seq = itertools.count()
         self._chat_names: dict[str, str] | None = None  # built on first use
         self._stop_requests: list[StopRequest] = []
@@ -121,11 +114,7 @@ class Lifecycle:
         return self.clock.now_us()
 
     def _later(
-        self,
-        due: int,
-        item: Session | Resource,
-        statuses: tuple[str, ...],
-        then: Callable[[int], Any],
+        self, due: int, item: Session | Resource, statuses: tuple[str, ...], then: Timer
     ) -> None:
         """At ``due``, if ``item`` is still in one of ``statuses``, ``then(due)``."""
         heapq.heappush(self._timers, (due, next(self._timer_seq), item, statuses, then))

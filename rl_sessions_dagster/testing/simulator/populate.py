@@ -30,8 +30,7 @@ def populate_world(
     seeded by ``seed`` and the world's size: the same calls give the same world, never a clash."""
     started = time.perf_counter()
     for shape in shapes:
-        if shape not in wire.REGISTRATION_SHAPES:
-            raise ValueError(f"unknown registration shape {shape!r}")
+        wire.check_shape(shape)
     rng = random.Random(f"populate:{seed}:{len(world._sessions)}")
     models, now, base = DEFAULT_BASE_MODELS, world._now(), len(world._sessions)
     n_active = max(0, min(active, n_sessions))

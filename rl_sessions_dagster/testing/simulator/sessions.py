@@ -14,10 +14,8 @@ from .lifecycle import DEFAULT, DEFAULT_LORA_CONFIG, Lifecycle, locked, session_
 from .state import Checkpoint, Operation, Resource, Session
 from .wire import US, SimulatorError, bad_request, not_found
 
-OP_RUNNING, OP_FAILED = "TRAINING_OPERATION_STATUS_RUNNING", "TRAINING_OPERATION_STATUS_FAILED"
-OP_PENDING, OP_COMPLETED = (
-    "TRAINING_OPERATION_STATUS_PENDING",
-    "TRAINING_OPERATION_STATUS_COMPLETED",
+OP_PENDING, OP_RUNNING, OP_COMPLETED, OP_FAILED = (
+    f"TRAINING_OPERATION_STATUS_{s}" for s in ("PENDING", "RUNNING", "COMPLETED", "FAILED")
 )
 
 
@@ -80,23 +78,15 @@ class Sessions(Lifecycle):
 
     def _new_session(self, r: Resource, lora_config: dict[str, Any] | None, shape: str | None,
                      **fields: Any) -> Session:  # fmt: skip
+        param = "model_resources_id"
         if r.status != wire.RESOURCE_READY:
-            raise bad_request(
-                f"model resource {r.id} is {r.status}, not READY", "model_resources_id"
-            )
+            raise bad_request(f"model resource {r.id} is {r.status}, not READY", param)
         if len(self._active_sessions(r)) >= r.cap:
-            message = (
-                f"model resource {r.id} already hosts its maximum of {r.cap} concurrent session(s)"
-            )
-            raise SimulatorError(
-                429, message, param="model_resources_id", code="resource_at_capacity"
-            )
+            message = f"model resource {r.id} already hosts its maximum of {r.cap} session(s)"
+            raise SimulatorError(429, message, param=param, code="resource_at_capacity")
         if shape == DEFAULT:
             shape = None if r.base_model in wire.NO_REGISTRY_MODELS else "current"
-        if shape not in wire.REGISTRATION_SHAPES:
-            raise ValueError(
-                f"registration_shape must be one of {wire.REGISTRATION_SHAPES}, not {shape!r}"
-            )
+        wire.check_shape(shape)
         fields.setdefault("created_by", self.user_id)
         fields["wandb"] = dict(fields["wandb"]) if fields.get("wandb") else None
         lora = {**DEFAULT_LORA_CONFIG, **(lora_config or {})} if r.lora_enabled else None
@@ -212,11 +202,7 @@ class Sessions(Lifecycle):
     def _add_checkpoint(
         self, s: Session, kind: str, step: int | None, shape: str | None, registered: bool
     ) -> Checkpoint:
-        shape = s.shape if shape == DEFAULT else shape  # fixed now: a session can mix shapes
-        if shape not in wire.REGISTRATION_SHAPES:
-            raise ValueError(
-                f"registration_shape must be one of {wire.REGISTRATION_SHAPES}, not {shape!r}"
-            )
+        shape = wire.check_shape(s.shape if shape == DEFAULT else shape)  # a session can mix shapes
         now = self._now()
         ck = Checkpoint(self._new_id(), s.id, kind, s.step if step is None else step, now, shape,
                         now if registered and shape is not None else None)  # fmt: skip
@@ -322,11 +308,8 @@ class Sessions(Lifecycle):
     def _apply(self, op: Operation, s: Session, now: int) -> dict[str, Any]:
         as_str, kind = s.int64_as_string, op.kind
         if kind.endswith("-checkpoint"):
-            ctype = (
-                wire.CHECKPOINT_INFERENCE
-                if kind == "inference-checkpoint"
-                else wire.CHECKPOINT_TRAINING
-            )
+            inference = kind == "inference-checkpoint"
+            ctype = wire.CHECKPOINT_INFERENCE if inference else wire.CHECKPOINT_TRAINING
             ck = self._add_checkpoint(s, ctype, None, DEFAULT, registered=True)
             return {"checkpoint": wire.checkpoint_in_session(ck, s)}
         if kind == "optim-step":
@@ -349,10 +332,8 @@ class Sessions(Lifecycle):
         if kind == "custom-forward-backward":
             return {}
         loss = 2.3 * math.exp(-s.step / 150.0) + rng.uniform(0.0, 0.05)
-        metrics = {
-            "kl": round(rng.uniform(0.0, 0.02), 6),
-            "clip_fraction": round(rng.uniform(0.0, 0.2), 6),
-        }
+        kl, clip = rng.uniform(0.0, 0.02), rng.uniform(0.0, 0.2)
+        metrics = {"kl": round(kl, 6), "clip_fraction": round(clip, 6)}
         return {"loss": round(loss, 6), "metrics": metrics}
 
 

@@ -62,6 +62,13 @@ VARIANT_FILES: Final = {
 #: Registration shapes a session can emit (API reference §3.3); None never registers.
 REGISTRATION_SHAPES: Final = ("current", "object_ids", "legacy", None)
 
+
+def check_shape(shape: str | None) -> str | None:
+    if shape not in REGISTRATION_SHAPES:
+        raise ValueError(f"registration_shape must be one of {REGISTRATION_SHAPES}, not {shape!r}")
+    return shape
+
+
 OPERATION_KINDS: Final = ("forward-backward", "custom-forward-backward", "optim-step",
                           "weights-sync", "sample", "inference-checkpoint", "training-checkpoint")  # fmt: skip
 WEIGHT_SYNC_TYPES: Final = ("WEIGHT_SYNC_TYPE_SYNCHRONOUS", "WEIGHT_SYNC_TYPE_BACKGROUND_PUBLISH",

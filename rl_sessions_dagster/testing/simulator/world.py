@@ -12,7 +12,7 @@ from itertools import islice
 from typing import Any
 
 from . import wire
-from .lifecycle import LIST_ORDERS, ListOrder, locked, session_status
+from .lifecycle import ListOrder, check_list_order, locked, session_status
 from .populate import populate_world
 from .sessions import Sessions
 from .state import ClockMode, Key, Resource, SimClock
@@ -71,15 +71,11 @@ class SimulatedWorld(Sessions):
 
     @locked
     def set_list_order(self, order: ListOrder) -> None:
-        if order not in LIST_ORDERS:
-            raise ValueError(f"order must be one of {', '.join(LIST_ORDERS)}, not {order!r}")
+        check_list_order(order)
         self._list_order = order
-        self._session_index.load(
-            ((self._key(s), s.status) for s in self._sessions.values()), clear=True
-        )
-        self._resource_index.load(
-            ((self._key(r), r.status) for r in self._resources.values()), clear=True
-        )
+        indices = ((self._session_index, self._sessions), (self._resource_index, self._resources))
+        for index, items in indices:
+            index.load(((self._key(x), x.status) for x in items.values()), clear=True)
 
     @locked
     def populate(
@@ -118,12 +114,9 @@ class SimulatedWorld(Sessions):
         return json.loads(self.checkpoint_json(checkpoint_id))
 
     @locked
-    def checkpoints(
-        self, session_id: str | None = None, type: str | None = None
-    ) -> list[dict[str, Any]]:
-        return json.loads(self.page_checkpoints(limit=10**9, session_id=session_id, type=type))[
-            "data"
-        ]
+    def checkpoints(self, session_id: str | None = None, type: str | None = None) -> list[Any]:
+        page = self.page_checkpoints(limit=10**9, session_id=session_id, type=type)
+        return json.loads(page)["data"]
 
     @locked
     def model_resource(self, resource_id: str) -> dict[str, Any]:
@@ -162,34 +155,19 @@ class SimulatedWorld(Sessions):
     def _resource_bytes(self, r: Resource) -> bytes:
         if r.status != wire.RESOURCE_PENDING or not r.queued:
             return wire.resource_bytes(r)  # provisioning ones wait only for their pods: position 1
-        mine = (r.created_at, r.id)
-        older = sum(
-            1 for o in self._queued() if o.gpu_type == r.gpu_type and (o.created_at, o.id) < mine
-        )
-        return wire.resource_bytes(r, older + 1)
-
-    def _after(
-        self, after: str | None, items: dict[str, Any], key: Callable[[Any], Key]
-    ) -> Key | None:
-        if not after:
-            return None
-        if after not in items:
-            raise bad_request(f"unknown cursor {after!r}", param="after", code="invalid_cursor")
-        return key(items[after])
+        older = [o for o in self._queued() if o.gpu_type == r.gpu_type]
+        return wire.resource_bytes(r, older.index(r) + 1)
 
     @locked
     def page_sessions(
         self, *, limit: int = 20, after: str | None = None, statuses: Collection[str] | None = None,
         resource_id: str | None = None, created_by: str | None = None,
     ) -> bytes:  # fmt: skip
-        start, sessions = self._after(after, self._sessions, self._key), self._sessions
+        start, sessions = _after(after, self._sessions, self._key), self._sessions
         preds: list[Pred] = []
         if resource_id is not None:
             r = self._resources.get(resource_id)
-            keys = sorted(
-                (self._key(sessions[i]) for i in (r.session_ids if r else [])), reverse=True
-            )
-            it: Iterator[Key] = iter([k for k in keys if start is None or k < start])
+            it = _below((self._key(sessions[i]) for i in (r.session_ids if r else [])), start)
             if statuses:
                 preds.append(lambda k: sessions[k[1]].status in statuses)
         else:
@@ -204,12 +182,11 @@ class SimulatedWorld(Sessions):
         type: str | None = None, base_model: str | None = None,
     ) -> bytes:  # fmt: skip
         ckpts, sessions = self._checkpoints, self._sessions
-        start = self._after(after, ckpts, lambda c: (c.created_at, c.id))
+        start = _after(after, ckpts, lambda c: (c.created_at, c.id))
         preds: list[Pred] = []
         if session_id is not None:
             own = (s.inference + s.training) if (s := sessions.get(session_id)) else []
-            keys = sorted(((c.created_at, c.id) for c in own), reverse=True)
-            it: Iterator[Key] = iter([k for k in keys if start is None or k < start])
+            it = _below(((c.created_at, c.id) for c in own), start)
             if type is not None:
                 preds.append(lambda k: ckpts[k[1]].kind == type)
         else:
@@ -228,12 +205,10 @@ class SimulatedWorld(Sessions):
         created_by: str | None = None,
     ) -> bytes:  # fmt: skip
         resources = self._resources
-        it = self._resource_index.iter_desc(
-            self._after(after, resources, self._key), statuses or None
-        )
-        preds: list[Pred] = (
-            [] if created_by is None else [lambda k: resources[k[1]].created_by == created_by]
-        )
+        it = self._resource_index.iter_desc(_after(after, resources, self._key), statuses or None)
+        preds: list[Pred] = []
+        if created_by is not None:
+            preds.append(lambda k: resources[k[1]].created_by == created_by)
         return _page(it, limit, preds, lambda i: self._resource_bytes(resources[i]))
 
     @locked
@@ -300,10 +275,22 @@ class SimulatedWorld(Sessions):
 
 def file_size(checkpoint_id: str, filename: str) -> int:
     """Deterministic small size of a simulated file (json ≤ 2 KiB, weights ≤ 64 KiB)."""
-    h = int.from_bytes(
-        blake2b(f"{checkpoint_id}/{filename}".encode(), digest_size=4).digest(), "big"
-    )
+    digest = blake2b(f"{checkpoint_id}/{filename}".encode(), digest_size=4).digest()
+    h = int.from_bytes(digest, "big")
     return 256 + h % 1792 if filename.endswith(".json") else 4096 + h % 61440
+
+
+def _after(after: str | None, items: dict[str, Any], key: Callable[[Any], Key]) -> Key | None:
+    if not after:
+        return None
+    if after not in items:
+        raise bad_request(f"unknown cursor {after!r}", param="after", code="invalid_cursor")
+    return key(items[after])
+
+
+def _below(keys: Iterable[Key], start: Key | None) -> Iterator[Key]:
+    """A parent's own items, listed like an index: descending, strictly below ``start``."""
+    return iter(sorted((k for k in keys if start is None or k < start), reverse=True))
 
 
 def _page(
