@@ -73,10 +73,8 @@ def _resource_body(req: Request) -> dict[str, Any]:
     if not isinstance(lora, bool):
         raise bad_request("lora_enabled must be a boolean", param="lora_enabled")
     compute = body.get("compute_config") or {}
-    if (
-        not isinstance(compute, dict)
-        or compute.get("gpu_type", wire.GPU_TYPES[0]) not in wire.GPU_TYPES
-    ):
+    gpu = compute.get("gpu_type", wire.GPU_TYPES[0]) if isinstance(compute, dict) else None
+    if gpu not in wire.GPU_TYPES:
         raise bad_request("invalid compute_config", param="compute_config")
     replicas = _int(compute, "num_generator_replicas", 0, 64)
     timeout = _int(body, "inactive_timeout", 300, 86_400)
@@ -87,7 +85,7 @@ def _resource_body(req: Request) -> dict[str, Any]:
         "inactive_timeout": 3600 if timeout is None else timeout,
         "optimizer": _field(body, "optimizer_config", dict, "an object") or {"adam": {}},
         "base_weights_ref": _field(body, "base_weights_ref"),
-        "gpu_type": compute.get("gpu_type", wire.GPU_TYPES[0]),
+        "gpu_type": gpu,
     }
 
 
@@ -173,9 +171,8 @@ def add_api_routes(router: Router, w: SimulatedWorld, secret: bytes) -> None:
     def create_resource(req: Request) -> Response:
         params = _resource_body(req)
         with w.transaction():
-            return json_response(
-                w.resource_json(w.create_model_resource(status="PENDING", **params))
-            )
+            rid = w.create_model_resource(status="PENDING", **params)
+            return json_response(w.resource_json(rid))
 
     def estimate_cost(req: Request) -> Response:
         p = _resource_body(req)
@@ -222,11 +219,7 @@ def add_api_routes(router: Router, w: SimulatedWorld, secret: bytes) -> None:
     add("GET", sessions, list_sessions)
     add("GET", sessions + "/{id}", lambda req: json_response(w.session_json(req.ids[0])))
     add("PATCH", sessions + "/{id}", then(patch_session, w.session_json))
-    add(
-        "POST",
-        sessions + "/{id}/stop",
-        then(lambda req: w.stop_session(req.ids[0]), w.session_json),
-    )
+    add("POST", sessions + "/{id}/stop", then(lambda r: w.stop_session(r.ids[0]), w.session_json))
     for kind in wire.OPERATION_KINDS:
         add("POST", f"{sessions}/{{id}}/operations/{kind}", submit(kind))
         add("GET", f"{sessions}/{{id}}/operations/{kind}/{{id}}", poll(kind))

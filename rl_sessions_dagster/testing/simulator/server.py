@@ -30,6 +30,8 @@ from .routing import Handler, Request, Response, Router
 from .wire import SimulatorError, error_body
 from .world import SimulatedWorld
 
+Log = Callable[[int | None], None]  # records the request with the status the client saw
+
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
@@ -71,9 +73,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def date_time_string(self, timestamp: float | None = None) -> str:
         """``Date`` follows the world's clock, as a real server's agrees with its ``created_at``."""
-        return email.utils.formatdate(
-            timestamp or self.server.sim.world.now().timestamp(), usegmt=True
-        )
+        now = timestamp or self.server.sim.world.now().timestamp()
+        return email.utils.formatdate(now, usegmt=True)
 
     def do_GET(self) -> None:
         sim, started, started_wall = self.server.sim, time.perf_counter(), time.time()
@@ -151,25 +152,18 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(head + body if send_body else head)
         self.wfile.flush()
 
-    def _abort(self, log: Callable[[int | None], None], *, reset: bool) -> None:
+    def _abort(self, log: Log, *, reset: bool) -> None:
         """End the connection without a complete response; ``reset`` sends a TCP RST."""
         log(None)
         self.close_connection = True
         with contextlib.suppress(OSError):
             if reset:
-                self.connection.setsockopt(
-                    socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
-                )
+                linger = struct.pack("ii", 1, 0)
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, linger)
             else:
                 self.connection.shutdown(socket.SHUT_RDWR)
 
-    def _fault(
-        self,
-        rule: FaultRule,
-        resp: Response | None,
-        request_id: str,
-        log: Callable[[int | None], None],
-    ) -> None:
+    def _fault(self, rule: FaultRule, resp: Response | None, request_id: str, log: Log) -> None:
         if rule.drop:
             return self._abort(log, reset=False)
         if rule.status is not None:
@@ -276,9 +270,8 @@ class RLSimulator:
                 raise SimulatorError(401, message, code="invalid_api_key")
             if handler is None and allowed:
                 allow = {"Allow": ", ".join(sorted(set(allowed)))}
-                return Response(
-                    405, error_body(405, f"Method {req.method} not allowed"), headers=allow
-                )
+                message = f"Method {req.method} not allowed"
+                return Response(405, error_body(405, message), headers=allow)
             if handler is None:
                 message = f"Unknown request URL: {req.method} {req.path}"
                 raise SimulatorError(404, message, code="unknown_url")
@@ -289,11 +282,8 @@ class RLSimulator:
             traceback.print_exc(file=sys.stderr)
             resp = Response(500, error_body(500, f"simulator internal error: {exc!r}"))
         hook = self.world.response_hook
-        if (
-            hook is not None
-            and req.path.startswith("/v1/")
-            and resp.content_type == "application/json"
-        ):
+        api_json = req.path.startswith("/v1/") and resp.content_type == "application/json"
+        if hook is not None and api_json:
             try:
                 payload = hook(req.path, json.loads(resp.body))
                 resp.body = json.dumps(payload, separators=(",", ":")).encode()
