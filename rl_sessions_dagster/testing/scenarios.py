@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 
 from .simulator.world import SimulatedWorld
 
+MODEL = "Qwen/Qwen3-8B"
+
 
 @dataclass
 class SweepOutcome:
@@ -66,23 +68,21 @@ class DemoSweep:
     def run(self) -> None:
         w = self.world
         w.resource_provision_delay = self.provision_seconds
-        shared = w.create_model_resource(
-            "Qwen/Qwen3-8B", lora=True, inactive_timeout=3600, status="PENDING"
-        )
+        shared = w.create_model_resource(MODEL, inactive_timeout=3600, status="PENDING")
         self.outcome.resources[shared] = "shared"
         self.log(f"model resource {shared[:8]} requested (PENDING → CREATING → READY)")
-        if not self._until_ready(shared):
+        if not self._until(lambda: w.model_resource(shared)["status"].endswith("READY"), 0.2):
             return
         self.log(f"model resource {shared[:8]} READY (billing from now)")
         trains = self._start_session(shared, "1e-5")
         self.outcome.sessions[trains] = "trains"
-        idle_resource = w.create_model_resource("Qwen/Qwen3-8B", lora=True, inactive_timeout=600)
+        idle_resource = w.create_model_resource(MODEL, inactive_timeout=600)
         self.outcome.resources[idle_resource] = "expires"
         idle = self._start_session(idle_resource, "1e-4")
         self.outcome.sessions[idle] = "goes-idle"
         if not self._sleep():
             return
-        full = w.create_model_resource("Qwen/Qwen3-8B", lora=False, inactive_timeout=600)
+        full = w.create_model_resource(MODEL, lora=False, inactive_timeout=600)
         self.outcome.resources[full] = "no-capacity"
         failed = w.create_session(full, display_name="sweep-lr-3e-5", fail_at_creation=True)
         self.outcome.sessions[failed] = "no-capacity"
@@ -95,9 +95,8 @@ class DemoSweep:
             if i == 0:
                 w.expire_resource(idle_resource)
                 self.log(f"session {idle[:8]} resource idle past its timeout → EXPIRED")
-        if not self._sleep():
-            return
-        if not self._until_noticed(shared):
+        noticed = self.noticed
+        if not (self._sleep() and self._until(lambda: noticed is None or noticed(shared), 0.5)):
             return
         w.stop_session(trains, immediate=True)
         self.log(f"session {trains[:8]} stopped → STOPPED; its resource {shared[:8]} stays READY")
@@ -111,15 +110,10 @@ class DemoSweep:
         self.log(f"session {sid[:8]} sweep-lr-{lr} started (RUNNING)")
         return sid
 
-    def _until_ready(self, resource_id: str) -> bool:
-        while not self.world.model_resource(resource_id)["status"].endswith("READY"):
-            if self._stop.wait(0.2):
-                return False
-        return True
-
-    def _until_noticed(self, resource_id: str) -> bool:
-        while self.noticed is not None and not self.noticed(resource_id):
-            if self._stop.wait(0.5):
+    def _until(self, condition: Callable[[], object], interval: float) -> bool:
+        """Wait for ``condition``; False if the sweep is stopped first."""
+        while not condition():
+            if self._stop.wait(interval):
                 return False
         return True
 

@@ -40,10 +40,8 @@ def populate_world(
     resources: list[Resource] = []
     failed_at_creation = 0
 
-    def add_resource(created_at: int, status: str, lora: bool, model: str) -> Resource:
-        r = Resource(
-            new_uuid(rng), model, lora, TIMEOUT, status, created_at, created_at, world.user_id
-        )
+    def add_resource(at: int, status: str, lora: bool, model: str) -> Resource:
+        r = Resource(new_uuid(rng), model, lora, TIMEOUT, status, at, at, world.user_id)
         resources.append(r)
         return r
 
@@ -71,19 +69,18 @@ def populate_world(
                 end = s.updated_at = created + 5 * US
             s.error = (code, wire.ERROR_MESSAGES[code], end)
         n_tr = training_per_session if n_ck else 0
+
+        def checkpoint(kind: str, step: int, at: int) -> Checkpoint:
+            return Checkpoint(new_uuid(rng), s.id, kind, step, at, shape, at)
+
         gap, t = max(1, (end - created) // (n_ck + 2)), created
         for i in range(n_ck):
             t = min(t + gap + rng.randrange(gap // 4 + 1), end - 1)
-            step = (i + 1) * interval
-            s.inference.append(
-                Checkpoint(new_uuid(rng), s.id, wire.CHECKPOINT_INFERENCE, step, t, shape, t)
-            )
+            s.inference.append(checkpoint(wire.CHECKPOINT_INFERENCE, (i + 1) * interval, t))
         for j in range(n_tr):
             ct = max(created + 1, t - (n_tr - j) * US)
             step = (n_ck - n_tr + j + 1) * interval
-            s.training.append(
-                Checkpoint(new_uuid(rng), s.id, wire.CHECKPOINT_TRAINING, step, ct, shape, ct)
-            )
+            s.training.append(checkpoint(wire.CHECKPOINT_TRAINING, step, ct))
         checkpoints.extend(s.inference + s.training)
         step = n_ck * interval + (rng.randrange(interval) if n_ck else 0)
         s.step = s.trainer_step = s.target_wv = s.applied_wv = step
@@ -118,9 +115,8 @@ def populate_world(
             ready.append(r)
         assert r is not None
         created = r.created_at + rng.randrange(60 * US, HOUR)
-        add_session(
-            r, created, now - rng.randrange(1, 120 * US), wire.SESSION_RUNNING, base + n_old + j
-        )
+        end = now - rng.randrange(1, 120 * US)
+        add_session(r, created, end, wire.SESSION_RUNNING, base + n_old + j)
 
     world._resources.update((x.id, x) for x in resources)
     world._sessions.update((x.id, x) for x in sessions)
