@@ -15,13 +15,7 @@ from .wire import SimulatorError, bad_request
 from .world import SimulatedWorld
 
 _TIMES = "\u00d7"  # the multiplication sign
-_OPS = {
-    "+": operator.add,
-    "-": operator.sub,
-    "*": operator.mul,
-    "x": operator.mul,
-    _TIMES: operator.mul,
-}
+_OPS = {"+": operator.add, "-": operator.sub} | dict.fromkeys(("*", "x", _TIMES), operator.mul)
 _QUESTION = re.compile(r"(-?\d+)\s*([-+*/x" + _TIMES + r"])\s*(-?\d+)")
 
 

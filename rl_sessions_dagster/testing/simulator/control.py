@@ -17,11 +17,7 @@ from .routing import Handler, Request, Response, Router, json_response
 from .wire import bad_request, fmt_ts
 from .world import SimulatedWorld
 
-_FAULT_FIELDS = frozenset(f.name for f in fields(FaultRule) if f.init) - {
-    "pattern",
-    "method",
-    "path",
-}
+_FAULT_FIELDS = {f.name for f in fields(FaultRule) if f.init} - {"pattern", "method", "path"}
 _SESSION_FIELDS = ("display_name", "wandb", "created_by", "registration_shape", "int64_as_string",
                    "status", "fail_at_creation", "base_model", "lora", "lora_config")  # fmt: skip
 _RESOURCE_FIELDS = ("base_model", "lora", "inactive_timeout", "status", "created_by", "gpu_type")
@@ -86,10 +82,9 @@ def add_control_routes(
         return {"ok": True, "fault": rule.label()}
 
     def stats(req: Request, body: Body) -> Body:
-        counts = dict(
-            total=len(requests), by_route=requests.counts(), faults=requests.fault_counts()
-        )
-        return {"requests": counts, "world": w.counts(), "list_order": w.list_order}
+        log = {"total": len(requests), "by_route": requests.counts()}
+        log["faults"] = requests.fault_counts()
+        return {"requests": log, "world": w.counts(), "list_order": w.list_order}
 
     def capacity(b: Body) -> None:
         w.set_gpu_capacity(str(b["gpu_type"]), None if b.get("n") is None else int(b["n"]))

@@ -18,16 +18,7 @@ from functools import partial
 from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
 from . import wire
-from .state import (
-    Checkpoint,
-    Key,
-    Operation,
-    OrderedIndex,
-    Resource,
-    Session,
-    SimClock,
-    StopRequest,
-)
+from .state import Checkpoint, Operation, OrderedIndex, Resource, Session, SimClock, StopRequest
 from .wire import US, SimulatorError, bad_request, full_status, not_found
 
 ListOrder = Literal["newest_first", "oldest_first", "unordered"]
@@ -145,7 +136,7 @@ class Lifecycle:
     def _checkpoint(self, ident: str) -> Checkpoint:
         return _get(self._checkpoints, ident, "checkpoint", "checkpoint_id")
 
-    def _key(self, item: Session | Resource) -> Key:
+    def _key(self, item: Session | Resource) -> tuple[int, str]:
         # Pages read keys in descending order: oldest first negates the time.
         if self._list_order == "newest_first":
             return (item.created_at, item.id)
@@ -182,9 +173,8 @@ class Lifecycle:
 
     def _active_sessions(self, r: Resource) -> list[Session]:
         """Sessions holding a slot on ``r``: every non-terminal status, unknown ones included."""
-        return [
-            s for i in r.session_ids if (s := self._sessions[i]).status not in wire.SESSION_TERMINAL
-        ]
+        on_it = (self._sessions[i] for i in r.session_ids)
+        return [s for s in on_it if s.status not in wire.SESSION_TERMINAL]
 
     def _record_activity(self, r: Resource, at: int) -> None:
         """Activity restarts the inactivity countdown; the shown ``expires_at`` is refreshed at
@@ -235,17 +225,12 @@ class Lifecycle:
                 pending = (wire.RESOURCE_PENDING,)
                 creating = partial(self._set_resource_status, r, wire.RESOURCE_CREATING)
                 self._later(at + delay // 2, r, pending, creating)
-                self._later(
-                    at + delay,
-                    r,
-                    (*pending, wire.RESOURCE_CREATING),
-                    partial(self._become_ready, r),
-                )
+                ready = partial(self._become_ready, r)
+                self._later(at + delay, r, (*pending, wire.RESOURCE_CREATING), ready)
 
     def _queued(self) -> list[Resource]:
-        waiting = (
-            r for r in self._resources.values() if r.queued and r.status == wire.RESOURCE_PENDING
-        )
+        queued = [r for r in self._resources.values() if r.queued]
+        waiting = [r for r in queued if r.status == wire.RESOURCE_PENDING]
         return sorted(waiting, key=lambda r: (r.created_at, r.id))
 
     def _become_ready(self, r: Resource, at: int) -> None:
@@ -276,9 +261,8 @@ class Lifecycle:
         on_it = [self._sessions[i] for i in r.session_ids]
         seen = tuple((s.id, s.status, s.created_at, s.updated_at) for s in on_it)
         accepted = not r.protected and not gone and (force or not active)
-        self._stop_requests.append(
-            StopRequest(r.id, now, r.status, force, accepted, seen, r.ready_at)
-        )
+        request = StopRequest(r.id, now, r.status, force, accepted, seen, r.ready_at)
+        self._stop_requests.append(request)
         if r.protected:
             message = f"not allowed to stop model resource {r.id}"
             raise SimulatorError(403, message, code="permission_denied")

@@ -33,9 +33,8 @@ class Request:
 
     def args(self, name: str) -> list[str]:
         """All values, comma-joined ones split (SDK array style)."""
-        return [
-            v.strip() for value in self.query.get(name, ()) for v in value.split(",") if v.strip()
-        ]
+        values = (v.strip() for value in self.query.get(name, ()) for v in value.split(","))
+        return [v for v in values if v]
 
     def json(self, *, required: bool = False) -> dict[str, Any]:
         """The body as a JSON object ({} when empty and not required), else a 400."""

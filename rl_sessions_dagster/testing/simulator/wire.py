@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from .state import Checkpoint, Operation, Resource, Session
 
 US: Final = 1_000_000  # the world keeps time in integer microseconds
+OptStr = str | None
 
 SESSION_CREATING: Final = "TRAINING_SESSION_STATUS_CREATING"
 SESSION_RUNNING: Final = "TRAINING_SESSION_STATUS_RUNNING"
@@ -113,9 +114,7 @@ _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: 
                 429: "rate_limit_error"}  # fmt: skip
 
 
-def error_body(
-    status: int, message: str, *, param: str | None = None, code: str | None = None
-) -> bytes:
+def error_body(status: int, message: str, *, param: OptStr = None, code: OptStr = None) -> bytes:
     """The OpenAI-style ``{"error": {message, type, param, code}}`` body (5xx: ``server_error``)."""
     kind = _ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
     return dumps({"error": {"message": message, "type": kind, "param": param, "code": code}})
@@ -126,7 +125,7 @@ class SimulatorError(Exception):
     (unknown id → 404, full resource → 429), so HTTP forwards it unchanged."""
 
     def __init__(
-        self, status: int, message: str, *, param: str | None = None, code: str | None = None
+        self, status: int, message: str, *, param: OptStr = None, code: OptStr = None
     ) -> None:
         super().__init__(message)
         self.status, self.message, self.param, self.code = status, message, param, code
@@ -135,12 +134,12 @@ class SimulatorError(Exception):
         return error_body(self.status, self.message, param=self.param, code=self.code)
 
 
-def not_found(kind: str, ident: str, param: str | None = None) -> SimulatorError:
+def not_found(kind: str, ident: str, param: OptStr = None) -> SimulatorError:
     return SimulatorError(404, f"{kind} {ident!r} not found", param=param, code="not_found")
 
 
 def bad_request(
-    message: str, param: str | None = None, code: str = "invalid_request"
+    message: str, param: OptStr = None, code: str = "invalid_request"
 ) -> SimulatorError:
     return SimulatorError(400, message, param=param, code=code)
 
@@ -164,12 +163,9 @@ def int64(value: int, as_string: bool) -> int | str:
 
 
 def _error(info: tuple[str | None, str, int]) -> dict[str, Any]:
-    code, message, at = info  # code None: the older shape without it
-    return {
-        **({"code": code} if code is not None else {}),
-        "message": message,
-        "occurred_at": fmt_ts(at),
-    }
+    code, message, at = info
+    d = {"message": message, "occurred_at": fmt_ts(at)}
+    return d if code is None else {"code": code, **d}  # code None: the older shape without it
 
 
 def registry_artifact(ckpt_id: str, what: str) -> tuple[str, str]:
@@ -188,11 +184,9 @@ def inference_registration(ck: Checkpoint, s: Session) -> dict[str, Any] | None:
     name = f"{s.created_by}/{s.base_model.rsplit('/', 1)[-1]}-rl-{ck.id[:8]}-step-{ck.step}"
     reg: dict[str, Any] = {"model_name": name, "registered_at": fmt_ts(ck.registered_at)}
     if ck.shape == "object_ids":
-        reg["model_object_id"], reg["model_object_revision_id"] = registry_artifact(ck.id, "model")
-        if s.adapter:
-            reg["adapter_object_id"], reg["adapter_object_revision_id"] = registry_artifact(
-                ck.id, "adapter"
-            )
+        for what in ("model", "adapter") if s.adapter else ("model",):
+            ids = registry_artifact(ck.id, what)
+            reg[f"{what}_object_id"], reg[f"{what}_object_revision_id"] = ids
     return reg
 
 
@@ -213,18 +207,14 @@ def chat_names(ck: Checkpoint, s: Session) -> list[str]:
     reg = inference_registration(ck, s) if ck.is_inference else None
     if reg is None:
         return []
-    names = [
-        str(reg[k]) for k in ("model_name", "model_object_id", "adapter_object_id") if k in reg
-    ]
+    named = ("model_name", "model_object_id", "adapter_object_id")
+    names = [str(reg[k]) for k in named if k in reg]
     return names + [reg[k]["id"] for k in ("model", "adapter") if k in reg]
 
 
 def checkpoint_in_session(ck: Checkpoint, s: Session) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "id": ck.id,
-        "created_at": fmt_ts(ck.created_at),
-        "step": int64(ck.step, s.int64_as_string),
-    }
+    step = int64(ck.step, s.int64_as_string)
+    d: dict[str, Any] = {"id": ck.id, "created_at": fmt_ts(ck.created_at), "step": step}
     reg = registration(ck, s)
     if reg is not None:
         d["registration"] = reg
@@ -261,10 +251,8 @@ def session_bytes(s: Session) -> bytes:
         d["resume_from_checkpoint_id"] = s.resume_from
     d["created_at"], d["updated_at"] = fmt_ts(s.created_at), fmt_ts(s.updated_at)
     if s.lora is not None:
-        d["lora_config"] = {
-            **s.lora,
-            **({"seed": int64(s.lora["seed"], as_str)} if "seed" in s.lora else {}),
-        }
+        seed = {"seed": int64(s.lora["seed"], as_str)} if "seed" in s.lora else {}
+        d["lora_config"] = {**s.lora, **seed}
     d["model_resources_id"] = s.resource_id
     d["base_model"] = s.base_model
     d["created_by"] = s.created_by
@@ -286,22 +274,19 @@ def resource_bytes(r: Resource, queue_position: int = 1) -> bytes:
     """Not cached while PENDING: the queue position moves."""
     if r.json is not None and r.status != RESOURCE_PENDING:
         return r.json
+    compute = {"num_generator_replicas": r.num_generator_replicas, "gpu_type": r.gpu_type}
+    pending = r.status == RESOURCE_PENDING
     d: dict[str, Any] = {
         "id": r.id,
         "base_model": r.base_model,
-        "compute_config": {
-            "num_generator_replicas": r.num_generator_replicas,
-            "gpu_type": r.gpu_type,
-        },
+        "compute_config": compute,
         "created_at": fmt_ts(r.created_at),
         "created_by": r.created_by,
         "inactive_timeout": r.inactive_timeout,
         "lora_enabled": r.lora_enabled,
         "optimizer_config": r.optimizer,
         "status": r.status,
-        "status_details": {"queue_position": queue_position}
-        if r.status == RESOURCE_PENDING
-        else {},
+        "status_details": {"queue_position": queue_position} if pending else {},
         "updated_at": fmt_ts(r.updated_at),
     }
     if r.base_weights_ref is not None:
