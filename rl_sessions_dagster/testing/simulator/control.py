@@ -17,7 +17,7 @@ from .routing import Handler, Request, Response, Router, json_response
 from .wire import bad_request, fmt_ts
 from .world import SimulatedWorld
 
-_FAULT_FIELDS = {f.name for f in fields(FaultRule) if f.init} - {"pattern", "method", "path"}
+_FAULT_FIELDS = {f.name for f in fields(FaultRule) if f.init} - {"pattern"}
 _SESSION_FIELDS = ("display_name", "wandb", "created_by", "registration_shape", "int64_as_string",
                    "status", "fail_at_creation", "base_model", "lora", "lora_config")  # fmt: skip
 _RESOURCE_FIELDS = ("base_model", "lora", "inactive_timeout", "status", "created_by", "gpu_type")

@@ -1,8 +1,8 @@
 """Fault injection: matching requests fail, stall, drop or return garbage on a schedule.
 
-A rule's ``pattern`` (``"METHOD /path"`` glob, a regex, or ``method=`` + ``path=``) matches the
-route template or the concrete path; it fires on the next ``times`` matches, the ``nth`` ones,
-at a seeded ``rate`` or always, and the first rule that fires wins.
+A rule's ``pattern`` (a ``"METHOD /path"`` glob, ``"/path"`` for any method, or a regex)
+matches the route template or the concrete path; it fires on the next ``times`` matches, the
+``nth`` ones, at a seeded ``rate`` or always, and the first rule that fires wins.
 """
 
 from __future__ import annotations
@@ -17,13 +17,15 @@ from typing import Any
 
 from .wire import error_body
 
+Pattern = str | re.Pattern[str]
+
 
 @dataclass
 class FaultRule:
     """One fault. ``process``: the request still reaches the world before the fault replaces
     its response (default: only ``malformed``): a response lost after the server acted."""
 
-    pattern: str | re.Pattern[str] | None = None
+    pattern: Pattern | None = None
     status: int | None = None
     times: int | None = None
     nth: Collection[int] | None = None
@@ -37,16 +39,10 @@ class FaultRule:
     message: str | None = None
     headers: dict[str, str] | None = None
     process: bool | None = None
-    method: str | None = None
-    path: str | None = None
     matched: int = field(default=0, init=False)
     applied: int = field(default=0, init=False)
 
     def __post_init__(self) -> None:
-        if self.pattern is None:
-            self.pattern = f"{(self.method or '*').upper()} {self.path or '*'}"
-        elif self.method is not None or self.path is not None:
-            raise ValueError("give either pattern or method/path, not both")
         self.nth = frozenset(self.nth) if self.nth is not None else None
         if len(self._actions()) > 1:
             raise ValueError("a fault rule has at most one of status / drop / reset / malformed")
@@ -106,36 +102,12 @@ class FaultPlan:
         with self._lock:
             return list(self._rules)
 
-    def add(
-        self, pattern: str | re.Pattern[str] | FaultRule | None = None, **kwargs: Any
-    ) -> FaultRule:
+    def add(self, pattern: Pattern | FaultRule | None = None, **kwargs: Any) -> FaultRule:
         """``add(FaultRule(...))`` or ``add("GET /v1/rl/*", status=503, times=2)``."""
         rule = pattern if isinstance(pattern, FaultRule) else FaultRule(pattern, **kwargs)
         with self._lock:
             self._rules.append(rule)
         return rule
-
-    def http_error(self, pattern: str, status: int, **kwargs: Any) -> FaultRule:
-        return self.add(pattern, status=status, **kwargs)
-
-    def rate_limit(
-        self, pattern: str, *, retry_after: float | None = 1, retry_after_ms: int | None = None,
-        **kwargs: Any,
-    ) -> FaultRule:  # fmt: skip
-        kwargs.update(retry_after=retry_after, retry_after_ms=retry_after_ms)
-        return self.add(pattern, status=429, **kwargs)
-
-    def slow(self, pattern: str, delay_s: float, **kwargs: Any) -> FaultRule:
-        return self.add(pattern, delay_s=delay_s, **kwargs)
-
-    def drop(self, pattern: str, **kwargs: Any) -> FaultRule:
-        return self.add(pattern, drop=True, **kwargs)
-
-    def reset_after_headers(self, pattern: str, **kwargs: Any) -> FaultRule:
-        return self.add(pattern, reset_after_headers=True, **kwargs)
-
-    def malformed(self, pattern: str, **kwargs: Any) -> FaultRule:
-        return self.add(pattern, malformed=True, **kwargs)
 
     def remove(self, rule: FaultRule) -> None:
         with self._lock:
