@@ -9,9 +9,9 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
-from types import FrameType
 
 from .scenarios import DemoSweep
+from .simulator.lifecycle import LIST_ORDERS
 from .simulator.server import RLSimulator
 from .simulator.world import SimulatedWorld
 
@@ -47,11 +47,7 @@ def _parser() -> argparse.ArgumentParser:
     add("--populate", type=int, default=0, metavar="N", help="create a history of N sessions")
     add("--checkpoints-per-session", type=int, default=10)
     add("--active", type=int, default=5, help="RUNNING sessions among --populate")
-    add(
-        "--list-order",
-        choices=("newest_first", "oldest_first", "unordered"),
-        default="newest_first",
-    )
+    add("--list-order", choices=LIST_ORDERS, default="newest_first")
     add("--scenario", choices=("none", "demo"), default="none",
         help="'demo' replays the demo sweep in a loop, so a UI beside it always shows something")  # fmt: skip
     add("--pace", type=float, default=5.0, help="seconds between two moves of the sweep")
@@ -66,11 +62,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         world.populate(args.populate, args.checkpoints_per_session, active, seed=args.seed)
     done = threading.Event()
 
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        done.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda signum, frame: done.set())
     sim = RLSimulator(args.api_key, world, args.seed, args.port, host=args.host)
     with sim:
         print(f"RL simulator listening on {sim.base_url}", flush=True)
