@@ -128,13 +128,13 @@ class Lifecycle:
         self._later(due, r, (wire.RESOURCE_READY,), check)
 
     def _session(self, ident: str) -> Session:
-        return _get(self._sessions, ident, "training session", "session_id")
+        return get_or_404(self._sessions, ident, "training session", "session_id")
 
     def _resource(self, ident: str, param: str | None = "model_resources_id") -> Resource:
-        return _get(self._resources, ident, "model resource", param)
+        return get_or_404(self._resources, ident, "model resource", param)
 
     def _checkpoint(self, ident: str) -> Checkpoint:
-        return _get(self._checkpoints, ident, "checkpoint", "checkpoint_id")
+        return get_or_404(self._checkpoints, ident, "checkpoint", "checkpoint_id")
 
     def _key(self, item: Session | Resource) -> tuple[int, str]:
         # Pages read keys in descending order: oldest first negates the time.
@@ -315,7 +315,7 @@ class Lifecycle:
         self._resource(resource_id).protected = protected
 
 
-def _get(table: dict[str, T], ident: str, kind: str, param: str | None) -> T:
+def get_or_404(table: dict[str, T], ident: str, kind: str, param: str | None) -> T:
     if ident not in table:
         raise not_found(kind, ident, param)
     return table[ident]

@@ -31,9 +31,7 @@ class RequestRecord:
 def _matches(method: str | None, template: str | None, m: str, t: str) -> bool:
     if method is not None and m != method.upper():
         return False
-    if template is None:
-        return True
-    return fnmatchcase(t, template) if "*" in template or "?" in template else t == template
+    return template is None or fnmatchcase(t, template)  # a glob, or the template itself
 
 
 class RequestLog:

@@ -66,6 +66,8 @@ def json_response(body: bytes | dict[str, Any] | list[Any], status: int = 200) -
 
 
 Handler = Callable[[Request], Response]
+#: ``(handler or None, template, ids, methods allowed on that template)``
+Match = tuple[Handler | None, str, tuple[str, ...], list[str]]
 
 
 class Router:
@@ -81,10 +83,7 @@ class Router:
         self.routes.append((method, template, segments, handler))
         self.routes.sort(key=lambda r: -sum(s != "{id}" for s in r[2]))
 
-    def match(
-        self, method: str, path: str
-    ) -> tuple[Handler | None, str, tuple[str, ...], list[str]]:
-        """``(handler or None, template, ids, methods allowed on that template)``."""
+    def match(self, method: str, path: str) -> Match:
         parts = tuple(path.strip("/").split("/"))
         found, allowed, best = None, [], None
         ids_found: tuple[str, ...] = ()

@@ -10,7 +10,7 @@ import random
 from typing import Any
 
 from . import wire
-from .lifecycle import DEFAULT, DEFAULT_LORA_CONFIG, Lifecycle, locked, session_status
+from .lifecycle import DEFAULT, DEFAULT_LORA_CONFIG, Lifecycle, get_or_404, locked, session_status
 from .state import Checkpoint, Operation, Resource, Session
 from .wire import US, SimulatorError, bad_request, not_found
 
@@ -281,9 +281,8 @@ class Sessions(Lifecycle):
     @locked
     def operation(self, operation_id: str) -> dict[str, Any]:
         """Without counting a poll."""
-        if operation_id not in self._operations:
-            raise not_found("operation", operation_id, "operation_id")
-        return wire.operation_dict(self._operations[operation_id])
+        op = get_or_404(self._operations, operation_id, "operation", "operation_id")
+        return wire.operation_dict(op)
 
     @locked
     def fail_next_operations(self, n: int = 1, *, kind: str | None = None,
