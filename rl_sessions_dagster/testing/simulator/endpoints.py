@@ -255,9 +255,8 @@ def add_api_routes(router: Router, w: SimulatedWorld, secret: bytes) -> None:
 
     def estimate_cost(req: Request) -> Response:
         p = _resource_body(req)
-        price = w.price_per_hour(
-            p["base_model"], lora=p["lora"], replicas=p["num_generator_replicas"]
-        )
+        lora, replicas = p["lora"], p["num_generator_replicas"]
+        price = w.price_per_hour(p["base_model"], lora=lora, replicas=replicas)
         return json_response({"currency": "USD", "price_per_hour": price})
 
     def extend_expiry(req: Request) -> None:

@@ -82,7 +82,8 @@ class Sessions(Lifecycle):
         if r.status != wire.RESOURCE_READY:
             raise bad_request(f"model resource {r.id} is {r.status}, not READY", param)
         if len(self._active_sessions(r)) >= r.cap:
-            message = f"model resource {r.id} already hosts its maximum of {r.cap} session(s)"
+            most = f"its maximum of {r.cap} concurrent session(s)"
+            message = f"model resource {r.id} already hosts {most}"
             raise SimulatorError(429, message, param=param, code="resource_at_capacity")
         if shape == DEFAULT:
             shape = None if r.base_model in wire.NO_REGISTRY_MODELS else "current"
