@@ -35,8 +35,8 @@ def checkpoints(sim: RLSimulator, n: int) -> list[str]:
 
 def inject_inference_faults(sim: RLSimulator) -> list:
     return [
-        sim.faults.http_error(CHAT, 503, rate=0.04),
-        sim.faults.rate_limit(CHAT, retry_after=0.01, rate=0.02),
+        sim.faults.add(CHAT, status=503, rate=0.04),
+        sim.faults.add(CHAT, status=429, retry_after=0.01, rate=0.02),
     ]
 
 

@@ -1,8 +1,6 @@
-"""Testing utilities: a local simulator of the Together RL HTTP service.
-
-``RLSimulator`` serves a ``SimulatedWorld`` over real HTTP on 127.0.0.1, with fault injection
-(``FaultPlan``) and a request log (``RequestLog``). Nothing here imports Dagster or the
-library's own API client, so the simulator stays an independent oracle for both.
+"""The test kit: ``RLSimulator`` serves a ``SimulatedWorld`` over HTTP on 127.0.0.1, with
+faults (``FaultPlan``) and a request log (``RequestLog``). The simulator imports neither Dagster
+nor the library's API client, so it stays an independent oracle for both.
 """
 
 from .simulator.faults import FaultPlan

@@ -1,8 +1,5 @@
-"""``rl-sessions-simulator serve --port 0 --api-key K [--seed N] [--populate N]``.
-
-Prints exactly one line, ``RL simulator listening on http://127.0.0.1:PORT``, flushed, so a
-parent process can read the URL; serves until SIGTERM/SIGINT and exits 0.
-"""
+"""``rl-sessions-simulator serve``: prints one line, ``RL simulator listening on URL``, so a
+parent process can read the URL, and serves until SIGTERM/SIGINT (exit 0)."""
 
 from __future__ import annotations
 
@@ -12,9 +9,9 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
-from types import FrameType
 
 from .scenarios import DemoSweep
+from .simulator.lifecycle import LIST_ORDERS
 from .simulator.server import RLSimulator
 from .simulator.world import SimulatedWorld
 
@@ -50,7 +47,7 @@ def _parser() -> argparse.ArgumentParser:
     add("--populate", type=int, default=0, metavar="N", help="create a history of N sessions")
     add("--checkpoints-per-session", type=int, default=10)
     add("--active", type=int, default=5, help="RUNNING sessions among --populate")
-    add("--list-order", choices=("newest_first", "oldest_first", "unordered"), default="newest_first")
+    add("--list-order", choices=LIST_ORDERS, default="newest_first")
     add("--scenario", choices=("none", "demo"), default="none",
         help="'demo' replays the demo sweep in a loop, so a UI beside it always shows something")  # fmt: skip
     add("--pace", type=float, default=5.0, help="seconds between two moves of the sweep")
@@ -58,7 +55,6 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``rl-sessions-simulator`` and ``python -m rl_sessions_dagster.testing``."""
     args = _parser().parse_args(argv)
     world = SimulatedWorld(seed=args.seed, list_order=args.list_order)
     if args.populate > 0:
@@ -66,11 +62,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         world.populate(args.populate, args.checkpoints_per_session, active, seed=args.seed)
     done = threading.Event()
 
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        done.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda signum, frame: done.set())
     sim = RLSimulator(args.api_key, world, args.seed, args.port, host=args.host)
     with sim:
         print(f"RL simulator listening on {sim.base_url}", flush=True)

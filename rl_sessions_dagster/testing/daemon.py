@@ -1,8 +1,5 @@
-"""Run the real ``dagster-daemon`` against a definitions module, for tests and the demo.
-
-Stdlib + Dagster only. The daemon runs in its own process group, so stopping it also stops the
-code server it spawned; nothing is left behind even if the caller fails.
-"""
+"""Run the real ``dagster-daemon`` on a definitions module, in its own process group, so
+stopping it also stops the code server it spawned, even if the caller fails."""
 
 import json
 import os
@@ -27,7 +24,9 @@ run_coordinator:
 """
 
 
-def prepare_dagster_home(home: Path, *, clean: bool = True, storage: Mapping[str, Any] | None = None) -> Path:
+def prepare_dagster_home(
+    home: Path, *, clean: bool = True, storage: Mapping[str, Any] | None = None
+) -> Path:
     """A DAGSTER_HOME with telemetry off and runs launched immediately; ``storage`` is the
     ``storage:`` section of ``dagster.yaml`` (None: Dagster's default, SQLite in ``home``)."""
     if clean and home.exists():
@@ -94,11 +93,8 @@ def stop_process_group(proc: subprocess.Popen[bytes], timeout: float = 20.0) -> 
 
 
 def group_alive(pgid: int) -> bool:
-    """True while a live (non-zombie) process of the group exists: proof nothing is left.
-
-    Reads ``/proc`` where it exists (a killed child may linger as a zombie until reaped, and
-    ``killpg(pgid, 0)`` counts zombies); elsewhere falls back to ``killpg``.
-    """
+    """True while a live process of the group exists. Reads ``/proc`` where it exists, as
+    ``killpg(pgid, 0)`` also counts zombies, which may linger until reaped."""
     if not Path("/proc").is_dir():
         try:
             os.killpg(pgid, 0)
@@ -124,8 +120,7 @@ def sensor_ticks(
     instance: Any, sensor_name: str, statuses: Iterable[Any] | None = FINISHED_TICKS
 ) -> list[Any]:
     """Stored ticks of a sensor, newest first: finished ones by default (a tick is stored
-    STARTED before the sensor runs, so "a tick happened" must mean a finished one),
-    ``statuses=None`` for every tick, or the ``TickStatus`` values (or names) given."""
+    STARTED before the sensor runs), ``statuses=None`` for all, or those ``TickStatus`` given."""
     wanted = None if statuses is None else {getattr(s, "value", s) for s in statuses}
     for state in instance.all_instigator_state():
         if state.instigator_type.value == "SENSOR" and state.instigator_name == sensor_name:
@@ -134,8 +129,10 @@ def sensor_ticks(
     return []
 
 
-def wait_for(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.25) -> Any:
-    """Poll ``predicate`` until it returns something truthy; raise TimeoutError naming ``what``."""
+def wait_for(
+    predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.25
+) -> Any:
+    """``predicate()`` once truthy; TimeoutError naming ``what`` after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if value := predicate():

@@ -1,9 +1,5 @@
-"""Scripted worlds for demos and end-to-end tests: a small hyper-parameter sweep.
-
-``DemoSweep`` drives a :class:`SimulatedWorld` over real time, the way a training script would
-drive the real service, so the Dagster daemon's sensors see sessions start, checkpoints land,
-a capacity error at creation, an idle resource expiring, and a clean stop.
-"""
+"""A scripted hyper-parameter sweep for demos and end-to-end tests, driven over real time the
+way a training script drives the real service."""
 
 import threading
 import time
@@ -12,10 +8,12 @@ from dataclasses import dataclass, field
 
 from .simulator.world import SimulatedWorld
 
+MODEL = "Qwen/Qwen3-8B"
+
 
 @dataclass
 class SweepOutcome:
-    """What the sweep did: what a correct pipeline must have reacted to."""
+    """What a correct pipeline must have reacted to."""
 
     sessions: dict[str, str] = field(default_factory=dict)  # session id -> role
     resources: dict[str, str] = field(default_factory=dict)  # model resource id -> role
@@ -24,20 +22,12 @@ class SweepOutcome:
 
 
 class DemoSweep:
-    """Three sessions of one sweep, each showing one ending, on three model resources.
-
-    Sessions: ``trains`` saves ``checkpoints`` registered inference checkpoints (one every
-    ``steps_per_checkpoint`` steps), then is stopped → STOPPED; ``no-capacity`` fails at
-    creation → ERROR (RESOURCE_AT_CAPACITY); ``goes-idle`` saves one checkpoint, then its
-    resource stops for inactivity → EXPIRED. Resources: ``shared`` is requested PENDING and
-    provisioned (READY after ``provision_seconds``) before ``trains`` starts on it, and is left
-    READY and idle at the end, like ``no-capacity``'s (what an idle guard stops); ``expires``
-    goes STOPPED with its session.
-
-    ``pace``: wall-clock seconds between two moves; ``log`` gets one line per move.
-    ``noticed(resource_id)``, when given, holds the sweep before it stops ``trains`` until it
-    returns true for ``shared``: a demo waits there until its sensor has seen the resource
-    READY and busy, so that event does not depend on how fast the machine is.
+    """Three sessions, each showing one ending: ``trains`` saves ``checkpoints`` checkpoints on
+    the ``shared`` resource (provisioned first) and is stopped; ``no-capacity`` fails at
+    creation; ``goes-idle`` saves one, then its resource expires. ``shared`` is left READY and
+    idle, what an idle guard stops. ``pace``: seconds between two moves. ``noticed(resource)``
+    holds the sweep before it stops ``trains`` until true, so a sensor sees ``shared`` busy
+    however fast the machine is.
     """
 
     def __init__(
@@ -78,21 +68,21 @@ class DemoSweep:
     def run(self) -> None:
         w = self.world
         w.resource_provision_delay = self.provision_seconds
-        shared = w.create_model_resource("Qwen/Qwen3-8B", lora=True, inactive_timeout=3600, status="PENDING")
+        shared = w.create_model_resource(MODEL, inactive_timeout=3600, status="PENDING")
         self.outcome.resources[shared] = "shared"
         self.log(f"model resource {shared[:8]} requested (PENDING → CREATING → READY)")
-        if not self._until_ready(shared):
+        if not self._until(lambda: w.model_resource(shared)["status"].endswith("READY"), 0.2):
             return
         self.log(f"model resource {shared[:8]} READY (billing from now)")
         trains = self._start_session(shared, "1e-5")
         self.outcome.sessions[trains] = "trains"
-        idle_resource = w.create_model_resource("Qwen/Qwen3-8B", lora=True, inactive_timeout=600)
+        idle_resource = w.create_model_resource(MODEL, inactive_timeout=600)
         self.outcome.resources[idle_resource] = "expires"
         idle = self._start_session(idle_resource, "1e-4")
         self.outcome.sessions[idle] = "goes-idle"
         if not self._sleep():
             return
-        full = w.create_model_resource("Qwen/Qwen3-8B", lora=False, inactive_timeout=600)
+        full = w.create_model_resource(MODEL, lora=False, inactive_timeout=600)
         self.outcome.resources[full] = "no-capacity"
         failed = w.create_session(full, display_name="sweep-lr-3e-5", fail_at_creation=True)
         self.outcome.sessions[failed] = "no-capacity"
@@ -105,9 +95,8 @@ class DemoSweep:
             if i == 0:
                 w.expire_resource(idle_resource)
                 self.log(f"session {idle[:8]} resource idle past its timeout → EXPIRED")
-        if not self._sleep():
-            return
-        if not self._until_noticed(shared):
+        noticed = self.noticed
+        if not (self._sleep() and self._until(lambda: noticed is None or noticed(shared), 0.5)):
             return
         w.stop_session(trains, immediate=True)
         self.log(f"session {trains[:8]} stopped → STOPPED; its resource {shared[:8]} stays READY")
@@ -121,15 +110,10 @@ class DemoSweep:
         self.log(f"session {sid[:8]} sweep-lr-{lr} started (RUNNING)")
         return sid
 
-    def _until_ready(self, resource_id: str) -> bool:
-        while not self.world.model_resource(resource_id)["status"].endswith("READY"):
-            if self._stop.wait(0.2):
-                return False
-        return True
-
-    def _until_noticed(self, resource_id: str) -> bool:
-        while self.noticed is not None and not self.noticed(resource_id):
-            if self._stop.wait(0.5):
+    def _until(self, condition: Callable[[], object], interval: float) -> bool:
+        """Wait for ``condition``; False if the sweep is stopped first."""
+        while not condition():
+            if self._stop.wait(interval):
                 return False
         return True
 
@@ -141,7 +125,7 @@ class DemoSweep:
 
 
 def wait_until(predicate: Callable[[], object], timeout: float, interval: float = 0.5) -> bool:
-    """Poll ``predicate`` until true or ``timeout`` seconds pass; returns whether it held."""
+    """Whether ``predicate`` became true within ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():

@@ -225,7 +225,7 @@ def test_an_error_body_echoing_the_key_is_scrubbed(
     sim: RLSimulator, client: RLSessionsClient
 ) -> None:
     echo = f"rejected header Authorization: Bearer {KEY} (key {KEY})"
-    sim.faults.rate_limit("GET /v1/rl/supported-models", retry_after=0.01, message=echo)
+    sim.faults.add("GET /v1/rl/supported-models", status=429, retry_after=0.01, message=echo)
     with pytest.raises(RateLimitError) as info:
         client.list_supported_models()
     assert info.value.attempts == 4 and "rejected header" in str(info.value)
@@ -238,9 +238,9 @@ def test_transport_and_decode_failures_chain_nothing_that_holds_the_key(
 ) -> None:
     pattern = "GET /v1/rl/supported-models"
     if fault == "slow":
-        sim.faults.slow(pattern, delay_s=2.0)
+        sim.faults.add(pattern, delay_s=2.0)
     else:
-        getattr(sim.faults, fault)(pattern)
+        sim.faults.add(pattern, **{fault: True})
     caplog.set_level(logging.DEBUG)  # httpx/httpcore debug logging included
     policy = retries.policy(max_attempts=2)
     with (
@@ -255,7 +255,9 @@ def test_transport_and_decode_failures_chain_nothing_that_holds_the_key(
 
 
 def test_deadline_errors_are_clean_too(sim: RLSimulator, client: RLSessionsClient) -> None:
-    sim.faults.rate_limit("GET /v1/rl/supported-models", retry_after=30, message=f"Bearer {KEY}")
+    sim.faults.add(
+        "GET /v1/rl/supported-models", status=429, retry_after=30, message=f"Bearer {KEY}"
+    )
     with pytest.raises(DeadlineExceeded) as info:
         # A deadline far above a loaded machine's request time and still under retry_after:
         # the 429 must arrive first, and the 30 s wait is refused at once, not slept.

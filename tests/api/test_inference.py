@@ -43,8 +43,8 @@ def test_retries_429_honouring_retry_after(
     sim: RLSimulator, client: RLSessionsClient, retries: RetryRecorder
 ) -> None:
     model = registered_model(sim, client)
-    sim.faults.rate_limit("POST /v1/chat/completions", retry_after=2, times=1)
-    sim.faults.http_error("POST /v1/chat/completions", 503, times=1)
+    sim.faults.add("POST /v1/chat/completions", status=429, retry_after=2, times=1)
+    sim.faults.add("POST /v1/chat/completions", status=503, times=1)
     out = client.chat_completion(model, [{"role": "user", "content": "1 + 1"}])
     assert out.text
     assert [e.delay_source for e in retries.events] == ["retry-after", "backoff"]
@@ -68,7 +68,7 @@ def test_keeps_failing_raises_after_the_policy_attempts(
         KEY, base_url=sim.base_url, timeout=5.0, retry=retries.policy(max_attempts=3)
     ) as client:
         model = registered_model(sim, client)
-        sim.faults.http_error("POST /v1/chat/completions", 503)
+        sim.faults.add("POST /v1/chat/completions", status=503)
         with pytest.raises(ServerError) as info:
             client.chat_completion(model, [{"role": "user", "content": "1 + 1"}])
     assert info.value.attempts == 3 and KEY not in repr(info.value)

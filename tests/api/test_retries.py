@@ -259,7 +259,7 @@ def test_get_is_retried_through_5xx_until_it_succeeds(
     sim: RLSimulator, client: RLSessionsClient, retries: RetryRecorder
 ) -> None:
     sid = sim.world.create_session()
-    sim.faults.http_error(f"GET {SESSION}", 503, times=2)
+    sim.faults.add(f"GET {SESSION}", status=503, times=2)
     assert client.get_session(sid).id == sid
     assert sim.requests.count("GET", SESSION) == 3
     assert sim.requests.count("GET", SESSION, faulted=True) == 2
@@ -281,7 +281,7 @@ def test_a_503_then_a_200_is_retried_once_with_one_event(
     sim: RLSimulator, client: RLSessionsClient, retries: RetryRecorder
 ) -> None:
     sid = sim.world.create_session()
-    sim.faults.http_error(f"GET {SESSION}", 503, times=1)
+    sim.faults.add(f"GET {SESSION}", status=503, times=1)
     assert client.get_session(sid).id == sid
     assert sim.requests.count("GET", SESSION) == 2
     assert sim.requests.count("GET", SESSION, faulted=True) == 1
@@ -316,7 +316,7 @@ def test_the_first_failure_is_replayed_to_the_retry_loop_not_resent() -> None:
 def test_attempts_are_capped_at_max_attempts(
     sim: RLSimulator, client: RLSessionsClient, retries: RetryRecorder
 ) -> None:
-    sim.faults.http_error(f"GET {SESSIONS}", 502)
+    sim.faults.add(f"GET {SESSIONS}", status=502)
     with pytest.raises(ServerError) as info:
         client.list_sessions_page()
     assert sim.requests.count("GET", SESSIONS) == 4 and info.value.attempts == 4
@@ -328,7 +328,7 @@ def test_get_is_retried_after_a_dropped_connection(
     sim: RLSimulator, client: RLSessionsClient, fault: str
 ) -> None:
     sid = sim.world.create_session()
-    getattr(sim.faults, fault)(f"GET {SESSION}", times=1)
+    sim.faults.add(f"GET {SESSION}", times=1, **{fault: True})
     assert client.get_session(sid).id == sid
     assert sim.requests.count("GET", SESSION) == 2
 
@@ -336,7 +336,7 @@ def test_get_is_retried_after_a_dropped_connection(
 def test_retry_after_seconds_is_the_delay(
     sim: RLSimulator, client: RLSessionsClient, retries: RetryRecorder
 ) -> None:
-    sim.faults.rate_limit("GET /v1/rl/supported-models", retry_after=0.05, times=2)
+    sim.faults.add("GET /v1/rl/supported-models", status=429, retry_after=0.05, times=2)
     assert client.list_supported_models()
     assert sim.requests.count("GET", "/v1/rl/supported-models") == 3
     assert retries.sleeps == [0.05, 0.05]
@@ -348,11 +348,9 @@ def test_retry_after_seconds_is_the_delay(
 def test_retry_after_ms_and_http_date(
     sim: RLSimulator, client: RLSessionsClient, retries: RetryRecorder
 ) -> None:
-    sim.faults.rate_limit(
-        "GET /v1/rl/supported-models", retry_after=None, retry_after_ms=30, times=1
-    )
+    sim.faults.add("GET /v1/rl/supported-models", status=429, retry_after_ms=30, times=1)
     date = email.utils.formatdate(time.time() + 2, usegmt=True)
-    sim.faults.http_error("GET /v1/rl/checkpoints", 503, headers={"Retry-After": date}, times=1)
+    sim.faults.add("GET /v1/rl/checkpoints", status=503, headers={"Retry-After": date}, times=1)
     client.list_supported_models()
     client.list_checkpoints_page()
     assert retries.sleeps[0] == 0.03
@@ -361,7 +359,7 @@ def test_retry_after_ms_and_http_date(
 
 
 def test_a_long_retry_after_is_capped(sim: RLSimulator, retries: RetryRecorder) -> None:
-    sim.faults.rate_limit("GET /v1/rl/supported-models", retry_after=120, times=1)
+    sim.faults.add("GET /v1/rl/supported-models", status=429, retry_after=120, times=1)
     policy = retries.policy(retry_after_cap=0.5)
     with RLSessionsClient(KEY, base_url=sim.base_url, retry=policy) as client:
         client.list_supported_models()
@@ -372,7 +370,7 @@ def test_a_long_retry_after_is_capped(sim: RLSimulator, retries: RetryRecorder) 
 def test_client_errors_are_sent_exactly_once(
     sim: RLSimulator, client: RLSessionsClient, status: int, cls: type[TogetherRLError]
 ) -> None:
-    sim.faults.http_error("GET /v1/rl/checkpoints", status)
+    sim.faults.add("GET /v1/rl/checkpoints", status=status)
     with pytest.raises(cls) as info:
         client.list_checkpoints_page()
     assert type(info.value) is cls and info.value.status_code == status
@@ -409,11 +407,11 @@ def test_non_idempotent_calls_are_not_retried_once_they_may_have_arrived(
 ) -> None:
     # process=True: the server acts, then the response is lost; a retry would act twice.
     if fault == "status:503":
-        sim.faults.http_error(endpoint, 503, process=True)
+        sim.faults.add(endpoint, status=503, process=True)
     elif fault == "drop":
-        sim.faults.drop(endpoint, process=True)
+        sim.faults.add(endpoint, drop=True, process=True)
     else:
-        sim.faults.slow(endpoint, delay_s=2.0)
+        sim.faults.add(endpoint, delay_s=2.0)
     policy = retries.policy()
     with (
         RLSessionsClient(KEY, base_url=sim.base_url, retry=policy, timeout=0.3) as client,
@@ -431,7 +429,7 @@ def test_a_lost_create_response_creates_exactly_one_session(
     sim: RLSimulator, client: RLSessionsClient
 ) -> None:
     resource = sim.world.create_model_resource()
-    sim.faults.drop(f"POST {SESSIONS}", process=True, times=1)
+    sim.faults.add(f"POST {SESSIONS}", drop=True, process=True, times=1)
     with pytest.raises(TransportError):
         client.create_session(resource)
     assert len(sim.world.session_ids()) == 1
@@ -473,11 +471,11 @@ def test_operation_submit_retries_reuse_one_idempotency_key(
     sid = sim.world.create_session()
     endpoint = f"POST {SESSION}/operations/optim-step"
     if fault == "status:503":
-        sim.faults.http_error(endpoint, 503, process=True, times=2)
+        sim.faults.add(endpoint, status=503, process=True, times=2)
     elif fault == "drop":
-        sim.faults.drop(endpoint, process=True, times=2)
+        sim.faults.add(endpoint, drop=True, process=True, times=2)
     else:
-        sim.faults.malformed(endpoint, times=2)
+        sim.faults.add(endpoint, malformed=True, times=2)
     op = client.optim_step(sid)
     records = sim.requests.records("POST", f"{SESSION}/operations/optim-step")
     assert len(records) == 3
@@ -491,10 +489,10 @@ def test_malformed_json_is_a_decode_error_naming_the_endpoint(
     sim: RLSimulator, client: RLSessionsClient
 ) -> None:
     sid = sim.world.create_session()
-    sim.faults.malformed(f"GET {SESSION}", times=1)
+    sim.faults.add(f"GET {SESSION}", malformed=True, times=1)
     assert client.get_session(sid).id == sid  # retried once, then fine
     assert sim.requests.count("GET", SESSION) == 2
-    sim.faults.malformed(f"GET {SESSION}")
+    sim.faults.add(f"GET {SESSION}", malformed=True)
     with pytest.raises(DecodeError) as info:
         client.get_session(sid)
     assert str(info.value).startswith(f"GET /v1/rl/training-sessions/{sid} → 200: ")
@@ -505,7 +503,7 @@ def test_malformed_json_after_a_create_is_not_retried(
     sim: RLSimulator, client: RLSessionsClient
 ) -> None:
     resource = sim.world.create_model_resource()
-    sim.faults.malformed(f"POST {SESSIONS}")
+    sim.faults.add(f"POST {SESSIONS}", malformed=True)
     with pytest.raises(DecodeError, match="POST /v1/rl/training-sessions"):
         client.create_session(resource)
     assert sim.requests.count("POST", SESSIONS) == 1 and len(sim.world.session_ids()) == 1
@@ -517,7 +515,7 @@ def test_malformed_json_after_a_create_is_not_retried(
 def test_a_retry_after_past_the_deadline_is_not_slept(
     sim: RLSimulator, client: RLSessionsClient, retries: RetryRecorder
 ) -> None:
-    sim.faults.rate_limit("GET /v1/rl/supported-models", retry_after=60)
+    sim.faults.add("GET /v1/rl/supported-models", status=429, retry_after=60)
     # 20 s: far above a loaded machine's request time (the 429 must arrive inside it), still
     # under the 60 s Retry-After, which is refused at once rather than slept.
     with pytest.raises(DeadlineExceeded) as info:
@@ -531,7 +529,7 @@ def test_a_retry_after_past_the_deadline_is_not_slept(
 def test_a_slow_server_cannot_overrun_the_call_deadline(
     sim: RLSimulator, retries: RetryRecorder
 ) -> None:
-    sim.faults.slow("GET /v1/rl/supported-models", delay_s=30.0)
+    sim.faults.add("GET /v1/rl/supported-models", delay_s=30.0)
     policy = retries.policy(deadline=0.4)
     with RLSessionsClient(KEY, base_url=sim.base_url, retry=policy, timeout=60.0) as client:
         started = time.monotonic()

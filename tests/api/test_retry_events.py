@@ -21,9 +21,9 @@ def test_events_describe_themselves_without_key_host_or_query(
 ) -> None:
     sim.world.populate(3, 1)
     echo = f"upstream said: Authorization: Bearer {KEY} (key {KEY})"
-    sim.faults.http_error("GET /v1/rl/training-sessions", 503, times=1, message=echo)
-    sim.faults.rate_limit("GET /v1/rl/training-sessions", retry_after=0.01, times=1)
-    sim.faults.drop("GET /v1/rl/training-sessions", times=1)
+    sim.faults.add("GET /v1/rl/training-sessions", status=503, times=1, message=echo)
+    sim.faults.add("GET /v1/rl/training-sessions", status=429, retry_after=0.01, times=1)
+    sim.faults.add("GET /v1/rl/training-sessions", drop=True, times=1)
     list(client.list_sessions(page_size=1))  # pages carry ?limit=&after=<cursor>
 
     assert len(retries.events) == 3

@@ -257,7 +257,7 @@ def test_a_failed_run_keeps_its_batches_and_the_next_run_completes(
 ) -> None:
     sim.world.populate(500, 0, active=5)  # no checkpoints: batches are exactly 100 sessions
     asset = build_session_sync_asset()
-    rule = sim.faults.http_error(f"GET {LIST}", 500, nth=[3])
+    rule = sim.faults.add(f"GET {LIST}", status=500, nth=[3])
     assert sync(asset, instance, resource, raise_on_error=False, db_path=db, batch_size=100) == {}
     assert table(db, "SELECT count(*) FROM rl_sessions") == [(200,)]  # two pages, two batches
     sim.faults.remove(rule)

@@ -178,8 +178,8 @@ def test_yaml_only_project_evaluates_every_checkpoint_once_on_the_daemon(tmp_pat
             # Faults: the session list fails for a few ticks, chat calls are rate limited and
             # dropped at random (retried inside the evaluation), a checkpoint read fails once.
             sim.faults.add("GET /v1/rl/training-sessions", status=503, times=3)
-            sim.faults.rate_limit("POST /v1/chat/completions", retry_after=0.05, rate=0.1)
-            sim.faults.drop("POST /v1/chat/completions", rate=0.03)
+            sim.faults.add("POST /v1/chat/completions", status=429, retry_after=0.05, rate=0.1)
+            sim.faults.add("POST /v1/chat/completions", drop=True, rate=0.03)
             sim.faults.add("GET /v1/rl/checkpoints/{id}", status=502, times=1)
 
             expected: set[str] = set()  # checkpoint ids

@@ -13,7 +13,7 @@ from rl_sessions_dagster.evaluation.runner import (
     percentile,
     run_evaluation,
 )
-from rl_sessions_dagster.testing.simulator.chat import answer as oracle
+from rl_sessions_dagster.testing.simulator.endpoints import answer as oracle
 
 from .conftest import KEY, checkpoint_model
 

@@ -218,7 +218,7 @@ def test_sigkilled_daemon_evaluates_every_checkpoint_exactly_once(sim, tmp_path,
     world.add_inference_checkpoint(sessions[0])  # history: never evaluated
     # Every tick reads two lists; a 1 s delay on each keeps the sensor function inside an API
     # read long enough to aim a kill there.
-    sim.faults.add(delay_s=1.0, method="GET", path=LIST)
+    sim.faults.add(f"GET {LIST}", delay_s=1.0)
     home = prepare_dagster_home(tmp_path / "home", storage=dagster_storage)
     env = daemon_env("restarts", sim.base_url, API_KEY)
     rng = random.Random(3)

@@ -45,15 +45,15 @@ TERMINAL_KIND = {
 
 def add_fault_mix(sim: RLSimulator) -> None:
     """About 20 % of API reads fail, each kind at its own seeded rate."""
-    reads = {"method": "GET", "path": "/v1/rl/*"}
-    sim.faults.add(status=429, retry_after=0.03, rate=0.05, **reads)
-    sim.faults.add(status=503, rate=0.04, **reads)
-    sim.faults.add(status=500, rate=0.015, **reads)
-    sim.faults.add(status=502, rate=0.015, **reads)
-    sim.faults.add(drop=True, rate=0.03, **reads)
-    sim.faults.add(malformed=True, rate=0.03, **reads)
-    sim.faults.add(delay_s=0.8, rate=0.008, **reads)  # > request_timeout: a client timeout
-    sim.faults.add(delay_s=0.05, rate=0.03, **reads)  # slow but in time
+    reads = "GET /v1/rl/*"
+    sim.faults.add(reads, status=429, retry_after=0.03, rate=0.05)
+    sim.faults.add(reads, status=503, rate=0.04)
+    sim.faults.add(reads, status=500, rate=0.015)
+    sim.faults.add(reads, status=502, rate=0.015)
+    sim.faults.add(reads, drop=True, rate=0.03)
+    sim.faults.add(reads, malformed=True, rate=0.03)
+    sim.faults.add(reads, delay_s=0.8, rate=0.008)  # > request_timeout: a client timeout
+    sim.faults.add(reads, delay_s=0.05, rate=0.03)  # slow but in time
 
 
 @dataclass
@@ -379,7 +379,7 @@ def test_slow_api_needs_several_ticks_each_within_budget_and_loses_nothing(insta
             f"session_error:{failed}",
             *(f"session_error:{s}" for s in born_failed),
         }
-        sim.faults.add(delay_s=2.0, method="GET", path="/v1/rl/training-sessions*")
+        sim.faults.add("GET /v1/rl/training-sessions*", delay_s=2.0)
         seen: list[str] = []
         cursors = [t.cursor]
         for _ in range(6):

@@ -78,7 +78,7 @@ def assert_key_nowhere(instance: dg.DagsterInstance, run_id: str) -> None:
 @pytest.mark.sim(seed=3)
 def test_sync_run_logs_each_retry_and_counts_them(sim, instance, tmp_path: Path) -> None:
     sim.world.populate(12, 2)
-    fault = sim.faults.http_error(SESSIONS, 503, times=2)
+    fault = sim.faults.add(SESSIONS, status=503, times=2)
     asset = build_session_sync_asset()
     result = run(asset, sim, instance, db_path=str(tmp_path / "sync.sqlite"))
 
@@ -119,7 +119,7 @@ def test_a_clean_sync_counts_zero_retries(sim, instance, tmp_path: Path) -> None
 def test_a_long_sync_reports_progress_as_it_goes(sim, instance, tmp_path: Path) -> None:
     """progress_seconds=0: a line per session, each before the final line, counting up."""
     sim.world.populate(6, 1)
-    sim.faults.http_error(SESSIONS, 503, nth=[2])  # the second page is retried once
+    sim.faults.add(SESSIONS, status=503, nth=[2])  # the second page is retried once
     asset = build_session_sync_asset()
     result = run(
         asset,
@@ -153,7 +153,7 @@ def test_a_long_sync_reports_progress_as_it_goes(sim, instance, tmp_path: Path) 
 @pytest.mark.sim(seed=3)
 def test_spend_run_logs_each_retry_and_counts_them(sim, instance, tmp_path: Path) -> None:
     sim.world.create_model_resource("Qwen/Qwen3-8B")
-    fault = sim.faults.http_error(RESOURCES, 503, times=1)
+    fault = sim.faults.add(RESOURCES, status=503, times=1)
     asset = build_spend_asset()
     result = run(asset, sim, instance, db_path=str(tmp_path / "spend.sqlite"))
     ((entry, match),) = retry_entries(instance, result.run_id)

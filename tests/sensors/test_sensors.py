@@ -183,7 +183,7 @@ def test_transient_failure_skips_the_tick_and_keeps_the_cursor(sim, ticker):
     t.tick()
     cursor = t.cursor
     sim.world.stop_session(sid, immediate=True)
-    sim.faults.add(status=503, method="GET", path="/v1/rl/training-sessions", times=10)
+    sim.faults.add("GET /v1/rl/training-sessions", status=503, times=10)
     data = t.tick()
     assert data.run_requests == []
     assert "unavailable" in data.skip_message and API_KEY not in data.skip_message
@@ -207,7 +207,7 @@ def test_an_outage_that_persists_fails_a_tick_loudly_and_loses_nothing(sim, tick
     t = ticker(make_defs(sim, sensor), sensor.name)
     t.tick()
     sim.world.stop_session(sid, immediate=True)
-    sim.faults.add(status=503, method="GET", path="/v1/rl/training-sessions", times=1000)
+    sim.faults.add("GET /v1/rl/training-sessions", status=503, times=1000)
     assert "unavailable" in t.tick().skip_message  # the first failing tick only skips
     # Eleven minutes of failing ticks later (the cursor says since when):
     state = TrackerState.from_cursor(t.cursor)
@@ -261,7 +261,7 @@ def test_slow_api_tick_stays_within_budget_and_progress_is_kept(sim, ticker):
     t.tick()
     for sid in sids:
         sim.world.stop_session(sid, immediate=True)
-    sim.faults.add(delay_s=0.4, path="/v1/rl/training-sessions*")
+    sim.faults.add("/v1/rl/training-sessions*", delay_s=0.4)
     seen = set()
     for _ in range(12):
         seen |= set(keys(t.tick()))

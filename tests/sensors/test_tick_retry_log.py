@@ -66,7 +66,7 @@ def test_session_sensor_tick_logs_each_retry_and_counts_them(sim, ticker) -> Non
         **FAST,
     )
     t = ticker(defs, "together_rl_checkpoint_sensor")
-    sim.faults.http_error(SESSIONS, 503, times=2)
+    sim.faults.add(SESSIONS, status=503, times=2)
 
     data = t.tick()
 
@@ -99,7 +99,7 @@ def test_retry_after_is_named_when_honoured(sim, ticker) -> None:
         **FAST,
     )
     t = ticker(defs, "together_rl_checkpoint_sensor")
-    sim.faults.rate_limit(SESSIONS, retry_after=0.05, times=1)
+    sim.faults.add(SESSIONS, status=429, retry_after=0.05, times=1)
     t.tick()
     (line,) = retry_lines(t)
     assert (line["status"], line["error"], line["source"]) == (
@@ -121,7 +121,7 @@ def test_a_tick_that_gives_up_still_shows_its_retries(sim, ticker) -> None:
         **FAST,
     )
     t = ticker(defs, "together_rl_checkpoint_sensor")
-    sim.faults.http_error(SESSIONS, 503)
+    sim.faults.add(SESSIONS, status=503)
     data = t.tick()
     assert "will retry next tick" in (data.skip_message or "")
     assert [m["attempt"] for m in retry_lines(t)] == ["1", "2"]
@@ -155,7 +155,7 @@ def test_model_resource_sensor_and_idle_guard_log_retries_with_no_edit_of_their_
     )
     for name in (sensor.name, guard.name):
         t = ticker(defs, name)
-        sim.faults.http_error(RESOURCES, 503, times=1)
+        sim.faults.add(RESOURCES, status=503, times=1)
         t.tick()
         (line,) = retry_lines(t)
         assert (line["endpoint"], line["attempt"]) == (RESOURCES, "1")
@@ -184,11 +184,11 @@ def test_a_sensor_of_your_own_passes_its_log(sim, instance) -> None:
     with dg.build_sensor_context(
         instance=instance, resources={"together": make_resource(sim, max_attempts=4, **FAST)}
     ) as context:
-        sim.faults.http_error(RESOURCES, 503, times=1)
+        sim.faults.add(RESOURCES, status=503, times=1)
         result = mine(context)
         assert result.skip_message == "1 retried"
         # And any object with warning/info will do as the log.
-        sim.faults.http_error(RESOURCES, 503, times=1)
+        sim.faults.add(RESOURCES, status=503, times=1)
         with context.resources.together.get_client(log=ListLog()) as client:
             list(client.list_model_resources())
     assert len(seen) == 1 and RETRY.match(seen[0])

@@ -1,43 +1,29 @@
-"""``/_sim/*``: an unauthenticated JSON control API, so another process can drive the world (a
-simulator started by the CLI, e.g. beside ``dagster dev``: bind it to 127.0.0.1 only).
-
-Every route maps onto one world, fault or log call, its JSON body giving the keywords:
-
-* ``GET health``, ``GET stats`` (request, fault and world counters), ``GET billing``;
-* ``POST clock/advance {seconds}``, ``list-order {order}``, ``populate {n_sessions,
-  checkpoints_per_session, active, seed, days}``, ``capacity {gpu_type, n}``,
-  ``prices {base_model, price_per_gpu_hour}``, ``requests/reset``;
-* ``POST faults`` (``FaultRule`` fields: ``pattern`` and an action), ``DELETE faults``;
-* ``POST sessions`` / ``resources`` (``create_session`` / ``create_model_resource`` keywords),
-  ``sessions/{id}/checkpoints {type: inference|training, step, registered, registration_shape}``:
-  these answer with the wire JSON of what they created;
-* ``POST sessions/{id}/steps {n}``, ``start``, ``stop {immediate}``, ``fail {code, message}``,
-  ``status {status}``; ``resources/{id}/expire``, ``stop {force}``, ``fail {code, message}``,
-  ``extend-expiry {seconds}``, ``status {status}``, ``protect {protected}``;
-  ``checkpoints/{id}/register``: these answer ``{"ok": true, "result": <return value>,
-  "session" | "resource" | "checkpoint": <its wire JSON after the change>}``.
+"""``/_sim/*``: an unauthenticated JSON control API, so another process can drive the world
+(bind it to 127.0.0.1 only). Each route is one world, fault or log call whose keywords are the
+JSON body; calls on an object answer ``{"ok": true, "result": ..., <kind>: <its wire JSON>}``.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import fields
 from typing import Any
 
-from .faults import FaultPlan
+from .faults import FaultPlan, FaultRule
 from .lifecycle import DEFAULT
 from .requestlog import RequestLog
 from .routing import Handler, Request, Response, Router, json_response
 from .wire import bad_request, fmt_ts
 from .world import SimulatedWorld
 
-_FAULT_FIELDS = frozenset({"status", "times", "nth", "rate", "delay_s", "drop", "reset_after_headers",
-                           "malformed", "retry_after", "retry_after_ms", "message", "headers", "process"})  # fmt: skip
+_FAULT_FIELDS = {f.name for f in fields(FaultRule) if f.init} - {"pattern"}
 _SESSION_FIELDS = ("display_name", "wandb", "created_by", "registration_shape", "int64_as_string",
                    "status", "fail_at_creation", "base_model", "lora", "lora_config")  # fmt: skip
 _RESOURCE_FIELDS = ("base_model", "lora", "inactive_timeout", "status", "created_by", "gpu_type")
 _POPULATE_FIELDS = ("n_sessions", "checkpoints_per_session", "active", "seed", "days")
 Body = dict[str, Any]
+Call = Callable[[str, Body], Any]  # (id in the path, body) -> result
 
 
 def _pick(body: Body, *names: str) -> Body:
@@ -47,7 +33,7 @@ def _pick(body: Body, *names: str) -> Body:
 def add_control_routes(
     router: Router, w: SimulatedWorld, faults: FaultPlan, requests: RequestLog
 ) -> None:
-    shows = {"session": w.session_json, "resource": w.resource_json, "checkpoint": w.checkpoint_json}
+    shows = dict(session=w.session_json, resource=w.resource_json, checkpoint=w.checkpoint_json)
 
     def guarded(fn: Callable[[Request, Body], Any]) -> Handler:
         """Run under the world's lock; bad keywords or values are the caller's 400, not a 500."""
@@ -65,7 +51,7 @@ def add_control_routes(
     def call(fn: Callable[[Body], Any]) -> Handler:
         return guarded(lambda req, body: {"ok": True, "result": fn(body)})
 
-    def on(kind: str, fn: Callable[[str, Body], Any]) -> Handler:
+    def on(kind: str, fn: Call) -> Handler:
         """A call on the object the path names; answers with it as changed."""
 
         def run(req: Request, body: Body) -> Any:
@@ -87,7 +73,8 @@ def add_control_routes(
     def add_fault(req: Request, body: Body) -> Body:
         unknown = set(body) - _FAULT_FIELDS - {"pattern"}
         if "pattern" not in body or unknown:
-            raise bad_request(f"a fault needs 'pattern' and known fields (unknown: {sorted(unknown)})")
+            message = f"a fault needs 'pattern' and known fields (unknown: {sorted(unknown)})"
+            raise bad_request(message)
         try:
             rule = faults.add(str(body["pattern"]), **_pick(body, *_FAULT_FIELDS))
         except (TypeError, ValueError) as exc:
@@ -95,8 +82,9 @@ def add_control_routes(
         return {"ok": True, "fault": rule.label()}
 
     def stats(req: Request, body: Body) -> Body:
-        counts = {"total": len(requests), "by_route": requests.counts(), "faults": requests.fault_counts()}
-        return {"requests": counts, "world": w.counts(), "list_order": w.list_order}
+        log = {"total": len(requests), "by_route": requests.counts()}
+        log["faults"] = requests.fault_counts()
+        return {"requests": log, "world": w.counts(), "list_order": w.list_order}
 
     def capacity(b: Body) -> None:
         w.set_gpu_capacity(str(b["gpu_type"]), None if b.get("n") is None else int(b["n"]))
@@ -104,8 +92,11 @@ def add_control_routes(
     def prices(b: Body) -> None:
         w.set_price(str(b["base_model"]), float(b["price_per_gpu_hour"]))
 
+    def health(req: Request, body: Body) -> Body:
+        return {"status": "ok", "now": fmt_ts(w.clock.now_us())}
+
     add = router.add
-    add("GET", "/_sim/health", guarded(lambda req, b: {"status": "ok", "now": fmt_ts(w.clock.now_us())}))
+    add("GET", "/_sim/health", guarded(health))
     add("GET", "/_sim/stats", guarded(stats))
     add("GET", "/_sim/billing", call(lambda b: w.billing()))
     add("POST", "/_sim/clock/advance", call(lambda b: w.advance_clock(float(b["seconds"]))))
@@ -121,15 +112,14 @@ def add_control_routes(
     add("POST", "/_sim/resources", create("resource", lambda req, b: w.create_model_resource(
         **_pick(b, *_RESOURCE_FIELDS))))  # fmt: skip
     add("POST", "/_sim/sessions/{id}/checkpoints", create("checkpoint", add_checkpoint))
-    add("POST", "/_sim/checkpoints/{id}/register", on("checkpoint", lambda i, b: w.register_checkpoint(i)))
-    session_calls: dict[str, Callable[[str, Body], Any]] = {
+    session_calls: dict[str, Call] = {
         "steps": lambda i, b: w.advance_steps(i, int(b.get("n", 1))),
         "start": lambda i, b: w.start_session(i),
         "stop": lambda i, b: w.stop_session(i, immediate=bool(b.get("immediate"))),
         "fail": lambda i, b: w.fail_session(i, **_pick(b, "code", "message")),
         "status": lambda i, b: w.set_status(i, str(b["status"])),
     }
-    resource_calls: dict[str, Callable[[str, Body], Any]] = {
+    resource_calls: dict[str, Call] = {
         "expire": lambda i, b: w.expire_resource(i),
         "stop": lambda i, b: w.stop_model_resource(i, force=bool(b.get("force"))),
         "fail": lambda i, b: w.fail_model_resource(i, **_pick(b, "code", "message")),
@@ -137,6 +127,8 @@ def add_control_routes(
         "status": lambda i, b: w.set_status(i, str(b["status"])),
         "protect": lambda i, b: w.protect_resource(i, bool(b.get("protected", True))),
     }
-    for kind, calls in (("session", session_calls), ("resource", resource_calls)):
+    checkpoint_calls: dict[str, Call] = {"register": lambda i, b: w.register_checkpoint(i)}
+    routes = {"session": session_calls, "resource": resource_calls, "checkpoint": checkpoint_calls}
+    for kind, calls in routes.items():
         for action, fn in calls.items():
             add("POST", f"/_sim/{kind}s/{{id}}/{action}", on(kind, fn))

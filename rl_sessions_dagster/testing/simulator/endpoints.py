@@ -1,22 +1,22 @@
-"""The 29 endpoints of the Together RL API (§1.1 of the reference) and the presigned file URLs
-behind downloads, as thin HTTP adapters.
-
-Each handler validates the request the way the service does (400 with ``param`` set), calls one
-world method and answers with the world's wire bytes; anything stateful lives in the world.
-Download URLs point back at the simulator (``/_sim/files/<checkpoint>/<file>?sig=…``) and, like
-real presigned URLs, need no Authorization header, only a valid signature.
+"""The 29 endpoints of the Together RL API as thin HTTP adapters: each validates the request
+as the service does (400 with ``param``), calls one world method and answers its wire bytes.
+Download URLs point back at ``/_sim/files/`` and, like presigned URLs, need only a signature.
+``/v1/chat/completions`` (for demos) serves registered checkpoints that answer arithmetic
+(``What is 17 + 25?``), right more often as their step grows, deterministically per (world
+seed, model, question), so an evaluation is reproducible and scores rise with training.
 """
 
 from __future__ import annotations
 
 import hmac
 import json
+import operator
 import random
+import re
 from hashlib import blake2b
 from typing import Any
 
 from . import wire
-from .chat import chat_completion
 from .routing import Handler, Request, Response, Router, json_response
 from .wire import SimulatorError, bad_request, not_found, supported_model
 from .world import SimulatedWorld, file_size
@@ -25,7 +25,6 @@ RL = "/v1/rl"
 
 
 def _limit(req: Request) -> int:
-    """``limit`` 1-100, default 20; anything else is a 400 on ``param: "limit"``."""
     raw = req.arg("limit")
     if not raw:
         return 20
@@ -36,19 +35,12 @@ def _limit(req: Request) -> int:
 
 
 def _statuses(req: Request, allowed: tuple[str, ...]) -> list[str] | None:
-    """``status`` filter, comma-joined (SDK style) or repeated; unknown values are a 400."""
+    """Comma-joined (SDK style) or repeated."""
     values = req.args("status")
     for v in values:
         if v not in allowed:
             raise bad_request(f"invalid status filter value {v!r}", "status", "invalid_status")
     return values or None
-
-
-def _str(body: dict[str, Any], name: str) -> str | None:
-    value = body.get(name)
-    if value is not None and not isinstance(value, str):
-        raise bad_request(f"{name} must be a string", param=name)
-    return value
 
 
 def _int(body: dict[str, Any], name: str, lo: int, hi: int) -> int | None:
@@ -61,7 +53,7 @@ def _int(body: dict[str, Any], name: str, lo: int, hi: int) -> int | None:
     return value
 
 
-def _of_type(body: dict[str, Any], name: str, kind: type, what: str) -> Any:
+def _field(body: dict[str, Any], name: str, kind: type = str, what: str = "a string") -> Any:
     value = body.get(name)
     if value is not None and not isinstance(value, kind):
         raise bad_request(f"{name} must be {what}", param=name)
@@ -69,7 +61,7 @@ def _of_type(body: dict[str, Any], name: str, kind: type, what: str) -> Any:
 
 
 def _wandb(body: dict[str, Any]) -> dict[str, str] | None:
-    wandb = (_of_type(body, "metadata", dict, "an object") or {}).get("wandb")
+    wandb = (_field(body, "metadata", dict, "an object") or {}).get("wandb")
     strings = isinstance(wandb, dict) and all(isinstance(v, str) for v in wandb.values())
     if wandb is not None and not strings:
         raise bad_request("metadata.wandb must be an object of strings", param="metadata.wandb")
@@ -77,7 +69,7 @@ def _wandb(body: dict[str, Any]) -> dict[str, str] | None:
 
 
 def _resource_body(req: Request) -> dict[str, Any]:
-    """The body of create and estimate-cost, as ``create_model_resource`` keywords."""
+    """The body of create and estimate-cost as ``create_model_resource`` keywords."""
     body = req.json(required=True)
     if body.get("base_model") not in wire.MODELS:
         raise bad_request(f"unsupported base_model {body.get('base_model')!r}", param="base_model")
@@ -85,7 +77,8 @@ def _resource_body(req: Request) -> dict[str, Any]:
     if not isinstance(lora, bool):
         raise bad_request("lora_enabled must be a boolean", param="lora_enabled")
     compute = body.get("compute_config") or {}
-    if not isinstance(compute, dict) or compute.get("gpu_type", wire.GPU_TYPES[0]) not in wire.GPU_TYPES:
+    gpu = compute.get("gpu_type", wire.GPU_TYPES[0]) if isinstance(compute, dict) else None
+    if gpu not in wire.GPU_TYPES:
         raise bad_request("invalid compute_config", param="compute_config")
     replicas = _int(compute, "num_generator_replicas", 0, 64)
     timeout = _int(body, "inactive_timeout", 300, 86_400)
@@ -94,14 +87,14 @@ def _resource_body(req: Request) -> dict[str, Any]:
         "lora": lora,
         "num_generator_replicas": 1 if replicas is None else replicas,
         "inactive_timeout": 3600 if timeout is None else timeout,
-        "optimizer": _of_type(body, "optimizer_config", dict, "an object") or {"adam": {}},
-        "base_weights_ref": _str(body, "base_weights_ref"),
-        "gpu_type": compute.get("gpu_type", wire.GPU_TYPES[0]),
+        "optimizer": _field(body, "optimizer_config", dict, "an object") or {"adam": {}},
+        "base_weights_ref": _field(body, "base_weights_ref"),
+        "gpu_type": gpu,
     }
 
 
 def file_content(checkpoint_id: str, filename: str) -> bytes:
-    """Deterministic bytes of a simulated file (JSON padded to its size, or random weights)."""
+    """JSON padded to the file's size, or seeded random weights."""
     size = file_size(checkpoint_id, filename)
     if filename.endswith(".json"):
         text = json.dumps({"checkpoint_id": checkpoint_id, "file": filename, "simulated": True})
@@ -109,8 +102,83 @@ def file_content(checkpoint_id: str, filename: str) -> bytes:
     return random.Random(f"{checkpoint_id}/{filename}").randbytes(size)
 
 
+_TIMES = "\u00d7"  # the multiplication sign
+_OPS = {"+": operator.add, "-": operator.sub} | dict.fromkeys(("*", "x", _TIMES), operator.mul)
+_QUESTION = re.compile(r"(-?\d+)\s*([-+*/x" + _TIMES + r"])\s*(-?\d+)")
+
+
+def p_correct(step: int) -> float:
+    step = max(0, step)
+    return min(0.95, 0.35 + 0.6 * step / (step + 40))
+
+
+def _unit(*parts: object) -> float:
+    digest = blake2b("\x00".join(map(str, parts)).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2**64
+
+
+def solve(question: str) -> int | float | None:
+    m = _QUESTION.search(question)
+    if m is None:
+        return None
+    a, op, b = int(m.group(1)), m.group(2), int(m.group(3))
+    if op in _OPS:
+        return _OPS[op](a, b)
+    if b == 0:
+        return None
+    return a // b if a % b == 0 else round(a / b, 2)
+
+
+def answer(seed: int, model: str, step: int, question: str) -> str:
+    """Right with probability :func:`p_correct`, else off by a small non-zero amount."""
+    truth = solve(question)
+    if truth is None:
+        return f"I am a simulated model ({model}, step {step}); I only answer arithmetic."
+    if _unit(seed, model, question, "correct") < p_correct(step):
+        value = truth
+    else:
+        delta = 1 + int(_unit(seed, model, question, "delta") * 9)
+        value = truth + (delta if _unit(seed, model, question, "sign") < 0.5 else -delta)
+    return f"The answer is {value}."
+
+
+def _words(text: Any) -> int:
+    return len(str(text).split())
+
+
+def chat_completion(world: SimulatedWorld, req: Request) -> Response:
+    body = req.json(required=True)
+    model, messages = body.get("model"), body.get("messages")
+    if not isinstance(model, str) or not model:
+        raise bad_request("model is required", param="model")
+    if not isinstance(messages, list) or not messages:
+        raise bad_request("messages must be a non-empty array", param="messages")
+    if body.get("stream"):
+        raise bad_request("the simulator does not stream", param="stream")
+    found = world.chat_model(model)
+    if found is None:
+        message = f"model {model!r} is not a registered checkpoint"
+        raise SimulatorError(404, message, param="model", code="model_not_found")
+    ckpt_id, step = found
+    users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+    content = answer(world.seed, model, step, str(users[-1].get("content") or "") if users else "")
+    prompt = sum(_words(m.get("content", "")) for m in messages if isinstance(m, dict))
+    completion = _words(content)
+    cid = blake2b(f"{req.request_id}:{ckpt_id}".encode(), digest_size=12).hexdigest()
+    return json_response({
+        "id": f"chatcmpl-{cid}",
+        "object": "chat.completion",
+        "created": int(world.now().timestamp()),
+        "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                     "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                  "total_tokens": prompt + completion},
+    })  # fmt: skip
+
+
 def add_api_routes(router: Router, w: SimulatedWorld, secret: bytes) -> None:
-    """Register ``/v1/*`` on ``router``, serving ``w``; ``secret`` keys the file URLs."""
+    """``secret`` keys the file URLs."""
 
     def created_by(req: Request) -> str | None:
         who = req.arg("created_by")
@@ -134,11 +202,11 @@ def add_api_routes(router: Router, w: SimulatedWorld, secret: bytes) -> None:
         with w.transaction():
             sid = w.request_session(
                 resource_id,
-                display_name=_str(body, "display_name") or None,
+                display_name=_field(body, "display_name") or None,
                 wandb=_wandb(body),
-                lora_config=_of_type(body, "lora_config", dict, "an object"),
-                resume_from_checkpoint_id=_str(body, "resume_from_checkpoint_id"),
-                load_optimizer=_of_type(body, "load_optimizer", bool, "a boolean") is not False,
+                lora_config=_field(body, "lora_config", dict, "an object"),
+                resume_from_checkpoint_id=_field(body, "resume_from_checkpoint_id"),
+                load_optimizer=_field(body, "load_optimizer", bool, "a boolean") is not False,
             )
             return json_response(w.session_json(sid))
 
@@ -157,7 +225,7 @@ def add_api_routes(router: Router, w: SimulatedWorld, secret: bytes) -> None:
 
     def patch_session(req: Request) -> None:
         body = req.json()
-        w.patch_session(req.ids[0], display_name=_str(body, "display_name"), wandb=_wandb(body))
+        w.patch_session(req.ids[0], display_name=_field(body, "display_name"), wandb=_wandb(body))
 
     def submit(kind: str) -> Handler:
         def handler(req: Request) -> Response:
@@ -182,11 +250,13 @@ def add_api_routes(router: Router, w: SimulatedWorld, secret: bytes) -> None:
     def create_resource(req: Request) -> Response:
         params = _resource_body(req)
         with w.transaction():
-            return json_response(w.resource_json(w.create_model_resource(status="PENDING", **params)))
+            rid = w.create_model_resource(status="PENDING", **params)
+            return json_response(w.resource_json(rid))
 
     def estimate_cost(req: Request) -> Response:
         p = _resource_body(req)
-        price = w.price_per_hour(p["base_model"], lora=p["lora"], replicas=p["num_generator_replicas"])
+        lora, replicas = p["lora"], p["num_generator_replicas"]
+        price = w.price_per_hour(p["base_model"], lora=lora, replicas=replicas)
         return json_response({"currency": "USD", "price_per_hour": price})
 
     def extend_expiry(req: Request) -> None:
@@ -227,7 +297,7 @@ def add_api_routes(router: Router, w: SimulatedWorld, secret: bytes) -> None:
     add("GET", sessions, list_sessions)
     add("GET", sessions + "/{id}", lambda req: json_response(w.session_json(req.ids[0])))
     add("PATCH", sessions + "/{id}", then(patch_session, w.session_json))
-    add("POST", sessions + "/{id}/stop", then(lambda req: w.stop_session(req.ids[0]), w.session_json))
+    add("POST", sessions + "/{id}/stop", then(lambda r: w.stop_session(r.ids[0]), w.session_json))
     for kind in wire.OPERATION_KINDS:
         add("POST", f"{sessions}/{{id}}/operations/{kind}", submit(kind))
         add("GET", f"{sessions}/{{id}}/operations/{kind}/{{id}}", poll(kind))

@@ -1,12 +1,8 @@
-"""Fault injection: make matching requests fail, stall, drop or return garbage on a schedule.
+"""Fault injection: matching requests fail, stall, drop or return garbage on a schedule.
 
-A rule matches ``pattern`` = ``"METHOD /path/template"`` (a glob such as ``"* /v1/rl/*"``, or a
-compiled regex; or ``method=`` plus a ``path=`` glob) against both the route template and the
-concrete path. It fires on the next ``times`` matches, on the ``nth`` ones (1-based), at a
-seeded ``rate``, or on every match; the first rule that fires wins. Its action: an HTTP
-``status`` (with ``retry_after`` / ``retry_after_ms``), ``drop`` (close without a response),
-``reset_after_headers``, ``malformed`` (200 with the JSON cut in half), each optionally after
-``delay_s``, or ``delay_s`` alone (a slow response).
+A rule's ``pattern`` (a ``"METHOD /path"`` glob, ``"/path"`` for any method, or a regex)
+matches the route template or the concrete path; it fires on the next ``times`` matches, the
+``nth`` ones, at a seeded ``rate`` or always, and the first rule that fires wins.
 """
 
 from __future__ import annotations
@@ -21,14 +17,15 @@ from typing import Any
 
 from .wire import error_body
 
+Pattern = str | re.Pattern[str]
+
 
 @dataclass
 class FaultRule:
-    """One fault. ``process``: whether the request still reaches the world before the fault
-    replaces its response (default: only for ``malformed``): a response lost after the server
-    acted, the case idempotency keys exist for."""
+    """One fault. ``process``: the request still reaches the world before the fault replaces
+    its response (default: only ``malformed``): a response lost after the server acted."""
 
-    pattern: str | re.Pattern[str] | None = None
+    pattern: Pattern | None = None
     status: int | None = None
     times: int | None = None
     nth: Collection[int] | None = None
@@ -42,45 +39,36 @@ class FaultRule:
     message: str | None = None
     headers: dict[str, str] | None = None
     process: bool | None = None
-    method: str | None = None
-    path: str | None = None
     matched: int = field(default=0, init=False)
     applied: int = field(default=0, init=False)
 
     def __post_init__(self) -> None:
-        if self.pattern is None:
-            self.pattern = f"{(self.method or '*').upper()} {self.path or '*'}"
-        elif self.method is not None or self.path is not None:
-            raise ValueError("give either pattern or method/path, not both")
         self.nth = frozenset(self.nth) if self.nth is not None else None
-        actions = sum([self.status is not None, self.drop, self.reset_after_headers, self.malformed])
-        if actions > 1:
+        if len(self._actions()) > 1:
             raise ValueError("a fault rule has at most one of status / drop / reset / malformed")
-        if actions == 0 and not self.delay_s:
-            raise ValueError("a fault rule needs an action: status, drop, reset, malformed or delay")
+        if not self._actions() and not self.delay_s:
+            raise ValueError("a fault rule needs an action (status, drop, reset, malformed, delay)")
+
+    def _actions(self) -> list[str]:
+        """What replaces the response (a bare delay does not): at most one."""
+        named = [n for n in ("drop", "reset_after_headers", "malformed") if getattr(self, n)]
+        return ([f"status:{self.status}"] if self.status is not None else []) + named
 
     @property
     def terminal(self) -> bool:
-        """Whether the rule replaces the response (a bare delay does not)."""
-        return self.status is not None or self.drop or self.reset_after_headers or self.malformed
+        return bool(self._actions())
 
     @property
     def processes_request(self) -> bool:
         return self.process if self.process is not None else self.malformed or not self.terminal
 
     def label(self) -> str:
-        """What the request log records: ``"status:503"``, ``"drop"``, ``"delay:0.5"``, …"""
-        if self.status is not None:
-            kind = f"status:{self.status}"
-        elif self.drop:
-            kind = "drop"
-        elif self.reset_after_headers:
-            kind = "reset_after_headers"
-        elif self.malformed:
-            kind = "malformed"
-        else:
-            return f"delay:{self.delay_s:g}"
-        return f"{kind}+delay:{self.delay_s:g}" if self.delay_s else kind
+        """``"status:503"``, ``"drop"``, ``"delay:0.5"``, … (what the request log records)."""
+        delay = f"delay:{self.delay_s:g}"
+        kind = next(iter(self._actions()), None)
+        if kind is None:
+            return delay
+        return f"{kind}+{delay}" if self.delay_s else kind
 
     def matches(self, method: str, path: str, template: str) -> bool:
         targets = (f"{method} {template}", f"{method} {path}")
@@ -91,7 +79,6 @@ class FaultRule:
         return any(fnmatchcase(t, pattern) for t in targets)
 
     def error_response(self) -> tuple[int, bytes, dict[str, str]]:
-        """Status, body and headers of a ``status`` fault."""
         status, headers = self.status or 500, dict(self.headers or {})
         if self.retry_after is not None:
             ra = float(self.retry_after)
@@ -103,7 +90,7 @@ class FaultRule:
 
 
 class FaultPlan:
-    """The simulator's fault rules (``sim.faults``); thread-safe, seeded for ``rate`` rules."""
+    """The simulator's fault rules (``sim.faults``), seeded for ``rate`` rules."""
 
     def __init__(self, seed: int = 0) -> None:
         self._lock = threading.Lock()
@@ -115,37 +102,12 @@ class FaultPlan:
         with self._lock:
             return list(self._rules)
 
-    def add(self, pattern: str | re.Pattern[str] | FaultRule | None = None, **kwargs: Any) -> FaultRule:
-        """``add(FaultRule(...))``, ``add("GET /v1/rl/*", status=503, times=2)`` or
-        ``add(method="GET", path="/v1/rl/training-sessions", status=503)``."""
+    def add(self, pattern: Pattern | FaultRule | None = None, **kwargs: Any) -> FaultRule:
+        """``add(FaultRule(...))`` or ``add("GET /v1/rl/*", status=503, times=2)``."""
         rule = pattern if isinstance(pattern, FaultRule) else FaultRule(pattern, **kwargs)
         with self._lock:
             self._rules.append(rule)
         return rule
-
-    def http_error(self, pattern: str, status: int, **kwargs: Any) -> FaultRule:
-        return self.add(pattern, status=status, **kwargs)
-
-    def rate_limit(
-        self, pattern: str, *, retry_after: float | None = 1, retry_after_ms: int | None = None,
-        **kwargs: Any,
-    ) -> FaultRule:  # fmt: skip
-        """429 with ``Retry-After`` (seconds) and/or ``retry-after-ms``."""
-        kwargs.update(retry_after=retry_after, retry_after_ms=retry_after_ms)
-        return self.add(pattern, status=429, **kwargs)
-
-    def slow(self, pattern: str, delay_s: float, **kwargs: Any) -> FaultRule:
-        """Delay the response (the world lock is not held while waiting)."""
-        return self.add(pattern, delay_s=delay_s, **kwargs)
-
-    def drop(self, pattern: str, **kwargs: Any) -> FaultRule:
-        return self.add(pattern, drop=True, **kwargs)
-
-    def reset_after_headers(self, pattern: str, **kwargs: Any) -> FaultRule:
-        return self.add(pattern, reset_after_headers=True, **kwargs)
-
-    def malformed(self, pattern: str, **kwargs: Any) -> FaultRule:
-        return self.add(pattern, malformed=True, **kwargs)
 
     def remove(self, rule: FaultRule) -> None:
         with self._lock:
@@ -156,7 +118,6 @@ class FaultPlan:
             self._rules.clear()
 
     def decide(self, method: str, path: str, template: str) -> FaultRule | None:
-        """The rule that fires for this request, if any (counting matches and firings)."""
         with self._lock:
             for rule in self._rules:
                 if not rule.matches(method, path, template):

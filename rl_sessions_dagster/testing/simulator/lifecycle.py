@@ -1,11 +1,7 @@
-"""The state the world keeps, its lock and timers, and the lifecycle of model resources
-(provisioning through a GPU capacity queue, READY, stop, inactivity expiry, failure).
-
-Timers (start/stop delays, provisioning, inactivity expiry, registration lag) sit in a heap
-and are applied lazily, in time order, whenever the world is used; a transition is stamped
-with the time it was due, not the time somebody happened to look. Every public method takes the
-world's one re-entrant lock (``@locked``) and applies due timers first, so a test thread can
-drive the world while server threads serve it.
+"""The world's state, lock and timers, and the lifecycle of model resources (GPU capacity
+queue, provisioning, READY, stop, inactivity expiry, failure). Timers sit in a heap, applied
+lazily in time order by every ``@locked`` call and stamped with the time they were due, not the
+time somebody looked.
 """
 
 from __future__ import annotations
@@ -22,26 +18,19 @@ from functools import partial
 from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
 from . import wire
-from .state import (
-    Checkpoint,
-    Key,
-    Operation,
-    OrderedIndex,
-    Resource,
-    Session,
-    SimClock,
-    StopRequest,
-)
+from .state import Checkpoint, Operation, OrderedIndex, Resource, Session, SimClock, StopRequest
 from .wire import US, SimulatorError, bad_request, full_status, not_found
 
 ListOrder = Literal["newest_first", "oldest_first", "unordered"]
 LIST_ORDERS: tuple[ListOrder, ...] = ("newest_first", "oldest_first", "unordered")
-_HOLDS_GPUS = (wire.RESOURCE_PENDING, wire.RESOURCE_CREATING, wire.RESOURCE_READY, wire.RESOURCE_STOPPING)
+_HOLDS_GPUS = wire.RESOURCE_STATUSES[:4]  # PENDING, CREATING, READY, STOPPING
 DEFAULT = "default"  # registration shape: the session's (or the world's) own
-DEFAULT_LORA_CONFIG: dict[str, Any] = {"rank": 32, "alpha": 64, "dropout": 0.0, "train_unembed": True}
+DEFAULT_LORA_CONFIG: dict[str, Any] = dict(rank=32, alpha=64, dropout=0.0, train_unembed=True)
 W = TypeVar("W", bound="Lifecycle")
 P = ParamSpec("P")
 R = TypeVar("R")
+T = TypeVar("T")
+Timer = Callable[[int], Any]
 
 
 def locked(fn: Callable[Concatenate[W, P], R]) -> Callable[Concatenate[W, P], R]:
@@ -51,6 +40,11 @@ def locked(fn: Callable[Concatenate[W, P], R]) -> Callable[Concatenate[W, P], R]
             return fn(self, *args, **kwargs)
 
     return wrapper
+
+
+def check_list_order(order: str) -> None:
+    if order not in LIST_ORDERS:
+        raise ValueError(f"list order must be one of {', '.join(LIST_ORDERS)}, not {order!r}")
 
 
 def session_status(name: str) -> str:
@@ -67,8 +61,7 @@ class Lifecycle:
     response_hook: Callable[[str, Any], Any] | None
 
     def __init__(self, seed: int, clock: SimClock, user_id: str, list_order: ListOrder) -> None:
-        if list_order not in LIST_ORDERS:
-            raise ValueError(f"list_order must be one of {', '.join(LIST_ORDERS)}, not {list_order!r}")
+        check_list_order(list_order)
         self._lock = threading.RLock()
         self._depth = 0
         self.seed, self.clock, self.user_id, self._list_order = seed, clock, user_id, list_order
@@ -78,7 +71,7 @@ class Lifecycle:
         self._checkpoints: dict[str, Checkpoint] = {}
         self._session_index, self._resource_index = OrderedIndex(), OrderedIndex()
         self._checkpoint_index = OrderedIndex()
-        self._timers: list[tuple[int, int, Any, tuple[str, ...], Callable[[int], Any]]] = []
+        self._timers: list[tuple[int, int, Any, tuple[str, ...], Timer]] = []
         self._timer_seq = itertools.count()
         self._chat_names: dict[str, str] | None = None  # built on first use
         self._stop_requests: list[StopRequest] = []
@@ -90,8 +83,7 @@ class Lifecycle:
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """Hold the lock across several calls (due timers applied once, at the start), so e.g.
-        a create and the serialization of its response see the same state."""
+        """Hold the lock across several calls, so a change and its response see one state."""
         with self._lock:
             self._depth += 1
             try:
@@ -106,7 +98,6 @@ class Lifecycle:
     def _stop(self, s: Session, at: int, *, immediate: bool) -> None: ...
     def _fail(self, s: Session, code: str | None, message: str | None, at: int) -> None: ...
 
-    # --- ids, time, timers, lookups, keys ----------------------------------------------------
     def _new_id(self) -> str:
         return new_uuid(self._rng)
 
@@ -114,7 +105,7 @@ class Lifecycle:
         return self.clock.now_us()
 
     def _later(
-        self, due: int, item: Session | Resource, statuses: tuple[str, ...], then: Callable[[int], Any]
+        self, due: int, item: Session | Resource, statuses: tuple[str, ...], then: Timer
     ) -> None:
         """At ``due``, if ``item`` is still in one of ``statuses``, ``then(due)``."""
         heapq.heappush(self._timers, (due, next(self._timer_seq), item, statuses, then))
@@ -136,22 +127,16 @@ class Lifecycle:
 
         self._later(due, r, (wire.RESOURCE_READY,), check)
 
-    def _session(self, ident: str, param: str | None = "session_id") -> Session:
-        if ident not in self._sessions:
-            raise not_found("training session", ident, param)
-        return self._sessions[ident]
+    def _session(self, ident: str) -> Session:
+        return get_or_404(self._sessions, ident, "training session", "session_id")
 
     def _resource(self, ident: str, param: str | None = "model_resources_id") -> Resource:
-        if ident not in self._resources:
-            raise not_found("model resource", ident, param)
-        return self._resources[ident]
+        return get_or_404(self._resources, ident, "model resource", param)
 
-    def _checkpoint(self, ident: str, param: str | None = "checkpoint_id") -> Checkpoint:
-        if ident not in self._checkpoints:
-            raise not_found("checkpoint", ident, param)
-        return self._checkpoints[ident]
+    def _checkpoint(self, ident: str) -> Checkpoint:
+        return get_or_404(self._checkpoints, ident, "checkpoint", "checkpoint_id")
 
-    def _key(self, item: Session | Resource) -> Key:
+    def _key(self, item: Session | Resource) -> tuple[int, str]:
         # Pages read keys in descending order: oldest first negates the time.
         if self._list_order == "newest_first":
             return (item.created_at, item.id)
@@ -159,7 +144,6 @@ class Lifecycle:
             return (-item.created_at, item.id)
         return (zlib.crc32(item.id.encode()), item.id)  # stable, unrelated to time
 
-    # --- changes (callers hold the lock) -----------------------------------------------------
     def _touch(self, item: Session | Resource, at: int) -> None:
         """A change: ``updated_at`` moves (never backwards) and the cached JSON goes."""
         item.updated_at = max(item.updated_at, at)
@@ -189,7 +173,8 @@ class Lifecycle:
 
     def _active_sessions(self, r: Resource) -> list[Session]:
         """Sessions holding a slot on ``r``: every non-terminal status, unknown ones included."""
-        return [s for i in r.session_ids if (s := self._sessions[i]).status not in wire.SESSION_TERMINAL]
+        on_it = (self._sessions[i] for i in r.session_ids)
+        return [s for s in on_it if s.status not in wire.SESSION_TERMINAL]
 
     def _record_activity(self, r: Resource, at: int) -> None:
         """Activity restarts the inactivity countdown; the shown ``expires_at`` is refreshed at
@@ -200,7 +185,6 @@ class Lifecycle:
                 r.published_activity = at
             r.json = None
 
-    # --- model resources ---------------------------------------------------------------------
     @locked
     def create_model_resource(
         self,
@@ -215,9 +199,7 @@ class Lifecycle:
         optimizer: dict[str, Any] | None = None,
         gpu_type: str = "B200-SXM",
     ) -> str:
-        """Add a resource. ``"PENDING"`` provisions it (``resource_provision_delay``) once GPU
-        capacity allows (``set_gpu_capacity``); any other status is set as-is (short, full or
-        raw), READY by default so sessions can attach at once."""
+        """``"PENDING"`` provisions it once GPU capacity allows; other statuses are set as-is."""
         now, status = self._now(), full_status(status, wire.RESOURCE_STATUSES)
         r = Resource(self._new_id(), base_model, lora, int(inactive_timeout), status, now, now,
                      created_by or self.user_id, num_generator_replicas, gpu_type,
@@ -232,7 +214,7 @@ class Lifecycle:
         return r.id
 
     def _admit(self, at: int) -> None:
-        """Start provisioning queued resources while capacity allows, oldest first (FIFO)."""
+        """Start provisioning queued resources while capacity allows, oldest first."""
         for r in self._queued():
             cap = self._gpu_capacity.get(r.gpu_type)
             holding = sum(1 for o in self._resources.values()
@@ -243,10 +225,12 @@ class Lifecycle:
                 pending = (wire.RESOURCE_PENDING,)
                 creating = partial(self._set_resource_status, r, wire.RESOURCE_CREATING)
                 self._later(at + delay // 2, r, pending, creating)
-                self._later(at + delay, r, (*pending, wire.RESOURCE_CREATING), partial(self._become_ready, r))
+                ready = partial(self._become_ready, r)
+                self._later(at + delay, r, (*pending, wire.RESOURCE_CREATING), ready)
 
     def _queued(self) -> list[Resource]:
-        waiting = (r for r in self._resources.values() if r.queued and r.status == wire.RESOURCE_PENDING)
+        queued = [r for r in self._resources.values() if r.queued]
+        waiting = [r for r in queued if r.status == wire.RESOURCE_PENDING]
         return sorted(waiting, key=lambda r: (r.created_at, r.id))
 
     def _become_ready(self, r: Resource, at: int) -> None:
@@ -258,8 +242,7 @@ class Lifecycle:
 
     @locked
     def set_gpu_capacity(self, gpu_type: str, n: int | None) -> None:
-        """At most ``n`` resources of ``gpu_type`` hold GPUs at once (None: unlimited); later
-        ones wait PENDING with ``status_details.queue_position``."""
+        """At most ``n`` resources of ``gpu_type`` hold GPUs at once (None: unlimited)."""
         if n is not None and n < 0:
             raise ValueError(f"capacity must be >= 0, got {n}")
         self._gpu_capacity[gpu_type] = n
@@ -267,20 +250,19 @@ class Lifecycle:
 
     @locked
     def queued_resources(self) -> list[str]:
-        """Ids of resources waiting for capacity, oldest first."""
         return [r.id for r in self._queued()]
 
     @locked
     def stop_model_resource(self, resource_id: str, *, force: bool = False) -> None:
-        """``POST …/stop``: 403 if protected, 400 if already stopped or, without ``force``,
-        while sessions are active; a forced stop also stops every attached session."""
+        """A forced stop also stops every attached session."""
         r, now = self._resource(resource_id), self._now()
         active = self._active_sessions(r)
         gone = r.status in (wire.RESOURCE_STOPPING, wire.RESOURCE_STOPPED, wire.RESOURCE_ERROR)
         on_it = [self._sessions[i] for i in r.session_ids]
         seen = tuple((s.id, s.status, s.created_at, s.updated_at) for s in on_it)
         accepted = not r.protected and not gone and (force or not active)
-        self._stop_requests.append(StopRequest(r.id, now, r.status, force, accepted, seen, r.ready_at))
+        request = StopRequest(r.id, now, r.status, force, accepted, seen, r.ready_at)
+        self._stop_requests.append(request)
         if r.protected:
             message = f"not allowed to stop model resource {r.id}"
             raise SimulatorError(403, message, code="permission_denied")
@@ -297,12 +279,11 @@ class Lifecycle:
 
     @locked
     def stop_requests(self) -> list[StopRequest]:
-        """Every stop asked of the world (refused ones too), with the sessions at that instant."""
+        """Every stop asked of the world, refused ones too."""
         return list(self._stop_requests)
 
     @locked
     def extend_expiry(self, resource_id: str, seconds: float) -> None:
-        """Keep a READY resource up for at least ``seconds`` from now (400 if not READY)."""
         r = self._resource(resource_id)
         if r.status != wire.RESOURCE_READY:
             raise bad_request(f"model resource {r.id} is {r.status}, not READY", code="not_ready")
@@ -331,8 +312,13 @@ class Lifecycle:
 
     @locked
     def protect_resource(self, resource_id: str, protected: bool = True) -> None:
-        """Make ``POST …/stop`` on this resource answer 403 (or allow it again)."""
         self._resource(resource_id).protected = protected
+
+
+def get_or_404(table: dict[str, T], ident: str, kind: str, param: str | None) -> T:
+    if ident not in table:
+        raise not_found(kind, ident, param)
+    return table[ident]
 
 
 def new_uuid(rng: random.Random) -> str:

@@ -1,10 +1,6 @@
-"""Bulk creation of a realistic history (10k-100k sessions) in seconds.
-
-Records are built directly (no lock, validation or index insertion per item) and each index is
-sorted once at the end. The history looks like a busy account: mostly finished sessions
-(STOPPED / EXPIRED / ERROR, some failing at creation) over the past weeks on stopped resources,
-plus ``active`` RUNNING sessions on READY LoRA resources, each with a free slot.
-"""
+"""A realistic history of 10k-100k sessions in seconds: records built directly, each index
+sorted once. Mostly finished sessions over past weeks on stopped resources, plus ``active``
+RUNNING ones on READY LoRA resources, each with a free slot."""
 
 from __future__ import annotations
 
@@ -30,14 +26,11 @@ def populate_world(
     world: SimulatedWorld, n_sessions: int, checkpoints_per_session: int, active: int, seed: int,
     days: float, training_per_session: int, shapes: tuple[str | None, ...],
 ) -> dict[str, Any]:  # fmt: skip
-    """Add ``n_sessions`` sessions (``active`` RUNNING) with exactly ``checkpoints_per_session``
-    inference and ``training_per_session`` training checkpoints each, except those that failed
-    at creation (none). The caller holds the lock. Ids come from an RNG seeded by ``seed`` and
-    the world's size, so the same calls give the same world and never collide."""
+    """The caller holds the lock. Sessions that failed at creation have no checkpoints. Ids are
+    seeded by ``seed`` and the world's size: the same calls give the same world, never a clash."""
     started = time.perf_counter()
     for shape in shapes:
-        if shape not in wire.REGISTRATION_SHAPES:
-            raise ValueError(f"unknown registration shape {shape!r}")
+        wire.check_shape(shape)
     rng = random.Random(f"populate:{seed}:{len(world._sessions)}")
     models, now, base = DEFAULT_BASE_MODELS, world._now(), len(world._sessions)
     n_active = max(0, min(active, n_sessions))
@@ -47,8 +40,8 @@ def populate_world(
     resources: list[Resource] = []
     failed_at_creation = 0
 
-    def add_resource(created_at: int, status: str, lora: bool, model: str) -> Resource:
-        r = Resource(new_uuid(rng), model, lora, TIMEOUT, status, created_at, created_at, world.user_id)
+    def add_resource(at: int, status: str, lora: bool, model: str) -> Resource:
+        r = Resource(new_uuid(rng), model, lora, TIMEOUT, status, at, at, world.user_id)
         resources.append(r)
         return r
 
@@ -76,15 +69,18 @@ def populate_world(
                 end = s.updated_at = created + 5 * US
             s.error = (code, wire.ERROR_MESSAGES[code], end)
         n_tr = training_per_session if n_ck else 0
+
+        def checkpoint(kind: str, step: int, at: int) -> Checkpoint:
+            return Checkpoint(new_uuid(rng), s.id, kind, step, at, shape, at)
+
         gap, t = max(1, (end - created) // (n_ck + 2)), created
         for i in range(n_ck):
             t = min(t + gap + rng.randrange(gap // 4 + 1), end - 1)
-            step = (i + 1) * interval
-            s.inference.append(Checkpoint(new_uuid(rng), s.id, wire.CHECKPOINT_INFERENCE, step, t, shape, t))
+            s.inference.append(checkpoint(wire.CHECKPOINT_INFERENCE, (i + 1) * interval, t))
         for j in range(n_tr):
             ct = max(created + 1, t - (n_tr - j) * US)
             step = (n_ck - n_tr + j + 1) * interval
-            s.training.append(Checkpoint(new_uuid(rng), s.id, wire.CHECKPOINT_TRAINING, step, ct, shape, ct))
+            s.training.append(checkpoint(wire.CHECKPOINT_TRAINING, step, ct))
         checkpoints.extend(s.inference + s.training)
         step = n_ck * interval + (rng.randrange(interval) if n_ck else 0)
         s.step = s.trainer_step = s.target_wv = s.applied_wv = step
@@ -119,7 +115,8 @@ def populate_world(
             ready.append(r)
         assert r is not None
         created = r.created_at + rng.randrange(60 * US, HOUR)
-        add_session(r, created, now - rng.randrange(1, 120 * US), wire.SESSION_RUNNING, base + n_old + j)
+        end = now - rng.randrange(1, 120 * US)
+        add_session(r, created, end, wire.SESSION_RUNNING, base + n_old + j)
 
     world._resources.update((x.id, x) for x in resources)
     world._sessions.update((x.id, x) for x in sessions)

@@ -1,8 +1,5 @@
-"""Request log and counters (``sim.requests``): what the client actually sent and got back.
-
-Records never hold the Authorization header (only whether the request was authorized); the
-counters outlive the bounded record buffer, so ``count()`` stays exact on long soak runs.
-"""
+"""Request log (``sim.requests``): what the client sent and got back. Records never hold the
+Authorization header; counters outlive the bounded record buffer, so ``count()`` stays exact."""
 
 from __future__ import annotations
 
@@ -27,7 +24,6 @@ class RequestRecord:
     started_at: float
 
     def param(self, name: str) -> str | None:
-        """Last value of a query parameter."""
         values = self.query.get(name)
         return values[-1] if values else None
 
@@ -35,13 +31,11 @@ class RequestRecord:
 def _matches(method: str | None, template: str | None, m: str, t: str) -> bool:
     if method is not None and m != method.upper():
         return False
-    if template is None:
-        return True
-    return fnmatchcase(t, template) if "*" in template or "?" in template else t == template
+    return template is None or fnmatchcase(t, template)  # a glob, or the template itself
 
 
 class RequestLog:
-    """Thread-safe log of served requests, with counters per (method, template, status, fault)."""
+    """Served requests, with counters per (method, template, status, fault)."""
 
     def __init__(self, max_records: int = 100_000) -> None:
         self._lock = threading.Lock()
@@ -59,7 +53,7 @@ class RequestLog:
 
     def count(self, method: str | None = None, template: str | None = None, *, status: int | None = None,
               faulted: bool | None = None) -> int:  # fmt: skip
-        """Requests matching every filter given (``template`` may be a glob)."""
+        """``template`` may be a glob."""
         return sum(
             n
             for (m, t, st, fault), n in self._items()
@@ -69,22 +63,22 @@ class RequestLog:
         )
 
     def counts(self) -> dict[str, int]:
-        """``{"METHOD /template": n}`` since the last reset."""
         out: Counter[str] = Counter()
         for (m, t, _, _), n in self._items():
             out[f"{m} {t}"] += n
         return dict(out)
 
     def fault_counts(self) -> dict[str, int]:
-        """``{fault label: n}`` of requests a fault was applied to."""
         out: Counter[str] = Counter()
         for (_, _, _, fault), n in self._items():
             if fault is not None:
                 out[fault] += n
         return dict(out)
 
-    def records(self, method: str | None = None, template: str | None = None) -> list[RequestRecord]:
-        """Retained records, oldest first, optionally filtered."""
+    def records(
+        self, method: str | None = None, template: str | None = None
+    ) -> list[RequestRecord]:
+        """Retained records, oldest first."""
         with self._lock:
             recs = list(self._records)
         return [r for r in recs if _matches(method, template, r.method, r.template)]

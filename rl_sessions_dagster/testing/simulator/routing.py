@@ -18,8 +18,6 @@ _ID = re.compile(r"^(?:[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{
 
 @dataclass
 class Request:
-    """One HTTP request as handlers see it (the body already read)."""
-
     method: str
     path: str
     ids: tuple[str, ...]
@@ -30,16 +28,16 @@ class Request:
     request_id: str
 
     def arg(self, name: str) -> str | None:
-        """Last value of a query parameter."""
         values = self.query.get(name)
         return values[-1] if values else None
 
     def args(self, name: str) -> list[str]:
-        """All values of a query parameter, comma-joined ones split (SDK array style)."""
-        return [v.strip() for value in self.query.get(name, ()) for v in value.split(",") if v.strip()]
+        """All values, comma-joined ones split (SDK array style)."""
+        values = (v.strip() for value in self.query.get(name, ()) for v in value.split(","))
+        return [v for v in values if v]
 
     def json(self, *, required: bool = False) -> dict[str, Any]:
-        """The body as a JSON object ({} when empty and not required); 400 otherwise."""
+        """The body as a JSON object ({} when empty and not required), else a 400."""
         if not self.body.strip():
             if required:
                 raise bad_request("a JSON request body is required")
@@ -68,6 +66,8 @@ def json_response(body: bytes | dict[str, Any] | list[Any], status: int = 200) -
 
 
 Handler = Callable[[Request], Response]
+#: ``(handler or None, template, ids, methods allowed on that template)``
+Match = tuple[Handler | None, str, tuple[str, ...], list[str]]
 
 
 class Router:
@@ -83,8 +83,7 @@ class Router:
         self.routes.append((method, template, segments, handler))
         self.routes.sort(key=lambda r: -sum(s != "{id}" for s in r[2]))
 
-    def match(self, method: str, path: str) -> tuple[Handler | None, str, tuple[str, ...], list[str]]:
-        """``(handler or None, template, ids, methods allowed on that template)``."""
+    def match(self, method: str, path: str) -> Match:
         parts = tuple(path.strip("/").split("/"))
         found, allowed, best = None, [], None
         ids_found: tuple[str, ...] = ()

@@ -1,10 +1,7 @@
-"""``RLSimulator``: a real HTTP/1.1 server on 127.0.0.1 speaking the Together RL wire format.
-
-A ``ThreadingHTTPServer`` in a background thread, a thread per connection, keep-alive with an
-exact Content-Length (httpx reuses connections), every response written in one ``write`` (no
-Nagle stalls). Per request: read the body → route → fault decision → optional delay (outside
-the world lock) → auth → handler → response hook → fault → log → write. ``stop()`` closes
-idle keep-alive sockets too, so no thread keeps serving after it returns.
+"""``RLSimulator``: a real HTTP/1.1 server on 127.0.0.1 speaking the Together RL wire format,
+a thread per keep-alive connection, each response written in one ``write`` (no Nagle stalls).
+Per request: route → fault decision → delay (outside the world lock) → auth → handler →
+response hook → fault → log → write.
 """
 
 from __future__ import annotations
@@ -32,6 +29,8 @@ from .requestlog import RequestLog, RequestRecord
 from .routing import Handler, Request, Response, Router
 from .wire import SimulatorError, error_body
 from .world import SimulatedWorld
+
+Log = Callable[[int | None], None]  # records the request with the status the client saw
 
 
 class _Server(ThreadingHTTPServer):
@@ -73,9 +72,9 @@ class _Handler(BaseHTTPRequestHandler):
         pass  # the request log replaces stderr access logs
 
     def date_time_string(self, timestamp: float | None = None) -> str:
-        """``Date`` follows the world's clock (manual or shifted), as a real server's agrees
-        with the ``created_at`` it stamps."""
-        return email.utils.formatdate(timestamp or self.server.sim.world.now().timestamp(), usegmt=True)
+        """``Date`` follows the world's clock, as a real server's agrees with its ``created_at``."""
+        now = timestamp or self.server.sim.world.now().timestamp()
+        return email.utils.formatdate(now, usegmt=True)
 
     def do_GET(self) -> None:
         sim, started, started_wall = self.server.sim, time.perf_counter(), time.time()
@@ -106,7 +105,9 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._abort(log, reset=False)  # stopping: end the delay at once
             resp = None
             if rule is None or not rule.terminal or rule.processes_request:
-                req = Request(method, path, ids, query, self.headers, body, sim.base_url, request_id)
+                req = Request(
+                    method, path, ids, query, self.headers, body, sim.base_url, request_id
+                )
                 resp = sim.handle(req, handler, allowed, authorized)
             if rule is not None and rule.terminal:
                 self._fault(rule, resp, request_id, log)
@@ -151,20 +152,18 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(head + body if send_body else head)
         self.wfile.flush()
 
-    def _abort(self, log: Callable[[int | None], None], *, reset: bool) -> None:
-        """End the connection without a (complete) response; ``reset`` sends a TCP RST."""
+    def _abort(self, log: Log, *, reset: bool) -> None:
+        """End the connection without a complete response; ``reset`` sends a TCP RST."""
         log(None)
         self.close_connection = True
         with contextlib.suppress(OSError):
             if reset:
-                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                linger = struct.pack("ii", 1, 0)
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, linger)
             else:
                 self.connection.shutdown(socket.SHUT_RDWR)
 
-    def _fault(
-        self, rule: FaultRule, resp: Response | None, request_id: str, log: Callable[[int | None], None]
-    ) -> None:
-        """Write (or withhold) the faulty response, logging the status the client will see."""
+    def _fault(self, rule: FaultRule, resp: Response | None, request_id: str, log: Log) -> None:
         if rule.drop:
             return self._abort(log, reset=False)
         if rule.status is not None:
@@ -183,13 +182,9 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class RLSimulator:
-    """A local Together RL service for tests, benchmarks and demos.
-
-    ``with RLSimulator(api_key="sim-key") as sim:`` serves on ``sim.base_url``
-    (``http://127.0.0.1:PORT``, no ``/v1``); ``sim.world`` is the :class:`SimulatedWorld`,
-    ``sim.faults`` the :class:`FaultPlan`, ``sim.requests`` the :class:`RequestLog`.
-    ``/v1/*`` needs ``Authorization: Bearer <api_key>``; ``/_sim/*`` needs nothing.
-    """
+    """A local Together RL service: ``with RLSimulator(api_key="k") as sim:`` serves
+    ``sim.world`` on ``sim.base_url`` (no ``/v1``), with ``sim.faults`` and ``sim.requests``.
+    ``/v1/*`` needs ``Authorization: Bearer <api_key>``; ``/_sim/*`` needs nothing."""
 
     def __init__(self, api_key: str = "sim-key", world: SimulatedWorld | None = None, seed: int = 0,
                  port: int = 0, *, host: str = "127.0.0.1") -> None:  # fmt: skip
@@ -212,7 +207,6 @@ class RLSimulator:
 
     @property
     def base_url(self) -> str:
-        """``http://127.0.0.1:PORT``: the client appends ``/v1/...``."""
         return f"http://{self.host}:{self.port}"
 
     @property
@@ -224,7 +218,6 @@ class RLSimulator:
         return self._thread is not None and self._thread.is_alive()
 
     def start(self) -> RLSimulator:
-        """Bind and serve in a daemon thread; returns self."""
         if self._server is None:
             self._stopping.clear()
             self._server = _Server((self.host, self._port), self)
@@ -236,7 +229,7 @@ class RLSimulator:
         return self
 
     def stop(self, timeout: float = 1.0) -> None:
-        """Stop serving: no listener, no open connection, handler threads joined (≤ timeout)."""
+        """No listener, no open connection (idle keep-alive ones closed), threads joined."""
         server, thread = self._server, self._thread
         if server is None:
             return
@@ -270,7 +263,6 @@ class RLSimulator:
     def handle(
         self, req: Request, handler: Handler | None, allowed: list[str], authorized: bool
     ) -> Response:
-        """Auth, routing errors, the handler, SimulatorError → error body, the response hook."""
         try:
             if not authorized:
                 given = req.headers.get("Authorization")
@@ -278,7 +270,8 @@ class RLSimulator:
                 raise SimulatorError(401, message, code="invalid_api_key")
             if handler is None and allowed:
                 allow = {"Allow": ", ".join(sorted(set(allowed)))}
-                return Response(405, error_body(405, f"Method {req.method} not allowed"), headers=allow)
+                message = f"Method {req.method} not allowed"
+                return Response(405, error_body(405, message), headers=allow)
             if handler is None:
                 message = f"Unknown request URL: {req.method} {req.path}"
                 raise SimulatorError(404, message, code="unknown_url")
@@ -289,7 +282,8 @@ class RLSimulator:
             traceback.print_exc(file=sys.stderr)
             resp = Response(500, error_body(500, f"simulator internal error: {exc!r}"))
         hook = self.world.response_hook
-        if hook is not None and req.path.startswith("/v1/") and resp.content_type == "application/json":
+        api_json = req.path.startswith("/v1/") and resp.content_type == "application/json"
+        if hook is not None and api_json:
             try:
                 payload = hook(req.path, json.loads(resp.body))
                 resp.body = json.dumps(payload, separators=(",", ":")).encode()

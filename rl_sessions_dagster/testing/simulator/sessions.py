@@ -1,9 +1,6 @@
-"""Sessions, their checkpoints and the seven async operation kinds.
-
-An operation completes on its N-th poll (``operation_polls``, default 1: the first GET answers
-COMPLETED) and only then applies its effect: optim-step bumps the step, inference-checkpoint
-appends a checkpoint in the session's registration shape, and so on. A repeated
-(session, kind, Idempotency-Key) returns the original operation.
+"""Sessions, their checkpoints and the seven async operation kinds. An operation applies its
+effect (optim-step bumps the step, ...) only when it completes, on its ``operation_polls``-th
+GET; a repeated (session, kind, Idempotency-Key) returns the original operation.
 """
 
 from __future__ import annotations
@@ -13,12 +10,13 @@ import random
 from typing import Any
 
 from . import wire
-from .lifecycle import DEFAULT, DEFAULT_LORA_CONFIG, Lifecycle, locked, session_status
+from .lifecycle import DEFAULT, DEFAULT_LORA_CONFIG, Lifecycle, get_or_404, locked, session_status
 from .state import Checkpoint, Operation, Resource, Session
 from .wire import US, SimulatorError, bad_request, not_found
 
-OP_RUNNING, OP_FAILED = "TRAINING_OPERATION_STATUS_RUNNING", "TRAINING_OPERATION_STATUS_FAILED"
-OP_PENDING, OP_COMPLETED = "TRAINING_OPERATION_STATUS_PENDING", "TRAINING_OPERATION_STATUS_COMPLETED"
+OP_PENDING, OP_RUNNING, OP_COMPLETED, OP_FAILED = (
+    f"TRAINING_OPERATION_STATUS_{s}" for s in ("PENDING", "RUNNING", "COMPLETED", "FAILED")
+)
 
 
 class Sessions(Lifecycle):
@@ -26,7 +24,6 @@ class Sessions(Lifecycle):
 
     operation_polls: int
 
-    # --- sessions ----------------------------------------------------------------------------
     @locked
     def create_session(
         self,
@@ -43,9 +40,8 @@ class Sessions(Lifecycle):
         lora: bool = True,
         lora_config: dict[str, Any] | None = None,
     ) -> str:
-        """Add a session (``resource_id=None``: on a new READY ``base_model`` resource), RUNNING
-        at once or left ``"CREATING"`` for :meth:`start_session`. ``fail_at_creation``: the
-        start fails with RESOURCE_AT_CAPACITY. 429 if the resource is full, 400 if not READY."""
+        """A session RUNNING at once (``status="CREATING"``: at :meth:`start_session`), on a new
+        resource unless one is given; ``fail_at_creation``: the start fails AT_CAPACITY."""
         r = self._resource(resource_id or self.create_model_resource(base_model, lora=lora))
         s = self._new_session(r, lora_config, registration_shape, display_name=display_name,
                               wandb=wandb, created_by=created_by or self.user_id,
@@ -61,8 +57,7 @@ class Sessions(Lifecycle):
         lora_config: dict[str, Any] | None = None, resume_from_checkpoint_id: str | None = None,
         load_optimizer: bool = True,
     ) -> str:  # fmt: skip
-        """``POST /v1/rl/training-sessions``: CREATING, then RUNNING (or ERROR, see
-        :meth:`fail_next_session_creates`) after ``session_start_delay`` seconds."""
+        """``POST /v1/rl/training-sessions``: CREATING for ``session_start_delay`` seconds."""
         r, step, resume = self._resource(resource_id), 0, resume_from_checkpoint_id
         if resume is not None:
             ck = self._checkpoints.get(resume)
@@ -83,16 +78,16 @@ class Sessions(Lifecycle):
 
     def _new_session(self, r: Resource, lora_config: dict[str, Any] | None, shape: str | None,
                      **fields: Any) -> Session:  # fmt: skip
-        """A CREATING session on ``r`` (``fields``: the :class:`Session` fields that differ)."""
+        param = "model_resources_id"
         if r.status != wire.RESOURCE_READY:
-            raise bad_request(f"model resource {r.id} is {r.status}, not READY", "model_resources_id")
+            raise bad_request(f"model resource {r.id} is {r.status}, not READY", param)
         if len(self._active_sessions(r)) >= r.cap:
-            message = f"model resource {r.id} already hosts its maximum of {r.cap} concurrent session(s)"
-            raise SimulatorError(429, message, param="model_resources_id", code="resource_at_capacity")
+            most = f"its maximum of {r.cap} concurrent session(s)"
+            message = f"model resource {r.id} already hosts {most}"
+            raise SimulatorError(429, message, param=param, code="resource_at_capacity")
         if shape == DEFAULT:
             shape = None if r.base_model in wire.NO_REGISTRY_MODELS else "current"
-        if shape not in wire.REGISTRATION_SHAPES:
-            raise ValueError(f"registration_shape must be one of {wire.REGISTRATION_SHAPES}, not {shape!r}")
+        wire.check_shape(shape)
         fields.setdefault("created_by", self.user_id)
         fields["wandb"] = dict(fields["wandb"]) if fields.get("wandb") else None
         lora = {**DEFAULT_LORA_CONFIG, **(lora_config or {})} if r.lora_enabled else None
@@ -113,7 +108,6 @@ class Sessions(Lifecycle):
 
     @locked
     def start_session(self, session_id: str) -> None:
-        """Finish a CREATING session's start now (RUNNING, or ERROR if set to fail)."""
         s = self._session(session_id)
         if s.status != wire.SESSION_CREATING:
             raise bad_request(f"session {s.id} is {s.status}, not CREATING")
@@ -121,7 +115,6 @@ class Sessions(Lifecycle):
 
     @locked
     def stop_session(self, session_id: str, *, immediate: bool = False) -> None:
-        """STOPPING, then STOPPED after ``session_stop_delay`` (or at once)."""
         self._stop(self._session(session_id), self._now(), immediate=immediate)
 
     def _stop(self, s: Session, at: int, *, immediate: bool) -> None:
@@ -138,7 +131,7 @@ class Sessions(Lifecycle):
     def fail_session(
         self, session_id: str, *, code: str | None = wire.SESSION_FAILED, message: str | None = None
     ) -> None:
-        """ERROR with ``error{code, message, occurred_at}`` (``code=None``: the older shape)."""
+        """``code=None``: the older error shape, without a code."""
         self._fail(self._session(session_id), code, message, self._now())
 
     def _fail(self, s: Session, code: str | None, message: str | None, at: int) -> None:
@@ -156,8 +149,7 @@ class Sessions(Lifecycle):
 
     @locked
     def set_status(self, ident: str, status: str) -> None:
-        """Force a status on a session or resource (short names expanded; unknown strings such
-        as ``TRAINING_SESSION_STATUS_PAUSED`` stored raw, for drift tests)."""
+        """Force a status on a session or resource; unknown strings are stored raw (drift)."""
         now = self._now()
         if ident in self._sessions:
             self._set_session_status(self._sessions[ident], session_status(status), now)
@@ -167,7 +159,6 @@ class Sessions(Lifecycle):
 
     @locked
     def advance_steps(self, session_id: str, n: int = 1) -> int:
-        """Add ``n`` optimizer steps; returns the new step."""
         s = self._session(session_id)
         s.step = s.trainer_step = s.step + n
         self._touch(s, self._now())
@@ -188,35 +179,31 @@ class Sessions(Lifecycle):
     @locked
     def mutate_session_json(self, session_id: str, *, drop: tuple[str, ...] = (),
                             extra: dict[str, Any] | None = None) -> None:  # fmt: skip
-        """Drift testing: drop top-level keys from / add keys to this session's JSON."""
         s = self._session(session_id)
         s.drop_fields, s.extra_fields, s.json = tuple(drop), dict(extra) if extra else None, None
 
-    # --- checkpoints -------------------------------------------------------------------------
     @locked
     def add_inference_checkpoint(
         self, session_id: str, *, step: int | None = None, registration_shape: str | None = DEFAULT,
         registered: bool = True,
     ) -> str:  # fmt: skip
-        """An inference checkpoint at the session's step by default; ``registered=False`` leaves
-        it unregistered until :meth:`register_checkpoint` (registration lag)."""
+        """``registered=False``: unregistered until :meth:`register_checkpoint` (lag)."""
         s = self._session(session_id)
-        return self._add_checkpoint(s, wire.CHECKPOINT_INFERENCE, step, registration_shape, registered).id
+        return self._add_checkpoint(
+            s, wire.CHECKPOINT_INFERENCE, step, registration_shape, registered
+        ).id
 
     @locked
     def add_training_checkpoint(
         self, session_id: str, *, step: int | None = None, registered: bool = True
     ) -> str:
-        """A training checkpoint (registered only in the two newer shapes)."""
         s = self._session(session_id)
         return self._add_checkpoint(s, wire.CHECKPOINT_TRAINING, step, DEFAULT, registered).id
 
     def _add_checkpoint(
         self, s: Session, kind: str, step: int | None, shape: str | None, registered: bool
     ) -> Checkpoint:
-        shape = s.shape if shape == DEFAULT else shape  # fixed now: a session can mix shapes
-        if shape not in wire.REGISTRATION_SHAPES:
-            raise ValueError(f"registration_shape must be one of {wire.REGISTRATION_SHAPES}, not {shape!r}")
+        shape = wire.check_shape(s.shape if shape == DEFAULT else shape)  # a session can mix shapes
         now = self._now()
         ck = Checkpoint(self._new_id(), s.id, kind, s.step if step is None else step, now, shape,
                         now if registered and shape is not None else None)  # fmt: skip
@@ -230,7 +217,6 @@ class Sessions(Lifecycle):
 
     @locked
     def register_checkpoint(self, checkpoint_id: str) -> None:
-        """Register a lagging checkpoint now (its session's ``updated_at`` moves too)."""
         ck = self._checkpoint(checkpoint_id)
         if ck.shape is None:
             raise ValueError(f"checkpoint {ck.id} uses no registration shape; it cannot register")
@@ -244,12 +230,10 @@ class Sessions(Lifecycle):
         if self._chat_names is not None:
             self._chat_names.update((name, ck.id) for name in wire.chat_names(ck, s))
 
-    # --- operations --------------------------------------------------------------------------
     @locked
     def submit_operation(self, session_id: str, kind: str, idempotency_key: str | None,
                          body: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
-        """Submit an operation. On a session that is not RUNNING it is created FAILED with
-        ``…SESSION_NOT_ACTIVE`` (a domain error, not an HTTP one)."""
+        """On a session that is not RUNNING the operation is created FAILED (not an HTTP error)."""
         if kind not in wire.OPERATION_KINDS:
             raise not_found("operation kind", kind)
         s = self._session(session_id)
@@ -284,7 +268,6 @@ class Sessions(Lifecycle):
 
     @locked
     def poll_operation(self, session_id: str, kind: str, operation_id: str) -> dict[str, Any]:
-        """Each poll of an unfinished operation counts toward its completion."""
         s, op = self._session(session_id), self._operations.get(operation_id)
         if op is None or op.session_id != s.id or op.kind != kind:
             raise not_found(f"{kind} operation", operation_id, "operation_id")
@@ -298,16 +281,14 @@ class Sessions(Lifecycle):
 
     @locked
     def operation(self, operation_id: str) -> dict[str, Any]:
-        """Wire JSON of an operation, without counting a poll."""
-        if operation_id not in self._operations:
-            raise not_found("operation", operation_id, "operation_id")
-        return wire.operation_dict(self._operations[operation_id])
+        """Without counting a poll."""
+        op = get_or_404(self._operations, operation_id, "operation", "operation_id")
+        return wire.operation_dict(op)
 
     @locked
     def fail_next_operations(self, n: int = 1, *, kind: str | None = None,
                              code: str = "TRAINING_OPERATION_ERROR_CODE_INTERNAL_ERROR",
                              message: str = "The operation failed.") -> None:  # fmt: skip
-        """The next ``n`` submitted operations (of ``kind``, or any) end FAILED."""
         self._fail_next_ops.extend([(kind, code, message)] * n)
 
     def _fail_not_active(self, op: Operation, s: Session) -> None:
@@ -325,10 +306,10 @@ class Sessions(Lifecycle):
             op.output, op.status = self._apply(op, s, now), OP_COMPLETED
 
     def _apply(self, op: Operation, s: Session, now: int) -> dict[str, Any]:
-        """The effect of a completed operation on the session, and its ``output``."""
         as_str, kind = s.int64_as_string, op.kind
         if kind.endswith("-checkpoint"):
-            ctype = wire.CHECKPOINT_INFERENCE if kind == "inference-checkpoint" else wire.CHECKPOINT_TRAINING
+            inference = kind == "inference-checkpoint"
+            ctype = wire.CHECKPOINT_INFERENCE if inference else wire.CHECKPOINT_TRAINING
             ck = self._add_checkpoint(s, ctype, None, DEFAULT, registered=True)
             return {"checkpoint": wire.checkpoint_in_session(ck, s)}
         if kind == "optim-step":
@@ -351,7 +332,8 @@ class Sessions(Lifecycle):
         if kind == "custom-forward-backward":
             return {}
         loss = 2.3 * math.exp(-s.step / 150.0) + rng.uniform(0.0, 0.05)
-        metrics = {"kl": round(rng.uniform(0.0, 0.02), 6), "clip_fraction": round(rng.uniform(0.0, 0.2), 6)}
+        kl, clip = rng.uniform(0.0, 0.02), rng.uniform(0.0, 0.2)
+        metrics = {"kl": round(kl, 6), "clip_fraction": round(clip, 6)}
         return {"loss": round(loss, 6), "metrics": metrics}
 
 

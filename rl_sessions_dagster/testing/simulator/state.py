@@ -1,11 +1,7 @@
-"""The world's records, its clock and its sorted list indices.
-
-Records are slotted dataclasses (cheap to build 1M of them in ``populate``). Time is integer
-microseconds since the epoch, so timestamps format exactly (float seconds lose the microsecond
-digit around 2026). Each listable item has a key ``(sort value, id)``; an index keeps them
-sorted, partitioned by status, and pages read them in *descending* order strictly below the
-``after`` item's key, so a cursor stays valid whatever is inserted or changes status between
-pages (keyset pagination, like the service's id cursor), in O(log n + page) at 100k items.
+"""The world's records (slotted: ``populate`` builds 1M), its clock (integer microseconds:
+float seconds lose the last digit around 2026) and its sorted list indices. Pages read keys
+``(sort value, id)`` in descending order strictly below the ``after`` item's, so a cursor stays
+valid whatever is inserted or changes status between pages, in O(log n + page).
 """
 
 from __future__ import annotations
@@ -28,8 +24,8 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class SimClock:
-    """``"real"``: UTC now plus the advanced offset; ``"manual"``: frozen at ``start`` (fixed by
-    default, so seeded worlds are reproducible) plus the offset. The world locks around it."""
+    """``"real"``: UTC now plus the advanced offset; ``"manual"``: ``start`` (fixed by default,
+    so seeded worlds are reproducible) plus the offset."""
 
     def __init__(self, mode: ClockMode = "real", start: datetime | None = None) -> None:
         if mode not in ("real", "manual"):
@@ -48,7 +44,6 @@ class SimClock:
         return datetime.fromtimestamp(us // US, tz=UTC).replace(microsecond=us % US)
 
     def advance(self, seconds: float) -> None:
-        """Forward only: timers already applied cannot be undone."""
         if seconds < 0:
             raise ValueError("the clock only moves forward")
         self._offset_us += round(seconds * US)
@@ -103,8 +98,8 @@ class Session:
 
 @dataclass(frozen=True)
 class StopRequest:
-    """A stop the world was asked for, with what was on the resource at that instant: the
-    oracle for "never stopped a GPU in use" (``world.stop_requests()``)."""
+    """A stop asked of the world and what was on the resource then: the oracle for "never
+    stopped a GPU in use"."""
 
     resource_id: str
     at_us: int
@@ -204,7 +199,7 @@ class OrderedIndex:
         insort(self._parts.setdefault(new, []), key)
 
     def load(self, items: Iterable[tuple[Key, str]], *, clear: bool = False) -> None:
-        """Bulk insert, sorting once (what ``populate`` and a change of list order use)."""
+        """Bulk insert, sorting once."""
         if clear:
             self._all, self._parts = [], {}
         for key, part in items:

@@ -1,9 +1,7 @@
-"""The Together RL wire format: enum values spelled as the service spells them, the error body,
-and the JSON of every record, in the shapes the SDK models (registration shapes and
-int64-as-string are applied here and only here).
-
-Serialized bytes are cached on the records (``.json``, dropped on every change), so a page of
-100 warm sessions is a join of 100 byte strings.
+"""The Together RL wire format: enum values as the service spells them, the error body, and
+the JSON of every record as the SDK models it (registration shapes and int64-as-string are
+applied here only). Bytes are cached on the records (``.json``, dropped on every change), so a
+page of 100 warm sessions is a join of 100 byte strings.
 """
 
 from __future__ import annotations
@@ -17,6 +15,7 @@ if TYPE_CHECKING:
     from .state import Checkpoint, Operation, Resource, Session
 
 US: Final = 1_000_000  # the world keeps time in integer microseconds
+OptStr = str | None
 
 SESSION_CREATING: Final = "TRAINING_SESSION_STATUS_CREATING"
 SESSION_RUNNING: Final = "TRAINING_SESSION_STATUS_RUNNING"
@@ -64,6 +63,13 @@ VARIANT_FILES: Final = {
 #: Registration shapes a session can emit (API reference §3.3); None never registers.
 REGISTRATION_SHAPES: Final = ("current", "object_ids", "legacy", None)
 
+
+def check_shape(shape: str | None) -> str | None:
+    if shape not in REGISTRATION_SHAPES:
+        raise ValueError(f"registration_shape must be one of {REGISTRATION_SHAPES}, not {shape!r}")
+    return shape
+
+
 OPERATION_KINDS: Final = ("forward-backward", "custom-forward-backward", "optim-step",
                           "weights-sync", "sample", "inference-checkpoint", "training-checkpoint")  # fmt: skip
 WEIGHT_SYNC_TYPES: Final = ("WEIGHT_SYNC_TYPE_SYNCHRONOUS", "WEIGHT_SYNC_TYPE_BACKGROUND_PUBLISH",
@@ -85,7 +91,6 @@ MODELS: Final = {
 
 
 def supported_model(name: str) -> dict[str, Any]:
-    """One ``RlSupportedModel`` of ``GET /v1/rl/supported-models``."""
     ctx, rank, full, _ = MODELS[name]
     trainer: dict[str, Any] = {}
     if full:
@@ -99,47 +104,46 @@ def supported_model(name: str) -> dict[str, Any]:
 
 
 def full_status(name: str, statuses: tuple[str, ...]) -> str:
-    """``"RUNNING"`` → the wire constant of that family; other strings pass through raw."""
+    """``"RUNNING"`` → that family's wire constant; other strings pass through raw."""
     prefix = statuses[0].rsplit("_", 1)[0] + "_"
     return prefix + name.upper() if prefix + name.upper() in statuses else name
 
 
-# --- errors ------------------------------------------------------------------------------------
 _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
                 404: "not_found_error", 408: "timeout_error", 409: "conflict_error",
                 429: "rate_limit_error"}  # fmt: skip
 
 
-def error_body(status: int, message: str, *, param: str | None = None, code: str | None = None) -> bytes:
+def error_body(status: int, message: str, *, param: OptStr = None, code: OptStr = None) -> bytes:
     """The OpenAI-style ``{"error": {message, type, param, code}}`` body (5xx: ``server_error``)."""
     kind = _ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
     return dumps({"error": {"message": message, "type": kind, "param": param, "code": code}})
 
 
 class SimulatorError(Exception):
-    """An API error: HTTP ``status`` plus the ``ErrorData`` fields. World methods raise it for
-    invalid calls too (unknown id → 404, full resource → 429), so HTTP forwards it unchanged."""
+    """An API error: HTTP ``status`` plus the ``ErrorData`` fields. World methods raise it too
+    (unknown id → 404, full resource → 429), so HTTP forwards it unchanged."""
 
-    def __init__(self, status: int, message: str, *, param: str | None = None, code: str | None = None) -> None:
+    def __init__(
+        self, status: int, message: str, *, param: OptStr = None, code: OptStr = None
+    ) -> None:
         super().__init__(message)
         self.status, self.message, self.param, self.code = status, message, param, code
 
     def body(self) -> bytes:
         return error_body(self.status, self.message, param=self.param, code=self.code)
 
-    def __repr__(self) -> str:
-        return f"SimulatorError({self.status}, {self.message!r}, param={self.param!r})"
 
-
-def not_found(kind: str, ident: str, param: str | None = None) -> SimulatorError:
+def not_found(kind: str, ident: str, param: OptStr = None) -> SimulatorError:
     return SimulatorError(404, f"{kind} {ident!r} not found", param=param, code="not_found")
 
 
-def bad_request(message: str, param: str | None = None, code: str = "invalid_request") -> SimulatorError:
+def bad_request(
+    message: str, param: OptStr = None, code: str = "invalid_request"
+) -> SimulatorError:
     return SimulatorError(400, message, param=param, code=code)
 
 
-# --- rendering ---------------------------------------------------------------------------------
 _encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
@@ -155,23 +159,22 @@ def fmt_ts(us: int) -> str:
 
 
 def int64(value: int, as_string: bool) -> int | str:
-    """An int64 field: a JSON number, or a string as proto-JSON emits it."""
     return str(value) if as_string else value
 
 
 def _error(info: tuple[str | None, str, int]) -> dict[str, Any]:
-    code, message, at = info  # code None: the older shape without it
-    return {**({"code": code} if code is not None else {}), "message": message, "occurred_at": fmt_ts(at)}
+    code, message, at = info
+    d = {"message": message, "occurred_at": fmt_ts(at)}
+    return d if code is None else {"code": code, **d}  # code None: the older shape without it
 
 
 def registry_artifact(ckpt_id: str, what: str) -> tuple[str, str]:
-    """Registry ``(ml_…, rv_…)`` ids of a checkpoint, derived from its id (nothing to store)."""
+    """Registry ``(ml_…, rv_…)`` ids, derived from the checkpoint's id (nothing to store)."""
     h = blake2b(f"{what}:{ckpt_id}".encode(), digest_size=20).hexdigest()
     return "ml_" + h[:20], "rv_" + h[20:]
 
 
 def inference_registration(ck: Checkpoint, s: Session) -> dict[str, Any] | None:
-    """The ``registration`` of an inference checkpoint in its shape, or None while absent."""
     if ck.registered_at is None or ck.shape is None:
         return None
     if ck.shape == "current":
@@ -181,14 +184,14 @@ def inference_registration(ck: Checkpoint, s: Session) -> dict[str, Any] | None:
     name = f"{s.created_by}/{s.base_model.rsplit('/', 1)[-1]}-rl-{ck.id[:8]}-step-{ck.step}"
     reg: dict[str, Any] = {"model_name": name, "registered_at": fmt_ts(ck.registered_at)}
     if ck.shape == "object_ids":
-        reg["model_object_id"], reg["model_object_revision_id"] = registry_artifact(ck.id, "model")
-        if s.adapter:
-            reg["adapter_object_id"], reg["adapter_object_revision_id"] = registry_artifact(ck.id, "adapter")
+        for what in ("model", "adapter") if s.adapter else ("model",):
+            ids = registry_artifact(ck.id, what)
+            reg[f"{what}_object_id"], reg[f"{what}_object_revision_id"] = ids
     return reg
 
 
 def training_registration(ck: Checkpoint) -> dict[str, Any] | None:
-    """``{id, revision_id}`` of a training checkpoint (only the two newer shapes have one)."""
+    """Only the two newer shapes register training checkpoints."""
     if ck.registered_at is None or ck.shape not in ("current", "object_ids"):
         return None
     mid, rev = registry_artifact(ck.id, "training")
@@ -204,13 +207,14 @@ def chat_names(ck: Checkpoint, s: Session) -> list[str]:
     reg = inference_registration(ck, s) if ck.is_inference else None
     if reg is None:
         return []
-    names = [str(reg[k]) for k in ("model_name", "model_object_id", "adapter_object_id") if k in reg]
+    named = ("model_name", "model_object_id", "adapter_object_id")
+    names = [str(reg[k]) for k in named if k in reg]
     return names + [reg[k]["id"] for k in ("model", "adapter") if k in reg]
 
 
 def checkpoint_in_session(ck: Checkpoint, s: Session) -> dict[str, Any]:
-    """``InferenceCheckpoint`` / ``TrainingCheckpoint`` as nested in a session."""
-    d: dict[str, Any] = {"id": ck.id, "created_at": fmt_ts(ck.created_at), "step": int64(ck.step, s.int64_as_string)}
+    step = int64(ck.step, s.int64_as_string)
+    d: dict[str, Any] = {"id": ck.id, "created_at": fmt_ts(ck.created_at), "step": step}
     reg = registration(ck, s)
     if reg is not None:
         d["registration"] = reg
@@ -218,7 +222,6 @@ def checkpoint_in_session(ck: Checkpoint, s: Session) -> dict[str, Any]:
 
 
 def checkpoint_bytes(ck: Checkpoint, s: Session) -> bytes:
-    """``Checkpoint`` of ``/v1/rl/checkpoints`` (registration in the checkpoint's own shape)."""
     if ck.json is None:
         d: dict[str, Any] = {"id": ck.id, "base_model": s.base_model, "created_at": fmt_ts(ck.created_at),
                              "session_id": s.id, "step": int64(ck.step, s.int64_as_string), "type": ck.kind}  # fmt: skip
@@ -232,7 +235,6 @@ def checkpoint_bytes(ck: Checkpoint, s: Session) -> bytes:
 
 
 def session_bytes(s: Session) -> bytes:
-    """``Session`` exactly as the SDK models it (JSON key ``model_resources_id``)."""
     if s.json is not None:
         return s.json
     as_str = s.int64_as_string
@@ -249,7 +251,8 @@ def session_bytes(s: Session) -> bytes:
         d["resume_from_checkpoint_id"] = s.resume_from
     d["created_at"], d["updated_at"] = fmt_ts(s.created_at), fmt_ts(s.updated_at)
     if s.lora is not None:
-        d["lora_config"] = {**s.lora, **({"seed": int64(s.lora["seed"], as_str)} if "seed" in s.lora else {})}
+        seed = {"seed": int64(s.lora["seed"], as_str)} if "seed" in s.lora else {}
+        d["lora_config"] = {**s.lora, **seed}
     d["model_resources_id"] = s.resource_id
     d["base_model"] = s.base_model
     d["created_by"] = s.created_by
@@ -268,20 +271,22 @@ def session_bytes(s: Session) -> bytes:
 
 
 def resource_bytes(r: Resource, queue_position: int = 1) -> bytes:
-    """``ModelResources`` as the SDK models it (cached unless PENDING: the position moves)."""
+    """Not cached while PENDING: the queue position moves."""
     if r.json is not None and r.status != RESOURCE_PENDING:
         return r.json
+    compute = {"num_generator_replicas": r.num_generator_replicas, "gpu_type": r.gpu_type}
+    pending = r.status == RESOURCE_PENDING
     d: dict[str, Any] = {
         "id": r.id,
         "base_model": r.base_model,
-        "compute_config": {"num_generator_replicas": r.num_generator_replicas, "gpu_type": r.gpu_type},
+        "compute_config": compute,
         "created_at": fmt_ts(r.created_at),
         "created_by": r.created_by,
         "inactive_timeout": r.inactive_timeout,
         "lora_enabled": r.lora_enabled,
         "optimizer_config": r.optimizer,
         "status": r.status,
-        "status_details": {"queue_position": queue_position} if r.status == RESOURCE_PENDING else {},
+        "status_details": {"queue_position": queue_position} if pending else {},
         "updated_at": fmt_ts(r.updated_at),
     }
     if r.base_weights_ref is not None:
@@ -296,7 +301,6 @@ def resource_bytes(r: Resource, queue_position: int = 1) -> bytes:
 
 
 def operation_dict(op: Operation) -> dict[str, Any]:
-    """``{id, status, output?, error?}``, shared by all seven operation kinds."""
     d: dict[str, Any] = {"id": op.id, "status": op.status}
     if op.output is not None:
         d["output"] = op.output
@@ -306,6 +310,5 @@ def operation_dict(op: Operation) -> dict[str, Any]:
 
 
 def page_bytes(fragments: list[bytes], limit: int, has_more: bool, next_cursor: str) -> bytes:
-    """``{"data": [...], "meta": {limit, has_more, next_cursor}}`` from serialized items."""
     meta = dumps({"limit": limit, "has_more": has_more, "next_cursor": next_cursor})
     return b'{"data":[' + b",".join(fragments) + b'],"meta":' + meta + b"}"

@@ -1,9 +1,5 @@
-"""``SimulatedWorld``: the in-memory Together RL account behind the simulator, usable on its own.
-
-Its calls live by concept: :mod:`.lifecycle` (state, timers, model resources), :mod:`.sessions`
-(sessions, checkpoints, operations), this module (settings, the clock, list order, reads,
-prices and billing), :mod:`.populate` (bulk history).
-"""
+"""``SimulatedWorld``: the in-memory Together RL account behind the simulator, usable on its
+own. This module holds its settings, clock, list order, reads, prices and billing."""
 
 from __future__ import annotations
 
@@ -16,7 +12,7 @@ from itertools import islice
 from typing import Any
 
 from . import wire
-from .lifecycle import LIST_ORDERS, ListOrder, locked, session_status
+from .lifecycle import ListOrder, check_list_order, locked, session_status
 from .populate import populate_world
 from .sessions import Sessions
 from .state import ClockMode, Key, Resource, SimClock
@@ -26,22 +22,15 @@ Pred = Callable[[Key], bool]
 
 
 class SimulatedWorld(Sessions):
-    """Thread-safe in-memory state of a simulated Together RL account.
+    """Thread-safe state of a simulated Together RL account; ``seed`` fixes every id and choice.
 
-    Args:
-        seed: seeds every id and random choice: the same calls give the same world.
-        clock: ``"real"`` (UTC now plus :meth:`advance_clock` offsets) or ``"manual"`` (frozen
-            at ``start``, default 2026-11-29T12:00:00Z, moved only by :meth:`advance_clock`).
-        user_id: the API key's user: default ``created_by``, what ``created_by=me`` means.
-        list_order: ``"newest_first"`` (created_at desc, id desc), ``"oldest_first"`` or
-            ``"unordered"`` (stable, unrelated to time) for session and resource lists.
-        session_start_delay / session_stop_delay: seconds an HTTP-created session stays
-            CREATING / a stopped session stays STOPPING.
-        resource_provision_delay / resource_stop_delay: seconds PENDING+CREATING / STOPPING last.
-        operation_polls: GETs after which an operation completes (0: on submit).
-
-    ``response_hook``: ``callable(path, payload) -> payload`` the server applies to every decoded
-    ``/v1`` JSON response before sending it (drift tests).
+    ``clock="manual"`` freezes time at ``start`` (default 2026-11-29T12:00Z) until
+    :meth:`advance_clock`. ``user_id`` is what ``created_by=me`` means. ``list_order`` orders
+    session and resource lists: ``"newest_first"``, ``"oldest_first"`` or ``"unordered"``
+    (stable, unrelated to time). The delays are seconds an HTTP-created session stays CREATING,
+    a stopped one STOPPING, a resource PENDING+CREATING or STOPPING; ``operation_polls`` is the
+    GETs after which an operation completes. ``response_hook(path, payload) -> payload`` rewrites
+    every ``/v1`` JSON response (drift tests).
     """
 
     def __init__(
@@ -67,13 +56,11 @@ class SimulatedWorld(Sessions):
         self.response_hook = None
         self._prices: dict[str, float] = {}
 
-    # --- clock, order, bulk ------------------------------------------------------------------
     @locked
     def now(self) -> datetime:
         return self.clock.now()
 
     def advance_clock(self, seconds: float) -> None:
-        """Move simulated time forward and apply every timer that became due."""
         with self._lock:
             self.clock.advance(seconds)
             self._tick()
@@ -84,12 +71,11 @@ class SimulatedWorld(Sessions):
 
     @locked
     def set_list_order(self, order: ListOrder) -> None:
-        """Switch the order of session and resource lists (rebuilds their indices)."""
-        if order not in LIST_ORDERS:
-            raise ValueError(f"order must be one of {', '.join(LIST_ORDERS)}, not {order!r}")
+        check_list_order(order)
         self._list_order = order
-        self._session_index.load(((self._key(s), s.status) for s in self._sessions.values()), clear=True)
-        self._resource_index.load(((self._key(r), r.status) for r in self._resources.values()), clear=True)
+        indices = ((self._session_index, self._sessions), (self._resource_index, self._resources))
+        for index, items in indices:
+            index.load(((self._key(x), x.status) for x in items.values()), clear=True)
 
     @locked
     def populate(
@@ -97,7 +83,7 @@ class SimulatedWorld(Sessions):
         seed: int | None = None, days: float = 28.0, training_checkpoints_per_session: int = 1,
         registration_shapes: tuple[str | None, ...] = ("current",),
     ) -> dict[str, Any]:  # fmt: skip
-        """Bulk-create a realistic history (see :mod:`.populate`); returns counts and seconds."""
+        """Bulk-create a realistic history; returns counts and seconds."""
         enabled = gc.isenabled()
         gc.disable()  # millions of new containers, none garbage: skip the full GC passes
         try:
@@ -108,10 +94,8 @@ class SimulatedWorld(Sessions):
             if enabled:
                 gc.enable()
 
-    # --- reads: wire JSON (dicts for Python, bytes for HTTP) ---------------------------------
     @locked
     def session(self, session_id: str) -> dict[str, Any]:
-        """What ``GET /v1/rl/training-sessions/{id}`` returns."""
         return json.loads(self.session_json(session_id))
 
     @locked
@@ -130,9 +114,9 @@ class SimulatedWorld(Sessions):
         return json.loads(self.checkpoint_json(checkpoint_id))
 
     @locked
-    def checkpoints(self, session_id: str | None = None, type: str | None = None) -> list[dict[str, Any]]:
-        """Every checkpoint, newest first, optionally filtered."""
-        return json.loads(self.page_checkpoints(limit=10**9, session_id=session_id, type=type))["data"]
+    def checkpoints(self, session_id: str | None = None, type: str | None = None) -> list[Any]:
+        page = self.page_checkpoints(limit=10**9, session_id=session_id, type=type)
+        return json.loads(page)["data"]
 
     @locked
     def model_resource(self, resource_id: str) -> dict[str, Any]:
@@ -145,7 +129,6 @@ class SimulatedWorld(Sessions):
 
     @locked
     def counts(self) -> dict[str, Any]:
-        """Sizes of the world, per status / type (what ``/_sim/stats`` reports)."""
         return {
             "sessions": len(self._sessions),
             "sessions_by_status": self._session_index.part_counts(),
@@ -172,29 +155,19 @@ class SimulatedWorld(Sessions):
     def _resource_bytes(self, r: Resource) -> bytes:
         if r.status != wire.RESOURCE_PENDING or not r.queued:
             return wire.resource_bytes(r)  # provisioning ones wait only for their pods: position 1
-        mine = (r.created_at, r.id)
-        older = sum(1 for o in self._queued() if o.gpu_type == r.gpu_type and (o.created_at, o.id) < mine)
-        return wire.resource_bytes(r, older + 1)
-
-    def _after(self, after: str | None, items: dict[str, Any], key: Callable[[Any], Key]) -> Key | None:
-        if not after:
-            return None
-        if after not in items:
-            raise bad_request(f"unknown cursor {after!r}", param="after", code="invalid_cursor")
-        return key(items[after])
+        older = [o for o in self._queued() if o.gpu_type == r.gpu_type]
+        return wire.resource_bytes(r, older.index(r) + 1)
 
     @locked
     def page_sessions(
         self, *, limit: int = 20, after: str | None = None, statuses: Collection[str] | None = None,
         resource_id: str | None = None, created_by: str | None = None,
     ) -> bytes:  # fmt: skip
-        """One page of ``GET /v1/rl/training-sessions`` (statuses as full constants)."""
-        start, sessions = self._after(after, self._sessions, self._key), self._sessions
+        start, sessions = _after(after, self._sessions, self._key), self._sessions
         preds: list[Pred] = []
         if resource_id is not None:
             r = self._resources.get(resource_id)
-            keys = sorted((self._key(sessions[i]) for i in (r.session_ids if r else [])), reverse=True)
-            it: Iterator[Key] = iter([k for k in keys if start is None or k < start])
+            it = _below((self._key(sessions[i]) for i in (r.session_ids if r else [])), start)
             if statuses:
                 preds.append(lambda k: sessions[k[1]].status in statuses)
         else:
@@ -208,14 +181,12 @@ class SimulatedWorld(Sessions):
         self, *, limit: int = 20, after: str | None = None, session_id: str | None = None,
         type: str | None = None, base_model: str | None = None,
     ) -> bytes:  # fmt: skip
-        """One page of ``GET /v1/rl/checkpoints``, newest first (created_at desc, then id desc)."""
         ckpts, sessions = self._checkpoints, self._sessions
-        start = self._after(after, ckpts, lambda c: (c.created_at, c.id))
+        start = _after(after, ckpts, lambda c: (c.created_at, c.id))
         preds: list[Pred] = []
         if session_id is not None:
             own = (s.inference + s.training) if (s := sessions.get(session_id)) else []
-            keys = sorted(((c.created_at, c.id) for c in own), reverse=True)
-            it: Iterator[Key] = iter([k for k in keys if start is None or k < start])
+            it = _below(((c.created_at, c.id) for c in own), start)
             if type is not None:
                 preds.append(lambda k: ckpts[k[1]].kind == type)
         else:
@@ -233,10 +204,11 @@ class SimulatedWorld(Sessions):
         self, *, limit: int = 20, after: str | None = None, statuses: Collection[str] | None = None,
         created_by: str | None = None,
     ) -> bytes:  # fmt: skip
-        """One page of ``GET /v1/rl/model-resources`` (same order setting as sessions)."""
         resources = self._resources
-        it = self._resource_index.iter_desc(self._after(after, resources, self._key), statuses or None)
-        preds: list[Pred] = [] if created_by is None else [lambda k: resources[k[1]].created_by == created_by]
+        it = self._resource_index.iter_desc(_after(after, resources, self._key), statuses or None)
+        preds: list[Pred] = []
+        if created_by is not None:
+            preds.append(lambda k: resources[k[1]].created_by == created_by)
         return _page(it, limit, preds, lambda i: self._resource_bytes(resources[i]))
 
     @locked
@@ -254,8 +226,6 @@ class SimulatedWorld(Sessions):
 
     @locked
     def download_files(self, checkpoint_id: str, variant: str | None) -> list[tuple[str, int]]:
-        """``(filename, size)`` of a download; 400 for a missing or invalid variant, a training
-        checkpoint, or the adapter variant of a full-weight session."""
         ck = self._checkpoint(checkpoint_id)
         if not variant:
             raise bad_request("variant is required", param="variant", code="missing_parameter")
@@ -267,26 +237,22 @@ class SimulatedWorld(Sessions):
             raise bad_request("the adapter variant exists only for LoRA sessions", param="variant")
         return [(name, file_size(ck.id, name)) for name in wire.VARIANT_FILES[variant]]
 
-    # --- prices and billing (the API bills only while READY) ---------------------------------
     @locked
     def set_price(self, base_model: str, price_per_gpu_hour: float) -> None:
-        """Override the price per GPU-hour of ``base_model`` (estimate-cost reads it)."""
         if price_per_gpu_hour < 0:
             raise ValueError("price must be >= 0")
         self._prices[base_model] = float(price_per_gpu_hour)
 
     @locked
     def price_per_hour(self, base_model: str, *, lora: bool = True, replicas: int = 1) -> float:
-        """What ``estimate-cost`` answers: GPUs (trainer + generators, doubled for full-weight
-        training) x the base model's price per GPU-hour."""
+        """GPUs (trainer + generators, doubled for full weights) x the price per GPU-hour."""
         listed = wire.MODELS[base_model][3] if base_model in wire.MODELS else 0.0
         per_gpu = self._prices.get(base_model, listed)
         return round(per_gpu * (1 + replicas) * (1 if lora else 2), 2)
 
     @locked
     def billing(self) -> dict[str, dict[str, Any]]:
-        """Per resource: ``status``, ``ready_at``/``unready_at`` (wire timestamps or None),
-        ``billed_seconds``, ``billing`` (READY now), ``price_per_hour``: the spend oracle."""
+        """The spend oracle: per resource, when it was READY and what that cost per hour."""
         now, out = self._now(), {}
         for r in self._resources.values():
             end = r.unready_at if r.unready_at is not None else now
@@ -304,17 +270,32 @@ class SimulatedWorld(Sessions):
 
     @locked
     def billing_resources(self) -> list[str]:
-        """Ids of resources billing right now (READY)."""
         return [r.id for r in self._resources.values() if r.status == wire.RESOURCE_READY]
 
 
 def file_size(checkpoint_id: str, filename: str) -> int:
     """Deterministic small size of a simulated file (json ≤ 2 KiB, weights ≤ 64 KiB)."""
-    h = int.from_bytes(blake2b(f"{checkpoint_id}/{filename}".encode(), digest_size=4).digest(), "big")
+    digest = blake2b(f"{checkpoint_id}/{filename}".encode(), digest_size=4).digest()
+    h = int.from_bytes(digest, "big")
     return 256 + h % 1792 if filename.endswith(".json") else 4096 + h % 61440
 
 
-def _page(keys: Iterator[Key], limit: int, preds: list[Pred], serialize: Callable[[str], bytes]) -> bytes:
+def _after(after: str | None, items: dict[str, Any], key: Callable[[Any], Key]) -> Key | None:
+    if not after:
+        return None
+    if after not in items:
+        raise bad_request(f"unknown cursor {after!r}", param="after", code="invalid_cursor")
+    return key(items[after])
+
+
+def _below(keys: Iterable[Key], start: Key | None) -> Iterator[Key]:
+    """A parent's own items, listed like an index: descending, strictly below ``start``."""
+    return iter(sorted((k for k in keys if start is None or k < start), reverse=True))
+
+
+def _page(
+    keys: Iterator[Key], limit: int, preds: list[Pred], serialize: Callable[[str], bytes]
+) -> bytes:
     it = filter(lambda k: all(p(k) for p in preds), keys) if preds else keys
     picked = list(islice(it, limit + 1))
     has_more = len(picked) > limit
