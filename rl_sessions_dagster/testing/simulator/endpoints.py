@@ -1,9 +1,8 @@
 """The 29 endpoints of the Together RL API as thin HTTP adapters: each validates the request
-as the service does (400 with ``param``), calls one world method and answers its wire bytes.
-Download URLs point back at ``/_sim/files/`` and, like presigned URLs, need only a signature.
-``/v1/chat/completions`` (for demos) serves registered checkpoints that answer arithmetic
-(``What is 17 + 25?``), right more often as their step grows, deterministically per (world
-seed, model, question), so an evaluation is reproducible and scores rise with training.
+as the service does (400 with ``param``) and answers one world call's wire bytes. Download URLs
+need only their signature, like presigned ones. ``/v1/chat/completions`` (demos) answers
+arithmetic from registered checkpoints, right more often as their step grows, per (seed,
+model, question): an evaluation is reproducible and scores rise with training.
 """
 
 from __future__ import annotations
@@ -142,10 +141,6 @@ def answer(seed: int, model: str, step: int, question: str) -> str:
     return f"The answer is {value}."
 
 
-def _words(text: Any) -> int:
-    return len(str(text).split())
-
-
 def chat_completion(world: SimulatedWorld, req: Request) -> Response:
     body = req.json(required=True)
     model, messages = body.get("model"), body.get("messages")
@@ -162,8 +157,8 @@ def chat_completion(world: SimulatedWorld, req: Request) -> Response:
     ckpt_id, step = found
     users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
     content = answer(world.seed, model, step, str(users[-1].get("content") or "") if users else "")
-    prompt = sum(_words(m.get("content", "")) for m in messages if isinstance(m, dict))
-    completion = _words(content)
+    prompt = sum(len(str(m.get("content", "")).split()) for m in messages if isinstance(m, dict))
+    completion = len(content.split())
     cid = blake2b(f"{req.request_id}:{ckpt_id}".encode(), digest_size=12).hexdigest()
     return json_response({
         "id": f"chatcmpl-{cid}",

@@ -4,6 +4,7 @@ RUNNING ones on READY LoRA resources, each with a free slot."""
 
 from __future__ import annotations
 
+import gc
 import random
 import time
 from typing import TYPE_CHECKING, Any
@@ -23,11 +24,29 @@ TIMEOUT = 3600
 
 
 def populate_world(
+    world: SimulatedWorld, n_sessions: int = 10_000, checkpoints_per_session: int = 10,
+    active: int = 50, *, seed: int | None = None, days: float = 28.0,
+    training_checkpoints_per_session: int = 1,
+    registration_shapes: tuple[str | None, ...] = ("current",),
+) -> dict[str, Any]:  # fmt: skip
+    """``world.populate``: bulk-create a realistic history; returns counts and seconds. Sessions
+    that failed at creation have no checkpoints. Ids are seeded by ``seed`` (default: the
+    world's) and the world's size: the same calls give the same world, never a clash."""
+    enabled = gc.isenabled()
+    gc.disable()  # millions of new containers, none garbage: skip the full GC passes
+    try:
+        return _populate(world, n_sessions, checkpoints_per_session, active,
+                         world.seed if seed is None else seed, days,
+                         training_checkpoints_per_session, registration_shapes)  # fmt: skip
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _populate(
     world: SimulatedWorld, n_sessions: int, checkpoints_per_session: int, active: int, seed: int,
     days: float, training_per_session: int, shapes: tuple[str | None, ...],
 ) -> dict[str, Any]:  # fmt: skip
-    """The caller holds the lock. Sessions that failed at creation have no checkpoints. Ids are
-    seeded by ``seed`` and the world's size: the same calls give the same world, never a clash."""
     started = time.perf_counter()
     for shape in shapes:
         wire.check_shape(shape)
