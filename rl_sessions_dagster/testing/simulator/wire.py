@@ -170,9 +170,13 @@ def registry_artifact(ckpt_id: str, what: str) -> tuple[str, str]:
     return "ml_" + h[:20], "rv_" + h[20:]
 
 
-def inference_registration(ck: Checkpoint, s: Session) -> dict[str, Any] | None:
+def registration(ck: Checkpoint, s: Session) -> dict[str, Any] | None:
+    """The registry entry in the checkpoint's shape (legacy never registered training ones)."""
     if ck.registered_at is None or ck.shape is None:
         return None
+    if not ck.is_inference:
+        mid, rev = registry_artifact(ck.id, "training")
+        return None if ck.shape == "legacy" else {"id": mid, "revision_id": rev}
     if ck.shape == "current":
         what = "adapter" if s.adapter else "model"
         mid, rev = registry_artifact(ck.id, what)
@@ -186,21 +190,9 @@ def inference_registration(ck: Checkpoint, s: Session) -> dict[str, Any] | None:
     return reg
 
 
-def training_registration(ck: Checkpoint) -> dict[str, Any] | None:
-    """Only the two newer shapes register training checkpoints."""
-    if ck.registered_at is None or ck.shape not in ("current", "object_ids"):
-        return None
-    mid, rev = registry_artifact(ck.id, "training")
-    return {"id": mid, "revision_id": rev}
-
-
-def registration(ck: Checkpoint, s: Session) -> dict[str, Any] | None:
-    return inference_registration(ck, s) if ck.is_inference else training_registration(ck)
-
-
 def chat_names(ck: Checkpoint, s: Session) -> list[str]:
     """Names under which ``/v1/chat/completions`` serves this checkpoint (what its JSON shows)."""
-    reg = inference_registration(ck, s) if ck.is_inference else None
+    reg = registration(ck, s) if ck.is_inference else None
     if reg is None:
         return []
     named = ("model_name", "model_object_id", "adapter_object_id")
@@ -303,8 +295,3 @@ def operation_dict(op: Operation) -> dict[str, Any]:
     if op.error is not None:
         d["error"] = op.error
     return d
-
-
-def page_bytes(fragments: list[bytes], limit: int, has_more: bool, next_cursor: str) -> bytes:
-    meta = dumps({"limit": limit, "has_more": has_more, "next_cursor": next_cursor})
-    return b'{"data":[' + b",".join(fragments) + b'],"meta":' + meta + b"}"

@@ -285,4 +285,5 @@ def _page(
     has_more = len(picked) > limit
     del picked[limit:]
     cursor = picked[-1][1] if has_more else ""
-    return wire.page_bytes([serialize(k[1]) for k in picked], limit, has_more, cursor)
+    meta = wire.dumps({"limit": limit, "has_more": has_more, "next_cursor": cursor})
+    return b'{"data":[' + b",".join(serialize(k[1]) for k in picked) + b'],"meta":' + meta + b"}"
