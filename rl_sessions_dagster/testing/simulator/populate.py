@@ -57,7 +57,6 @@ def _populate(
     sessions: list[Session] = []
     checkpoints: list[Checkpoint] = []
     resources: list[Resource] = []
-    failed_at_creation = 0
 
     def add_resource(at: int, status: str, lora: bool, model: str) -> Resource:
         r = Resource(new_uuid(rng), model, lora, TIMEOUT, status, at, at, world.user_id)
@@ -65,7 +64,6 @@ def _populate(
         return r
 
     def add_session(r: Resource, created: int, end: int, status: str, index: int) -> None:
-        nonlocal failed_at_creation
         model, task = r.base_model, TASKS[index % len(TASKS)]
         shape = None if model in wire.NO_REGISTRY_MODELS else rng.choice(shapes)
         interval = rng.choice((5, 10, 20, 25, 50))
@@ -84,7 +82,7 @@ def _populate(
             codes = (wire.AT_CAPACITY, wire.TIMED_OUT, wire.UNAVAILABLE, wire.SESSION_FAILED)
             code = codes[(roll >= 0.3) + (roll >= 0.6) + (roll >= 0.8)]
             if code == wire.AT_CAPACITY:
-                n_ck, failed_at_creation = 0, failed_at_creation + 1
+                n_ck = 0  # failed at creation
                 end = s.updated_at = created + 5 * US
             s.error = (code, wire.ERROR_MESSAGES[code], end)
         n_tr = training_per_session if n_ck else 0
@@ -146,6 +144,7 @@ def _populate(
     for x in ready:
         world._expire_when_idle(x, x.expires_at() or now)
     world._chat_names = None
+    failed_at_creation = sum(1 for s in sessions if s.error and s.error[0] == wire.AT_CAPACITY)
     return {"sessions": len(sessions), "active": n_active, "checkpoints": len(checkpoints),
             "model_resources": len(resources), "failed_at_creation": failed_at_creation,
             "seconds": round(time.perf_counter() - started, 3)}  # fmt: skip
