@@ -43,12 +43,6 @@ def prepare_dagster_home(
     return home
 
 
-def _daemon_executable() -> list[str]:
-    exe = Path(sys.executable).with_name("dagster-daemon")
-    found = str(exe) if exe.exists() else shutil.which("dagster-daemon")
-    return [found] if found else [sys.executable, "-m", "dagster._daemon"]
-
-
 @contextmanager
 def dagster_daemon(
     home: Path,
@@ -62,10 +56,13 @@ def dagster_daemon(
     workspace = home / "workspace.yaml"
     workspace.write_text(f"load_from:\n  - python_module:\n      module_name: {module}\n"
                          f"      working_directory: {working_directory}\n")  # fmt: skip
+    exe = Path(sys.executable).with_name("dagster-daemon")
+    found = str(exe) if exe.exists() else shutil.which("dagster-daemon")
+    daemon = [found] if found else [sys.executable, "-m", "dagster._daemon"]
     with open(log_path or home / "daemon.log", "wb") as log:
         full_env = {**os.environ, "DAGSTER_HOME": str(home), **(env or {})}
         proc = subprocess.Popen(
-            [*_daemon_executable(), "run", "-w", str(workspace)], env=full_env, cwd=str(working_directory),
+            [*daemon, "run", "-w", str(workspace)], env=full_env, cwd=str(working_directory),
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
         try:

@@ -4,7 +4,7 @@ way a training script drives the real service."""
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 
 from .simulator.world import SimulatedWorld
 
@@ -21,6 +21,7 @@ class SweepOutcome:
     finished: bool = False
 
 
+@dataclass(eq=False)
 class DemoSweep:
     """Three sessions, each showing one ending: ``trains`` saves ``checkpoints`` checkpoints on
     the ``shared`` resource (provisioned first) and is stopped; ``no-capacity`` fails at
@@ -30,27 +31,17 @@ class DemoSweep:
     however fast the machine is.
     """
 
-    def __init__(
-        self,
-        world: SimulatedWorld,
-        *,
-        checkpoints: int = 4,
-        steps_per_checkpoint: int = 20,
-        pace: float = 3.0,
-        provision_seconds: float | None = None,
-        log: Callable[[str], None] = print,
-        noticed: Callable[[str], object] | None = None,
-    ) -> None:
-        self.world = world
-        self.n_checkpoints = checkpoints
-        self.steps = steps_per_checkpoint
-        self.pace = pace
-        self.provision_seconds = pace if provision_seconds is None else provision_seconds
-        self.log = log
-        self.noticed = noticed
-        self.outcome = SweepOutcome()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+    world: SimulatedWorld
+    _: KW_ONLY
+    checkpoints: int = 4
+    steps_per_checkpoint: int = 20
+    pace: float = 3.0
+    provision_seconds: float | None = None  # None: ``pace``
+    log: Callable[[str], None] = print
+    noticed: Callable[[str], object] | None = None
+    outcome: SweepOutcome = field(default_factory=SweepOutcome, init=False)
+    _stop: threading.Event = field(default_factory=threading.Event, init=False)
+    _thread: threading.Thread | None = field(default=None, init=False)
 
     def start(self) -> "DemoSweep":
         self._thread = threading.Thread(target=self.run, name="demo-sweep", daemon=True)
@@ -67,7 +58,9 @@ class DemoSweep:
 
     def run(self) -> None:
         w = self.world
-        w.resource_provision_delay = self.provision_seconds
+        w.resource_provision_delay = (
+            self.pace if self.provision_seconds is None else self.provision_seconds
+        )
         shared = w.create_model_resource(MODEL, inactive_timeout=3600, status="PENDING")
         self.outcome.resources[shared] = "shared"
         self.log(f"model resource {shared[:8]} requested (PENDING → CREATING → READY)")
@@ -88,7 +81,7 @@ class DemoSweep:
         self.outcome.sessions[failed] = "no-capacity"
         self.log(f"session {failed[:8]} sweep-lr-3e-5 failed at creation (no capacity)")
         self._checkpoint(idle)
-        for i in range(self.n_checkpoints):
+        for i in range(self.checkpoints):
             if not self._sleep():
                 return
             self._checkpoint(trains)
@@ -118,7 +111,7 @@ class DemoSweep:
         return True
 
     def _checkpoint(self, session_id: str) -> None:
-        step = self.world.advance_steps(session_id, self.steps)
+        step = self.world.advance_steps(session_id, self.steps_per_checkpoint)
         ckpt = self.world.add_inference_checkpoint(session_id)
         self.outcome.checkpoints[ckpt] = (session_id, step)
         self.log(f"session {session_id[:8]} saved inference checkpoint {ckpt[:8]} at step {step}")

@@ -1,8 +1,6 @@
-"""Evaluate a sensor in a test the way the daemon does, carrying its cursor between ticks.
-
-Each tick's ``context.log`` is stored under a log key, as the daemon stores it, so
-``log_messages()`` shows what the tick's page in the UI would. Imports Dagster: not
-re-exported from the package.
+"""Evaluate a sensor in a test the way the daemon does: its cursor carried between ticks, each
+tick's ``context.log`` stored under a log key, so ``log_messages()`` shows what the tick's page
+in the UI would. Imports Dagster: not re-exported from the package.
 """
 
 import uuid

@@ -5,7 +5,6 @@ JSON body; calls on an object answer ``{"ok": true, "result": ..., <kind>: <its 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import fields
 from typing import Any
@@ -33,7 +32,7 @@ def _pick(body: Body, *names: str) -> Body:
 def add_control_routes(
     router: Router, w: SimulatedWorld, faults: FaultPlan, requests: RequestLog
 ) -> None:
-    shows = dict(session=w.session_json, resource=w.resource_json, checkpoint=w.checkpoint_json)
+    shows = dict(session=w.session, resource=w.model_resource, checkpoint=w.checkpoint)
 
     def guarded(fn: Callable[[Request, Body], Any]) -> Handler:
         """Run under the world's lock; bad keywords or values are the caller's 400, not a 500."""
@@ -56,12 +55,12 @@ def add_control_routes(
 
         def run(req: Request, body: Body) -> Any:
             result = fn(req.ids[0], body)
-            return {"ok": True, "result": result, kind: json.loads(shows[kind](req.ids[0]))}
+            return {"ok": True, "result": result, kind: shows[kind](req.ids[0])}
 
         return guarded(run)
 
     def create(kind: str, fn: Callable[[Request, Body], str]) -> Handler:
-        return guarded(lambda req, body: json.loads(shows[kind](fn(req, body))))
+        return guarded(lambda req, body: shows[kind](fn(req, body)))
 
     def add_checkpoint(req: Request, body: Body) -> str:
         sid, kwargs = req.ids[0], _pick(body, "step", "registered")

@@ -1,9 +1,8 @@
 """The 29 endpoints of the Together RL API as thin HTTP adapters: each validates the request
-as the service does (400 with ``param``), calls one world method and answers its wire bytes.
-Download URLs point back at ``/_sim/files/`` and, like presigned URLs, need only a signature.
-``/v1/chat/completions`` (for demos) serves registered checkpoints that answer arithmetic
-(``What is 17 + 25?``), right more often as their step grows, deterministically per (world
-seed, model, question), so an evaluation is reproducible and scores rise with training.
+as the service does (400 with ``param``) and answers one world call's wire bytes. Download URLs
+need only their signature, like presigned ones. ``/v1/chat/completions`` (demos) answers
+arithmetic from registered checkpoints, right more often as their step grows, per (seed,
+model, question): an evaluation is reproducible and scores rise with training.
 """
 
 from __future__ import annotations
@@ -13,6 +12,7 @@ import json
 import operator
 import random
 import re
+from functools import partial
 from hashlib import blake2b
 from typing import Any
 
@@ -93,15 +93,6 @@ def _resource_body(req: Request) -> dict[str, Any]:
     }
 
 
-def file_content(checkpoint_id: str, filename: str) -> bytes:
-    """JSON padded to the file's size, or seeded random weights."""
-    size = file_size(checkpoint_id, filename)
-    if filename.endswith(".json"):
-        text = json.dumps({"checkpoint_id": checkpoint_id, "file": filename, "simulated": True})
-        return text.encode().ljust(size, b" ")
-    return random.Random(f"{checkpoint_id}/{filename}").randbytes(size)
-
-
 _TIMES = "\u00d7"  # the multiplication sign
 _OPS = {"+": operator.add, "-": operator.sub} | dict.fromkeys(("*", "x", _TIMES), operator.mul)
 _QUESTION = re.compile(r"(-?\d+)\s*([-+*/x" + _TIMES + r"])\s*(-?\d+)")
@@ -142,10 +133,6 @@ def answer(seed: int, model: str, step: int, question: str) -> str:
     return f"The answer is {value}."
 
 
-def _words(text: Any) -> int:
-    return len(str(text).split())
-
-
 def chat_completion(world: SimulatedWorld, req: Request) -> Response:
     body = req.json(required=True)
     model, messages = body.get("model"), body.get("messages")
@@ -162,8 +149,8 @@ def chat_completion(world: SimulatedWorld, req: Request) -> Response:
     ckpt_id, step = found
     users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
     content = answer(world.seed, model, step, str(users[-1].get("content") or "") if users else "")
-    prompt = sum(_words(m.get("content", "")) for m in messages if isinstance(m, dict))
-    completion = _words(content)
+    prompt = sum(len(str(m.get("content", "")).split()) for m in messages if isinstance(m, dict))
+    completion = len(content.split())
     cid = blake2b(f"{req.request_id}:{ckpt_id}".encode(), digest_size=12).hexdigest()
     return json_response({
         "id": f"chatcmpl-{cid}",
@@ -185,30 +172,27 @@ def add_api_routes(router: Router, w: SimulatedWorld, secret: bytes) -> None:
         return w.user_id if who == "me" else who or None
 
     def then(call: Any, show: Any) -> Handler:
-        """A change and the object as changed, under one lock."""
+        """A change and the object as changed (the one it made, else the path's), under one lock."""
 
         def handler(req: Request) -> Response:
             with w.transaction():
-                call(req)
-                return json_response(show(req.ids[0]))
+                return json_response(show(call(req) or req.ids[0]))
 
         return handler
 
-    def create_session(req: Request) -> Response:
+    def create_session(req: Request) -> str:
         body = req.json(required=True)
         resource_id = body.get("model_resources_id")
         if not isinstance(resource_id, str) or not resource_id:
             raise bad_request("model_resources_id is required", param="model_resources_id")
-        with w.transaction():
-            sid = w.request_session(
-                resource_id,
-                display_name=_field(body, "display_name") or None,
-                wandb=_wandb(body),
-                lora_config=_field(body, "lora_config", dict, "an object"),
-                resume_from_checkpoint_id=_field(body, "resume_from_checkpoint_id"),
-                load_optimizer=_field(body, "load_optimizer", bool, "a boolean") is not False,
-            )
-            return json_response(w.session_json(sid))
+        return w.request_session(
+            resource_id,
+            display_name=_field(body, "display_name") or None,
+            wandb=_wandb(body),
+            lora_config=_field(body, "lora_config", dict, "an object"),
+            resume_from_checkpoint_id=_field(body, "resume_from_checkpoint_id"),
+            load_optimizer=_field(body, "load_optimizer", bool, "a boolean") is not False,
+        )
 
     def list_sessions(req: Request) -> Response:
         return json_response(w.page_sessions(
@@ -247,12 +231,6 @@ def add_api_routes(router: Router, w: SimulatedWorld, secret: bytes) -> None:
             type=ctype, base_model=req.arg("base_model") or None,
         ))  # fmt: skip
 
-    def create_resource(req: Request) -> Response:
-        params = _resource_body(req)
-        with w.transaction():
-            rid = w.create_model_resource(status="PENDING", **params)
-            return json_response(w.resource_json(rid))
-
     def estimate_cost(req: Request) -> Response:
         p = _resource_body(req)
         lora, replicas = p["lora"], p["num_generator_replicas"]
@@ -289,11 +267,17 @@ def add_api_routes(router: Router, w: SimulatedWorld, secret: bytes) -> None:
         if not any(name in names for names in wire.VARIANT_FILES.values()):
             raise not_found("file", name)
         w.checkpoint_json(ckpt)  # 404 for an unknown checkpoint
-        return Response(200, file_content(ckpt, name), content_type="application/octet-stream")
+        size = file_size(ckpt, name)
+        if name.endswith(".json"):  # JSON padded to the file's size, else seeded random weights
+            text = json.dumps({"checkpoint_id": ckpt, "file": name, "simulated": True})
+            content = text.encode().ljust(size, b" ")
+        else:
+            content = random.Random(f"{ckpt}/{name}").randbytes(size)
+        return Response(200, content, content_type="application/octet-stream")
 
     sessions, resources = f"{RL}/training-sessions", f"{RL}/model-resources"
     add = router.add
-    add("POST", sessions, create_session)
+    add("POST", sessions, then(create_session, w.session_json))
     add("GET", sessions, list_sessions)
     add("GET", sessions + "/{id}", lambda req: json_response(w.session_json(req.ids[0])))
     add("PATCH", sessions + "/{id}", then(patch_session, w.session_json))
@@ -305,7 +289,8 @@ def add_api_routes(router: Router, w: SimulatedWorld, secret: bytes) -> None:
     add("GET", f"{RL}/checkpoints/{{id}}", lambda req: json_response(w.checkpoint_json(req.ids[0])))
     add("GET", f"{RL}/checkpoints/{{id}}/download", download)
     add("GET", "/_sim/files/{id}/{id}", serve_file)
-    add("POST", resources, create_resource)
+    create_resource = partial(w.create_model_resource, status="PENDING")
+    add("POST", resources, then(lambda r: create_resource(**_resource_body(r)), w.resource_json))
     add("GET", resources, list_resources)
     add("GET", resources + "/{id}", lambda req: json_response(w.resource_json(req.ids[0])))
     add("POST", resources + "/estimate-cost", estimate_cost)

@@ -64,11 +64,8 @@ class FaultRule:
 
     def label(self) -> str:
         """``"status:503"``, ``"drop"``, ``"delay:0.5"``, … (what the request log records)."""
-        delay = f"delay:{self.delay_s:g}"
-        kind = next(iter(self._actions()), None)
-        if kind is None:
-            return delay
-        return f"{kind}+{delay}" if self.delay_s else kind
+        delay = [f"delay:{self.delay_s:g}"] if self.delay_s else []
+        return "+".join(self._actions() + delay)  # never empty: a rule has an action or a delay
 
     def matches(self, method: str, path: str, template: str) -> bool:
         targets = (f"{method} {template}", f"{method} {path}")

@@ -4,6 +4,7 @@ RUNNING ones on READY LoRA resources, each with a free slot."""
 
 from __future__ import annotations
 
+import gc
 import random
 import time
 from typing import TYPE_CHECKING, Any
@@ -23,11 +24,29 @@ TIMEOUT = 3600
 
 
 def populate_world(
+    world: SimulatedWorld, n_sessions: int = 10_000, checkpoints_per_session: int = 10,
+    active: int = 50, *, seed: int | None = None, days: float = 28.0,
+    training_checkpoints_per_session: int = 1,
+    registration_shapes: tuple[str | None, ...] = ("current",),
+) -> dict[str, Any]:  # fmt: skip
+    """``world.populate``: bulk-create a realistic history; returns counts and seconds. Sessions
+    that failed at creation have no checkpoints. Ids are seeded by ``seed`` (default: the
+    world's) and the world's size: the same calls give the same world, never a clash."""
+    enabled = gc.isenabled()
+    gc.disable()  # millions of new containers, none garbage: skip the full GC passes
+    try:
+        return _populate(world, n_sessions, checkpoints_per_session, active,
+                         world.seed if seed is None else seed, days,
+                         training_checkpoints_per_session, registration_shapes)  # fmt: skip
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _populate(
     world: SimulatedWorld, n_sessions: int, checkpoints_per_session: int, active: int, seed: int,
     days: float, training_per_session: int, shapes: tuple[str | None, ...],
 ) -> dict[str, Any]:  # fmt: skip
-    """The caller holds the lock. Sessions that failed at creation have no checkpoints. Ids are
-    seeded by ``seed`` and the world's size: the same calls give the same world, never a clash."""
     started = time.perf_counter()
     for shape in shapes:
         wire.check_shape(shape)
@@ -38,7 +57,6 @@ def populate_world(
     sessions: list[Session] = []
     checkpoints: list[Checkpoint] = []
     resources: list[Resource] = []
-    failed_at_creation = 0
 
     def add_resource(at: int, status: str, lora: bool, model: str) -> Resource:
         r = Resource(new_uuid(rng), model, lora, TIMEOUT, status, at, at, world.user_id)
@@ -46,7 +64,6 @@ def populate_world(
         return r
 
     def add_session(r: Resource, created: int, end: int, status: str, index: int) -> None:
-        nonlocal failed_at_creation
         model, task = r.base_model, TASKS[index % len(TASKS)]
         shape = None if model in wire.NO_REGISTRY_MODELS else rng.choice(shapes)
         interval = rng.choice((5, 10, 20, 25, 50))
@@ -65,7 +82,7 @@ def populate_world(
             codes = (wire.AT_CAPACITY, wire.TIMED_OUT, wire.UNAVAILABLE, wire.SESSION_FAILED)
             code = codes[(roll >= 0.3) + (roll >= 0.6) + (roll >= 0.8)]
             if code == wire.AT_CAPACITY:
-                n_ck, failed_at_creation = 0, failed_at_creation + 1
+                n_ck = 0  # failed at creation
                 end = s.updated_at = created + 5 * US
             s.error = (code, wire.ERROR_MESSAGES[code], end)
         n_tr = training_per_session if n_ck else 0
@@ -127,6 +144,7 @@ def populate_world(
     for x in ready:
         world._expire_when_idle(x, x.expires_at() or now)
     world._chat_names = None
+    failed_at_creation = sum(1 for s in sessions if s.error and s.error[0] == wire.AT_CAPACITY)
     return {"sessions": len(sessions), "active": n_active, "checkpoints": len(checkpoints),
             "model_resources": len(resources), "failed_at_creation": failed_at_creation,
             "seconds": round(time.perf_counter() - started, 3)}  # fmt: skip

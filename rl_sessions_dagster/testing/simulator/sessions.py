@@ -188,10 +188,8 @@ class Sessions(Lifecycle):
         registered: bool = True,
     ) -> str:  # fmt: skip
         """``registered=False``: unregistered until :meth:`register_checkpoint` (lag)."""
-        s = self._session(session_id)
-        return self._add_checkpoint(
-            s, wire.CHECKPOINT_INFERENCE, step, registration_shape, registered
-        ).id
+        kind, s = wire.CHECKPOINT_INFERENCE, self._session(session_id)
+        return self._add_checkpoint(s, kind, step, registration_shape, registered).id
 
     @locked
     def add_training_checkpoint(

@@ -145,15 +145,16 @@ class Resource:
     def expires_at(self) -> int | None:
         """What the API shows while READY: the last *published* activity + ``inactive_timeout``
         (or a later extend-expiry floor); never later than :meth:`stop_due`."""
-        if self.status != RESOURCE_READY:
-            return None
-        return max(self.published_activity + self.inactive_timeout * US, self.expiry_floor)
+        return self._due(self.published_activity)
 
     def stop_due(self) -> int | None:
         """When inactivity really stops it: the true last activity + ``inactive_timeout``."""
+        return self._due(self.last_activity)
+
+    def _due(self, activity: int) -> int | None:
         if self.status != RESOURCE_READY:
             return None
-        return max(self.last_activity + self.inactive_timeout * US, self.expiry_floor)
+        return max(activity + self.inactive_timeout * US, self.expiry_floor)
 
 
 @dataclass(slots=True, eq=False)

@@ -17,25 +17,21 @@ if TYPE_CHECKING:
 US: Final = 1_000_000  # the world keeps time in integer microseconds
 OptStr = str | None
 
-SESSION_CREATING: Final = "TRAINING_SESSION_STATUS_CREATING"
-SESSION_RUNNING: Final = "TRAINING_SESSION_STATUS_RUNNING"
-SESSION_STOPPING: Final = "TRAINING_SESSION_STATUS_STOPPING"
-SESSION_STOPPED: Final = "TRAINING_SESSION_STATUS_STOPPED"
-SESSION_ERROR: Final = "TRAINING_SESSION_STATUS_ERROR"
-SESSION_EXPIRED: Final = "TRAINING_SESSION_STATUS_EXPIRED"
-#: What the ``status`` list filter accepts (UNSPECIFIED is refused by the service).
-SESSION_STATUSES: Final = (SESSION_CREATING, SESSION_RUNNING, SESSION_STOPPING, SESSION_STOPPED,
-                           SESSION_ERROR, SESSION_EXPIRED)  # fmt: skip
+#: What the ``status`` list filters accept (UNSPECIFIED is refused by the service).
+SESSION_STATUSES: Final = tuple(
+    f"TRAINING_SESSION_STATUS_{s}"
+    for s in ("CREATING", "RUNNING", "STOPPING", "STOPPED", "ERROR", "EXPIRED")
+)
+SESSION_CREATING, SESSION_RUNNING, SESSION_STOPPING, *_ = SESSION_STATUSES
+SESSION_STOPPED, SESSION_ERROR, SESSION_EXPIRED = SESSION_STATUSES[3:]
 #: No transition leaves these; STOPPING is transitional (it still holds a LoRA slot).
 SESSION_TERMINAL: Final = frozenset({SESSION_STOPPED, SESSION_ERROR, SESSION_EXPIRED})
-RESOURCE_PENDING: Final = "MODEL_RESOURCES_STATUS_PENDING"
-RESOURCE_CREATING: Final = "MODEL_RESOURCES_STATUS_CREATING"
-RESOURCE_READY: Final = "MODEL_RESOURCES_STATUS_READY"
-RESOURCE_STOPPING: Final = "MODEL_RESOURCES_STATUS_STOPPING"
-RESOURCE_STOPPED: Final = "MODEL_RESOURCES_STATUS_STOPPED"
-RESOURCE_ERROR: Final = "MODEL_RESOURCES_STATUS_ERROR"
-RESOURCE_STATUSES: Final = (RESOURCE_PENDING, RESOURCE_CREATING, RESOURCE_READY,
-                            RESOURCE_STOPPING, RESOURCE_STOPPED, RESOURCE_ERROR)  # fmt: skip
+RESOURCE_STATUSES: Final = tuple(
+    f"MODEL_RESOURCES_STATUS_{s}"
+    for s in ("PENDING", "CREATING", "READY", "STOPPING", "STOPPED", "ERROR")
+)
+RESOURCE_PENDING, RESOURCE_CREATING, RESOURCE_READY, *_ = RESOURCE_STATUSES
+RESOURCE_STOPPING, RESOURCE_STOPPED, RESOURCE_ERROR = RESOURCE_STATUSES[3:]
 AT_CAPACITY: Final = "TRAINING_SESSION_ERROR_CODE_RESOURCE_AT_CAPACITY"
 UNAVAILABLE: Final = "TRAINING_SESSION_ERROR_CODE_RESOURCE_UNAVAILABLE"
 TIMED_OUT: Final = "TRAINING_SESSION_ERROR_CODE_TIMED_OUT"
@@ -174,9 +170,13 @@ def registry_artifact(ckpt_id: str, what: str) -> tuple[str, str]:
     return "ml_" + h[:20], "rv_" + h[20:]
 
 
-def inference_registration(ck: Checkpoint, s: Session) -> dict[str, Any] | None:
+def registration(ck: Checkpoint, s: Session) -> dict[str, Any] | None:
+    """The registry entry in the checkpoint's shape (legacy never registered training ones)."""
     if ck.registered_at is None or ck.shape is None:
         return None
+    if not ck.is_inference:
+        mid, rev = registry_artifact(ck.id, "training")
+        return None if ck.shape == "legacy" else {"id": mid, "revision_id": rev}
     if ck.shape == "current":
         what = "adapter" if s.adapter else "model"
         mid, rev = registry_artifact(ck.id, what)
@@ -190,21 +190,9 @@ def inference_registration(ck: Checkpoint, s: Session) -> dict[str, Any] | None:
     return reg
 
 
-def training_registration(ck: Checkpoint) -> dict[str, Any] | None:
-    """Only the two newer shapes register training checkpoints."""
-    if ck.registered_at is None or ck.shape not in ("current", "object_ids"):
-        return None
-    mid, rev = registry_artifact(ck.id, "training")
-    return {"id": mid, "revision_id": rev}
-
-
-def registration(ck: Checkpoint, s: Session) -> dict[str, Any] | None:
-    return inference_registration(ck, s) if ck.is_inference else training_registration(ck)
-
-
 def chat_names(ck: Checkpoint, s: Session) -> list[str]:
     """Names under which ``/v1/chat/completions`` serves this checkpoint (what its JSON shows)."""
-    reg = inference_registration(ck, s) if ck.is_inference else None
+    reg = registration(ck, s) if ck.is_inference else None
     if reg is None:
         return []
     named = ("model_name", "model_object_id", "adapter_object_id")
@@ -307,8 +295,3 @@ def operation_dict(op: Operation) -> dict[str, Any]:
     if op.error is not None:
         d["error"] = op.error
     return d
-
-
-def page_bytes(fragments: list[bytes], limit: int, has_more: bool, next_cursor: str) -> bytes:
-    meta = dumps({"limit": limit, "has_more": has_more, "next_cursor": next_cursor})
-    return b'{"data":[' + b",".join(fragments) + b'],"meta":' + meta + b"}"

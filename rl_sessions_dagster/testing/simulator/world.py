@@ -3,7 +3,6 @@ own. This module holds its settings, clock, list order, reads, prices and billin
 
 from __future__ import annotations
 
-import gc
 import json
 from collections.abc import Callable, Collection, Iterable, Iterator
 from datetime import datetime
@@ -77,22 +76,7 @@ class SimulatedWorld(Sessions):
         for index, items in indices:
             index.load(((self._key(x), x.status) for x in items.values()), clear=True)
 
-    @locked
-    def populate(
-        self, n_sessions: int = 10_000, checkpoints_per_session: int = 10, active: int = 50, *,
-        seed: int | None = None, days: float = 28.0, training_checkpoints_per_session: int = 1,
-        registration_shapes: tuple[str | None, ...] = ("current",),
-    ) -> dict[str, Any]:  # fmt: skip
-        """Bulk-create a realistic history; returns counts and seconds."""
-        enabled = gc.isenabled()
-        gc.disable()  # millions of new containers, none garbage: skip the full GC passes
-        try:
-            seed = self.seed if seed is None else seed
-            return populate_world(self, n_sessions, checkpoints_per_session, active, seed, days,
-                                  training_checkpoints_per_session, registration_shapes)  # fmt: skip
-        finally:
-            if enabled:
-                gc.enable()
+    populate = locked(populate_world)
 
     @locked
     def session(self, session_id: str) -> dict[str, Any]:
@@ -301,4 +285,5 @@ def _page(
     has_more = len(picked) > limit
     del picked[limit:]
     cursor = picked[-1][1] if has_more else ""
-    return wire.page_bytes([serialize(k[1]) for k in picked], limit, has_more, cursor)
+    meta = wire.dumps({"limit": limit, "has_more": has_more, "next_cursor": cursor})
+    return b'{"data":[' + b",".join(serialize(k[1]) for k in picked) + b'],"meta":' + meta + b"}"
