@@ -35,8 +35,7 @@ from .routes import (
 )
 from .tick import TRANSIENT_ERRORS, Tick, TickOutcome, tick_sensor
 
-#: pages of the unfiltered session list a tick may read for discovery (after the first tick).
-DISCOVERY_PAGES_PER_TICK = 50
+DISCOVERY_PAGES_PER_TICK = 50  # of the unfiltered list, for discovery (after the first tick)
 
 _ORDER = ("CREATING", "RUNNING", "STOPPING", "STOPPED", "ERROR", "EXPIRED")
 ACTIVE = sorted((s.short for s in ACTIVE_SESSION_STATUSES), key=_ORDER.index)
@@ -54,10 +53,8 @@ class ClientSessionSource:
     deadline: float
     page_size: int = 100
     server_clock: ServerClock | None = None
-    #: list items that could not be read this tick (the rest of their page is used).
-    skipped: list[Any] = field(default_factory=list)
-    #: who "me" is (``created_by: me``), learnt from a list the API filtered by it.
-    user_id: str | None = None
+    skipped: list[Any] = field(default_factory=list)  # unreadable list items of this tick
+    user_id: str | None = None  # who "me" is, learnt from a list filtered by it
     _nobody_before_ms: int | None = None
 
     def _page(

@@ -160,8 +160,8 @@ def unavailable(
     now_ms: int,
     alarm_after_s: float,
 ) -> dg.SensorResult | dg.SkipReason:
-    """A transient failure skips the tick (cursor kept); one that persists fails one tick loudly
-    per ``alarm_after_s`` window, then the sensor goes on retrying quietly."""
+    """A transient failure skips the tick (cursor kept); a lasting one fails one tick loudly per
+    ``alarm_after_s`` window."""
     since = state.failing_since_ms if state.failing_since_ms is not None else now_ms
     if previous_tick_failed_loudly(context, UNAVAILABLE + " for"):
         since = now_ms  # the alarm was raised: a new window starts
@@ -242,7 +242,7 @@ def _iso(epoch_s: float) -> str:
 
 
 def previous_tick_failed_loudly(context: dg.SensorEvaluationContext, marker: str) -> bool:
-    """Whether this sensor's newest stored tick is a failure whose message has ``marker``."""
+    """Whether this sensor's newest stored tick failed with ``marker`` in its message."""
     ticks = stored_ticks(context, limit=1)
     error = ticks[0].error if ticks else None
     return error is not None and marker in (error.message or "")
