@@ -149,7 +149,7 @@ def _materialization(
 
 
 def champion_changed_request(
-    sweep: str, champ: Candidate, state: SweepState, *, partitioned: bool
+    sweep: str, champ: Candidate, state: SweepState, partitioned: bool
 ) -> dg.RunRequest:
     """For the champion a tick ended with, so a deploy never races a superseded one. ``n`` in
     ``champion_changed:<sweep>:<checkpoint id>:<n>`` counts the sweep's changes: exactly once
@@ -203,13 +203,12 @@ def build_champion_definitions(
     if assets is not None:
         job = dg.define_asset_job(options.job_name, selection=assets)
     key, evaluation_key = options.key, options.evaluation_key
+    partitioned = options.partitioned_job
 
     def evaluate(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
-        instance = context.instance
+        instance, after = context.instance, _read_cursor(context.cursor)
         records = instance.fetch_materializations(
-            dg.AssetRecordsFilter(
-                asset_key=evaluation_key, after_storage_id=_read_cursor(context.cursor)
-            ),
+            dg.AssetRecordsFilter(asset_key=evaluation_key, after_storage_id=after),
             limit=_BATCH,
             ascending=True,
         ).records
@@ -248,10 +247,7 @@ def build_champion_definitions(
                 f"{champ.value:g}), was {state.announced_id or '-'}"
             )
             if job is not None:
-                partitioned = options.partitioned_job
-                requests.append(
-                    champion_changed_request(sweep, champ, state, partitioned=partitioned)
-                )
+                requests.append(champion_changed_request(sweep, champ, state, partitioned))
         context.log.info(
             f"{len(records)} evaluation(s) folded into {len(by_sweep)} sweep(s); "
             f"{len(requests)} champion_changed run(s)"
