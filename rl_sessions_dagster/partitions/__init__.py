@@ -1,6 +1,5 @@
-"""What the sensors and the assets both need, so that neither imports the other: the checkpoint
-and sweep partitions, a checkpoint's partition key and page metadata, and the job types.
-"""
+"""What the sensors and the assets both need, so that neither imports the other: the
+partitions, a checkpoint's partition key and page metadata, and the job types."""
 
 import re
 from collections.abc import Mapping, Sequence
@@ -37,13 +36,11 @@ Assets: TypeAlias = (
 )
 
 # Partition keys read ``<session name>/<step, 6 digits>/<checkpoint id[:8]>`` (e.g.
-# ``sweep-lr-1e-5/000020/6b65a6a4``): a person sees session and step without clicking, sorting
-# groups a session's checkpoints in step order, and the key stays short because the UI cuts long
-# keys in the middle. The full id is in the run's tag and the checkpoint asset's metadata.
+# ``sweep-lr-1e-5/000020/6b65a6a4``): session and step seen without clicking, sorted in step
+# order, short enough for the UI (which cuts long keys in the middle).
 _LABEL_MAX = 60
-_UNSAFE = re.compile(
-    r"[^\w.@+=:-]+"
-)  # "/" is the separator; ",", "[", "]", spaces confuse UI input
+# "/" is the separator; ",", "[", "]", spaces confuse UI input
+_UNSAFE = re.compile(r"[^\w.@+=:-]+")
 _DOTS = re.compile(r"\.{2,}")  # "..." is Dagster's partition range syntax
 
 
@@ -68,11 +65,10 @@ def checkpoint_id_for_partition(
     *,
     checkpoint_asset_key: dg.AssetKey = CHECKPOINT_ASSET_KEY,
 ) -> str:
-    """The full checkpoint id of a partition (default: the run's): a key without ``/`` is the id
-    itself (added by hand or a test); else the run's ``together/checkpoint_id`` tag when the run
-    is for this partition (every sensor run); else the ``checkpoint_id`` metadata the sensor
-    recorded on the checkpoint asset (UI re-runs, backfills, ``AutomationCondition.eager()``).
-    """
+    """The full checkpoint id of a partition (default: the run's): a key without ``/`` is the
+    id itself; else the run's ``together/checkpoint_id`` tag when the run is for this partition;
+    else the ``checkpoint_id`` the sensor recorded on the checkpoint asset (UI re-runs,
+    backfills, ``AutomationCondition.eager()``)."""
     key = partition_key if partition_key is not None else context.partition_key
     if "/" not in key:
         return key
@@ -93,13 +89,7 @@ def checkpoint_id_for_partition(
     )
 
 
-_REGISTRATION_FIELDS = (
-    "model_id",
-    "model_revision_id",
-    "adapter_id",
-    "adapter_revision_id",
-    "legacy_model_name",
-)
+_REGISTRATION_FIELDS = "model_id model_revision_id adapter_id adapter_revision_id legacy_model_name"
 
 
 def checkpoint_metadata(
@@ -121,7 +111,7 @@ def checkpoint_metadata(
     if checkpoint.created_at is not None:
         meta["created_at"] = dg.MetadataValue.timestamp(checkpoint.created_at)
     if reg is not None:
-        for name in _REGISTRATION_FIELDS:
+        for name in _REGISTRATION_FIELDS.split():
             if value := getattr(reg, name):
                 meta[name] = dg.MetadataValue.text(value)
         if reg.deployable_model:
@@ -166,7 +156,7 @@ def checkpoint_sweeps(
     separator: str = "-",
 ) -> dict[str, str]:
     """The sweep of each checkpoint partition (as spend groups sessions), from the W&B group and
-    display name the event sensor recorded on the checkpoint asset, else the session label."""
+    display name recorded on the checkpoint asset, else the session label."""
     meta = latest_metadata(instance, checkpoint_asset_key, sorted(set(partitions)))
     out = {}
     for p in partitions:

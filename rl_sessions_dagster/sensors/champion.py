@@ -1,8 +1,6 @@
-"""The champion of each sweep (the W&B group, else the display-name prefix, as spend groups
-sessions): its best evaluated checkpoint, kept by a sensor that folds each evaluation
-materialization into its sweep's standings in landing order (no API call). A sensor rather
-than a run per evaluation: ticks are serial, so two evaluations landing together never race to
-write one sweep; ties go to the earliest step, then the smallest checkpoint id.
+"""The champion of each sweep: its best evaluated checkpoint, kept by a sensor folding each
+evaluation materialization into its sweep's standings in landing order (no API call). A sensor,
+not a run per evaluation: ticks are serial, so two evaluations never race to write one sweep.
 """
 
 import json
@@ -67,13 +65,8 @@ class SweepState:
 
 
 def _leaderboard(ranked: list[Candidate], metric: str) -> dg.MetadataValue:
-    columns = [
-        ("rank", "int"),
-        ("checkpoint", "string"),
-        (metric, "float"),
-        ("step", "int"),
-        ("model_name", "string"),
-    ]
+    columns = [("rank", "int"), ("checkpoint", "string"), (metric, "float"), ("step", "int")]
+    columns.append(("model_name", "string"))
     rows = [
         (i + 1, c.partition, c.value, c.step if c.step is not None else -1, c.model_name or "")
         for i, c in enumerate(ranked[:_LEADERBOARD_ROWS])
@@ -92,23 +85,20 @@ def fold_sweep(
     key: dg.AssetKey,
 ) -> list[dg.AssetMaterialization]:
     """Fold each evaluation in landing order: one materialization per change of champion
-    (so the history does not depend on how many evaluations a tick sees), plus one with the
-    final standings when evaluations after the last change moved them."""
+    (the history does not depend on how many evaluations a tick sees), plus one with the final
+    standings when evaluations after the last change moved them."""
     events = []
     pending = False
     for partition, cand in landed:
         state.candidates = fold(state.candidates, {partition: cand})
         result = standing(state.candidates, rule.direction, rule.min_candidates)
-        champ = result.champion
-        if champ is not None and champ.checkpoint_id != state.champion_id:
-            state.before_id, state.champion_id = state.champion_id, champ.checkpoint_id
-            state.changes += 1
-            events.append(_materialization(sweep, state, result, rule, key, changed=True))
-            pending = False
-        else:
-            pending = True
-            if champ is None and state.champion_id:  # re-evaluations left too few candidates
-                state.before_id, state.champion_id = state.champion_id, ""
+        now = result.champion.checkpoint_id if result.champion else ""
+        pending = not now or now == state.champion_id
+        if now != state.champion_id:  # to "": re-evaluations left too few candidates
+            state.before_id, state.champion_id = state.champion_id, now
+            if now:
+                state.changes += 1
+                events.append(_materialization(sweep, state, result, rule, key, changed=True))
     if pending:
         result = standing(state.candidates, rule.direction, rule.min_candidates)
         events.append(_materialization(sweep, state, result, rule, key, changed=False))
@@ -124,8 +114,8 @@ def _materialization(
     *,
     changed: bool,
 ) -> dg.AssetMaterialization:
-    """What the sweep's partition shows: champion, model, score, margin, leaderboard; and the
-    candidates, so a tick reads one record per touched sweep and the cursor stays one id."""
+    """The sweep's partition: champion, score, margin, leaderboard, and the candidates (so a
+    tick reads one record per touched sweep)."""
     champ, runner = result.champion, result.runner_up
     meta: dict[str, Any] = {
         "sweep": dg.MetadataValue.text(sweep),
@@ -159,11 +149,11 @@ def _materialization(
 
 
 def champion_changed_request(
-    sweep: str, champ: Candidate, state: SweepState, *, partitioned: bool
+    sweep: str, champ: Candidate, state: SweepState, partitioned: bool
 ) -> dg.RunRequest:
-    """Requested for the champion a tick ended with, so a deploy job never races a champion
-    already superseded. ``n`` in ``champion_changed:<sweep>:<checkpoint id>:<n>`` counts the
-    sweep's changes: exactly once per change, even when the title goes back to an earlier one."""
+    """For the champion a tick ended with, so a deploy never races a superseded one. ``n`` in
+    ``champion_changed:<sweep>:<checkpoint id>:<n>`` counts the sweep's changes: exactly once
+    per change, even when the title goes back to an earlier champion."""
     changes = state.changes
     return dg.RunRequest(
         run_key=f"{CHAMPION_CHANGED}:{sweep}:{champ.checkpoint_id}:{changes}",
@@ -201,10 +191,9 @@ def build_champion_definitions(
     default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
     description: str | None = None,
 ) -> dg.Definitions:
-    """The champion asset (``options.key``, partitioned by ``SWEEP_PARTITIONS``) and the sensor
-    that keeps it from the materializations of ``options.evaluation_key``. Each change of
-    champion is a runless materialization of the sweep's partition, and runs ``job`` (or
-    ``assets``, as the asset job ``options.job_name``) once; with neither, it only records."""
+    """The champion asset (``options.key``, by ``SWEEP_PARTITIONS``) and the sensor keeping it
+    from ``options.evaluation_key``'s materializations. Each change of champion is a runless
+    materialization and runs ``job`` (or ``assets``) once; with neither, it only records."""
     options = options or ChampionOptions()
     rule = rule or ChampionRule()
     if job is not None and assets is not None:
@@ -214,13 +203,12 @@ def build_champion_definitions(
     if assets is not None:
         job = dg.define_asset_job(options.job_name, selection=assets)
     key, evaluation_key = options.key, options.evaluation_key
+    partitioned = options.partitioned_job
 
     def evaluate(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
-        instance = context.instance
+        instance, after = context.instance, _read_cursor(context.cursor)
         records = instance.fetch_materializations(
-            dg.AssetRecordsFilter(
-                asset_key=evaluation_key, after_storage_id=_read_cursor(context.cursor)
-            ),
+            dg.AssetRecordsFilter(asset_key=evaluation_key, after_storage_id=after),
             limit=_BATCH,
             ascending=True,
         ).records
@@ -259,10 +247,7 @@ def build_champion_definitions(
                 f"{champ.value:g}), was {state.announced_id or '-'}"
             )
             if job is not None:
-                partitioned = options.partitioned_job
-                requests.append(
-                    champion_changed_request(sweep, champ, state, partitioned=partitioned)
-                )
+                requests.append(champion_changed_request(sweep, champ, state, partitioned))
         context.log.info(
             f"{len(records)} evaluation(s) folded into {len(by_sweep)} sweep(s); "
             f"{len(requests)} champion_changed run(s)"

@@ -1,7 +1,6 @@
-"""The idle guard: stop READY model resources nobody has used for too long (one run per stop),
-or only report what stopping would save (dry run, the default). It is the one part of this
-library that destroys something, so it decides twice, on the sensor's reads and again in the
-run at the moment of stopping, and errs towards leaving a GPU up (the rules: ``core/idle.py``).
+"""The idle guard: stop READY model resources unused for too long (one run per stop), or only
+report it (dry run, the default). The one part that destroys something, so it decides twice (on
+the sensor's reads, again in the run) and errs towards leaving a GPU up (``core/idle.py``).
 """
 
 import json
@@ -31,8 +30,8 @@ _CURSOR_KIND = "idle_guard"
 
 @dataclass
 class GuardState:
-    """The guard's cursor. It remembers no resource (each tick decides from what the API shows
-    and from the guard's own runs), only when the ticks began failing to read the API."""
+    """The guard's cursor: no resource (each tick decides from the API and the guard's runs),
+    only when the ticks began failing to read the API."""
 
     failing_since_ms: int | None = None
     initialized: bool = True
@@ -63,8 +62,7 @@ class IdleStopConfig(dg.Config):
 
 
 def read_use(client: RLSessionsClient, rid: str, *, force: bool, deadline: float) -> ResourceUse:
-    """Every session on ``rid`` (no status filter: unknown statuses must be seen), and how
-    many list items could not be read."""
+    """Every session on ``rid`` (no status filter: unknown statuses must be seen)."""
     skipped: list[Any] = []
     sessions = list(
         client.list_sessions(model_resources_id=rid, deadline=deadline, on_skipped=skipped.append)
@@ -81,8 +79,7 @@ def find_idle(tick: Tick, policy: IdlePolicy) -> list[Decision]:
     )
     decisions = []
     for r in list(ready):
-        # Sessions can only move the idle start later: a resource that is not idle by its own
-        # fields is not worth a request.
+        # Sessions can only move the idle start later: not worth a request unless idle already.
         use = (
             read_use(client, r.id, force=policy.force, deadline=deadline)
             if _worth_a_look(r, policy, now_ms=tick.clock.last_ms or local_now_ms())
@@ -90,17 +87,6 @@ def find_idle(tick: Tick, policy: IdlePolicy) -> list[Decision]:
         )
         decisions.append(decide(r, use, policy, now_ms=tick.clock.last_ms or local_now_ms()))
     return decisions
-
-
-def _failed_runs(instance: dg.DagsterInstance, job_name: str, rid: str, since: int) -> int:
-    """Runs of this idle stretch that failed or were cancelled: their stop may not have happened."""
-    return instance.get_runs_count(
-        dg.RunsFilter(
-            job_name=job_name,
-            statuses=_FAILED,
-            tags={_RID_TAG: rid, _SINCE_TAG: str(since)},
-        )
-    )
 
 
 def build_idle_guard(
@@ -113,14 +99,12 @@ def build_idle_guard(
     default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
     description: str | None = None,
 ) -> tuple[dg.JobDefinition, dg.SensorDefinition]:
-    """A job stopping one idle resource per run (named ``name``), and the sensor that requests
-    those runs (``<name>_sensor``). The default ``policy``: your own resources unused for
-    30 min, never forced.
+    """A job stopping one idle resource per run (``name``), and the sensor requesting those
+    runs (``<name>_sensor``). Default ``policy``: your own resources unused 30 min, not forced.
 
     A run key is ``idle_stop:<id>:<idle since ms>`` (``idle_report`` in dry run): stable while
-    the resource stays idle, so Dagster runs it once; new use gives a new key. A failed or
-    cancelled run is requested again under ``…:retry<n>``, up to ``stop_attempts`` runs; then
-    every tick's log says the guard gave up on that resource while it stays idle and billing.
+    the resource stays idle, so Dagster runs it once. A failed or cancelled run is requested
+    again under ``…:retry<n>``, up to ``stop_attempts`` runs; then each tick logs a give-up.
     """
     policy = policy or IdlePolicy()
     options = options or IdleGuardOptions()
@@ -192,8 +176,9 @@ def build_idle_guard(
 
     def _request(d: Decision, since: int, attempt: int) -> dg.RunRequest:
         r = d.resource
-        config = {"model_resources_id": r.id, "idle_since_ms": since}
-        config.update(dry_run=dry_run, force=policy.force)
+        config = dict(
+            model_resources_id=r.id, idle_since_ms=since, dry_run=dry_run, force=policy.force
+        )
         return dg.RunRequest(
             run_key=f"{prefix}:{r.id}:{since}" + (f":retry{attempt - 1}" if attempt > 1 else ""),
             run_config={"ops": {op_name: {"config": config}}},
@@ -218,7 +203,11 @@ def build_idle_guard(
                 continue
             since = d.idle_since_ms
             assert since is not None
-            failed = _failed_runs(tick.context.instance, name, d.resource.id, since)
+            # Failed or cancelled runs of this idle stretch: their stop may not have happened.
+            tags = {_RID_TAG: d.resource.id, _SINCE_TAG: str(since)}
+            failed = tick.context.instance.get_runs_count(
+                dg.RunsFilter(job_name=name, statuses=_FAILED, tags=tags)
+            )
             if failed >= options.stop_attempts:
                 gave_up.append(f"{d.resource.id} ({failed} failed runs)")
                 continue

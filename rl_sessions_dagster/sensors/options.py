@@ -1,7 +1,5 @@
-"""The typed, frozen inputs of every sensor builder, checked when built so a mistake fails at
-definitions load, not at the first event. Each knob is spelled once, here; the Component's YAML
-sections copy these fields (``components/sensors.py``), so ``dg check yaml`` checks the same
-bounds and ``dg utils inspect-component`` shows the same descriptions.
+"""The typed, frozen inputs of every sensor builder, checked when built (a mistake fails at
+definitions load). Each knob is spelled once, here; the Component's YAML copies these fields.
 """
 
 from collections.abc import Callable, Iterable
@@ -53,8 +51,7 @@ _CONFIG = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
 
 class _Checked:
-    """A mistake in an options object is a definition error naming the field, as Dagster
-    raises for other definitions (a pydantic ``ValidationError`` otherwise)."""
+    """A mistake is a definition error naming the field, as for other Dagster definitions."""
 
     @model_validator(mode="wrap")
     @classmethod
@@ -89,7 +86,7 @@ def _spend_db_path() -> Any:
 
 @options_dataclass(frozen=True, kw_only=True, config=_CONFIG)
 class TickOptions(_Checked):
-    """What every API-reading sensor's tick takes (``sensors/tick.py``)."""
+    """What every API-reading sensor's tick takes."""
 
     resource_key: str = Field(
         default="together",
@@ -114,7 +111,7 @@ class TickOptions(_Checked):
 
 @options_dataclass(frozen=True, kw_only=True, config=_CONFIG)
 class PollingOptions(TickOptions):
-    """How a session-event sensor reads the API and what it records, for all its routes."""
+    """How a session-event sensor reads the API and what it records."""
 
     checkpoint_asset_key: dg.AssetKey | None = Field(
         default=CHECKPOINT_ASSET_KEY,
@@ -158,7 +155,7 @@ class PollingOptions(TickOptions):
 
 @options_dataclass(frozen=True, kw_only=True, config=_CONFIG)
 class ResourceSensorOptions(TickOptions):
-    """How the model-resource sensor reads and announces, checked when built."""
+    """How the model-resource sensor reads and announces."""
 
     expiring_lead_seconds: Seconds = Field(
         default=600.0,
@@ -235,13 +232,13 @@ class ChampionOptions(_Checked):
 
 
 class UnknownEventKind(dg.DagsterInvalidDefinitionError, ValueError):
-    """An unknown event kind name; also a ``ValueError``, so code catching that keeps working."""
+    """An unknown event kind name (also a ``ValueError``)."""
 
 
 def parse_kinds(
     enum: type[K], kinds: Iterable[K | str], *, noun: str = "event kind"
 ) -> frozenset[K]:
-    """The kinds of one enum; an unknown name is refused listing the valid ones, as is none."""
+    """The kinds of one enum; an unknown name (listing the valid ones) or none is refused."""
     parsed: set[K] = set()
     for kind in [kinds] if isinstance(kinds, str) else kinds:
         try:
@@ -272,9 +269,8 @@ def _check_target(route: "EventRoute | ResourceRoute") -> None:
 @dataclass(frozen=True)
 class EventRoute:
     """Which event kinds go to which target: a job, or an asset selection run as an asset job
-    named ``job_name``. Each checkpoint run carries the checkpoint's partition key, so the
-    target must be partitioned by ``partitions_def`` (``None``: unpartitioned runs), and a
-    route that also takes session events, which have no checkpoint, cannot be partitioned."""
+    named ``job_name``. Each checkpoint run carries its partition key, so the target must be
+    partitioned by ``partitions_def`` (``None``: unpartitioned runs)."""
 
     event_kinds: Iterable[EventKind | str]
     job: "Job | None" = None
@@ -297,15 +293,13 @@ class EventRoute:
             )
 
     @property
-    def partitioned(self) -> bool:
-        """True when this route's runs carry a checkpoint partition key."""
+    def partitioned(self) -> bool:  # its runs carry a checkpoint partition key
         return self.partitions_def is not None and bool(self.kinds & CHECKPOINT_EVENTS)
 
 
 @dataclass(frozen=True)
 class ResourceRoute:
-    """Which model-resource event kinds go to which target, checked and resolved exactly as
-    :class:`EventRoute` is. Its runs are not partitioned."""
+    """Which model-resource event kinds go to which target, as :class:`EventRoute` (unpartitioned)."""
 
     event_kinds: Iterable[ResourceEventKind | str]
     job: "Job | None" = None

@@ -1,7 +1,5 @@
-"""The model-resource sensor: one run per resource event (READY, ERROR, STOPPED, expiring soon,
-queued too long), exactly once, in the tick skeleton. Each tick lists every model resource
-(few per account) and runs the pure tracker (``core/resources.py``).
-"""
+"""The model-resource sensor: one run per resource event, exactly once. Each tick lists every
+model resource (few per account) and runs the pure tracker (``core/resources.py``)."""
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -39,8 +37,6 @@ class ResourceFilter:
 
 
 def resource_event_tags(event: ResourceEvent) -> dict[str, str]:
-    """Event, resource id and status, base model, and the event's detail (error code and
-    message, queue position, expiry deadline)."""
     r = event.resource
     expires = event.expires_at_ms is not None and r.expires_at is not None
     return run_tags(
@@ -67,20 +63,17 @@ def build_model_resource_sensor(
     default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
     description: str | None = None,
 ) -> dg.SensorDefinition:
-    """A sensor that requests one run per wanted model-resource event, and records each
-    resource's billed span (READY until it leaves READY) whenever its status changes, so the
-    spend asset prices what it never saw (the end of READY has no event of its own)."""
+    """One run per wanted model-resource event; each status change also records the resource's
+    billed span, so the spend asset prices what it never saw (leaving READY has no event)."""
     options = options or ResourceSensorOptions()
     if not routes:
         raise dg.DagsterInvalidDefinitionError(f"sensor '{name}': routes is empty")
     targets = resolve_routes(name, routes)
     route_of = {kind: t for t in targets for kind in t.route.kinds}
-    body = resource_tick(
-        options, resource_filter or ResourceFilter(), route_of, name_jobs=len(targets) > 1
-    )
+    flt = resource_filter or ResourceFilter()
     return tick_sensor(
         ResourceTrackerState,
-        body,
+        resource_tick(options, flt, route_of, name_jobs=len(targets) > 1),
         options,
         name=name,
         jobs=[t.job for t in targets],
@@ -101,26 +94,16 @@ def resource_tick(
     config: ResourceTrackerConfig = options.tracker_config(frozenset(route_of))
 
     def body(tick: Tick, state: ResourceTrackerState) -> TickOutcome[ResourceTrackerState]:
-        listed = [
-            r
-            for r in tick.client.list_model_resources(
-                created_by=flt.created_by, deadline=tick.deadline
-            )
-            if flt.matches(r)
-        ]
-        obs = ResourceObservation(
-            now_ms=tick.now_ms, resources=listed, server_now_ms=tick.clock.last_ms
-        )
+        rows = tick.client.list_model_resources(created_by=flt.created_by, deadline=tick.deadline)
+        listed = [r for r in rows if flt.matches(r)]
+        obs = ResourceObservation(tick.now_ms, listed, server_now_ms=tick.clock.last_ms)
         spans = ""
         if moved := status_changes(state, listed):
             try:
                 resource = getattr(tick.context.resources, options.resource_key)
+                db_path = options.spend_db_path
                 changed = record_spans(
-                    resource,
-                    tick.context.instance,
-                    options.spend_db_path,
-                    moved,
-                    now_ms=obs.clock_ms,
+                    resource, tick.context.instance, db_path, moved, now_ms=obs.clock_ms
                 )
                 spans = f"; {len(changed)} billed span(s) updated" if changed else ""
             except Exception as exc:  # spend is a side record: never block the events

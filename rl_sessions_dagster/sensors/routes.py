@@ -1,6 +1,5 @@
-"""Where a route's runs go and what they carry: the job, checked at definitions load (Dagster
-would fail only at the first checkpoint: ``CheckError: Job has no PartitionsDefinition``), or
-at the first tick for a user's asset job; and each event's RunRequest, tags and materialization.
+"""Where a route's runs go, checked at definitions load (Dagster would fail only at the first
+checkpoint) or at the first tick for a user's asset job, and each event's RunRequest and tags.
 """
 
 from collections.abc import Callable, Collection, Sequence
@@ -21,7 +20,7 @@ _MAX_TAG_VALUE = 200
 
 
 def tag_value(value: object) -> str:
-    """``value`` as a run tag value, cut to Dagster's length limit."""
+    """``value`` cut to Dagster's tag length limit."""
     text = str(value)
     return text if len(text) <= _MAX_TAG_VALUE else text[: _MAX_TAG_VALUE - 1] + "…"
 
@@ -55,12 +54,10 @@ def event_tags(event: SessionEvent) -> dict[str, str]:
 
 
 def default_run_request(event: SessionEvent, *, partitioned: bool) -> dg.RunRequest:
-    """``run_key`` is the event's key: unique per fact, so Dagster dedupes a replayed tick. It
-    has no partition key in it, so a checkpoint announced by 0.1.0 never runs again."""
-    partition_key = None
-    if partitioned and event.checkpoint is not None:
-        partition_key = checkpoint_partition_key(event.session, event.checkpoint)
-    return dg.RunRequest(run_key=event.key, tags=event_tags(event), partition_key=partition_key)
+    """``run_key`` is the event's key, unique per fact: Dagster dedupes a replayed tick."""
+    checkpoint = event.checkpoint if partitioned else None
+    key = checkpoint_partition_key(event.session, checkpoint) if checkpoint else None
+    return dg.RunRequest(run_key=event.key, tags=event_tags(event), partition_key=key)
 
 
 def checkpoint_materialization(
@@ -120,9 +117,8 @@ def partitioned_by(found: object, expected: dg.DynamicPartitionsDefinition) -> b
 
 
 class CheckedSelection(dg.AssetSelection):
-    """The selection of an ``assets=`` route, checked when Dagster resolves the route's asset
-    job at load: it must match an asset that can run (else the partition check would blame
-    partitioning), and those assets must have the route's partitions."""
+    """An ``assets=`` route's selection, checked when Dagster resolves its asset job at load: it
+    must match an asset that can run, and those must have the route's partitions."""
 
     def __init__(
         self,
@@ -138,7 +134,11 @@ class CheckedSelection(dg.AssetSelection):
         matched = self.selection.resolve(asset_graph, allow_missing=True)
         runnable = matched & asset_graph.executable_asset_keys
         if not runnable:
-            raise empty_selection_error(self.sensor, self.job, _shown(self.selection), matched)
+            try:
+                shown = f"'{self.selection.to_selection_str()}'"
+            except Exception:  # a selection with no string form
+                shown = repr(self.selection)
+            raise empty_selection_error(self.sensor, self.job, shown, matched)
         if self.expected is not None:
             found = {asset_graph.get(key).partitions_def for key in runnable} - {None}
             if len(found) <= 1:  # several: Dagster refuses the job itself, saying why
@@ -151,15 +151,7 @@ class CheckedSelection(dg.AssetSelection):
         return self.selection.to_selection_str()
 
 
-def _shown(selection: dg.AssetSelection) -> str:
-    try:
-        return f"'{selection.to_selection_str()}'"
-    except Exception:  # a selection with no string form
-        return repr(selection)
-
-
 def expected_partitions(route: EventRoute | ResourceRoute) -> dg.DynamicPartitionsDefinition | None:
-    """The partitions a route's target must have: the route's, when its runs carry a key."""
     return route.partitions_def if isinstance(route, EventRoute) and route.partitioned else None
 
 
@@ -178,8 +170,7 @@ class RouteTarget(Generic[R]):
 
 
 def resolve_route(sensor: str, index: int, route: R) -> RouteTarget[R]:
-    """The route's job (an asset job named ``job_name`` for ``assets=``), checked now where its
-    partitioning is known."""
+    """The route's job (an asset job for ``assets=``), checked now if its partitioning is known."""
     expected = expected_partitions(route)
     if route.assets is not None:
         name = route.job_name or f"{sensor}_route_{index}"
@@ -236,8 +227,8 @@ def check_at_tick(
 def route_request(
     target: RouteTarget[Any], default: dg.RunRequest, event: Any, *, name_job: bool
 ) -> dg.RunRequest | None:
-    """The route's RunRequest of ``event``: naming its job when a sensor has several, then
-    reshaped (or dropped) by the route's ``run_request_fn``."""
+    """The RunRequest naming its job when a sensor has several, then the route's
+    ``run_request_fn``."""
     if name_job:
         default = default.with_replaced_attrs(job_name=target.job_name)
     fn: Callable[[Any, dg.RunRequest], dg.RunRequest | None] | None = target.route.run_request_fn

@@ -1,7 +1,5 @@
-"""The session-event sensor: one poll of the API per tick, read through
-:class:`ClientSessionSource`, the pure core's ``collect`` → ``advance``, and each event kind
-routed to a job or an asset selection (:class:`EventRoute`), so checkpoint evaluation and
-session reports share one poll and one cursor.
+"""The session-event sensor: one poll of the API per tick (the core's ``collect`` →
+``advance``), each event kind routed to a job or an asset selection, one cursor for all.
 """
 
 from collections.abc import Callable, Iterable, Sequence
@@ -37,8 +35,7 @@ from .routes import (
 )
 from .tick import TRANSIENT_ERRORS, Tick, TickOutcome, tick_sensor
 
-#: pages of the unfiltered session list a tick may read for discovery (after the first tick).
-DISCOVERY_PAGES_PER_TICK = 50
+DISCOVERY_PAGES_PER_TICK = 50  # of the unfiltered list, for discovery (after the first tick)
 
 _ORDER = ("CREATING", "RUNNING", "STOPPING", "STOPPED", "ERROR", "EXPIRED")
 ACTIVE = sorted((s.short for s in ACTIVE_SESSION_STATUSES), key=_ORDER.index)
@@ -47,20 +44,17 @@ TERMINAL = sorted((s.short for s in TERMINAL_SESSION_STATUSES), key=_ORDER.index
 
 @dataclass
 class ClientSessionSource:
-    """The API client as the core's ``SessionSource`` for one tick, every call bounded by the
-    tick's deadline. Server-side filters go in the query, and the whole filter is checked again
-    on every session read, listed or fetched by id, so the core never tracks a session the user
-    did not ask for."""
+    """The API client as the core's ``SessionSource`` for one tick, bounded by its deadline.
+    The whole filter is checked again on every session read (listed or fetched), so the core
+    never tracks a session the user did not ask for."""
 
     client: RLSessionsClient
     filter: SessionFilter
     deadline: float
     page_size: int = 100
     server_clock: ServerClock | None = None
-    #: list items that could not be read this tick (the rest of their page is used).
-    skipped: list[Any] = field(default_factory=list)
-    #: who "me" is (``created_by: me``), learnt from a list the API filtered by it.
-    user_id: str | None = None
+    skipped: list[Any] = field(default_factory=list)  # unreadable list items of this tick
+    user_id: str | None = None  # who "me" is, learnt from a list filtered by it
     _nobody_before_ms: int | None = None
 
     def _page(
@@ -80,8 +74,8 @@ class ClientSessionSource:
         return kept, page.next_cursor
 
     def _learn_user_id(self, sessions: Sequence[TrainingSession]) -> None:
-        """A list filtered by ``created_by=me`` names "me" in every item; a page naming several
-        creators was not filtered (drift), so it teaches nothing."""
+        """A list filtered by ``created_by=me`` names "me" in every item (one naming several
+        creators was not filtered: drift)."""
         if not self.filter.needs_user_id or self.user_id is not None:
             return
         creators = {s.created_by for s in sessions if s.created_by}
@@ -89,8 +83,8 @@ class ClientSessionSource:
             self.user_id = creators.pop()
 
     def _resolve_user_id(self, session: TrainingSession) -> str | None:
-        """Who "me" is, asking the API if no list told it yet; an answer that "me" has no session
-        holds for the sessions created before it (one request per tick, not per session)."""
+        """Who "me" is, asking the API if no list told it yet; "me has no session" holds for the
+        sessions created before that answer (one request per tick, not per session)."""
         created = to_ms(session.created_at)
         if self.user_id is None and not (
             self._nobody_before_ms is not None
@@ -107,11 +101,11 @@ class ClientSessionSource:
     def list_active_page(
         self, after: str | None, extra_statuses: Sequence[str] = ()
     ) -> tuple[list[TrainingSession], str | None]:
-        if not extra_statuses:
-            return self._page(ACTIVE, after)
         try:
             return self._page([*ACTIVE, *extra_statuses], after)
         except BadRequestError as exc:
+            if not extra_statuses:
+                raise
             raise StatusFilterRejected(str(exc)) from None
 
     def list_terminal_page(self, after: str | None) -> tuple[list[TrainingSession], str | None]:
@@ -123,8 +117,7 @@ class ClientSessionSource:
     def _resumable_page(
         self, statuses: list[str] | None, after: str | None
     ) -> tuple[list[TrainingSession], str | None]:
-        """A page of a pass resuming from an ``after`` saved ticks ago, which the API may have
-        forgotten (the item is gone, or the cursor expired)."""
+        """A page of a pass resuming from an ``after`` the API may have forgotten."""
         try:
             return self._page(statuses, after)
         except (BadRequestError, NotFoundError) as exc:
@@ -150,8 +143,7 @@ class ClientSessionSource:
         except NotFoundError:
             return None
         except DecodeError as exc:
-            # Drifted beyond repair, or a truncated body: this session waits for the next
-            # tick, the others go on.
+            # Drifted beyond repair, or truncated: this one waits for the next tick.
             raise ItemUnreadable(f"session {session_id}: {exc}") from None
         user_id = self._resolve_user_id(session) if self.filter.needs_user_id else None
         if not self.filter.matches(session, user_id=user_id):
@@ -175,14 +167,10 @@ def build_session_sensor(
 ) -> dg.SensorDefinition:
     """One sensor, one poll of the API per tick, each event kind routed to its own target.
 
-    ``name`` is also the key of its cursor (rename = start over); the default is the
-    Component's, so both spellings of one sensor share it. Kinds in no route are only tracked.
-    ``announce`` takes checkpoint kinds whose partition is added and runless materialization
-    recorded even when no route runs them: with ``routes=[]`` assets downstream of the
-    checkpoint asset follow with ``AutomationCondition.eager()``.
-
-    Mistakes (a kind in two routes, a checkpoint route whose target is not partitioned by its
-    ``partitions_def``, ...) raise ``DagsterInvalidDefinitionError`` at definitions load.
+    ``name`` is also its cursor's key (rename = start over), the Component's by default.
+    ``announce``: checkpoint kinds whose partition and runless materialization are recorded
+    even when no route runs them (with ``routes=[]``, downstream assets follow with
+    ``AutomationCondition.eager()``). Mistakes raise ``DagsterInvalidDefinitionError`` at load.
     """
     options = options or PollingOptions()
     announced = parse_event_kinds(announce) if announce else frozenset()
@@ -227,7 +215,6 @@ def session_tick(
     kinds: frozenset[EventKind],
     announce: frozenset[EventKind],  # checkpoint kinds announced with no route
 ) -> Callable[[Tick, TrackerState], TickOutcome[TrackerState]]:
-    """collect → advance → run requests."""
     config = options.tracker_config(kinds)
     asset_key = options.checkpoint_asset_key
 
@@ -235,11 +222,7 @@ def session_tick(
         context = tick.context
         check_at_tick(context, name, list(targets))
         source = ClientSessionSource(
-            tick.client,
-            session_filter,
-            tick.deadline,
-            page_size=options.page_size,
-            server_clock=tick.clock,
+            tick.client, session_filter, tick.deadline, options.page_size, tick.clock
         )
         reserve = min(5.0, (tick.deadline - tick.started) / 4)
         collected = collect(
@@ -284,8 +267,6 @@ def session_tick(
             if request is None:
                 continue
             requests.append(request)
-            if event.checkpoint is None:
-                continue
             if route.partitioned and route.partitions_def is not None and request.partition_key:
                 partitions.setdefault(str(route.partitions_def.name), []).append(
                     request.partition_key

@@ -1,11 +1,8 @@
 """Billed spans folded in where the resources are seen (model-resource ticks, guard runs), on
-the API's clock: the spend asset would price a span it never saw begin or end wrong (READY and
-stopped between two spend runs was $0). Only changed spans are written: a quiet tick opens no
-database.
+the API's clock: the spend asset alone would price a span it never saw begin or end wrong.
+Only changed spans are written: a quiet tick opens no database.
 """
 
-import contextlib
-import os
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
@@ -15,16 +12,6 @@ from ..api.models import ModelResource
 from ..core.spend import ResourceSpan, observe_span, observe_spans
 from ..resource import TogetherRLResource
 from ..resource.tables import open_table_store
-from ..storage.sql import SQLAlchemyTableStore
-
-
-def _tables(
-    resource: TogetherRLResource, instance: dg.DagsterInstance, db_path: str | None
-) -> contextlib.AbstractContextManager[SQLAlchemyTableStore]:
-    """The library's tables (the resource's ``database_url``, else the instance decides), or
-    the spend asset's ``db_path`` override when the builder was given one."""
-    override = os.path.expanduser(os.path.expandvars(db_path)) if db_path else None
-    return open_table_store(resource, instance, override, url_setting="spend_db_path")
 
 
 def record_spans(
@@ -40,7 +27,7 @@ def record_spans(
     resources = list(resources)
     if not resources:
         return []
-    with _tables(resource, instance, db_path) as store:
+    with open_table_store(resource, instance, db_path, url_setting="spend_db_path") as store:
         changed = observe_spans(store.load_spans(), resources, now_ms=now_ms, price_of=price_of)
         if changed:
             store.save_spans(changed, now_ms=now_ms)
@@ -59,7 +46,7 @@ def record_stop(
 ) -> ResourceSpan:
     """The span of a resource the guard just stopped: READY as read before the stop, ended at
     the moment STOPPING began (``after``, the stop's answer)."""
-    with _tables(resource, instance, db_path) as store:
+    with open_table_store(resource, instance, db_path, url_setting="spend_db_path") as store:
         span = observe_span(store.load_spans().get(before.id), before, now_ms=now_ms)
         if after is not None:
             span = observe_span(span, after, now_ms=now_ms)

@@ -1,7 +1,6 @@
-"""The tick every API-reading sensor shares, written once: one deadline under the daemon's gRPC
-sensor timeout, time judged by the API's clock, transient failures as skips that keep the
-cursor, an outage alarm, cursor recovery from the tick history, and one log line per tick.
-A family supplies only its body (read → decide → run requests).
+"""The tick every API-reading sensor shares: one deadline under the daemon's gRPC timeout,
+transient failures as skips that keep the cursor, an outage alarm, cursor recovery from the
+tick history, one log line per tick. A family supplies only its body.
 """
 
 import os
@@ -108,10 +107,8 @@ def tick_sensor(
     description: str,
 ) -> dg.SensorDefinition:
     """A sensor running ``body`` in the skeleton. The resource is a requirement Dagster resolves
-    at tick time, never a closed-over object: an unresolved ``EnvVar`` would otherwise be sent
-    as the key itself (the bug of dagster-fivetran's polling sensor). Each API retry is a
-    WARNING line of the tick's own log, which Dagster stores with the tick; their count is
-    logged at the end unless the summary line already gave it."""
+    at tick time, never a closed-over object (an unresolved ``EnvVar`` would be sent as the
+    key). Each API retry is a WARNING line of the tick's log, stored with the tick."""
     budget = tick_budget(options.tick_budget_seconds)
 
     def evaluate(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
@@ -131,10 +128,8 @@ def tick_sensor(
                 elapsed_ms = int((time.monotonic() - started) * 1000)
                 retried = retries.take_count()  # each retry is a WARNING line above this one
                 requests = out.requests if out.requests is not None else client.stats.requests
-                summary = (
-                    f"{out.summary}; {requests} API request(s) ({retried} retried) in "
-                    f"{elapsed_ms} ms"
-                )
+                summary = f"{out.summary}; {requests} API request(s) ({retried} retried) in "
+                summary += f"{elapsed_ms} ms"
                 context.log.info(summary)
                 result = dg.SensorResult(
                     run_requests=out.run_requests,
@@ -165,8 +160,8 @@ def unavailable(
     now_ms: int,
     alarm_after_s: float,
 ) -> dg.SensorResult | dg.SkipReason:
-    """A transient failure skips the tick (cursor kept); one that persists fails one tick loudly
-    per ``alarm_after_s`` window, then the sensor goes on retrying quietly."""
+    """A transient failure skips the tick (cursor kept); a lasting one fails one tick loudly per
+    ``alarm_after_s`` window."""
     since = state.failing_since_ms if state.failing_since_ms is not None else now_ms
     if previous_tick_failed_loudly(context, UNAVAILABLE + " for"):
         since = now_ms  # the alarm was raised: a new window starts
@@ -191,9 +186,8 @@ def unavailable(
 
 
 def stored_ticks(context: dg.SensorEvaluationContext, limit: int = HISTORY_DEPTH) -> list:
-    """The sensor's stored ticks, newest first ([] when no instance or no history). Several
-    sensors of that name (other code locations): the one whose stored cursor is being
-    evaluated wins."""
+    """The sensor's stored ticks, newest first; of several sensors of that name (other code
+    locations), the one whose stored cursor is being evaluated."""
     try:
         instance = context.instance
     except Exception:  # built without an instance (a plain unit test)
@@ -209,16 +203,16 @@ def stored_ticks(context: dg.SensorEvaluationContext, limit: int = HISTORY_DEPTH
             or s.origin.repository_origin.repository_name == context.repository_name
         )
     ]
-    if not states:
-        return []
     states.sort(key=lambda s: getattr(s.instigator_data, "cursor", None) != context.cursor)
-    state = states[0]
-    return list(instance.get_ticks(state.instigator_origin_id, state.selector_id, limit=limit))
+    return [
+        t
+        for s in states[:1]
+        for t in instance.get_ticks(s.instigator_origin_id, s.selector_id, limit=limit)
+    ]
 
 
 def read_state(context: dg.SensorEvaluationContext, state_type: type[S]) -> S:
-    """The state from the cursor, else from the tick history; only when no readable cursor
-    exists does the sensor start over, saying so."""
+    """The state from the cursor, else from the tick history, else a fresh start (logged)."""
     try:
         return state_type.from_cursor(context.cursor)
     except CursorError as exc:
@@ -248,7 +242,7 @@ def _iso(epoch_s: float) -> str:
 
 
 def previous_tick_failed_loudly(context: dg.SensorEvaluationContext, marker: str) -> bool:
-    """Whether this sensor's newest stored tick is a failure whose message has ``marker``."""
+    """Whether this sensor's newest stored tick failed with ``marker`` in its message."""
     ticks = stored_ticks(context, limit=1)
     error = ticks[0].error if ticks else None
     return error is not None and marker in (error.message or "")
