@@ -1,13 +1,7 @@
-"""The ``evaluation:`` section of ``TogetherRLComponent``: the built-in checkpoint evaluation.
-
-The section *is* :class:`~rl_sessions_dagster.evaluation.EvaluationSpec` (same fields, same
-bounds, so ``dg check yaml`` checks the numbers) plus where the asset goes. It builds the
-asset with :func:`~rl_sessions_dagster.assets.build_evaluation_asset` and, unless
-``route: false``, routes ``checkpoint_registered`` events to it on the Component's sensor. The
-dataset is read when the definitions load: a missing file or a malformed line fails
-``dg check defs`` naming the file and line. A relative ``dataset`` path is read from the folder
-of the ``defs.yaml``.
-"""
+"""The ``evaluation:`` section of ``TogetherRLComponent``: an
+:class:`~rl_sessions_dagster.EvaluationSpec` (same fields and bounds) plus where the asset goes.
+Its dataset is read when the definitions load (relative paths from the ``defs.yaml`` folder), so
+a bad file fails ``dg check defs`` naming the file and line."""
 
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,10 +15,10 @@ from ..assets.evaluation import SCORE_CHECK_NAME, BaselineFinder, previous_check
 from ..core import EventKind
 from ..evaluation import EvaluationSpec
 from ..evaluation.graders import GraderSpec
-from ..partitions import CHECKPOINT_PARTITIONS
 from ..partitions.sweeps import EVALUATION_ASSET_KEY
 from ..sensors import EventRoute
 from .schema import Section
+from .sensors import section_route
 
 __all__ = ["EvaluationSection", "GraderConfig"]
 
@@ -88,8 +82,10 @@ class EvaluationSection(EvaluationSpec, Section):
         group_name: str | None,
         checkpoint_asset_key: dg.AssetKey,
         baselines: Sequence[BaselineFinder] = (),
-    ) -> dg.AssetsDefinition:
-        return build_evaluation_asset(
+    ) -> dg.Definitions:
+        if not self.enabled:
+            return dg.Definitions()
+        asset = build_evaluation_asset(
             self.to_spec(),
             key=dg.AssetKey.from_user_string(self.key),
             resource_key=resource_key,
@@ -100,22 +96,11 @@ class EvaluationSection(EvaluationSpec, Section):
             check_severity=dg.AssetCheckSeverity(self.check_severity),
             baselines=(previous_checkpoint_baseline, *baselines),
         )
+        return dg.Definitions(assets=[asset])
 
     def routes(self, existing: Sequence[EventRoute]) -> list[EventRoute]:
-        """The route of checkpoint events to this asset, if wanted (raises if the YAML already
-        routes checkpoint_registered elsewhere: each kind goes to one route)."""
+        """checkpoint_registered to this asset, unless ``route: false``."""
         if not self.enabled or not self.route:
             return []
-        if any(EventKind.CHECKPOINT_REGISTERED in r.kinds for r in existing):
-            raise ValueError(
-                "evaluation: checkpoint_registered is already routed under sessions.routes:; "
-                "remove that route or set evaluation.route: false"
-            )
-        return [
-            EventRoute(
-                [EventKind.CHECKPOINT_REGISTERED],
-                assets=dg.AssetSelection.assets(dg.AssetKey.from_user_string(self.key)),
-                job_name=self.job_name,
-                partitions_def=CHECKPOINT_PARTITIONS,
-            )
-        ]
+        kinds = [EventKind.CHECKPOINT_REGISTERED]
+        return section_route("evaluation", kinds, self.key, self.job_name, existing)
