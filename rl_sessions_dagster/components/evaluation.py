@@ -32,16 +32,12 @@ class GraderConfig(GraderSpec, Section):
     )
 
 
-def _default_graders() -> list[GraderConfig]:
-    return [GraderConfig(type="exact")]
-
-
 class EvaluationSection(EvaluationSpec, Section):
     """A built-in evaluation of every registered checkpoint: a dataset, graders, how to run
     them, and the score check's tolerance."""
 
     graders: list[GraderConfig] = Field(  # type: ignore[assignment]
-        default_factory=_default_graders,
+        default_factory=lambda: [GraderConfig(type="exact")],
         min_length=1,
         description="Graders, each {type: ..., options}: exact, contains, regex, numeric "
         "(abs_tol, rel_tol, pick), json_field (path), or type: 'package.module:function'.",
@@ -64,24 +60,21 @@ class EvaluationSection(EvaluationSpec, Section):
     )
 
     def to_spec(self) -> EvaluationSpec:
-        """The plain spec (graders as the engine's specs; ``type: pkg.mod:fn`` → function)."""
-        graders = []
-        for g in self.graders:
-            raw = g.model_dump(exclude_none=True)
-            if ":" in raw["type"]:
-                raw["function"], raw["type"] = raw["type"], "function"
-            graders.append(GraderSpec.model_validate(raw))
-        fields = set(EvaluationSpec.model_fields) - {"graders"}
-        return EvaluationSpec(graders=graders, **{f: getattr(self, f) for f in fields})
+        """The plain spec; a grader of ``type: pkg.mod:fn`` becomes a function grader."""
+        graders = [g.model_dump(exclude_none=True) for g in self.graders]
+        for g in graders:
+            if ":" in g["type"]:
+                g["function"], g["type"] = g["type"], "function"
+        fields = self.model_dump(include=set(EvaluationSpec.model_fields))
+        return EvaluationSpec.model_validate({**fields, "graders": graders})
 
     def build(
         self,
-        *,
         base_dir: Path | None,
         resource_key: str,
         group_name: str | None,
         checkpoint_asset_key: dg.AssetKey,
-        baselines: Sequence[BaselineFinder] = (),
+        baselines: Sequence[BaselineFinder],
     ) -> dg.Definitions:
         if not self.enabled:
             return dg.Definitions()

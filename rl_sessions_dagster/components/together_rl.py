@@ -17,7 +17,7 @@ from .champion import ChampionSection
 from .evaluation import EvaluationSection
 from .gpus import IdleGuardConfig, SpendScheduleConfig
 from .report import ReportSection
-from .resource_section import default_resource, resolve_resource, resource_model
+from .resource_section import ResourceSection, resolve_resource
 from .schema import Section, exact
 from .sensors import ResourceSensorSection, SessionSensorSection, running_field, scheduled
 
@@ -144,11 +144,11 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
         TogetherRLResource,
         dg.Resolver(
             resolve_resource,
-            model_field_type=resource_model(),
+            model_field_type=ResourceSection.model(),
             description="The TogetherRLResource: any of its fields; secrets by environment "
             "variable (api_key_env, database_url_env), read at run and tick time.",
         ),
-    ] = Field(default_factory=default_resource)
+    ] = Field(default_factory=lambda: ResourceSection().build())
     checkpoint_asset: CheckpointAssetConfig = Field(
         default_factory=CheckpointAssetConfig,
         description="The external checkpoint asset, one partition per checkpoint.",
@@ -211,9 +211,7 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
         if self.evaluation is not None:
             routes += self.evaluation.routes(routes)
             baselines = self.champion.baselines(key) if self.champion is not None else []
-            parts.append(self.evaluation.build(base_dir=context.path, resource_key=rk,
-                                               group_name=group, checkpoint_asset_key=key,
-                                               baselines=baselines))  # fmt: skip
+            parts.append(self.evaluation.build(context.path, rk, group, key, baselines))
         if self.model_resources is not None:
             parts.append(self.model_resources.build(rk, spans_db))
         if self.idle_guard is not None:
