@@ -16,14 +16,7 @@ from ..api.errors import TogetherRLError
 from .dataset import Dataset, EvalItem
 from .graders import Grade, Grader, Verdict
 
-__all__ = [
-    "EvaluationFailed",
-    "EvaluationResult",
-    "ItemResult",
-    "RunSettings",
-    "percentile",
-    "run_evaluation",
-]
+__all__ = ["EvaluationFailed", "EvaluationResult", "ItemResult", "RunSettings", "run_evaluation"]
 
 
 class EvaluationFailed(RuntimeError):

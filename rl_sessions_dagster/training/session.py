@@ -188,12 +188,9 @@ def _create_session(
     answer was lost (creates are not retried: a retry could start a second session)."""
     try:
         return client.create_session(resource_id, **kwargs)
-    except TransportError as exc:
-        if exc.may_have_reached_server:
+    except (TransportError, DeadlineExceeded) as exc:
+        if not isinstance(exc, TransportError) or exc.may_have_reached_server:
             unsure.append(resource_id)
-        raise
-    except DeadlineExceeded:
-        unsure.append(resource_id)
         raise
 
 
@@ -306,16 +303,8 @@ class TrainingLaunchConfig(dg.Config):
         )
 
     def session_kwargs(self) -> dict[str, Any]:
-        wandb = {
-            k: v
-            for k, v in {
-                "entity": self.wandb_entity,
-                "project": self.wandb_project,
-                "group": self.wandb_group,
-                "run_name": self.wandb_run_name,
-            }.items()
-            if v is not None
-        }
+        wandb = {k: getattr(self, f"wandb_{k}") for k in ("entity", "project", "group", "run_name")}
+        wandb = {k: v for k, v in wandb.items() if v is not None}
         lora = {k: v for k, v in {"rank": self.lora_rank, "alpha": self.lora_alpha}.items() if v}
         return {
             "display_name": self.display_name,
