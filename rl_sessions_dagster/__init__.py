@@ -36,7 +36,7 @@ from .sensors import (
     build_model_resource_sensor,
     build_session_sensor,
 )
-from .training import LaunchedSession, TrainingLaunchConfig, build_training_op, launched_session
+from .training import LaunchedSession, TrainingLaunchConfig, launched_session
 from .version import __version__
 
 __all__ = [
@@ -73,7 +73,6 @@ __all__ = [
     "build_session_report_asset",
     "build_session_sensor",
     "build_spend_asset",
-    "build_training_op",
     "champion_baseline",
     "checkpoint_id_for_partition",
     "launched_session",

@@ -38,10 +38,10 @@ from rl_sessions_dagster import (
     EventKind,
     EventRoute,
     TogetherRLResource,
+    TrainingLaunchConfig,
     build_model_resource_sensor,
     build_session_sensor,
     build_spend_asset,
-    build_training_op,
     checkpoint_id_for_partition,
 )
 from rl_sessions_dagster.assets import build_session_sync_asset
@@ -155,16 +155,18 @@ def retries() -> dg.Definitions:
 
 
 def training() -> dg.Definitions:
-    def train(context, launched):
-        context.log.info(f"training on {launched.session_id}")
-        for _ in range(3000):  # at most ~5 minutes; the test terminates the run long before
-            time.sleep(0.1)
-
-    training_op = build_training_op(train)
+    @dg.op
+    def together_rl_training(
+        context: dg.OpExecutionContext, config: TrainingLaunchConfig, together: TogetherRLResource
+    ) -> None:
+        with config.launch(context, together) as launched:
+            context.log.info(f"training on {launched.session_id}")
+            for _ in range(3000):  # at most ~5 minutes; the test terminates the run long before
+                time.sleep(0.1)
 
     @dg.job
     def training_job() -> None:
-        training_op()
+        together_rl_training()
 
     def with_config(event, request):
         config = {"base_model": TRAIN_MODEL, "reuse_ready_resource": False,

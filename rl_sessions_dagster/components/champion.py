@@ -1,12 +1,5 @@
-"""The ``champion:`` section of ``TogetherRLComponent``: the best checkpoint of each sweep.
-
-Builds the sweep-partitioned champion asset and its sensor
-(:func:`~rl_sessions_dagster.assets.build_champion_definitions`), fed by the evaluation asset
-(the ``evaluation:`` section's key unless ``evaluation_key`` is given). ``on_change`` routes the
-``champion_changed`` event to an asset selection, like a route under ``sessions.routes:``. With
-``baseline: true`` (and metric ``score``, higher is better) the evaluation's score check also
-compares each checkpoint with its sweep's champion.
-"""
+"""The ``champion:`` section of ``TogetherRLComponent``: the best evaluated checkpoint of each
+sweep, its sensor, and (``baseline: true``) the champion as a baseline of the score check."""
 
 import dagster as dg
 from pydantic import Field
@@ -14,12 +7,15 @@ from pydantic import Field
 from ..assets import champion_baseline
 from ..assets.evaluation import BaselineFinder
 from ..core.sweeps import ChampionRule, Direction
-from ..partitions import CHAMPION_ASSET_KEY, EVALUATION_ASSET_KEY
+from ..partitions import CHAMPION_ASSET_KEY
 from ..sensors import ChampionOptions, build_champion_definitions
 from .schema import Section
 from .sensors import copied_field, interval_field, running_field, sensor_status
 
 __all__ = ["ChampionRouteConfig", "ChampionSection"]
+
+#: The rule's fields, copied as ChampionRule spells them (type, default, bounds, description).
+_RULE = ("metric", "direction", "min_candidates", "name_separator")
 
 
 class ChampionRouteConfig(Section):
@@ -42,7 +38,6 @@ class ChampionSection(Section):
     evaluation_key: str | None = Field(
         default=None, description="Evaluation asset (default: the evaluation: section's key)."
     )
-    # The rule's fields, as ChampionRule spells them (type, default, bounds, description).
     metric: str = copied_field(ChampionRule, "metric")
     direction: Direction = copied_field(ChampionRule, "direction")
     min_candidates: int = copied_field(ChampionRule, "min_candidates")
@@ -59,16 +54,9 @@ class ChampionSection(Section):
     minimum_interval_seconds: int = interval_field()
     running: bool = running_field()
 
-    def rule(self) -> ChampionRule:
-        return ChampionRule(
-            metric=self.metric,
-            direction=self.direction,
-            min_candidates=self.min_candidates,
-            name_separator=self.name_separator,
-        )
-
     def baselines(self, checkpoint_asset_key: dg.AssetKey) -> list[BaselineFinder]:
-        """The champion baseline for the evaluation's score check, if it applies."""
+        """The champion baseline for the evaluation's score check, if it applies: on, and
+        the metric is the score, higher is better."""
         if not (self.enabled and self.baseline and self.metric == "score"):
             return []
         if self.direction != "higher":
@@ -82,25 +70,25 @@ class ChampionSection(Section):
         ]
 
     def build(
-        self, *, evaluation_key: str | None, checkpoint_asset_key: dg.AssetKey,
-        group_name: str | None,
-    ) -> dg.Definitions:  # fmt: skip
+        self, evaluation_key: str, checkpoint_asset_key: dg.AssetKey, group_name: str | None
+    ) -> dg.Definitions:
         if not self.enabled:
             return dg.Definitions()
-        eval_key = self.evaluation_key or evaluation_key or EVALUATION_ASSET_KEY.to_user_string()
         route = self.on_change
+        rule = ChampionRule(**{name: getattr(self, name) for name in _RULE})
+        options = ChampionOptions(
+            key=dg.AssetKey.from_user_string(self.key),
+            evaluation_key=dg.AssetKey.from_user_string(self.evaluation_key or evaluation_key),
+            checkpoint_asset_key=checkpoint_asset_key,
+            job_name=route.job_name if route else ChampionOptions.job_name,
+            partitioned_job=route.partitioned if route else False,
+            group_name=group_name,
+        )
         return build_champion_definitions(
             name=self.sensor_name,
             assets=dg.AssetSelection.from_string(route.assets) if route else None,
-            rule=self.rule(),
-            options=ChampionOptions(
-                key=dg.AssetKey.from_user_string(self.key),
-                evaluation_key=dg.AssetKey.from_user_string(eval_key),
-                checkpoint_asset_key=checkpoint_asset_key,
-                job_name=route.job_name if route else ChampionOptions.job_name,
-                partitioned_job=route.partitioned if route else False,
-                group_name=group_name,
-            ),
+            rule=rule,
+            options=options,
             minimum_interval_seconds=self.minimum_interval_seconds,
             default_status=sensor_status(self.running),
         )

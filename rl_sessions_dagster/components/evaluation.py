@@ -1,13 +1,7 @@
-"""The ``evaluation:`` section of ``TogetherRLComponent``: the built-in checkpoint evaluation.
-
-The section *is* :class:`~rl_sessions_dagster.evaluation.EvaluationSpec` (same fields, same
-bounds, so ``dg check yaml`` checks the numbers) plus where the asset goes. It builds the
-asset with :func:`~rl_sessions_dagster.assets.build_evaluation_asset` and, unless
-``route: false``, routes ``checkpoint_registered`` events to it on the Component's sensor. The
-dataset is read when the definitions load: a missing file or a malformed line fails
-``dg check defs`` naming the file and line. A relative ``dataset`` path is read from the folder
-of the ``defs.yaml``.
-"""
+"""The ``evaluation:`` section of ``TogetherRLComponent``: an
+:class:`~rl_sessions_dagster.EvaluationSpec` (same fields and bounds) plus where the asset goes.
+Its dataset is read when the definitions load (relative paths from the ``defs.yaml`` folder), so
+a bad file fails ``dg check defs`` naming the file and line."""
 
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,9 +15,10 @@ from ..assets.evaluation import SCORE_CHECK_NAME, BaselineFinder, previous_check
 from ..core import EventKind
 from ..evaluation import EvaluationSpec
 from ..evaluation.graders import GraderSpec
-from ..partitions import CHECKPOINT_PARTITIONS, EVALUATION_ASSET_KEY
+from ..partitions import EVALUATION_ASSET_KEY
 from ..sensors import EventRoute
 from .schema import Section
+from .sensors import section_route
 
 __all__ = ["EvaluationSection", "GraderConfig"]
 
@@ -37,16 +32,12 @@ class GraderConfig(GraderSpec, Section):
     )
 
 
-def _default_graders() -> list[GraderConfig]:
-    return [GraderConfig(type="exact")]
-
-
 class EvaluationSection(EvaluationSpec, Section):
     """A built-in evaluation of every registered checkpoint: a dataset, graders, how to run
     them, and the score check's tolerance."""
 
     graders: list[GraderConfig] = Field(  # type: ignore[assignment]
-        default_factory=_default_graders,
+        default_factory=lambda: [GraderConfig(type="exact")],
         min_length=1,
         description="Graders, each {type: ..., options}: exact, contains, regex, numeric "
         "(abs_tol, rel_tol, pick), json_field (path), or type: 'package.module:function'.",
@@ -69,26 +60,25 @@ class EvaluationSection(EvaluationSpec, Section):
     )
 
     def to_spec(self) -> EvaluationSpec:
-        """The plain spec (graders as the engine's specs; ``type: pkg.mod:fn`` → function)."""
-        graders = []
-        for g in self.graders:
-            raw = g.model_dump(exclude_none=True)
-            if ":" in raw["type"]:
-                raw["function"], raw["type"] = raw["type"], "function"
-            graders.append(GraderSpec.model_validate(raw))
-        fields = set(EvaluationSpec.model_fields) - {"graders"}
-        return EvaluationSpec(graders=graders, **{f: getattr(self, f) for f in fields})
+        """The plain spec; a grader of ``type: pkg.mod:fn`` becomes a function grader."""
+        graders = [g.model_dump(exclude_none=True) for g in self.graders]
+        for g in graders:
+            if ":" in g["type"]:
+                g["function"], g["type"] = g["type"], "function"
+        fields = self.model_dump(include=set(EvaluationSpec.model_fields))
+        return EvaluationSpec.model_validate({**fields, "graders": graders})
 
     def build(
         self,
-        *,
         base_dir: Path | None,
         resource_key: str,
         group_name: str | None,
         checkpoint_asset_key: dg.AssetKey,
-        baselines: Sequence[BaselineFinder] = (),
-    ) -> dg.AssetsDefinition:
-        return build_evaluation_asset(
+        baselines: Sequence[BaselineFinder],
+    ) -> dg.Definitions:
+        if not self.enabled:
+            return dg.Definitions()
+        asset = build_evaluation_asset(
             self.to_spec(),
             key=dg.AssetKey.from_user_string(self.key),
             resource_key=resource_key,
@@ -99,22 +89,11 @@ class EvaluationSection(EvaluationSpec, Section):
             check_severity=dg.AssetCheckSeverity(self.check_severity),
             baselines=(previous_checkpoint_baseline, *baselines),
         )
+        return dg.Definitions(assets=[asset])
 
     def routes(self, existing: Sequence[EventRoute]) -> list[EventRoute]:
-        """The route of checkpoint events to this asset, if wanted (raises if the YAML already
-        routes checkpoint_registered elsewhere: each kind goes to one route)."""
+        """checkpoint_registered to this asset, unless ``route: false``."""
         if not self.enabled or not self.route:
             return []
-        if any(EventKind.CHECKPOINT_REGISTERED in r.kinds for r in existing):
-            raise ValueError(
-                "evaluation: checkpoint_registered is already routed under sessions.routes:; "
-                "remove that route or set evaluation.route: false"
-            )
-        return [
-            EventRoute(
-                [EventKind.CHECKPOINT_REGISTERED],
-                assets=dg.AssetSelection.assets(dg.AssetKey.from_user_string(self.key)),
-                job_name=self.job_name,
-                partitions_def=CHECKPOINT_PARTITIONS,
-            )
-        ]
+        kinds = [EventKind.CHECKPOINT_REGISTERED]
+        return section_route("evaluation", kinds, self.key, self.job_name, existing)

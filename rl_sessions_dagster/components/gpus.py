@@ -1,26 +1,19 @@
-"""The GPU side of ``TogetherRLComponent``: the idle guard and spend (model-resource events are
-the ``model_resources:`` sensor section, :mod:`.sensors`).
-
-Each section is off unless written in the YAML (``enabled: false`` also turns it off), so a
-``defs.yaml`` that only watches sessions loads exactly as before. Building makes no API call.
-"""
-
-from typing import Any
+"""The ``idle_guard:`` and ``spend:`` sections of ``TogetherRLComponent`` (model-resource events
+are the ``model_resources:`` sensor section). Each is off unless written in the YAML."""
 
 import dagster as dg
 from pydantic import Field
 
 from ..assets import build_spend_asset
-from ..assets.schedules import table_job_and_schedule
 from ..core.idle import IdlePolicy
 from ..sensors import IdleGuardOptions, build_idle_guard
 from .schema import Section
 from .sensors import (
-    ResourceSensorSection,
     copied_field,
     interval_field,
     options_section,
     running_field,
+    scheduled,
     sensor_status,
 )
 
@@ -31,6 +24,8 @@ _GuardOptions = options_section(
     ":class:`~rl_sessions_dagster.IdleGuardOptions` in YAML.",
     exclude={"resource_key", "spend_db_path"},
 )
+#: The policy's fields, as IdlePolicy spells them (YAML takes lists for the sets).
+_SETS = ("allow_ids", "deny_ids", "allow_base_models", "deny_base_models")
 
 
 class IdleGuardConfig(_GuardOptions):  # type: ignore[valid-type,misc] # a derived model
@@ -42,7 +37,6 @@ class IdleGuardConfig(_GuardOptions):  # type: ignore[valid-type,misc] # a deriv
         min_length=1,
         description="Name of the guard's job (its sensor: <name>_sensor).",
     )
-    # The policy's fields, as IdlePolicy spells them (YAML takes lists for the sets).
     idle_seconds: float = copied_field(IdlePolicy, "idle_seconds")
     dry_run: bool = Field(default=True, description="Only report what stopping would save.")
     force: bool = copied_field(IdlePolicy, "force")
@@ -54,31 +48,29 @@ class IdleGuardConfig(_GuardOptions):  # type: ignore[valid-type,misc] # a deriv
     minimum_interval_seconds: int = interval_field(300)
     running: bool = running_field()
 
-    def build(
-        self, resource_key: str, spend_db_path: str | None = None
-    ) -> tuple[dg.JobDefinition, dg.SensorDefinition] | None:
+    def build(self, resource_key: str, spend_db_path: str | None) -> dg.Definitions:
         if not self.enabled:
-            return None
-        return build_idle_guard(
+            return dg.Definitions()
+        policy = IdlePolicy(
+            idle_seconds=self.idle_seconds,
+            created_by=self.created_by,
+            force=self.force,
+            **{name: frozenset(getattr(self, name)) for name in _SETS},
+        )
+        options = IdleGuardOptions(
+            resource_key=resource_key,
+            spend_db_path=spend_db_path,
+            **{name: getattr(self, name) for name in _GuardOptions.model_fields},
+        )
+        job, sensor = build_idle_guard(
             name=self.name,
-            policy=IdlePolicy(
-                idle_seconds=self.idle_seconds,
-                created_by=self.created_by,
-                allow_ids=frozenset(self.allow_ids),
-                deny_ids=frozenset(self.deny_ids),
-                allow_base_models=frozenset(self.allow_base_models),
-                deny_base_models=frozenset(self.deny_base_models),
-                force=self.force,
-            ),
+            policy=policy,
             dry_run=self.dry_run,
-            options=IdleGuardOptions(
-                resource_key=resource_key,
-                spend_db_path=spend_db_path,
-                **{name: getattr(self, name) for name in _GuardOptions.model_fields},
-            ),
+            options=options,
             minimum_interval_seconds=self.minimum_interval_seconds,
             default_status=sensor_status(self.running),
         )
+        return dg.Definitions(jobs=[job], sensors=[sensor])
 
 
 class SpendScheduleConfig(Section):
@@ -103,44 +95,19 @@ class SpendScheduleConfig(Section):
         description="Name of the spend job (its schedule: <job_name>_schedule).",
     )
 
-    def build(self, resource_key: str, group_name: str | None) -> dg.Definitions | None:
+    def build(self, resource_key: str, group_name: str | None) -> dg.Definitions:
         if not self.enabled:
-            return None
+            return dg.Definitions()
         asset = build_spend_asset(
             key=dg.AssetKey.from_user_string(self.key),
             resource_key=resource_key,
             db_path=self.db_path,
             group_name=group_name,
         )
-        job, schedule = table_job_and_schedule(
+        return scheduled(
             asset,
             job_name=self.job_name,
             cron_schedule=self.cron_schedule,
+            running=self.running,
             schedule_name=f"{self.job_name}_schedule",
-            default_status=(
-                dg.DefaultScheduleStatus.RUNNING
-                if self.running
-                else dg.DefaultScheduleStatus.STOPPED
-            ),
         )
-        return dg.Definitions(assets=[asset], jobs=[job], schedules=[schedule])
-
-
-def gpu_defs(
-    resource_key: str,
-    group_name: str | None,
-    model_resources: ResourceSensorSection | None,
-    idle_guard: IdleGuardConfig | None,
-    spend: SpendScheduleConfig | None,
-) -> dg.Definitions:
-    """The definitions of whichever GPU sections the YAML has."""
-    parts: list[Any] = []
-    # Spans observed by the sensor and the guard go where the spend asset reads them.
-    db = spend.db_path if spend is not None and spend.enabled else None
-    if model_resources is not None and (sensor := model_resources.build(resource_key, db)):
-        parts.append(dg.Definitions(sensors=[sensor]))
-    if idle_guard is not None and (guard := idle_guard.build(resource_key, db)):
-        parts.append(dg.Definitions(jobs=[guard[0]], sensors=[guard[1]]))
-    if spend is not None and (spent := spend.build(resource_key, group_name)):
-        parts.append(spent)
-    return dg.Definitions.merge(*parts) if parts else dg.Definitions()

@@ -1,11 +1,6 @@
-"""The ``report:`` section of ``TogetherRLComponent``: one report per finished session.
-
-Builds :func:`~rl_sessions_dagster.assets.build_session_report_asset` and, unless
-``route: false``, routes the terminal session events to it on the Component's sensor (each
-run is tagged with the session id the report reads). Scores come from the evaluation asset
-(the ``evaluation:`` section's key unless ``evaluation_key`` is given), spend from the spend
-tables (the ``spend:`` section's ``db_path`` unless ``spend_db_path`` is given).
-"""
+"""The ``report:`` section of ``TogetherRLComponent``: one report per finished session, routed
+from the terminal session events (scores from the evaluation asset, spend from the spend
+tables)."""
 
 from collections.abc import Sequence
 from typing import Literal
@@ -15,10 +10,9 @@ from pydantic import Field
 
 from ..assets import build_session_report_asset
 from ..assets.report import REPORT_ASSET_KEY
-from ..partitions import EVALUATION_ASSET_KEY
 from ..sensors import EventRoute
-from ..sensors.options import event_kinds
 from .schema import Section
+from .sensors import section_route
 
 __all__ = ["ReportSection"]
 
@@ -53,39 +47,22 @@ class ReportSection(Section):
     )
 
     def build(
-        self,
-        *,
-        resource_key: str,
-        group_name: str | None,
-        evaluation_key: str | None,
-        spend_db_path: str | None,
-    ) -> dg.AssetsDefinition:
-        eval_key = self.evaluation_key or evaluation_key or EVALUATION_ASSET_KEY.to_user_string()
-        return build_session_report_asset(
+        self, resource_key: str, group_name: str | None, evaluation_key: str, spend_db: str | None
+    ) -> dg.Definitions:
+        if not self.enabled:
+            return dg.Definitions()
+        report = build_session_report_asset(
             key=dg.AssetKey.from_user_string(self.key),
             resource_key=resource_key,
-            evaluation_key=dg.AssetKey.from_user_string(eval_key),
+            evaluation_key=dg.AssetKey.from_user_string(self.evaluation_key or evaluation_key),
             metric=self.metric,
-            spend_db_path=self.spend_db_path or spend_db_path,
+            spend_db_path=self.spend_db_path or spend_db,
             group_name=group_name,
         )
+        return dg.Definitions(assets=[report])
 
     def routes(self, existing: Sequence[EventRoute]) -> list[EventRoute]:
-        """The route of the terminal events to the report (raises if one of them is already
-        routed under sessions.routes:: each kind goes to one route)."""
+        """``event_kinds`` to the report, unless ``route: false``."""
         if not self.enabled or not self.route:
             return []
-        kinds = event_kinds(self.event_kinds)
-        taken = sorted(k.value for r in existing for k in r.kinds & kinds)
-        if taken:
-            raise ValueError(
-                f"report: {taken} already routed under sessions.routes:; remove them there or set "
-                "report.route: false"
-            )
-        return [
-            EventRoute(
-                kinds,
-                assets=dg.AssetSelection.assets(dg.AssetKey.from_user_string(self.key)),
-                job_name=self.job_name,
-            )
-        ]
+        return section_route("report", self.event_kinds, self.key, self.job_name, existing)

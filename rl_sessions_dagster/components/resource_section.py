@@ -1,12 +1,7 @@
-"""The ``resource:`` section of ``TogetherRLComponent``: every field of
-:class:`~rl_sessions_dagster.TogetherRLResource`, resolved by one resolver.
-
-As dagster-dbt's Component resolves its workspace, the section is derived from the resource's
-own fields (type, default, description), so a field added to the resource is in the YAML
-with nothing to copy. A secret field (``api_key``, ``database_url``) is named in YAML by the
-environment variable holding it, ``<field>_env``, and becomes a ``dg.EnvVar``: read at run and
-tick time, never written to YAML or to the definitions.
-"""
+"""The ``resource:`` section of ``TogetherRLComponent``, derived from
+:class:`~rl_sessions_dagster.TogetherRLResource`'s own fields (a field added there is in the
+YAML with nothing to copy). A secret is named by the environment variable holding it
+(``<field>_env``) and becomes a ``dg.EnvVar``: read at run and tick time, never in YAML."""
 
 from typing import Any
 
@@ -43,7 +38,6 @@ class _ResourceSectionBase(Section):
     variable (``api_key_env``, ``database_url_env``), read at run and tick time."""
 
     def build(self) -> TogetherRLResource:
-        """The resource, every field as written (secrets as ``dg.EnvVar``)."""
         values: dict[str, Any] = {}
         for name, info in TogetherRLResource.model_fields.items():
             if _is_secret(info):
@@ -83,17 +77,6 @@ ResourceSection = create_model(
 )
 
 
-def resource_model() -> type[BaseModel]:
-    """Dagster's model of the section (templates accepted, its schema exact)."""
-    return ResourceSection.model()
-
-
 def resolve_resource(context: dg.ResolutionContext, model: BaseModel) -> TogetherRLResource:
     """The one resolver of ``resource:``: the YAML (templates resolved) → the resource."""
-    section = ResourceSection.resolve_from_model(context, model)
-    return section.build()
-
-
-def default_resource() -> TogetherRLResource:
-    """The resource of a YAML with no ``resource:`` section."""
-    return ResourceSection().build()
+    return ResourceSection.resolve_from_model(context, model).build()

@@ -1,30 +1,17 @@
-"""The two event-sensor sections of ``TogetherRLComponent``, one shape for both families:
-
-```yaml
-sessions:          # session and checkpoint events → build_session_sensor
-  name: ...
-  minimum_interval_seconds: 30
-  running: false
-  filter: {...}    # SessionFilter
-  options: {...}   # PollingOptions
-  routes: [{event_kinds: [...], assets: '...', job_name: ...}]
-model_resources:   # model-resource events → build_model_resource_sensor
-  (the same keys: filter is a ResourceFilter, options ResourceSensorOptions)
-```
-
-Each ``options:`` section is derived from the Python options class (:func:`options_section`):
-the same fields, defaults, bounds and descriptions, spelled once in ``sensors/options.py``.
-"""
+"""The Component's sections for sensors, one shape for both event families (``name``,
+``running``, ``filter``, ``options``, ``routes``), and the helpers every section shares. Each
+``options:`` section copies its Python options class's fields (:func:`options_section`)."""
 
 import copy
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Any, Literal
 
 import dagster as dg
 from pydantic import Field, create_model
 from pydantic_core import PydanticUndefined
 
-from ..core.events import CHECKPOINT_EVENTS, SessionFilter
+from ..assets.schedules import table_job_and_schedule
+from ..core.events import CHECKPOINT_EVENTS, EventKind, SessionFilter
 from ..partitions import CHECKPOINT_PARTITIONS
 from ..sensors import (
     EventRoute,
@@ -38,7 +25,13 @@ from ..sensors import (
 from ..sensors.options import event_kinds
 from .schema import Section
 
-__all__ = ["ResourceSensorSection", "SessionSensorSection", "copied_field", "options_section"]
+__all__ = [
+    "ResourceSensorSection",
+    "SessionSensorSection",
+    "copied_field",
+    "options_section",
+    "section_route",
+]
 
 
 def copied_field(owner: Any, name: str) -> Any:
@@ -62,11 +55,6 @@ def options_section(
         if field not in exclude
     }
     return create_model(name, __base__=Section, __module__=__name__, __doc__=doc, **fields)
-
-
-def _values(section: Section) -> dict[str, Any]:
-    """A derived section's values, as the options class takes them."""
-    return section.model_dump()
 
 
 #: The session event kinds as YAML spells them (``EventKind`` values; a test keeps them equal).
@@ -104,13 +92,60 @@ def sensor_status(running: bool) -> dg.DefaultSensorStatus:
     return dg.DefaultSensorStatus.RUNNING if running else dg.DefaultSensorStatus.STOPPED
 
 
+def scheduled(
+    asset: dg.AssetsDefinition,
+    *,
+    job_name: str | None,
+    cron_schedule: str,
+    running: bool,
+    schedule_name: str | None = None,
+) -> dg.Definitions:
+    """``asset`` with the job and schedule that refresh it."""
+    job, schedule = table_job_and_schedule(
+        asset,
+        job_name=job_name,
+        cron_schedule=cron_schedule,
+        schedule_name=schedule_name,
+        default_status=(
+            dg.DefaultScheduleStatus.RUNNING if running else dg.DefaultScheduleStatus.STOPPED
+        ),
+    )
+    return dg.Definitions(assets=[asset], jobs=[job], schedules=[schedule])
+
+
+def section_route(
+    section: str,
+    kinds: Collection[EventKind | str],
+    key: str,
+    job_name: str,
+    existing: Sequence[EventRoute],
+) -> list[EventRoute]:
+    """The route a section (``evaluation:``, ``report:``) adds to the session sensor; raises
+    when the YAML routes one of its kinds under ``sessions.routes:`` already."""
+    wanted = event_kinds(kinds)
+    taken = sorted(k.value for r in existing for k in r.kinds & wanted)
+    if taken:
+        raise ValueError(
+            f"{section}: {', '.join(taken)} {'is' if len(taken) == 1 else 'are'} already routed "
+            f"under sessions.routes:; remove that route or set {section}.route: false"
+        )
+    selection = dg.AssetSelection.assets(dg.AssetKey.from_user_string(key))
+    return [EventRoute(wanted, assets=selection, job_name=job_name)]
+
+
+def _name_field(default: Any = ...) -> Any:
+    return Field(
+        default,
+        min_length=1,
+        description="Sensor name; also the key of its cursor (renaming starts over).",
+    )
+
+
 class SensorSection(Section):
     """What every sensor section has: on/off, name, interval, default status."""
 
     enabled: bool = Field(default=True, description="false: no sensor.")
-    name: str = Field(
-        min_length=1, description="Sensor name; also the key of its cursor (renaming starts over)."
-    )
+    name: str = _name_field()
     minimum_interval_seconds: int = interval_field()
     running: bool = running_field()
 
@@ -163,9 +198,6 @@ class SessionFilterConfig(Section):
         default=None, description="Only sessions in this W&B group (a sweep)."
     )
 
-    def build(self) -> SessionFilter:
-        return SessionFilter(**self.model_dump())
-
 
 PollingConfig = options_section(
     PollingOptions,
@@ -179,11 +211,7 @@ class SessionSensorSection(SensorSection):
     """The session-event sensor: one poll of the API per interval, each event kind routed to
     its own asset selection."""
 
-    name: str = Field(
-        default="together_rl_events",
-        min_length=1,
-        description="Sensor name; also the key of its cursor (renaming starts over).",
-    )
+    name: str = _name_field("together_rl_events")
     filter: SessionFilterConfig = Field(
         default_factory=SessionFilterConfig, description="Which sessions the sensor watches."
     )
@@ -203,29 +231,27 @@ class SessionSensorSection(SensorSection):
     )
 
     def build(
-        self,
-        *,
-        resource_key: str,
-        checkpoint_asset_key: dg.AssetKey | None,
-        routes: list[EventRoute],
-    ) -> dg.SensorDefinition | None:
-        """The sensor of ``routes`` (this section's and the other sections'), or None when
-        it is off or has nothing to run or announce."""
+        self, resource_key: str, checkpoint_asset_key: dg.AssetKey | None, routes: list[EventRoute]
+    ) -> dg.Definitions:
+        """The sensor of ``routes`` (this section's and the other sections'); none when it is
+        off or has nothing to run or announce."""
         if not self.enabled or (not routes and not self.announce):
-            return None
-        return build_session_sensor(
+            return dg.Definitions()
+        options = PollingOptions(
+            resource_key=resource_key,
+            checkpoint_asset_key=checkpoint_asset_key,
+            **Section.model_dump(self.options),
+        )
+        sensor = build_session_sensor(
             name=self.name,
             routes=routes,
-            session_filter=self.filter.build(),
-            options=PollingOptions(
-                resource_key=resource_key,
-                checkpoint_asset_key=checkpoint_asset_key,
-                **_values(self.options),
-            ),
+            session_filter=SessionFilter(**self.filter.model_dump()),
+            options=options,
             announce=self.announce,
             minimum_interval_seconds=self.minimum_interval_seconds,
             default_status=sensor_status(self.running),
         )
+        return dg.Definitions(sensors=[sensor])
 
 
 # -- model resources --------------------------------------------------------------------------
@@ -241,13 +267,6 @@ class ResourceRouteConfig(Section):
     )
     assets: str = Field(min_length=1, description="Asset selection, e.g. 'key:\"gpu_notices\"'.")
     job_name: str = Field(min_length=1, description="Name of the asset job the runs execute.")
-
-    def route(self) -> ResourceRoute:
-        return ResourceRoute(
-            self.event_kinds,
-            assets=dg.AssetSelection.from_string(self.assets),
-            job_name=self.job_name,
-        )
 
 
 class ResourceFilterConfig(Section):
@@ -269,11 +288,7 @@ class ResourceSensorSection(SensorSection):
     """The model-resource sensor: one poll of the model-resource list per interval, each event
     kind routed to its own asset selection."""
 
-    name: str = Field(
-        default="together_rl_resource_events",
-        min_length=1,
-        description="Sensor name; also the key of its cursor (renaming starts over).",
-    )
+    name: str = _name_field("together_rl_resource_events")
     filter: ResourceFilterConfig = Field(
         default_factory=ResourceFilterConfig,
         description="Which model resources the sensor watches.",
@@ -287,20 +302,26 @@ class ResourceSensorSection(SensorSection):
         description="Which model-resource event kinds run which assets (none: no sensor).",
     )
 
-    def build(
-        self, resource_key: str, spend_db_path: str | None = None
-    ) -> dg.SensorDefinition | None:
+    def build(self, resource_key: str, spend_db_path: str | None) -> dg.Definitions:
         if not self.enabled or not self.routes:
-            return None
-        return build_model_resource_sensor(
+            return dg.Definitions()
+        routes = [
+            ResourceRoute(
+                r.event_kinds, assets=dg.AssetSelection.from_string(r.assets), job_name=r.job_name
+            )
+            for r in self.routes
+        ]
+        options = ResourceSensorOptions(
+            resource_key=resource_key,
+            spend_db_path=spend_db_path,
+            **Section.model_dump(self.options),
+        )
+        sensor = build_model_resource_sensor(
             name=self.name,
-            routes=[r.route() for r in self.routes],
+            routes=routes,
             resource_filter=ResourceFilter(**self.filter.model_dump()),
-            options=ResourceSensorOptions(
-                resource_key=resource_key,
-                spend_db_path=spend_db_path,
-                **_values(self.options),
-            ),
+            options=options,
             minimum_interval_seconds=self.minimum_interval_seconds,
             default_status=sensor_status(self.running),
         )
+        return dg.Definitions(sensors=[sensor])

@@ -1,13 +1,6 @@
-"""``TogetherRLComponent``: the whole integration configured in a ``defs.yaml``.
-
-What the Python builders wire by hand, from YAML: the resource (every field of
-``TogetherRLResource``, secrets read from environment variables at run time, never written to
-YAML), the checkpoint asset spec and its partitions, the session-event sensor and the
-model-resource sensor (one shape: ``name``, ``running``, ``filter``, ``options``, ``routes``;
-:mod:`.sensors`), and the scheduled sync table. ``dg list components`` shows it;
-``dg scaffold defs rl_sessions_dagster.TogetherRLComponent my_rl`` writes a defs.yaml that
-loads as is. Building the definitions makes no API call.
-"""
+"""``TogetherRLComponent``: the whole integration from a ``defs.yaml``, one section per piece.
+``dg scaffold defs rl_sessions_dagster.TogetherRLComponent my_rl`` writes one that loads as is;
+building the definitions makes no API call."""
 
 from pathlib import Path
 from typing import Annotated, Any
@@ -17,17 +10,15 @@ from dagster.components import Scaffolder, ScaffoldRequest, scaffold_component, 
 from pydantic import BaseModel, Field
 
 from ..assets import CHECKPOINT_ASSET_SPEC, build_session_sync_asset
-from ..assets.schedules import table_job_and_schedule
-from ..partitions import CHECKPOINT_ASSET_KEY
+from ..partitions import CHECKPOINT_ASSET_KEY, EVALUATION_ASSET_KEY
 from ..resource import TogetherRLResource
-from ..sensors import EventRoute
 from .champion import ChampionSection
 from .evaluation import EvaluationSection
-from .gpus import IdleGuardConfig, SpendScheduleConfig, gpu_defs
+from .gpus import IdleGuardConfig, SpendScheduleConfig
 from .report import ReportSection
-from .resource_section import default_resource, resolve_resource, resource_model
+from .resource_section import ResourceSection, resolve_resource
 from .schema import Section, exact
-from .sensors import ResourceSensorSection, SessionSensorSection, running_field
+from .sensors import ResourceSensorSection, SessionSensorSection, running_field, scheduled
 
 SCAFFOLD_YAML = """\
 type: {type_name}
@@ -116,6 +107,14 @@ class SyncConfig(Section):
         "together__rl_sessions_table_sync_job).",
     )
 
+    def build(self, resource_key: str) -> dg.Definitions:
+        if not self.enabled:
+            return dg.Definitions()
+        asset = build_session_sync_asset(resource_key=resource_key, db_path=self.db_path)
+        return scheduled(
+            asset, job_name=self.job_name, cron_schedule=self.cron_schedule, running=self.running
+        )
+
 
 class TogetherRLScaffolder(Scaffolder):
     """Writes a defs.yaml that loads as is, with the routes to fill in shown as comments."""
@@ -144,11 +143,11 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
         TogetherRLResource,
         dg.Resolver(
             resolve_resource,
-            model_field_type=resource_model(),
+            model_field_type=ResourceSection.model(),
             description="The TogetherRLResource: any of its fields; secrets by environment "
             "variable (api_key_env, database_url_env), read at run and tick time.",
         ),
-    ] = Field(default_factory=default_resource)
+    ] = Field(default_factory=lambda: ResourceSection().build())
     checkpoint_asset: CheckpointAssetConfig = Field(
         default_factory=CheckpointAssetConfig,
         description="The external checkpoint asset, one partition per checkpoint.",
@@ -190,106 +189,40 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
 
     @classmethod
     def model(cls) -> type[BaseModel]:
-        """Dagster's derived model, whose JSON schema (what ``dg check yaml`` and
-        ``dg utils inspect-component`` read) is made exact by :func:`.schema.exact`."""
         return exact(super().model(), cls)
 
-    @property
-    def checkpoint_key(self) -> dg.AssetKey:
-        return dg.AssetKey.from_user_string(self.checkpoint_asset.key)
-
-    def build_routes(self) -> list[EventRoute]:
-        """The session sensor's routes: the YAML's, then the evaluation's and the report's."""
+    def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
+        rk, group = self.resource_key, self.checkpoint_asset.group_name
+        key = dg.AssetKey.from_user_string(self.checkpoint_asset.key)
+        eval_key = (self.evaluation.key if self.evaluation is not None else None) or (
+            EVALUATION_ASSET_KEY.to_user_string()
+        )
+        # Spans seen by the resource sensor and the guard go where the spend asset reads them.
+        spans_db = self.spend.db_path if self.spend is not None and self.spend.enabled else None
         routes = [r.route() for r in self.sessions.routes]
+        parts = [
+            dg.Definitions(
+                assets=[CHECKPOINT_ASSET_SPEC.replace_attributes(key=key, group_name=group)],
+                resources={rk: self.resource},
+            ),
+            self.sync.build(rk),
+        ]
         if self.evaluation is not None:
             routes += self.evaluation.routes(routes)
+            baselines = self.champion.baselines(key) if self.champion is not None else []
+            parts.append(self.evaluation.build(context.path, rk, group, key, baselines))
+        if self.model_resources is not None:
+            parts.append(self.model_resources.build(rk, spans_db))
+        if self.idle_guard is not None:
+            parts.append(self.idle_guard.build(rk, spans_db))
+        if self.spend is not None:
+            parts.append(self.spend.build(rk, group))
         if self.report is not None:
             routes += self.report.routes(routes)
-        return routes
-
-    def build_sensor(self) -> dg.SensorDefinition | None:
-        return self.sessions.build(
-            resource_key=self.resource_key,
-            checkpoint_asset_key=(
-                self.checkpoint_key if self.checkpoint_asset.materialize_on_event else None
-            ),
-            routes=self.build_routes(),
-        )
-
-    def _sync_defs(self) -> dg.Definitions:
-        if not self.sync.enabled:
-            return dg.Definitions()
-        sync_asset = build_session_sync_asset(
-            resource_key=self.resource_key, db_path=self.sync.db_path
-        )
-        job, schedule = table_job_and_schedule(
-            sync_asset,
-            job_name=self.sync.job_name,
-            cron_schedule=self.sync.cron_schedule,
-            default_status=(
-                dg.DefaultScheduleStatus.RUNNING
-                if self.sync.running
-                else dg.DefaultScheduleStatus.STOPPED
-            ),
-        )
-        return dg.Definitions(assets=[sync_asset], jobs=[job], schedules=[schedule])
-
-    def _evaluation_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
-        if self.evaluation is None or not self.evaluation.enabled:
-            return dg.Definitions()
-        asset = self.evaluation.build(
-            base_dir=context.path,
-            resource_key=self.resource_key,
-            group_name=self.checkpoint_asset.group_name,
-            checkpoint_asset_key=self.checkpoint_key,
-            baselines=(  # also against the sweep's champion
-                self.champion.baselines(self.checkpoint_key) if self.champion is not None else []
-            ),
-        )
-        return dg.Definitions(assets=[asset])
-
-    def _report_and_champion_defs(self) -> dg.Definitions:
-        """The report and champion sections' definitions (each optional)."""
-        evaluation_key = self.evaluation.key if self.evaluation is not None else None
-        spend_db = self.spend.db_path if self.spend is not None else None
-        parts = []
-        if self.report is not None and self.report.enabled:
-            report = self.report.build(
-                resource_key=self.resource_key,
-                group_name=self.checkpoint_asset.group_name,
-                evaluation_key=evaluation_key,
-                spend_db_path=spend_db,
-            )
-            parts.append(dg.Definitions(assets=[report]))
+            spend_db = self.spend.db_path if self.spend is not None else None
+            parts.append(self.report.build(rk, group, eval_key, spend_db))
         if self.champion is not None:
-            parts.append(
-                self.champion.build(
-                    evaluation_key=evaluation_key,
-                    checkpoint_asset_key=self.checkpoint_key,
-                    group_name=self.checkpoint_asset.group_name,
-                )
-            )
-        return dg.Definitions.merge(*parts) if parts else dg.Definitions()
-
-    def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
-        sensor = self.build_sensor()
-        checkpoint_spec = CHECKPOINT_ASSET_SPEC.replace_attributes(
-            key=self.checkpoint_key, group_name=self.checkpoint_asset.group_name
-        )
-        return dg.Definitions.merge(
-            dg.Definitions(
-                assets=[checkpoint_spec],
-                sensors=[sensor] if sensor is not None else [],
-                resources={self.resource_key: self.resource},
-            ),
-            self._sync_defs(),
-            self._evaluation_defs(context),
-            gpu_defs(
-                self.resource_key,
-                self.checkpoint_asset.group_name,
-                self.model_resources,
-                self.idle_guard,
-                self.spend,
-            ),
-            self._report_and_champion_defs(),
-        )
+            parts.append(self.champion.build(eval_key, key, group))
+        announced = key if self.checkpoint_asset.materialize_on_event else None
+        parts.append(self.sessions.build(rk, announced, routes))
+        return dg.Definitions.merge(*parts)

@@ -1,18 +1,7 @@
-"""Evaluation datasets: items of chat messages (or a prompt) with the expected answer.
-
-Read eagerly and validated whole when the definitions load, so a missing file, a bad JSON
-line or an item a grader cannot use fails ``dg check defs`` naming the file and line, not the
-first run hours later on a new checkpoint.
-
-One item is a JSON object (a line of a JSONL file, or an entry of ``items:`` in YAML):
-
-* ``messages``: ``[{"role": "user", "content": "..."}, ...]``, or
-* ``prompt``: a string sent as one user message, or
-* neither, with a dataset-level ``prompt_template`` (``"What is {a} + {b}?"``) filled from the
-  item's other keys;
-* ``expected``: the answer the graders compare with (required; any JSON value);
-* ``id``: optional, unique (default: the line number, or the position for inline items).
-"""
+"""Evaluation datasets: items of chat messages (``messages``, a ``prompt``, or the dataset's
+``prompt_template`` filled from the item's keys) with the ``expected`` answer and an optional
+unique ``id``. Read and validated whole when the definitions load, so a bad file fails
+``dg check defs`` naming the file and line, not the first run hours later."""
 
 from __future__ import annotations
 
@@ -24,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Dataset", "DatasetError", "EvalItem", "load_dataset"]
+__all__ = ["Dataset", "DatasetError", "EvalItem", "item_error", "load_dataset"]
 
 RESERVED = frozenset({"id", "messages", "prompt", "expected"})
 
@@ -156,6 +145,13 @@ def _read_jsonl(path: Path, shown: str) -> list[tuple[int, Any]]:
     return rows
 
 
+def item_error(message: str, source: str, number: int, inline: bool) -> DatasetError:
+    """A problem of the item at ``number``: a file's line, or an inline item's position."""
+    if inline:
+        return DatasetError(f"item {number}: {message}", source=source)
+    return DatasetError(message, source=source, line=number)
+
+
 def load_dataset(
     path: str | Path | None = None,
     items: Sequence[Mapping[str, Any]] | None = None,
@@ -164,30 +160,21 @@ def load_dataset(
     system_prompt: str | None = None,
     base_dir: str | Path | None = None,
 ) -> Dataset:
-    """Read and validate a dataset: a JSONL file (``path``, relative to ``base_dir`` when not
-    absolute) or ``items`` given inline. Exactly one of the two.
-
-    Raises:
-        DatasetError: the file is missing or unreadable, a line is not JSON, an item is
-            malformed, two items share an id, or there are no items; it names the line
-            (or the inline item's position).
-    """
+    """Read and validate a JSONL file (``path``, relative to ``base_dir``) or ``items`` given
+    inline: exactly one of the two. A :class:`DatasetError` names the line (or item)."""
     if (path is None) == (items is None):
         raise DatasetError("give exactly one of a file path or inline items", source="dataset")
     if prompt_template is not None:
         _template_fields(prompt_template)  # a bad template fails once, not once per item
     rows: list[tuple[int, Any]]
     if path is not None:
-        p = Path(path)
-        if not p.is_absolute() and base_dir is not None:
-            p = Path(base_dir) / p
         shown = str(path)
-        rows = _read_jsonl(p, shown)
-        label = "line"
+        rows = _read_jsonl(Path(base_dir or "") / path, shown)
     else:
         shown = "inline items"
         rows = list(enumerate(items or [], start=1))
-        label = "item"
+    inline = path is None
+    label = "item" if inline else "line"
     out: list[EvalItem] = []
     seen: dict[str, int] = {}
     for number, raw in rows:
@@ -195,13 +182,10 @@ def load_dataset(
             item = _item(raw, default_id=str(number), template=prompt_template,
                          system_prompt=system_prompt)  # fmt: skip
         except ValueError as exc:
-            raise DatasetError(f"{label} {number}: {exc}" if label == "item" else str(exc),
-                               source=shown, line=number if label == "line" else None) from None  # fmt: skip
+            raise item_error(str(exc), shown, number, inline) from None
         if item.id in seen:
-            raise DatasetError(
-                f"duplicate id {item.id!r} (first at {label} {seen[item.id]})",
-                source=shown, line=number if label == "line" else None,
-            )  # fmt: skip
+            message = f"duplicate id {item.id!r} (first at {label} {seen[item.id]})"
+            raise DatasetError(message, source=shown, line=None if inline else number)
         seen[item.id] = number
         out.append(EvalItem(item.id, item.messages, item.expected, item.fields, number))
     if not out:

@@ -1,18 +1,11 @@
-"""Graders: does an answer match an item's ``expected``?
+"""Graders: does an answer match an item's ``expected``? Built-ins ``exact``, ``contains``,
+``regex``, ``numeric`` (with tolerances) and ``json_field`` (a dotted path into a JSON answer);
+``package.module:function`` for anything else: ``function(answer, item)`` returning a bool, a
+number in [0, 1] (≥ 0.5 passes), a :class:`Grade`, or None. It runs in the runner's worker
+threads, so it must be thread-safe (a pure function is).
 
-Each grader returns a :class:`Grade` with one of three verdicts. ``unreadable`` means the
-grader could not read the answer at all (no number for ``numeric``, no JSON for
-``json_field``, a custom grader that raised): it is counted and shown on its own, never folded
-into "wrong", because a formatting regression and a reasoning regression call for different
-fixes. Each grader also checks every item when the definitions load (:meth:`Grader.check`),
-so an ``expected`` it can never compare with (``numeric`` on ``"abc"``, a regex that does not
-compile) fails there, naming the line.
-
-Built-ins: ``exact``, ``contains``, ``regex``, ``numeric`` (absolute/relative tolerance),
-``json_field`` (a dotted path into a JSON answer), and ``module:function`` for anything else:
-``function(answer: str, item: EvalItem)`` returning a bool, a number in [0, 1] (≥ 0.5 passes),
-a :class:`Grade`, or None (unreadable). Graders run in the runner's worker threads: a custom
-one must be safe to call from several threads at once (a pure function is).
+``unreadable`` (no number for ``numeric``, a grader that raised...) is never folded into
+"wrong": a formatting regression and a reasoning regression call for different fixes.
 """
 
 from __future__ import annotations
@@ -29,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .dataset import EvalItem
 
-__all__ = ["Grade", "Grader", "GraderSpec", "Verdict", "resolve_function", "resolve_grader"]
+__all__ = ["Grade", "Grader", "GraderSpec", "Verdict", "resolve_grader"]
 
 Verdict = Literal["pass", "fail", "unreadable"]
 GraderType = Literal["exact", "contains", "regex", "numeric", "json_field", "function"]
@@ -79,17 +72,6 @@ class GraderSpec(BaseModel):
     function: str | None = Field(
         default=None, description="function: 'package.module:function' to import."
     )
-
-    @classmethod
-    def parse(cls, value: str | GraderSpec | dict[str, Any]) -> GraderSpec:
-        """``"numeric"``, ``"pkg.mod:fn"`` or a mapping/spec."""
-        if isinstance(value, GraderSpec):
-            return value
-        if isinstance(value, str):
-            if ":" in value:
-                return cls(type="function", function=value)
-            return cls(type=value)
-        return cls.model_validate(value)
 
 
 class Grader:
@@ -155,19 +137,13 @@ def _texts(expected: Any) -> list[str]:
     return [str(e) for e in expected] if isinstance(expected, list) else [str(expected)]
 
 
-def _exact(spec: GraderSpec) -> Callable[[str, EvalItem], Grade]:
+def _text(spec: GraderSpec) -> Callable[[str, EvalItem], Grade]:
+    """``exact`` (the whole answer) or ``contains``, against any of the expected texts."""
+
     def grade(answer: str, item: EvalItem) -> Grade:
         got = _fold(answer, spec)
-        ok = any(got == _fold(t, spec) for t in _texts(item.expected))
-        return Grade("pass" if ok else "fail")
-
-    return grade
-
-
-def _contains(spec: GraderSpec) -> Callable[[str, EvalItem], Grade]:
-    def grade(answer: str, item: EvalItem) -> Grade:
-        got = _fold(answer, spec)
-        ok = any(_fold(t, spec) in got for t in _texts(item.expected))
+        wanted = [_fold(t, spec) for t in _texts(item.expected)]
+        ok = any(w in got if spec.type == "contains" else w == got for w in wanted)
         return Grade("pass" if ok else "fail")
 
     return grade
@@ -242,7 +218,7 @@ def _json_field(spec: GraderSpec) -> Callable[[str, EvalItem], Grade]:
     return grade
 
 
-def resolve_function(ref: str) -> Callable[..., Any]:
+def _import(ref: str) -> Callable[..., Any]:
     """Import ``package.module:function`` (at load time, so a typo fails there)."""
     module_name, _, attr = ref.partition(":")
     if not module_name or not attr:
@@ -262,7 +238,7 @@ def resolve_function(ref: str) -> Callable[..., Any]:
 
 
 def _function(spec: GraderSpec) -> Callable[[str, EvalItem], Grade]:
-    fn = resolve_function(spec.function or "")
+    fn = _import(spec.function or "")
 
     def grade(answer: str, item: EvalItem) -> Grade:
         out = fn(answer, item)
@@ -280,8 +256,8 @@ def _function(spec: GraderSpec) -> Callable[[str, EvalItem], Grade]:
 
 
 _BUILDERS: dict[str, Callable[[GraderSpec], Callable[[str, EvalItem], Grade]]] = {
-    "exact": _exact,
-    "contains": _contains,
+    "exact": _text,
+    "contains": _text,
     "regex": _regex,
     "numeric": _numeric,
     "json_field": _json_field,
@@ -290,8 +266,11 @@ _BUILDERS: dict[str, Callable[[GraderSpec], Callable[[str, EvalItem], Grade]]] =
 
 
 def resolve_grader(spec: str | GraderSpec | dict[str, Any]) -> Grader:
-    """A grader from its spec; raises ValueError for a bad pattern, path or function."""
-    parsed = GraderSpec.parse(spec)
+    """A grader from its spec (``"numeric"``, ``"pkg.mod:fn"``, a mapping); raises ValueError
+    for a bad type, pattern, path or function."""
+    if isinstance(spec, str):
+        spec = {"type": "function", "function": spec} if ":" in spec else {"type": spec}
+    parsed = spec if isinstance(spec, GraderSpec) else GraderSpec.model_validate(spec)
     if parsed.type == "function" and not parsed.function:
         raise ValueError("a 'function' grader needs function: 'package.module:function'")
     if parsed.type == "json_field" and parsed.path is None:

@@ -1,12 +1,7 @@
-"""Run a dataset against a model: bounded concurrency, samples, a call cap, and the summary.
-
-Inference calls wait on the network, so a thread pool of ``concurrency`` workers sharing one
-client is enough (``httpx.Client`` and its connection pool are thread-safe; the client holds
-no per-call state). Each call is retried by the client's :class:`RetryPolicy` (Retry-After
-honoured) within ``timeout_seconds``; a call that still fails fails the whole evaluation
-(:class:`EvaluationFailed`), because a score over the items that happened to answer would be
-a different measurement. No Dagster here: the asset in ``assets/evaluation.py`` wraps it.
-"""
+"""Run a dataset against a model: a thread pool of ``concurrency`` workers sharing one client
+(inference waits on the network; ``httpx.Client`` is thread-safe), samples, a call cap, and the
+summary. A call that still fails after the client's retries fails the whole evaluation: a score
+over the items that happened to answer would be a different measurement."""
 
 from __future__ import annotations
 
@@ -15,33 +10,13 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any, Protocol
 
+from ..api import RLSessionsClient
 from ..api.errors import TogetherRLError
-from ..api.inference import ChatCompletion
 from .dataset import Dataset, EvalItem
 from .graders import Grade, Grader, Verdict
 
-__all__ = [
-    "EvaluationFailed",
-    "EvaluationResult",
-    "ItemResult",
-    "RunSettings",
-    "percentile",
-    "run_evaluation",
-]
-
-
-class ChatClient(Protocol):
-    def chat_completion(
-        self,
-        model: str,
-        messages: Sequence[Any],
-        *,
-        temperature: float | None = ...,
-        max_tokens: int | None = ...,
-        deadline: float | None = ...,
-    ) -> ChatCompletion: ...
+__all__ = ["EvaluationFailed", "EvaluationResult", "ItemResult", "RunSettings", "run_evaluation"]
 
 
 class EvaluationFailed(RuntimeError):
@@ -55,17 +30,14 @@ class EvaluationFailed(RuntimeError):
 
 @dataclass(frozen=True)
 class RunSettings:
-    """How one evaluation runs (bounds are checked by the configuration models)."""
+    """How one evaluation runs (described and bounded in :class:`~.spec.EvaluationSpec`)."""
 
     samples: int = 1
     temperature: float = 0.0
     max_tokens: int = 256
     concurrency: int = 8
-    #: Chat calls one evaluation may make (items x samples must fit); None = no cap.
     max_calls: int | None = None
-    #: Seconds per call, retries and their sleeps included.
     timeout_seconds: float = 60.0
-    #: USD per million prompt / completion tokens, for the estimated cost.
     price_prompt_per_million: float = 0.0
     price_completion_per_million: float = 0.0
 
@@ -142,7 +114,7 @@ def _score(passed: int, failed: int) -> float | None:
 
 
 def run_evaluation(
-    client: ChatClient,
+    client: RLSessionsClient,
     model: str,
     dataset: Dataset,
     graders: Sequence[Grader],
@@ -171,7 +143,7 @@ def run_evaluation(
         if stop.is_set():
             raise _Cancelled
         out = client.chat_completion(
-            model, list(item.messages), temperature=settings.temperature,
+            model, [dict(m) for m in item.messages], temperature=settings.temperature,
             max_tokens=settings.max_tokens, deadline=clock() + settings.timeout_seconds,
         )  # fmt: skip
         answer = out.text

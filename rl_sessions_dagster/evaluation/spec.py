@@ -1,20 +1,18 @@
-"""``EvaluationSpec``: one checkpoint evaluation as configuration, and its eager loading.
-
-The same model is the Python argument of ``build_evaluation_asset`` and the ``evaluation:``
-section of the YAML Component, so the two cannot drift: every field is described and bounded
-here once. :meth:`EvaluationSpec.load` reads the dataset and builds the graders right away;
-the asset builder calls it, so a bad file fails when the definitions load.
+"""``EvaluationSpec``: one checkpoint evaluation as configuration, the argument of
+``build_evaluation_asset`` and (the same model) the YAML ``evaluation:`` section, so the two
+cannot drift. :meth:`EvaluationSpec.load` reads and checks everything when the definitions load.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .dataset import Dataset, DatasetError, load_dataset
+from .dataset import Dataset, DatasetError, item_error, load_dataset
 from .graders import Grader, GraderSpec, resolve_grader
 from .runner import RunSettings
 
@@ -103,23 +101,14 @@ class EvaluationSpec(BaseModel):
         return self
 
     def settings(self) -> RunSettings:
-
         return RunSettings(
-            samples=self.samples, temperature=self.temperature, max_tokens=self.max_tokens,
-            concurrency=self.concurrency, max_calls=self.max_calls,
-            timeout_seconds=self.timeout_seconds,
-            price_prompt_per_million=self.price_prompt_per_million,
-            price_completion_per_million=self.price_completion_per_million,
-        )  # fmt: skip
+            **{f.name: getattr(self, f.name) for f in dataclasses.fields(RunSettings)}
+        )
 
     def load(self, base_dir: str | Path | None = None) -> LoadedEvaluation:
         """Read the dataset, build the graders and check every item against every grader.
-
-        Raises:
-            DatasetError: the file is missing or malformed, an item does not suit a grader,
-                or the dataset needs more calls than ``max_calls``; it names the line.
-            ValueError: a grader cannot be built (bad pattern, unimportable function).
-        """
+        Raises :class:`DatasetError` naming the line (bad file or item, an item a grader can
+        never grade, more calls than ``max_calls``) or ValueError (a grader cannot be built)."""
         dataset = load_dataset(
             self.dataset, self.items, prompt_template=self.prompt_template,
             system_prompt=self.system_prompt, base_dir=base_dir,
@@ -128,14 +117,12 @@ class EvaluationSpec(BaseModel):
         names = [g.name for g in graders]
         if len(set(names)) != len(names):
             raise ValueError(f"grader names must be unique (give name:), got {names}")
-        line_word = "item" if self.items is not None else "line"
         for item in dataset.items:
             for grader in graders:
                 problem = grader.check(item)
                 if problem is not None:
-                    where = item.line if line_word == "line" else None
-                    prefix = "" if where is not None else f"item {item.line}: "
-                    raise DatasetError(prefix + problem, source=dataset.source, line=where)
+                    inline = self.items is not None
+                    raise item_error(problem, dataset.source, item.line or 0, inline)
         settings = self.settings()
         try:
             settings.check_cap(dataset)

@@ -1,13 +1,6 @@
-"""Launch a training session from Dagster, stopped (with its resource, when created for the
-run) however the run ends: :func:`launched_session` as a context manager, or
-:func:`build_training_op` around a user's training function."""
+"""Launch a training session from a Dagster op, stopped (with its resource, when created for
+the run) however the run ends: ``with config.launch(context, together) as launched:``."""
 
-from .op import TrainingLaunchConfig, build_training_op
-from .session import LaunchedSession, launched_session
+from .session import LaunchedSession, TrainingLaunchConfig, launched_session
 
-__all__ = [
-    "LaunchedSession",
-    "TrainingLaunchConfig",
-    "build_training_op",
-    "launched_session",
-]
+__all__ = ["LaunchedSession", "TrainingLaunchConfig", "launched_session"]

@@ -1,15 +1,8 @@
-"""Launch a training session from Dagster and make sure it is stopped when the run ends.
+"""Launch a training session from a Dagster op and make sure it is stopped when the run ends:
+success, an exception, or a run cancelled from the UI (``DagsterExecutionInterruptedError``), so
+a failed run never leaves a GPU billing.
 
-:func:`launched_session` provisions (or reuses) a READY model resource matching a
-:class:`~rl_sessions_dagster.api.lifecycle.ResourceSpec`, creates a session, waits for RUNNING
-(bounded waits only) and yields a :class:`LaunchedSession`. Whatever ends the block (success,
-an exception from the training function, a run cancelled by Dagster, i.e.
-``DagsterExecutionInterruptedError``/``KeyboardInterrupt``), the session is stopped, and so is
-the resource when it was created for this launch and nothing else is attached, so a failed run
-never leaves a GPU billing. A stop the API refuses (other sessions attached) is reported, not
-retried with ``force``.
-
-:func:`~.op.build_training_op` wraps that around a user's training function as a Dagster op.
+No ``from __future__ import annotations`` here: Dagster must see the real ``context`` type.
 """
 
 import contextlib
@@ -17,6 +10,9 @@ import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+import dagster as dg
+from pydantic import Field
 
 from ..api import RLSessionsClient, TogetherRLError
 from ..api.enums import ACTIVE_SESSION_STATUSES, ModelResourceStatus
@@ -34,7 +30,7 @@ from ..api.lifecycle import (
 from ..api.models import ModelResource, TrainingSession
 from ..resource.together_rl import TogetherRLResource
 
-__all__ = ["LaunchedSession", "launched_session"]
+__all__ = ["LaunchedSession", "TrainingLaunchConfig", "launched_session"]
 
 _log = logging.getLogger(__name__)
 
@@ -44,12 +40,8 @@ CLEANUP_SECONDS = 120.0
 
 @dataclass
 class LaunchedSession:
-    """What the training function gets: the client, the RUNNING session and its resource.
-
-    ``created_resource`` says whether the resource was created for this launch (then it is
-    stopped at the end unless other sessions are attached). ``cleanup`` lists the stop
-    outcomes once the block has exited.
-    """
+    """The client, the RUNNING session and its resource. ``created_resource``: made for this
+    launch (so stopped at the end); ``cleanup``: the stop outcomes, once the block has exited."""
 
     client: RLSessionsClient
     session: TrainingSession
@@ -60,12 +52,6 @@ class LaunchedSession:
     @property
     def session_id(self) -> str:
         return self.session.id
-
-
-def _client_of(source: TogetherRLResource | RLSessionsClient) -> tuple[RLSessionsClient, bool]:
-    if isinstance(source, RLSessionsClient):
-        return source, False
-    return source.get_client(), True
 
 
 @contextlib.contextmanager
@@ -86,20 +72,14 @@ def launched_session(
     keep_resource: bool = False,
     log: Any = None,
 ) -> Iterator[LaunchedSession]:
-    """Provision or reuse, create, wait for RUNNING, yield; stop everything on the way out.
-
-    Args:
-        source: the Dagster resource (a client is opened and closed here) or an open client.
-        spec: the resource configuration to reuse (READY, the caller's own) or create.
-        display_name / metadata (``{"wandb": {...}}``) / lora_config / resume_from_checkpoint_id
-            / load_optimizer: the session to create.
-        ready_timeout / running_timeout: bounds of the two waits (seconds).
-        keep_session: leave the session running after a *successful* block (never on failure).
-        keep_resource: leave a resource created here running after a successful block.
-        log: a logger (e.g. ``context.log``); defaults to this module's.
-    """
+    """Reuse a READY resource matching ``spec`` (the caller's own) or create one, create the
+    session, wait for RUNNING (bounded waits), yield; on the way out stop the session and a
+    resource created here. ``keep_session``/``keep_resource`` apply after a *successful* block
+    only. A stop the API refuses (other sessions attached) is reported, never forced.
+    ``source``: the Dagster resource (a client is opened and closed here) or an open client."""
     logger = log or _log
-    client, owned = _client_of(source)
+    owned = not isinstance(source, RLSessionsClient)
+    client = source if isinstance(source, RLSessionsClient) else source.get_client()
     resource: ModelResource | None = None
     created = False
     session_id: str | None = None
@@ -208,12 +188,9 @@ def _create_session(
     answer was lost (creates are not retried: a retry could start a second session)."""
     try:
         return client.create_session(resource_id, **kwargs)
-    except TransportError as exc:
-        if exc.may_have_reached_server:
+    except (TransportError, DeadlineExceeded) as exc:
+        if not isinstance(exc, TransportError) or exc.may_have_reached_server:
             unsure.append(resource_id)
-        raise
-    except DeadlineExceeded:
-        unsure.append(resource_id)
         raise
 
 
@@ -285,3 +262,80 @@ def _cleanup(
         except TogetherRLError as exc:
             logger.error(f"could not stop model resource {resource_id}: {exc}")
     return outcomes
+
+
+class TrainingLaunchConfig(dg.Config):
+    """Run config of a training op: the model resource, the session, and the waits."""
+
+    base_model: str = Field(description="Base model (from supported-models).")
+    lora_enabled: bool = True
+    gpu_type: str | None = None
+    num_generator_replicas: int | None = None
+    inactive_timeout: int | None = Field(default=None, description="Seconds (300-86400).")
+    base_weights_ref: str | None = None
+    reuse_ready_resource: bool = Field(
+        default=True, description="Attach to one of your READY resources with this configuration."
+    )
+    display_name: str | None = None
+    wandb_entity: str | None = None
+    wandb_project: str | None = None
+    wandb_group: str | None = None
+    wandb_run_name: str | None = None
+    lora_rank: int | None = None
+    lora_alpha: float | None = None
+    resume_from_checkpoint_id: str | None = None
+    load_optimizer: bool | None = None
+    ready_timeout_seconds: float = 3600.0
+    running_timeout_seconds: float = 1800.0
+    poll_interval_seconds: float = 5.0
+    keep_resource: bool = Field(
+        default=False, description="Leave a resource created by this run up after success."
+    )
+
+    def spec(self) -> ResourceSpec:
+        return ResourceSpec(
+            base_model=self.base_model,
+            lora_enabled=self.lora_enabled,
+            gpu_type=self.gpu_type,
+            num_generator_replicas=self.num_generator_replicas,
+            inactive_timeout=self.inactive_timeout,
+            base_weights_ref=self.base_weights_ref,
+        )
+
+    def session_kwargs(self) -> dict[str, Any]:
+        wandb = {k: getattr(self, f"wandb_{k}") for k in ("entity", "project", "group", "run_name")}
+        wandb = {k: v for k, v in wandb.items() if v is not None}
+        lora = {k: v for k, v in {"rank": self.lora_rank, "alpha": self.lora_alpha}.items() if v}
+        return {
+            "display_name": self.display_name,
+            "metadata": {"wandb": wandb} if wandb else None,
+            "lora_config": lora or None,
+            "resume_from_checkpoint_id": self.resume_from_checkpoint_id,
+            "load_optimizer": self.load_optimizer,
+        }
+
+    @contextlib.contextmanager
+    def launch(
+        self, context: dg.OpExecutionContext, together: TogetherRLResource
+    ) -> Iterator[LaunchedSession]:
+        """:func:`launched_session` as this config says, logging to the run; the run gets the
+        ``together/session_id`` and ``together/model_resources_id`` tags once they exist."""
+        with launched_session(
+            together,
+            self.spec(),
+            reuse_ready_resource=self.reuse_ready_resource,
+            ready_timeout=self.ready_timeout_seconds,
+            running_timeout=self.running_timeout_seconds,
+            poll_interval=self.poll_interval_seconds,
+            keep_resource=self.keep_resource,
+            log=context.log,
+            **self.session_kwargs(),
+        ) as launched:
+            context.instance.add_run_tags(
+                context.run_id,
+                {
+                    "together/session_id": launched.session_id,
+                    "together/model_resources_id": launched.resource.id,
+                },
+            )
+            yield launched

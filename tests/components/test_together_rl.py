@@ -170,10 +170,19 @@ def test_example_projects_load_without_our_warnings(module):
     assert not [line for line in warning_lines if "example_repo" in line]
 
 
+def undescribed(schema: dict) -> list[str]:
+    """``Section.field`` for every property of ``schema`` without a description."""
+    objects = [("(top)", schema), *schema.get("$defs", {}).items()]
+    return [
+        f"{owner}.{name}"
+        for owner, obj in objects
+        for name, prop in obj.get("properties", {}).items()
+        if not prop.get("description")
+    ]
+
+
 def test_every_field_of_every_section_is_described_in_the_schema():
     """What `dg utils inspect-component` prints and `dg check yaml` validates against."""
-    from rl_sessions_dagster.components.schema import undescribed
-
     schema = TogetherRLComponent.get_model_cls().model_json_schema()
     assert undescribed(schema) == []
     sensor = schema["$defs"]["SessionSensorSectionModel"]["properties"]

@@ -209,15 +209,22 @@ def test_everything_loads_together_and_the_key_stays_out(sim, ticker):
     """The new pieces in one Definitions (as a user wires them), and no API key in the cursor,
     tags or run config of the resource sensor."""
     from rl_sessions_dagster import (
+        TogetherRLResource,
+        TrainingLaunchConfig,
         build_idle_guard,
         build_spend_asset,
-        build_training_op,
     )
 
     from .conftest import API_KEY
 
     guard_job, guard_sensor = build_idle_guard()
-    train = build_training_op(lambda context, launched: None)
+
+    @dg.op
+    def train(
+        context: dg.OpExecutionContext, config: TrainingLaunchConfig, together: TogetherRLResource
+    ) -> None:
+        with config.launch(context, together):
+            pass
 
     @dg.job
     def training_job():

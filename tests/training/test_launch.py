@@ -12,7 +12,7 @@ import pytest
 from rl_sessions_dagster import TogetherRLResource
 from rl_sessions_dagster.api.checkpoints import create_inference_checkpoint_and_wait
 from rl_sessions_dagster.api.lifecycle import ResourceSpec
-from rl_sessions_dagster.training import build_training_op, launched_session
+from rl_sessions_dagster.training import TrainingLaunchConfig, launched_session
 from tests.support import sim_resource
 
 API_KEY = "sk-test-CANARY-launch"
@@ -29,11 +29,16 @@ def active_sessions(world):
 
 
 def run_job(sim, instance, train_fn, **config):
-    op = build_training_op(train_fn)
+    @dg.op
+    def together_rl_training(
+        context: dg.OpExecutionContext, config: TrainingLaunchConfig, together: TogetherRLResource
+    ):
+        with config.launch(context, together) as launched:
+            return train_fn(context, launched)
 
     @dg.job
     def training_job():
-        op()
+        together_rl_training()
 
     cfg = {"base_model": MODEL, "poll_interval_seconds": 0.05, **config}
     return training_job.execute_in_process(
