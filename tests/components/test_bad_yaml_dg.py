@@ -4,17 +4,16 @@ misspelled key at any depth, a wrong type, an unknown event kind, an out-of-boun
 ``dg check defs`` where only loading can (a template whose value is out of bounds, a selection
 that matches no asset, a kind routed twice)."""
 
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.components.support import BIN, run
+
 pytestmark = pytest.mark.slow
 
-BIN = Path(sys.executable).parent
 
 #: Valid; each case below changes one thing. Line numbers are 1-based, as dg prints them.
 BASE = """\
@@ -83,17 +82,6 @@ CASES = [
     ("kind routed twice", "[session_stopped]", "[checkpoint_registered]", "defs", None,
      ["evaluation: checkpoint_registered is already routed under sessions.routes:"]),
 ]  # fmt: skip
-
-
-def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-        "PYTHONPATH": str(cwd / "src"),
-        "NO_COLOR": "1",
-    }
-    env.pop("TOGETHER_API_KEY", None)
-    return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=180)
 
 
 @pytest.fixture(scope="module")

@@ -2,16 +2,15 @@
 TogetherRLComponent, and a misrouted checkpoint route fails ``dg check defs`` by name."""
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.components.support import BIN, run
+
 pytestmark = pytest.mark.slow
 
-BIN = Path(sys.executable).parent
 TYPE = "rl_sessions_dagster.TogetherRLComponent"
 
 EVALUATION_PY = """
@@ -36,17 +35,6 @@ ROUTES = """
         assets: 'key:"session_report"'
         job_name: finished_session_report
 """
-
-
-def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-        "PYTHONPATH": str(cwd / "src"),
-        "NO_COLOR": "1",
-    }
-    env.pop("TOGETHER_API_KEY", None)  # loading must not need the key
-    return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=180)
 
 
 @pytest.fixture(scope="module")

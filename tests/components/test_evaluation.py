@@ -8,10 +8,11 @@ import textwrap
 import dagster as dg
 import pytest
 
-from rl_sessions_dagster import CHECKPOINT_PARTITIONS, TogetherRLComponent
+from rl_sessions_dagster import CHECKPOINT_PARTITIONS
 from rl_sessions_dagster.evaluation.dataset import DatasetError
 from rl_sessions_dagster.testing import RLSimulator
 from rl_sessions_dagster.testing.sensor_ticks import SensorTicker
+from tests.components.support import defs_for
 
 API_KEY = "sk-component-eval-CANARY-77"
 EVAL_KEY = dg.AssetKey(["together", "checkpoint_evaluation"])
@@ -51,10 +52,7 @@ def session_report() -> None: ...
 
 
 def component_defs(yaml: str = YAML) -> dg.Definitions:
-    component = TogetherRLComponent.resolve_from_yaml(yaml)
-    return dg.Definitions.merge(
-        dg.build_defs_for_component(component=component), dg.Definitions(assets=[session_report])
-    )
+    return defs_for(yaml, session_report)
 
 
 def test_section_builds_the_asset_check_and_route(monkeypatch):

@@ -9,6 +9,7 @@ import pytest
 from rl_sessions_dagster import TogetherRLComponent
 from rl_sessions_dagster.testing import RLSimulator
 from rl_sessions_dagster.testing.sensor_ticks import SensorTicker
+from tests.components.support import defs_for
 
 API_KEY = "sk-component-gpus-CANARY-7"
 
@@ -48,11 +49,7 @@ def gpu_alert() -> None: ...
 
 
 def component_defs(yaml: str = YAML) -> dg.Definitions:
-    component = TogetherRLComponent.resolve_from_yaml(yaml)
-    return dg.Definitions.merge(
-        dg.build_defs_for_component(component=component),
-        dg.Definitions(assets=[gpu_ready, gpu_alert]),
-    )
+    return defs_for(yaml, gpu_ready, gpu_alert)
 
 
 def test_yaml_builds_resource_sensor_guard_and_spend():

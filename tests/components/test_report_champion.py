@@ -14,6 +14,7 @@ from rl_sessions_dagster.assets.report import REPORT_ASSET_KEY
 from rl_sessions_dagster.partitions import CHAMPION_ASSET_KEY, SWEEP_PARTITIONS
 from rl_sessions_dagster.testing import RLSimulator
 from rl_sessions_dagster.testing.sensor_ticks import SensorTicker
+from tests.components.support import defs_for
 
 API_KEY = "sk-component-report-CANARY-19"
 YAML = textwrap.dedent(
@@ -40,10 +41,7 @@ def deploy_champion() -> None: ...
 
 
 def component_defs(yaml: str = YAML) -> dg.Definitions:
-    component = TogetherRLComponent.resolve_from_yaml(yaml)
-    return dg.Definitions.merge(
-        dg.build_defs_for_component(component=component), dg.Definitions(assets=[deploy_champion])
-    )
+    return defs_for(yaml, deploy_champion)
 
 
 def test_sections_build_the_report_route_and_the_champion(monkeypatch):

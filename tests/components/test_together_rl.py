@@ -9,6 +9,7 @@ import pytest
 from rl_sessions_dagster import CHECKPOINT_PARTITIONS, TogetherRLComponent
 from rl_sessions_dagster.testing import RLSimulator
 from rl_sessions_dagster.testing.sensor_ticks import SensorTicker
+from tests.components.support import defs_for
 
 API_KEY = "sk-component-CANARY-42"
 
@@ -43,11 +44,7 @@ def session_report() -> None: ...
 
 
 def component_defs(yaml: str = YAML) -> dg.Definitions:
-    component = TogetherRLComponent.resolve_from_yaml(yaml)
-    return dg.Definitions.merge(
-        dg.build_defs_for_component(component=component),
-        dg.Definitions(assets=[checkpoint_evaluation, session_report]),
-    )
+    return defs_for(yaml, checkpoint_evaluation, session_report)
 
 
 def test_yaml_builds_resource_checkpoint_asset_one_sensor_and_sync(monkeypatch):

@@ -12,9 +12,6 @@ calls):
 """
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import dagster as dg
@@ -28,10 +25,10 @@ from rl_sessions_dagster.testing.daemon import (
     sensor_ticks,
     wait_for,
 )
+from tests.components.support import BIN, run
 
 pytestmark = [pytest.mark.daemon, pytest.mark.slow]
 
-BIN = Path(sys.executable).parent
 API_KEY = "sk-yaml-e2e-CANARY-0123456789"
 SENSOR = "together_rl_events"
 JOB = "evaluate_checkpoint"
@@ -68,17 +65,6 @@ attributes:
 DATASET = "".join(
     json.dumps({"a": a, "b": b, "expected": a + b}) + "\n" for a in (3, 8, 21) for b in (4, 9, 15)
 )
-
-
-def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-        "PYTHONPATH": str(cwd / "src"),
-        "NO_COLOR": "1",
-    }
-    env.pop("TOGETHER_API_KEY", None)  # checking must not need the key
-    return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=180)
 
 
 def make_project(root: Path) -> tuple[Path, str]:
