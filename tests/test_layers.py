@@ -158,12 +158,6 @@ def test_new_glue_modules_import_dagster():
                 assert not _dagster_free(path), f"{path.relative_to(PACKAGE)} is Dagster-free"
 
 
-#: Dagster-free on purpose: the adapter that turns the HTTP client into the core's session
-#: source sits between api/ and core/, so neither may hold it (api never imports core, core
-#: never imports the client); it is part of the sensor glue.
-GLUE_WITHOUT_DAGSTER = {"sensors/client_source.py"}
-
-
 def test_dagster_layers_hold_no_dagster_free_helpers():
     free = [
         str(path.relative_to(PACKAGE))
@@ -171,7 +165,7 @@ def test_dagster_layers_hold_no_dagster_free_helpers():
         for path in _modules(layer)
         if path.name != "__init__.py" and _dagster_free(path)
     ]
-    assert sorted(set(free) - GLUE_WITHOUT_DAGSTER) == []
+    assert free == []
 
 
 #: Each package and the packages of ours it may import: the layer map, one floor at a time.
