@@ -163,11 +163,8 @@ def build_session_sync_asset(
     created_by: str | None = None,
     model_resources_id: str | None = None,
     group_name: str | None = "together_rl",
-    owners: Sequence[str] | None = None,
     kinds: set[str] | None = None,
     description: str | None = None,
-    retry_policy: dg.RetryPolicy | None = None,
-    pool: str | None = None,
 ) -> dg.AssetsDefinition:
     """An asset that syncs every (matching) RL session and its checkpoints into the tables
     ``rl_sessions`` and ``rl_checkpoints``; schedule it with an asset job.
@@ -195,15 +192,12 @@ def build_session_sync_asset(
             "paged list walk, no request per session)."
         ),
         group_name=group_name,
-        owners=list(owners) if owners else None,
         kinds=table_kinds(db_path) if kinds is None else kinds,
         required_resource_keys={resource_key},
         metadata={
             "dagster/table_name": "rl_sessions",
             "dagster/column_schema": dg.MetadataValue.table_schema(SESSION_TABLE_SCHEMA),
         },
-        retry_policy=retry_policy,
-        pool=pool,
     )
     def _sync_asset(context: dg.AssetExecutionContext, config: SyncConfig) -> dg.MaterializeResult:
         resource = getattr(context.resources, resource_key)
