@@ -24,27 +24,20 @@ from .rows import (
 
 _SESSION_COLUMNS = tuple(f.name for f in fields(SessionRow))
 _CHECKPOINT_COLUMNS = tuple(f.name for f in fields(CheckpointRow))
-_SPAN_COLUMNS = (
-    "status",
-    "base_model",
-    "ready_from_ms",
-    "ready_until_ms",
-    "span_source",
-    "price_per_hour",
-    "currency",
-)
+#: ``rl_resource_spend``'s span columns and the :class:`ResourceSpan` attribute each holds.
+_SPAN_COLUMNS = {
+    "status": "raw_status",
+    "base_model": "base_model",
+    "ready_from_ms": "ready_from_ms",
+    "ready_until_ms": "ready_until_ms",
+    "span_source": "source",
+    "price_per_hour": "price_per_hour",
+    "currency": "currency",
+}
 
 
 def _span_values(span: ResourceSpan) -> dict[str, Any]:
-    return {
-        "status": span.raw_status,
-        "base_model": span.base_model,
-        "ready_from_ms": span.ready_from_ms,
-        "ready_until_ms": span.ready_until_ms,
-        "span_source": span.source,
-        "price_per_hour": span.price_per_hour,
-        "currency": span.currency,
-    }
+    return {column: getattr(span, attr) for column, attr in _SPAN_COLUMNS.items()}
 
 
 class SQLAlchemyTableStore(TableDatabase):
@@ -106,7 +99,7 @@ class SQLAlchemyTableStore(TableDatabase):
     def load_spans(self, conn: Connection) -> dict[str, ResourceSpan]:
         t = self._tables.resource_spend
         rows = conn.execute(sa.select(t.c.id, *(t.c[c] for c in _SPAN_COLUMNS))).all()
-        return {r[0]: ResourceSpan(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]) for r in rows}
+        return {r[0]: ResourceSpan(*r) for r in rows}  # the columns in the span's field order
 
     @transaction("reading rl_session_spend")
     def load_session_spend(
