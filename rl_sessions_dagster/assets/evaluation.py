@@ -1,11 +1,7 @@
-"""``build_evaluation_asset``: the built-in evaluation of each registered checkpoint.
-
-A run asks the checkpoint's model every item of the dataset, grades the answers and records
-the score, per-grader scores, an items table (failures first), latency, tokens and cost. A check
-compares the score with baselines (functions: the previous checkpoint, the sweep's champion).
-``score <session label>`` is recorded for that session's checkpoints only, so the Overview
-plots one line per session beside ``score`` over all.
-"""
+"""``build_evaluation_asset``: each registered checkpoint's model answers the dataset; a run
+records the score (also as ``score <session label>``, so the Overview plots one line per
+session), per-grader scores, an items table, latency, tokens and cost, and a check compares the
+score with baselines (the previous checkpoint, the sweep's champion)."""
 
 import json
 from collections.abc import Callable, Sequence
@@ -259,12 +255,9 @@ def build_evaluation_asset(
 ) -> dg.AssetsDefinition:
     """A checkpoint-partitioned asset evaluating each registered checkpoint, with a score check.
 
-    ``spec`` is loaded now (``base_dir`` resolves a relative dataset path): a missing or
-    malformed dataset raises :class:`~rl_sessions_dagster.evaluation.DatasetError` naming the
-    line, so the definitions fail to load. Each chat call is retried by the resource's retry
-    policy; a call that still fails fails the run naming the checkpoint, and ``retry_policy``
-    (then the instance's run retries) runs it again.
-    """
+    ``spec`` is loaded now (``base_dir`` resolves a relative dataset path), so a bad dataset
+    fails the definitions' load with a :class:`~rl_sessions_dagster.evaluation.DatasetError`.
+    A chat call the resource's retries cannot save fails the run; ``retry_policy`` reruns it."""
     loaded = spec if isinstance(spec, LoadedEvaluation) else spec.load(base_dir)
     asset_key = dg.AssetKey.from_coercible(key)
     tolerance = loaded.spec.tolerance

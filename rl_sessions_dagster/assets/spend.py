@@ -1,11 +1,7 @@
-"""The spend asset: estimated GPU cost per model resource, per session and per sweep.
-
-Each run folds what it lists into the billed spans kept in the library's tables (the sync's
-database), prices each resource once in its life with ``estimate-cost`` (no side effects), and
-writes the two spend tables. Numbers are estimates: price x observed READY time (see
-``core/spend.py``), as precise as the schedule is frequent. :func:`run_spend` is the pass
-without Dagster.
-"""
+"""The spend asset: estimated GPU cost per model resource, session and sweep. Each run folds
+what it lists into the billed spans kept in the tables, prices each resource once with
+``estimate-cost`` and writes the spend tables: price x observed READY time, as precise as the
+schedule is frequent. :func:`run_spend` is the pass without Dagster."""
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace

@@ -98,14 +98,10 @@ def run_sync(
     on_progress: Callable[[SyncStats], None] | None = None,
     progress_seconds: float = 10.0,
 ) -> SyncStats:
-    """Upsert every session of ``sessions`` (and its embedded checkpoints) into ``store``.
-
-    Lazy: memory is one API page plus one batch. A session the listing repeats (pages shifting
-    under a concurrent create) is written once; ``keep`` drops sessions client-side.
-    ``mark_missing`` (an unfiltered walk only) gives stored sessions it did not list
-    ``missing_since``. ``on_progress`` gets the running stats at most every
-    ``progress_seconds``, so a long walk is visible while it runs.
-    """
+    """Upsert every session of ``sessions`` (and its embedded checkpoints) into ``store``,
+    holding one API page plus one batch. A session listed twice (pages shifting under a create)
+    is written once; ``keep`` drops sessions client-side; ``mark_missing`` (an unfiltered walk
+    only) marks stored sessions it did not list; ``on_progress`` sees the running stats."""
     now = synced_at or datetime.now(UTC)
     stats = SyncStats(newest_limit)
     started = last_progress = time.perf_counter()
@@ -166,15 +162,11 @@ def build_session_sync_asset(
     kinds: set[str] | None = None,
     description: str | None = None,
 ) -> dg.AssetsDefinition:
-    """An asset that syncs every (matching) RL session and its checkpoints into the tables
-    ``rl_sessions`` and ``rl_checkpoints``; schedule it with an asset job.
-
-    ``db_path`` overrides the tables' database of every asset (see
-    :func:`~rl_sessions_dagster.resource.tables.resolve_tables_target`); ``store_factory``
-    builds another :class:`~rl_sessions_dagster.storage.SessionStore` from it instead.
-    ``session_filter``'s ``created_by``/``model_resources_id`` (or the shortcuts of those names)
-    go to the API; the rest is checked per session.
-    """
+    """An asset syncing every (matching) RL session and its checkpoints into ``rl_sessions``
+    and ``rl_checkpoints``. ``db_path`` overrides the tables' database of every asset;
+    ``store_factory`` builds another :class:`~rl_sessions_dagster.storage.SessionStore` from it.
+    ``created_by``/``model_resources_id`` (shortcuts or the filter's) go to the API; the rest of
+    ``session_filter`` is checked per session."""
     flt = _build_filter(session_filter, created_by, model_resources_id)
     scope = [
         f"{name}={value}"

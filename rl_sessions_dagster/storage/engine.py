@@ -1,13 +1,7 @@
-"""How the table store talks to a database: safely, portably, one transaction per call.
-
-* Portable: a write reads the stored rows of its ids, compares them in Python and inserts new
-  rows and updates changed ones, so no dialect's upsert syntax is needed and the counts are
-  exact. One transaction per call: a failure leaves nothing of that call written.
-* SQLite runs in WAL mode and every transaction is ``BEGIN IMMEDIATE`` (DDL included), so a
-  concurrent writer waits instead of failing.
-* The URL usually holds a password: ``repr``, errors and :attr:`display` redact it, and database
-  errors become :class:`TableStoreError` scrubbed of it, naming the ``setting`` to change.
-"""
+"""How the table store talks to a database, one transaction per call. A write reads the stored
+rows of its ids and inserts new and updates changed ones: no dialect's upsert syntax, exact
+counts. SQLite runs in WAL mode with ``BEGIN IMMEDIATE`` (DDL too), so a concurrent writer
+waits. The URL's password is redacted from ``repr``, :attr:`display` and every error."""
 
 import functools
 import importlib.util

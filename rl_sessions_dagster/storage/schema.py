@@ -1,12 +1,7 @@
-"""Every table the library writes, and how an existing database is brought up to date.
-
-One ``MetaData`` holds them all, so a table added here reaches every database. Opening a store
-runs :func:`upgrade` in one transaction (advisory lock on PostgreSQL, ``BEGIN IMMEDIATE`` on
-SQLite), so the first sync and spend runs may open the same empty database at once. Versions:
-1 (0.1) sessions and checkpoints; 2 (0.2) ``missing_since``, spend tables in SQLite only; 3
-``rl_schema_version``, every table everywhere. Older tables are upgraded in place; tables of a
-newer release are refused rather than written with an older idea of their rows.
-"""
+"""Every table the library writes, and :func:`upgrade`, run in one locked transaction by every
+store that opens a database (so the first sync and spend may open it at once). Versions: 1
+sessions, checkpoints; 2 ``missing_since``, spend (SQLite); 3 ``rl_schema_version``, all tables
+everywhere. Older tables are upgraded in place; a newer release's are refused."""
 
 from datetime import UTC, datetime
 from typing import NamedTuple
