@@ -248,15 +248,10 @@ def build_session_sync_asset(
                 item.reason,
             )
         context.log.info(
-            "synced %d sessions and %d checkpoints in %.1f s with %d API requests (%d retried); "
-            "sessions %s, checkpoints %s",
-            stats.sessions_seen,
-            stats.checkpoints_seen,
-            stats.seconds,
-            stats.api_requests,
-            stats.api_retries,
-            stats.sessions_written.as_dict(),
-            stats.checkpoints_written.as_dict(),
+            f"synced {stats.sessions_seen} sessions and {stats.checkpoints_seen} checkpoints in "
+            f"{stats.seconds:.1f} s with {stats.api_requests} API requests ({stats.api_retries} "
+            f"retried); sessions {stats.sessions_written.as_dict()}, checkpoints "
+            f"{stats.checkpoints_written.as_dict()}"
         )
         return dg.MaterializeResult(metadata=sync_metadata(stats, counts, path or ""))
 

@@ -23,14 +23,6 @@ _D = TypeVar("_D", bound="TableDatabase")
 _CHUNK = 900
 
 
-def sqlite_url(path: str | Path) -> URL:
-    """The URL of a SQLite file (``":memory:"``: a private in-memory database)."""
-    text = str(path)
-    if text == ":memory:":
-        return URL.create("sqlite")
-    return URL.create("sqlite", database=os.path.abspath(os.path.expanduser(text)))
-
-
 def _driver_url(url: URL) -> URL:
     """Plain ``postgresql://`` means psycopg 3 from SQLAlchemy 2.1 on; dagster-postgres installs
     psycopg2. Use the driver that is installed, so the URL a team already has works."""
@@ -126,8 +118,10 @@ class TableDatabase:
             return _driver_url(url)
         text = str(url)
         check_target(text, self.setting)
+        if text == ":memory:":  # a private in-memory database
+            return URL.create("sqlite")
         if not is_database_url(text):
-            return sqlite_url(text)
+            return URL.create("sqlite", database=os.path.abspath(os.path.expanduser(text)))
         try:
             return _driver_url(make_url(text))
         except Exception as exc:  # the message may quote the URL: say only what kind it is

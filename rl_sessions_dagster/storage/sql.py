@@ -3,7 +3,7 @@ checkpoints for the sync, spend spans and rows for the spend asset and the GPU s
 
 import operator
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import fields
+from dataclasses import asdict, fields
 from datetime import datetime
 from typing import Any
 
@@ -133,17 +133,7 @@ class SQLAlchemyTableStore(TableDatabase):
             }
             for r in resources
         }
-        by_session = {
-            s.session_id: {
-                "model_resources_id": s.model_resources_id,
-                "display_name": s.display_name,
-                "sweep": s.sweep,
-                "billed_seconds": s.billed_seconds,
-                "cost": s.cost,
-                "computed_at_ms": now_ms,
-            }
-            for s in sessions
-        }
+        by_session = {s.session_id: {**asdict(s), "computed_at_ms": now_ms} for s in sessions}
         self._write(conn, self._tables.resource_spend, "id", by_resource)
         self._write(conn, self._tables.session_spend, "session_id", by_session)
 
