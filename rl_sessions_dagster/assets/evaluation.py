@@ -203,39 +203,6 @@ def evaluation_metadata(
     return meta
 
 
-def _check(
-    context: dg.AssetExecutionContext,
-    key: dg.AssetKey,
-    current: EvaluatedCheckpoint,
-    *,
-    check_name: str,
-    tolerance: float,
-    baselines: Sequence[BaselineFinder],
-    severity: dg.AssetCheckSeverity,
-) -> dg.AssetCheckResult:
-    """Fails when the score is more than ``tolerance`` below any baseline found (or when no
-    answer could be read at all)."""
-    meta: dict[str, Any] = {"tolerance": tolerance}
-    passed = current.score is not None
-    if current.score is None:
-        meta["reason"] = "no answer could be graded (all unreadable)"
-    else:
-        meta["score"] = current.score
-    for finder in baselines:
-        base = finder(context, key, current)
-        if base is None:
-            continue
-        meta[f"{base.label} score"] = base.score
-        meta[f"{base.label} partition"] = base.partition_key
-        if current.score is not None:
-            drop = base.score - current.score
-            meta[f"drop vs {base.label}"] = round(drop, 6)
-            passed = passed and drop <= tolerance + 1e-12
-    return dg.AssetCheckResult(
-        check_name=check_name, passed=passed, severity=severity, metadata=meta
-    )
-
-
 def build_evaluation_asset(
     spec: EvaluationSpec | LoadedEvaluation,
     *,
@@ -262,6 +229,31 @@ def build_evaluation_asset(
     asset_key = dg.AssetKey.from_coercible(key)
     tolerance = loaded.spec.tolerance
     finders = list(baselines)
+
+    def _check(
+        context: dg.AssetExecutionContext, current: EvaluatedCheckpoint
+    ) -> dg.AssetCheckResult:
+        """Fails when the score is more than ``tolerance`` below any baseline found (or when no
+        answer could be read at all)."""
+        meta: dict[str, Any] = {"tolerance": tolerance}
+        passed = current.score is not None
+        if current.score is None:
+            meta["reason"] = "no answer could be graded (all unreadable)"
+        else:
+            meta["score"] = current.score
+        for finder in finders:
+            base = finder(context, asset_key, current)
+            if base is None:
+                continue
+            meta[f"{base.label} score"] = base.score
+            meta[f"{base.label} partition"] = base.partition_key
+            if current.score is not None:
+                drop = base.score - current.score
+                meta[f"drop vs {base.label}"] = round(drop, 6)
+                passed = passed and drop <= tolerance + 1e-12
+        return dg.AssetCheckResult(
+            check_name=check_name, passed=passed, severity=check_severity, metadata=meta
+        )
 
     @dg.asset(
         key=asset_key,
@@ -319,12 +311,9 @@ def build_evaluation_asset(
             f"{where}: score {score} ({result.passed} passed, {result.failed} failed, "
             f"{result.unreadable} unreadable) in {result.wall_seconds:.1f} s"
         )
-        check = _check(
-            context, asset_key, current, check_name=check_name, tolerance=tolerance,
-            baselines=finders, severity=check_severity,
-        )  # fmt: skip
         return dg.MaterializeResult(
-            metadata=evaluation_metadata(result, loaded, current), check_results=[check]
+            metadata=evaluation_metadata(result, loaded, current),
+            check_results=[_check(context, current)],
         )
 
     return _evaluation
