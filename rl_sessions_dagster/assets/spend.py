@@ -132,10 +132,8 @@ def run_spend(
     sweep_of: Callable[[Attachment], str] = sweep_of_auto,
     clock: ServerClock | None = None,
 ) -> SpendReport:
-    """One spend pass: observe, price, compute, store. Dagster-free.
-
-    Open spans are measured to ``now_ms``, else to the API's clock as ``clock`` saw it when
-    the resources were listed (the sensors judge by it too), else to the local clock."""
+    """One spend pass: observe, price, compute, store. Open spans are measured to ``now_ms``,
+    else to the API's clock as ``clock`` saw it (as the sensors do), else to the local clock."""
     resources = list(client.list_model_resources(created_by=created_by))
     now = now_ms
     if now is None:
@@ -223,23 +221,22 @@ def _iso(ms: int | None) -> str | None:
 def spend_metadata(report: SpendReport, *, rows: int, path: str) -> dict[str, Any]:
     """Totals plus two tables the UI renders: resources by cost, sweeps by cost."""
     spend = report.spend
-    resource_records = []
     ranked = sorted(report.spans, key=lambda s: -(spend.resource_cost.get(s.resource_id) or 0))
-    for s in ranked[:rows]:
-        resource_records.append(
-            dg.TableRecord(
-                {
-                    "resource_id": s.resource_id,
-                    "status": s.raw_status.removeprefix("MODEL_RESOURCES_STATUS_"),
-                    "base_model": s.base_model or "",
-                    "ready_from": _iso(s.ready_from_ms) or "",
-                    "billed_hours": round(spend.resource_ms.get(s.resource_id, 0) / HOUR_MS, 4),
-                    "price_per_hour": s.price_per_hour,
-                    "cost": round(spend.resource_cost.get(s.resource_id, 0.0), 4),
-                    "idle_cost": round(spend.idle_cost.get(s.resource_id, 0.0), 4),
-                }
-            )
+    resource_records = [
+        dg.TableRecord(
+            {
+                "resource_id": s.resource_id,
+                "status": s.raw_status.removeprefix("MODEL_RESOURCES_STATUS_"),
+                "base_model": s.base_model or "",
+                "ready_from": _iso(s.ready_from_ms) or "",
+                "billed_hours": round(spend.resource_ms.get(s.resource_id, 0) / HOUR_MS, 4),
+                "price_per_hour": s.price_per_hour,
+                "cost": round(spend.resource_cost.get(s.resource_id, 0.0), 4),
+                "idle_cost": round(spend.idle_cost.get(s.resource_id, 0.0), 4),
+            }
         )
+        for s in ranked[:rows]
+    ]
     sweep_records = [
         dg.TableRecord(
             {"sweep": k, "sessions": n, "billed_hours": round(h, 4), "cost": round(c, 4)}

@@ -77,9 +77,8 @@ def transaction(
 
 class TableDatabase:
     """Every table of the library on one database URL or SQLite file path, created or upgraded
-    on open (in ``schema`` where the database has schemas). Connections are pinged before use,
-    so a restarted database is reconnected. ``connect_timeout`` bounds a PostgreSQL connection
-    attempt; ``timeout`` is SQLite's lock wait."""
+    on open (in ``schema`` where the database has them); connections are pinged before use.
+    ``connect_timeout`` bounds a PostgreSQL connection attempt, ``timeout`` SQLite's lock wait."""
 
     def __init__(
         self,
