@@ -3,12 +3,12 @@ rows of its ids and inserts new and updates changed ones: no dialect's upsert sy
 counts. SQLite runs in WAL mode with ``BEGIN IMMEDIATE`` (DDL too), so a concurrent writer
 waits. The URL's password is redacted from ``repr``, :attr:`display` and every error."""
 
-import functools
 import importlib.util
 import os
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Concatenate, ParamSpec, Self, TypeVar
+from typing import Any, Self, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, Connection, make_url
@@ -17,8 +17,6 @@ from .schema import define_tables, upgrade
 from .urls import TableStoreConfigError, TableStoreError, check_target, is_database_url, redact_url
 
 _R = TypeVar("_R")
-_P = ParamSpec("_P")
-_D = TypeVar("_D", bound="TableDatabase")
 #: Ids per ``SELECT ... WHERE id IN (...)`` / ``UPDATE``: small enough for every dialect.
 _CHUNK = 900
 
@@ -53,28 +51,6 @@ def id_chunks(items: Sequence[_R]) -> Iterator[Sequence[_R]]:
         yield items[i : i + _CHUNK]
 
 
-def transaction(
-    action: str,
-) -> Callable[[Callable[Concatenate[_D, Connection, _P], _R]], Callable[Concatenate[_D, _P], _R]]:
-    """Run the method in one transaction (its ``conn``); a database error becomes a
-    :class:`TableStoreError` saying it happened while ``action``."""
-
-    def decorate(
-        method: Callable[Concatenate[_D, Connection, _P], _R],
-    ) -> Callable[Concatenate[_D, _P], _R]:
-        @functools.wraps(method)
-        def run(self: _D, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
-            def body() -> _R:
-                with self._engine.begin() as conn:
-                    return method(self, conn, *args, **kwargs)
-
-            return self._guard(action, body)
-
-        return run
-
-    return decorate
-
-
 class TableDatabase:
     """Every table of the library on one database URL or SQLite file path, created or upgraded
     on open (in ``schema`` where the database has them); connections are pinged before use.
@@ -106,11 +82,13 @@ class TableDatabase:
             else:
                 Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
         options.update(engine_options or {})
-        self._engine = self._guard("opening it", lambda: sa.create_engine(parsed, **options))
+        with self._guard("opening it"):
+            self._engine = sa.create_engine(parsed, **options)
         if backend == "sqlite":
             self._sqlite_transactions(self._engine, wal=bool(parsed.database))
         self._tables = define_tables(self.schema)
-        self._upgrade()
+        with self._transaction("creating or upgrading its tables") as conn:
+            upgrade(conn, self._tables)
 
     def _parse(self, url: "str | Path | URL") -> URL:
         if isinstance(url, URL):
@@ -183,11 +161,12 @@ class TableDatabase:
             text = text.replace(self._password, "***")
         return text
 
-    def _guard(self, action: str, fn: Callable[[], _R]) -> _R:
-        """Run ``fn``; a database error becomes a :class:`TableStoreError` (``from None``: the
-        driver's chain, which may quote the URL, is not carried along)."""
+    @contextmanager
+    def _guard(self, action: str) -> Iterator[None]:
+        """A database error becomes a :class:`TableStoreError` saying it happened while
+        ``action`` (``from None``: the driver's chain, which may quote the URL, is dropped)."""
         try:
-            return fn()
+            yield
         except TableStoreError:
             raise
         except (sa.exc.SQLAlchemyError, ImportError) as exc:
@@ -203,9 +182,11 @@ class TableDatabase:
                 )
             ) from None
 
-    @transaction("creating or upgrading its tables")
-    def _upgrade(self, conn: Connection) -> None:
-        upgrade(conn, self._tables)
+    @contextmanager
+    def _transaction(self, action: str) -> Iterator[Connection]:
+        """One transaction: nothing of it is written if it fails."""
+        with self._guard(action), self._engine.begin() as conn:
+            yield conn
 
     @staticmethod
     def _write(
