@@ -3,6 +3,7 @@ what it lists into the billed spans kept in the tables, prices each resource onc
 ``estimate-cost`` and writes the spend tables: price x observed READY time, as precise as the
 schedule is frequent. :func:`run_spend` is the pass without Dagster."""
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -135,11 +136,9 @@ def run_spend(
     """One spend pass: observe, price, compute, store. Open spans are measured to ``now_ms``,
     else to the API's clock as ``clock`` saw it (as the sensors do), else to the local clock."""
     resources = list(client.list_model_resources(created_by=created_by))
+    if now_ms is None:
+        now_ms = (clock.last_ms if clock is not None else None) or int(time.time() * 1000)
     now = now_ms
-    if now is None:
-        now = (clock.last_ms if clock is not None else None) or int(
-            datetime.now(UTC).timestamp() * 1000
-        )
     ids = {r.id for r in resources}
     # Every session on these resources counts, whoever created it: a share of the GPUs.
     attachments = [

@@ -51,10 +51,8 @@ class SyncConfig(TableConfig):
     batch_size: int = Field(
         default=2000,
         ge=1,
-        description=(
-            "Rows per upsert transaction, per table (a session's checkpoints always go in the "
-            "same batch). Bigger batches mean fewer commits; 2000 rows is well under 1 MB."
-        ),
+        description="Rows per upsert transaction, per table (a session's checkpoints always go "
+        "in the same batch); 2000 rows is well under 1 MB.",
     )
     include_training_checkpoints: bool = Field(
         default=True, description="Also store training checkpoints (resume state) as rows."
