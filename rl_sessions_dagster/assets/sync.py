@@ -240,10 +240,8 @@ def build_session_sync_asset(
             stats.skipped = skipped
         for item in skipped:
             context.log.warning(
-                "skipped a session the API listed but this library cannot read: %s (%s: %s)",
-                item.id,
-                item.field or "(item)",
-                item.reason,
+                f"skipped a session the API listed but this library cannot read: {item.id} "
+                f"({item.field or '(item)'}: {item.reason})"
             )
         context.log.info(
             f"synced {stats.sessions_seen} sessions and {stats.checkpoints_seen} checkpoints in "
