@@ -1,11 +1,7 @@
-"""``build_evaluation_asset``: the built-in evaluation of each registered checkpoint.
-
-A run asks the checkpoint's model every item of the dataset, grades the answers and records
-the score, per-grader scores, an items table (failures first), latency, tokens and cost. A check
-compares the score with baselines (functions: the previous checkpoint, the sweep's champion).
-``score <session label>`` is recorded for that session's checkpoints only, so the Overview
-plots one line per session beside ``score`` over all.
-"""
+"""``build_evaluation_asset``: each registered checkpoint's model answers the dataset; a run
+records the score (also as ``score <session label>``, so the Overview plots one line per
+session), per-grader scores, an items table, latency, tokens and cost, and a check compares the
+score with baselines (the previous checkpoint, the sweep's champion)."""
 
 import json
 from collections.abc import Callable, Sequence
@@ -207,39 +203,6 @@ def evaluation_metadata(
     return meta
 
 
-def _check(
-    context: dg.AssetExecutionContext,
-    key: dg.AssetKey,
-    current: EvaluatedCheckpoint,
-    *,
-    check_name: str,
-    tolerance: float,
-    baselines: Sequence[BaselineFinder],
-    severity: dg.AssetCheckSeverity,
-) -> dg.AssetCheckResult:
-    """Fails when the score is more than ``tolerance`` below any baseline found (or when no
-    answer could be read at all)."""
-    meta: dict[str, Any] = {"tolerance": tolerance}
-    passed = current.score is not None
-    if current.score is None:
-        meta["reason"] = "no answer could be graded (all unreadable)"
-    else:
-        meta["score"] = current.score
-    for finder in baselines:
-        base = finder(context, key, current)
-        if base is None:
-            continue
-        meta[f"{base.label} score"] = base.score
-        meta[f"{base.label} partition"] = base.partition_key
-        if current.score is not None:
-            drop = base.score - current.score
-            meta[f"drop vs {base.label}"] = round(drop, 6)
-            passed = passed and drop <= tolerance + 1e-12
-    return dg.AssetCheckResult(
-        check_name=check_name, passed=passed, severity=severity, metadata=meta
-    )
-
-
 def build_evaluation_asset(
     spec: EvaluationSpec | LoadedEvaluation,
     *,
@@ -259,16 +222,38 @@ def build_evaluation_asset(
 ) -> dg.AssetsDefinition:
     """A checkpoint-partitioned asset evaluating each registered checkpoint, with a score check.
 
-    ``spec`` is loaded now (``base_dir`` resolves a relative dataset path): a missing or
-    malformed dataset raises :class:`~rl_sessions_dagster.evaluation.DatasetError` naming the
-    line, so the definitions fail to load. Each chat call is retried by the resource's retry
-    policy; a call that still fails fails the run naming the checkpoint, and ``retry_policy``
-    (then the instance's run retries) runs it again.
-    """
+    ``spec`` is loaded now (``base_dir`` resolves a relative dataset path), so a bad dataset
+    fails the definitions' load with a :class:`~rl_sessions_dagster.evaluation.DatasetError`.
+    A chat call the resource's retries cannot save fails the run; ``retry_policy`` reruns it."""
     loaded = spec if isinstance(spec, LoadedEvaluation) else spec.load(base_dir)
     asset_key = dg.AssetKey.from_coercible(key)
     tolerance = loaded.spec.tolerance
     finders = list(baselines)
+
+    def _check(
+        context: dg.AssetExecutionContext, current: EvaluatedCheckpoint
+    ) -> dg.AssetCheckResult:
+        """Fails when the score is more than ``tolerance`` below any baseline found (or when no
+        answer could be read at all)."""
+        meta: dict[str, Any] = {"tolerance": tolerance}
+        passed = current.score is not None
+        if current.score is None:
+            meta["reason"] = "no answer could be graded (all unreadable)"
+        else:
+            meta["score"] = current.score
+        for finder in finders:
+            base = finder(context, asset_key, current)
+            if base is None:
+                continue
+            meta[f"{base.label} score"] = base.score
+            meta[f"{base.label} partition"] = base.partition_key
+            if current.score is not None:
+                drop = base.score - current.score
+                meta[f"drop vs {base.label}"] = round(drop, 6)
+                passed = passed and drop <= tolerance + 1e-12
+        return dg.AssetCheckResult(
+            check_name=check_name, passed=passed, severity=check_severity, metadata=meta
+        )
 
     @dg.asset(
         key=asset_key,
@@ -326,12 +311,9 @@ def build_evaluation_asset(
             f"{where}: score {score} ({result.passed} passed, {result.failed} failed, "
             f"{result.unreadable} unreadable) in {result.wall_seconds:.1f} s"
         )
-        check = _check(
-            context, asset_key, current, check_name=check_name, tolerance=tolerance,
-            baselines=finders, severity=check_severity,
-        )  # fmt: skip
         return dg.MaterializeResult(
-            metadata=evaluation_metadata(result, loaded, current), check_results=[check]
+            metadata=evaluation_metadata(result, loaded, current),
+            check_results=[_check(context, current)],
         )
 
     return _evaluation

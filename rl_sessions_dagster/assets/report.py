@@ -1,10 +1,7 @@
-"""``build_session_report_asset``: one report per finished session, no Python.
-
-The event sensor requests a run per stopped/error/expired session, tagged
-``together/session_id``. The report reads the session once from the API, each checkpoint's
-latest score from the evaluation's materializations and the spend from the spend tables; a
-missing score or spend is said in the report, never a failure.
-"""
+"""``build_session_report_asset``: one report per finished session (the event sensor's run is
+tagged ``together/session_id``): the session from the API, each checkpoint's latest score from
+the evaluation's materializations, the spend from the spend tables. A missing score or spend is
+said in the report, never a failure."""
 
 import os
 from collections.abc import Sequence

@@ -1,12 +1,9 @@
-"""The spend asset: estimated GPU cost per model resource, per session and per sweep.
+"""The spend asset: estimated GPU cost per model resource, session and sweep. Each run folds
+what it lists into the billed spans kept in the tables, prices each resource once with
+``estimate-cost`` and writes the spend tables: price x observed READY time, as precise as the
+schedule is frequent. :func:`run_spend` is the pass without Dagster."""
 
-Each run folds what it lists into the billed spans kept in the library's tables (the sync's
-database), prices each resource once in its life with ``estimate-cost`` (no side effects), and
-writes the two spend tables. Numbers are estimates: price x observed READY time (see
-``core/spend.py``), as precise as the schedule is frequent. :func:`run_spend` is the pass
-without Dagster.
-"""
-
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -136,16 +133,12 @@ def run_spend(
     sweep_of: Callable[[Attachment], str] = sweep_of_auto,
     clock: ServerClock | None = None,
 ) -> SpendReport:
-    """One spend pass: observe, price, compute, store. Dagster-free.
-
-    Open spans are measured to ``now_ms``, else to the API's clock as ``clock`` saw it when
-    the resources were listed (the sensors judge by it too), else to the local clock."""
+    """One spend pass: observe, price, compute, store. Open spans are measured to ``now_ms``,
+    else to the API's clock as ``clock`` saw it (as the sensors do), else to the local clock."""
     resources = list(client.list_model_resources(created_by=created_by))
+    if now_ms is None:
+        now_ms = (clock.last_ms if clock is not None else None) or int(time.time() * 1000)
     now = now_ms
-    if now is None:
-        now = (clock.last_ms if clock is not None else None) or int(
-            datetime.now(UTC).timestamp() * 1000
-        )
     ids = {r.id for r in resources}
     # Every session on these resources counts, whoever created it: a share of the GPUs.
     attachments = [
@@ -227,23 +220,22 @@ def _iso(ms: int | None) -> str | None:
 def spend_metadata(report: SpendReport, *, rows: int, path: str) -> dict[str, Any]:
     """Totals plus two tables the UI renders: resources by cost, sweeps by cost."""
     spend = report.spend
-    resource_records = []
     ranked = sorted(report.spans, key=lambda s: -(spend.resource_cost.get(s.resource_id) or 0))
-    for s in ranked[:rows]:
-        resource_records.append(
-            dg.TableRecord(
-                {
-                    "resource_id": s.resource_id,
-                    "status": s.raw_status.removeprefix("MODEL_RESOURCES_STATUS_"),
-                    "base_model": s.base_model or "",
-                    "ready_from": _iso(s.ready_from_ms) or "",
-                    "billed_hours": round(spend.resource_ms.get(s.resource_id, 0) / HOUR_MS, 4),
-                    "price_per_hour": s.price_per_hour,
-                    "cost": round(spend.resource_cost.get(s.resource_id, 0.0), 4),
-                    "idle_cost": round(spend.idle_cost.get(s.resource_id, 0.0), 4),
-                }
-            )
+    resource_records = [
+        dg.TableRecord(
+            {
+                "resource_id": s.resource_id,
+                "status": s.raw_status.removeprefix("MODEL_RESOURCES_STATUS_"),
+                "base_model": s.base_model or "",
+                "ready_from": _iso(s.ready_from_ms) or "",
+                "billed_hours": round(spend.resource_ms.get(s.resource_id, 0) / HOUR_MS, 4),
+                "price_per_hour": s.price_per_hour,
+                "cost": round(spend.resource_cost.get(s.resource_id, 0.0), 4),
+                "idle_cost": round(spend.idle_cost.get(s.resource_id, 0.0), 4),
+            }
         )
+        for s in ranked[:rows]
+    ]
     sweep_records = [
         dg.TableRecord(
             {"sweep": k, "sessions": n, "billed_hours": round(h, 4), "cost": round(c, 4)}

@@ -51,10 +51,8 @@ class SyncConfig(TableConfig):
     batch_size: int = Field(
         default=2000,
         ge=1,
-        description=(
-            "Rows per upsert transaction, per table (a session's checkpoints always go in the "
-            "same batch). Bigger batches mean fewer commits; 2000 rows is well under 1 MB."
-        ),
+        description="Rows per upsert transaction, per table (a session's checkpoints always go "
+        "in the same batch); 2000 rows is well under 1 MB.",
     )
     include_training_checkpoints: bool = Field(
         default=True, description="Also store training checkpoints (resume state) as rows."
@@ -98,14 +96,10 @@ def run_sync(
     on_progress: Callable[[SyncStats], None] | None = None,
     progress_seconds: float = 10.0,
 ) -> SyncStats:
-    """Upsert every session of ``sessions`` (and its embedded checkpoints) into ``store``.
-
-    Lazy: memory is one API page plus one batch. A session the listing repeats (pages shifting
-    under a concurrent create) is written once; ``keep`` drops sessions client-side.
-    ``mark_missing`` (an unfiltered walk only) gives stored sessions it did not list
-    ``missing_since``. ``on_progress`` gets the running stats at most every
-    ``progress_seconds``, so a long walk is visible while it runs.
-    """
+    """Upsert every session of ``sessions`` (and its embedded checkpoints) into ``store``,
+    holding one API page plus one batch. A session listed twice (pages shifting under a create)
+    is written once; ``keep`` drops sessions client-side; ``mark_missing`` (an unfiltered walk
+    only) marks stored sessions it did not list; ``on_progress`` sees the running stats."""
     now = synced_at or datetime.now(UTC)
     stats = SyncStats(newest_limit)
     started = last_progress = time.perf_counter()
@@ -163,21 +157,14 @@ def build_session_sync_asset(
     created_by: str | None = None,
     model_resources_id: str | None = None,
     group_name: str | None = "together_rl",
-    owners: Sequence[str] | None = None,
     kinds: set[str] | None = None,
     description: str | None = None,
-    retry_policy: dg.RetryPolicy | None = None,
-    pool: str | None = None,
 ) -> dg.AssetsDefinition:
-    """An asset that syncs every (matching) RL session and its checkpoints into the tables
-    ``rl_sessions`` and ``rl_checkpoints``; schedule it with an asset job.
-
-    ``db_path`` overrides the tables' database of every asset (see
-    :func:`~rl_sessions_dagster.resource.tables.resolve_tables_target`); ``store_factory``
-    builds another :class:`~rl_sessions_dagster.storage.SessionStore` from it instead.
-    ``session_filter``'s ``created_by``/``model_resources_id`` (or the shortcuts of those names)
-    go to the API; the rest is checked per session.
-    """
+    """An asset syncing every (matching) RL session and its checkpoints into ``rl_sessions``
+    and ``rl_checkpoints``. ``db_path`` overrides the tables' database of every asset;
+    ``store_factory`` builds another :class:`~rl_sessions_dagster.storage.SessionStore` from it.
+    ``created_by``/``model_resources_id`` (shortcuts or the filter's) go to the API; the rest of
+    ``session_filter`` is checked per session."""
     flt = _build_filter(session_filter, created_by, model_resources_id)
     scope = [
         f"{name}={value}"
@@ -195,15 +182,12 @@ def build_session_sync_asset(
             "paged list walk, no request per session)."
         ),
         group_name=group_name,
-        owners=list(owners) if owners else None,
         kinds=table_kinds(db_path) if kinds is None else kinds,
         required_resource_keys={resource_key},
         metadata={
             "dagster/table_name": "rl_sessions",
             "dagster/column_schema": dg.MetadataValue.table_schema(SESSION_TABLE_SCHEMA),
         },
-        retry_policy=retry_policy,
-        pool=pool,
     )
     def _sync_asset(context: dg.AssetExecutionContext, config: SyncConfig) -> dg.MaterializeResult:
         resource = getattr(context.resources, resource_key)
@@ -256,21 +240,14 @@ def build_session_sync_asset(
             stats.skipped = skipped
         for item in skipped:
             context.log.warning(
-                "skipped a session the API listed but this library cannot read: %s (%s: %s)",
-                item.id,
-                item.field or "(item)",
-                item.reason,
+                f"skipped a session the API listed but this library cannot read: {item.id} "
+                f"({item.field or '(item)'}: {item.reason})"
             )
         context.log.info(
-            "synced %d sessions and %d checkpoints in %.1f s with %d API requests (%d retried); "
-            "sessions %s, checkpoints %s",
-            stats.sessions_seen,
-            stats.checkpoints_seen,
-            stats.seconds,
-            stats.api_requests,
-            stats.api_retries,
-            stats.sessions_written.as_dict(),
-            stats.checkpoints_written.as_dict(),
+            f"synced {stats.sessions_seen} sessions and {stats.checkpoints_seen} checkpoints in "
+            f"{stats.seconds:.1f} s with {stats.api_requests} API requests ({stats.api_retries} "
+            f"retried); sessions {stats.sessions_written.as_dict()}, checkpoints "
+            f"{stats.checkpoints_written.as_dict()}"
         )
         return dg.MaterializeResult(metadata=sync_metadata(stats, counts, path or ""))
 

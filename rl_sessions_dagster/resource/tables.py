@@ -66,13 +66,9 @@ class TableConfig(dg.Config):
 
     db_path: str | None = Field(
         default=None,
-        description=(
-            "Override of where this run keeps its tables: a SQLAlchemy URL (keep its password out "
-            "of run config: write $VAR) or a file path; environment variables and ~ are "
-            "expanded. Default: the asset's db_path, else the tables' database of every asset "
-            f"(database_url / ${TABLES_URL_ENV} / the instance's PostgreSQL / "
-            f"<DAGSTER_HOME>/{DEFAULT_DB_FILENAME})."
-        ),
+        description="Where this run keeps its tables: a SQLAlchemy URL (write a password as "
+        "$VAR) or a file path ($VAR and ~ expanded). Default: the asset's db_path, else the "
+        f"tables' database of every asset (database_url, ${TABLES_URL_ENV}, ...).",
     )
 
     def override(self, default: str | None) -> tuple[str | None, str]:

@@ -111,10 +111,8 @@ class TogetherRLResource(dg.ConfigurableResource):
     def get_client(
         self, *, server_clock: ServerClock | None = None, log: Log | None = None
     ) -> "RLSessionsClient":
-        """A new client; close it (or use ``with``) when done. Each retry is a WARNING on ``log``,
-        by default the log of the tick or run using the resource. Raises
-        :class:`~rl_sessions_dagster.api.ConfigurationError` without a key or for a bad base URL.
-        """
+        """A new client (close it, or use ``with``); each retry is a WARNING on ``log``, by
+        default the log of the tick or run using the resource."""
         return RLSessionsClient(
             api_key=self.api_key,
             base_url=self.base_url,

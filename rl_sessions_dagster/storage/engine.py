@@ -1,20 +1,14 @@
-"""How the table store talks to a database: safely, portably, one transaction per call.
+"""How the table store talks to a database, one transaction per call. A write reads the stored
+rows of its ids and inserts new and updates changed ones: no dialect's upsert syntax, exact
+counts. SQLite runs in WAL mode with ``BEGIN IMMEDIATE`` (DDL too), so a concurrent writer
+waits. The URL's password is redacted from ``repr``, :attr:`display` and every error."""
 
-* Portable: a write reads the stored rows of its ids, compares them in Python and inserts new
-  rows and updates changed ones, so no dialect's upsert syntax is needed and the counts are
-  exact. One transaction per call: a failure leaves nothing of that call written.
-* SQLite runs in WAL mode and every transaction is ``BEGIN IMMEDIATE`` (DDL included), so a
-  concurrent writer waits instead of failing.
-* The URL usually holds a password: ``repr``, errors and :attr:`display` redact it, and database
-  errors become :class:`TableStoreError` scrubbed of it, naming the ``setting`` to change.
-"""
-
-import functools
 import importlib.util
 import os
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Concatenate, ParamSpec, Self, TypeVar
+from typing import Any, Self, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, Connection, make_url
@@ -23,18 +17,8 @@ from .schema import define_tables, upgrade
 from .urls import TableStoreConfigError, TableStoreError, check_target, is_database_url, redact_url
 
 _R = TypeVar("_R")
-_P = ParamSpec("_P")
-_D = TypeVar("_D", bound="TableDatabase")
 #: Ids per ``SELECT ... WHERE id IN (...)`` / ``UPDATE``: small enough for every dialect.
 _CHUNK = 900
-
-
-def sqlite_url(path: str | Path) -> URL:
-    """The URL of a SQLite file (``":memory:"``: a private in-memory database)."""
-    text = str(path)
-    if text == ":memory:":
-        return URL.create("sqlite")
-    return URL.create("sqlite", database=os.path.abspath(os.path.expanduser(text)))
 
 
 def _driver_url(url: URL) -> URL:
@@ -67,33 +51,10 @@ def id_chunks(items: Sequence[_R]) -> Iterator[Sequence[_R]]:
         yield items[i : i + _CHUNK]
 
 
-def transaction(
-    action: str,
-) -> Callable[[Callable[Concatenate[_D, Connection, _P], _R]], Callable[Concatenate[_D, _P], _R]]:
-    """Run the method in one transaction (its ``conn``); a database error becomes a
-    :class:`TableStoreError` saying it happened while ``action``."""
-
-    def decorate(
-        method: Callable[Concatenate[_D, Connection, _P], _R],
-    ) -> Callable[Concatenate[_D, _P], _R]:
-        @functools.wraps(method)
-        def run(self: _D, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
-            def body() -> _R:
-                with self._engine.begin() as conn:
-                    return method(self, conn, *args, **kwargs)
-
-            return self._guard(action, body)
-
-        return run
-
-    return decorate
-
-
 class TableDatabase:
     """Every table of the library on one database URL or SQLite file path, created or upgraded
-    on open (in ``schema`` where the database has schemas). Connections are pinged before use,
-    so a restarted database is reconnected. ``connect_timeout`` bounds a PostgreSQL connection
-    attempt; ``timeout`` is SQLite's lock wait."""
+    on open (in ``schema`` where the database has them); connections are pinged before use.
+    ``connect_timeout`` bounds a PostgreSQL connection attempt, ``timeout`` SQLite's lock wait."""
 
     def __init__(
         self,
@@ -121,19 +82,23 @@ class TableDatabase:
             else:
                 Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
         options.update(engine_options or {})
-        self._engine = self._guard("opening it", lambda: sa.create_engine(parsed, **options))
+        with self._guard("opening it"):
+            self._engine = sa.create_engine(parsed, **options)
         if backend == "sqlite":
             self._sqlite_transactions(self._engine, wal=bool(parsed.database))
         self._tables = define_tables(self.schema)
-        self._upgrade()
+        with self._transaction("creating or upgrading its tables") as conn:
+            upgrade(conn, self._tables)
 
     def _parse(self, url: "str | Path | URL") -> URL:
         if isinstance(url, URL):
             return _driver_url(url)
         text = str(url)
         check_target(text, self.setting)
+        if text == ":memory:":  # a private in-memory database
+            return URL.create("sqlite")
         if not is_database_url(text):
-            return sqlite_url(text)
+            return URL.create("sqlite", database=os.path.abspath(os.path.expanduser(text)))
         try:
             return _driver_url(make_url(text))
         except Exception as exc:  # the message may quote the URL: say only what kind it is
@@ -196,11 +161,12 @@ class TableDatabase:
             text = text.replace(self._password, "***")
         return text
 
-    def _guard(self, action: str, fn: Callable[[], _R]) -> _R:
-        """Run ``fn``; a database error becomes a :class:`TableStoreError` (``from None``: the
-        driver's chain, which may quote the URL, is not carried along)."""
+    @contextmanager
+    def _guard(self, action: str) -> Iterator[None]:
+        """A database error becomes a :class:`TableStoreError` saying it happened while
+        ``action`` (``from None``: the driver's chain, which may quote the URL, is dropped)."""
         try:
-            return fn()
+            yield
         except TableStoreError:
             raise
         except (sa.exc.SQLAlchemyError, ImportError) as exc:
@@ -216,9 +182,11 @@ class TableDatabase:
                 )
             ) from None
 
-    @transaction("creating or upgrading its tables")
-    def _upgrade(self, conn: Connection) -> None:
-        upgrade(conn, self._tables)
+    @contextmanager
+    def _transaction(self, action: str) -> Iterator[Connection]:
+        """One transaction: nothing of it is written if it fails."""
+        with self._guard(action), self._engine.begin() as conn:
+            yield conn
 
     @staticmethod
     def _write(

@@ -1,12 +1,7 @@
-"""Every table the library writes, and how an existing database is brought up to date.
-
-One ``MetaData`` holds them all, so a table added here reaches every database. Opening a store
-runs :func:`upgrade` in one transaction (advisory lock on PostgreSQL, ``BEGIN IMMEDIATE`` on
-SQLite), so the first sync and spend runs may open the same empty database at once. Versions:
-1 (0.1) sessions and checkpoints; 2 (0.2) ``missing_since``, spend tables in SQLite only; 3
-``rl_schema_version``, every table everywhere. Older tables are upgraded in place; tables of a
-newer release are refused rather than written with an older idea of their rows.
-"""
+"""Every table the library writes, and :func:`upgrade`, run in one locked transaction by every
+store that opens a database (so the first sync and spend may open it at once). Versions: 1
+sessions, checkpoints; 2 ``missing_since``, spend (SQLite); 3 ``rl_schema_version``, all tables
+everywhere. Older tables are upgraded in place; a newer release's are refused."""
 
 from datetime import UTC, datetime
 from typing import NamedTuple
@@ -19,7 +14,7 @@ from .rows import SCHEMA_VERSION
 from .urls import TableStoreError
 
 #: Columns added after a table's first release (all nullable): added to older tables on open.
-_ADDED_COLUMNS = {"rl_sessions": ("missing_since",)}
+_ADDED_COLUMNS = {"sessions": ("missing_since",)}
 #: Key of the PostgreSQL advisory lock that serialises upgrades ("rl_tbls" in ASCII).
 _LOCK_KEY = 0x726C5F74626C73
 
@@ -117,13 +112,6 @@ def define_tables(schema: str | None = None) -> Tables:
     return Tables(meta, sessions, checkpoints, resource_spend, session_spend, version)
 
 
-def _stored_version(conn: Connection, tables: Tables) -> int | None:
-    table = tables.version
-    if not sa.inspect(conn).has_table(table.name, schema=table.schema):
-        return None
-    return conn.execute(sa.select(table.c.version).where(table.c.id == 1)).scalar_one_or_none()
-
-
 def upgrade(conn: Connection, tables: Tables) -> int:
     """Create or upgrade every table in ``conn``'s transaction; returns the version found (0:
     none). Idempotent: a database already at :data:`SCHEMA_VERSION` costs one read."""
@@ -133,7 +121,10 @@ def upgrade(conn: Connection, tables: Tables) -> int:
         if schema:
             quoted = conn.dialect.identifier_preparer.quote_schema(schema)
             conn.execute(sa.text(f"CREATE SCHEMA IF NOT EXISTS {quoted}"))
-    found = _stored_version(conn, tables)
+    version = tables.version
+    found = None
+    if sa.inspect(conn).has_table(version.name, schema=version.schema):
+        found = conn.execute(sa.select(version.c.version).where(version.c.id == 1)).scalar()
     if found is not None and found > SCHEMA_VERSION:
         raise TableStoreError(
             f"the tables were upgraded to schema version {found} by a newer release of "
@@ -145,10 +136,8 @@ def upgrade(conn: Connection, tables: Tables) -> int:
     tables.meta.create_all(conn, checkfirst=True)
     inspector = sa.inspect(conn)
     preparer = conn.dialect.identifier_preparer
-    for table in tables.meta.sorted_tables:
-        added = _ADDED_COLUMNS.get(table.name, ())
-        if not added:
-            continue
+    for attr, added in _ADDED_COLUMNS.items():
+        table = getattr(tables, attr)
         have = {c["name"] for c in inspector.get_columns(table.name, schema=table.schema)}
         for name in added:
             if name not in have:
@@ -160,7 +149,6 @@ def upgrade(conn: Connection, tables: Tables) -> int:
         "library_version": __version__,
         "upgraded_at": datetime.now(UTC).isoformat(),
     }
-    version = tables.version
     if found is None:
         conn.execute(sa.insert(version).values(id=1, **values))
     else:

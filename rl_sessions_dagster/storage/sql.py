@@ -3,7 +3,7 @@ checkpoints for the sync, spend spans and rows for the spend asset and the GPU s
 
 import operator
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import fields
+from dataclasses import asdict, fields
 from datetime import datetime
 from typing import Any
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..core.spend import ResourceSpan
-from .engine import TableDatabase, id_chunks, transaction
+from .engine import TableDatabase, id_chunks
 from .rows import (
     CheckpointRow,
     ResourceSpendRow,
@@ -24,27 +24,20 @@ from .rows import (
 
 _SESSION_COLUMNS = tuple(f.name for f in fields(SessionRow))
 _CHECKPOINT_COLUMNS = tuple(f.name for f in fields(CheckpointRow))
-_SPAN_COLUMNS = (
-    "status",
-    "base_model",
-    "ready_from_ms",
-    "ready_until_ms",
-    "span_source",
-    "price_per_hour",
-    "currency",
-)
+#: ``rl_resource_spend``'s span columns and the :class:`ResourceSpan` attribute each holds.
+_SPAN_COLUMNS = {
+    "status": "raw_status",
+    "base_model": "base_model",
+    "ready_from_ms": "ready_from_ms",
+    "ready_until_ms": "ready_until_ms",
+    "span_source": "source",
+    "price_per_hour": "price_per_hour",
+    "currency": "currency",
+}
 
 
 def _span_values(span: ResourceSpan) -> dict[str, Any]:
-    return {
-        "status": span.raw_status,
-        "base_model": span.base_model,
-        "ready_from_ms": span.ready_from_ms,
-        "ready_until_ms": span.ready_until_ms,
-        "span_source": span.source,
-        "price_per_hour": span.price_per_hour,
-        "currency": span.currency,
-    }
+    return {column: getattr(span, attr) for column, attr in _SPAN_COLUMNS.items()}
 
 
 class SQLAlchemyTableStore(TableDatabase):
@@ -52,13 +45,13 @@ class SQLAlchemyTableStore(TableDatabase):
     ``SQLAlchemyTableStore("postgresql://rl:PASSWORD@db:5432/analytics", schema="together_rl")``.
     """
 
-    @transaction("writing rl_sessions")
-    def upsert_sessions(self, conn: Connection, rows: Sequence[SessionRow]) -> UpsertResult:
-        return self._upsert(conn, self._tables.sessions, _SESSION_COLUMNS, rows)
+    def upsert_sessions(self, rows: Sequence[SessionRow]) -> UpsertResult:
+        with self._transaction("writing rl_sessions") as conn:
+            return self._upsert(conn, self._tables.sessions, _SESSION_COLUMNS, rows)
 
-    @transaction("writing rl_checkpoints")
-    def upsert_checkpoints(self, conn: Connection, rows: Sequence[CheckpointRow]) -> UpsertResult:
-        return self._upsert(conn, self._tables.checkpoints, _CHECKPOINT_COLUMNS, rows)
+    def upsert_checkpoints(self, rows: Sequence[CheckpointRow]) -> UpsertResult:
+        with self._transaction("writing rl_checkpoints") as conn:
+            return self._upsert(conn, self._tables.checkpoints, _CHECKPOINT_COLUMNS, rows)
 
     def _upsert(
         self,
@@ -73,101 +66,90 @@ class SQLAlchemyTableStore(TableDatabase):
         new, changed = self._write(conn, table, "id", by_id, ignore=("synced_at",))
         return UpsertResult(new, changed, len(by_id) - new - changed)
 
-    @transaction("marking missing sessions")
-    def mark_missing(self, conn: Connection, seen_ids: Collection[str], at: datetime) -> int:
+    def mark_missing(self, seen_ids: Collection[str], at: datetime) -> int:
         """Flag live rows whose id the last complete sync did not list."""
-        seen = set(seen_ids)
-        table = self._tables.sessions
-        live = conn.execute(sa.select(table.c.id).where(table.c.missing_since.is_(None)))
-        gone = [rid for (rid,) in live if rid not in seen]
-        for chunk in id_chunks(gone):
-            conn.execute(
-                sa.update(table).where(table.c.id.in_(chunk)).values(missing_since=iso_utc(at))
-            )
-        return len(gone)
+        with self._transaction("marking missing sessions") as conn:
+            seen = set(seen_ids)
+            table = self._tables.sessions
+            live = conn.execute(sa.select(table.c.id).where(table.c.missing_since.is_(None)))
+            gone = [rid for (rid,) in live if rid not in seen]
+            for chunk in id_chunks(gone):
+                conn.execute(
+                    sa.update(table).where(table.c.id.in_(chunk)).values(missing_since=iso_utc(at))
+                )
+            return len(gone)
 
-    @transaction("counting rows")
-    def counts(self, conn: Connection) -> StoreCounts:
-        s, c = self._tables.sessions, self._tables.checkpoints
-        sessions = conn.execute(sa.select(sa.func.count()).select_from(s)).scalar_one()
-        checkpoints = conn.execute(sa.select(sa.func.count()).select_from(c)).scalar_one()
-        by_status = {
-            status: n
-            for status, n in conn.execute(
-                sa.select(s.c.status, sa.func.count()).group_by(s.c.status).order_by(s.c.status)
-            )
-        }
-        missing = conn.execute(
-            sa.select(sa.func.count()).select_from(s).where(s.c.missing_since.is_not(None))
-        ).scalar_one()
-        return StoreCounts(sessions, checkpoints, by_status, missing)
+    def counts(self) -> StoreCounts:
+        with self._transaction("counting rows") as conn:
+            s, c = self._tables.sessions, self._tables.checkpoints
+            sessions = conn.execute(sa.select(sa.func.count()).select_from(s)).scalar_one()
+            checkpoints = conn.execute(sa.select(sa.func.count()).select_from(c)).scalar_one()
+            by_status = {
+                status: n
+                for status, n in conn.execute(
+                    sa.select(s.c.status, sa.func.count()).group_by(s.c.status).order_by(s.c.status)
+                )
+            }
+            missing = conn.execute(
+                sa.select(sa.func.count()).select_from(s).where(s.c.missing_since.is_not(None))
+            ).scalar_one()
+            return StoreCounts(sessions, checkpoints, by_status, missing)
 
-    @transaction("reading rl_resource_spend")
-    def load_spans(self, conn: Connection) -> dict[str, ResourceSpan]:
-        t = self._tables.resource_spend
-        rows = conn.execute(sa.select(t.c.id, *(t.c[c] for c in _SPAN_COLUMNS))).all()
-        return {r[0]: ResourceSpan(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]) for r in rows}
+    def load_spans(self) -> dict[str, ResourceSpan]:
+        with self._transaction("reading rl_resource_spend") as conn:
+            t = self._tables.resource_spend
+            rows = conn.execute(sa.select(t.c.id, *(t.c[c] for c in _SPAN_COLUMNS))).all()
+            return {r[0]: ResourceSpan(*r) for r in rows}  # the columns in the span's field order
 
-    @transaction("reading rl_session_spend")
-    def load_session_spend(
-        self, conn: Connection, session_id: str
-    ) -> tuple[float, float | None, str] | None:
+    def load_session_spend(self, session_id: str) -> tuple[float, float | None, str] | None:
         """One session's spend row (billed seconds, cost, sweep), if a spend run wrote it."""
-        t = self._tables.session_spend
-        row = conn.execute(
-            sa.select(t.c.billed_seconds, t.c.cost, t.c.sweep).where(t.c.session_id == session_id)
-        ).first()
-        return None if row is None else (float(row[0]), row[1], str(row[2]))
+        with self._transaction("reading rl_session_spend") as conn:
+            t = self._tables.session_spend
+            row = conn.execute(
+                sa.select(t.c.billed_seconds, t.c.cost, t.c.sweep).where(
+                    t.c.session_id == session_id
+                )
+            ).first()
+            return None if row is None else (float(row[0]), row[1], str(row[2]))
 
-    @transaction("writing the spend tables")
     def save(
         self,
-        conn: Connection,
         resources: Sequence[ResourceSpendRow],
         sessions: Iterable[SessionSpendRow],
         *,
         now_ms: int,
     ) -> None:
         """Write these resources' and sessions' spend rows whole."""
-        by_resource = {
-            r.span.resource_id: {
-                **_span_values(r.span),
-                "billed_seconds": r.billed_seconds,
-                "idle_seconds": r.idle_seconds,
-                "cost": r.cost,
-                "idle_cost": r.idle_cost,
-                "computed_at_ms": now_ms,
+        with self._transaction("writing the spend tables") as conn:
+            by_resource = {
+                r.span.resource_id: {
+                    **_span_values(r.span),
+                    "billed_seconds": r.billed_seconds,
+                    "idle_seconds": r.idle_seconds,
+                    "cost": r.cost,
+                    "idle_cost": r.idle_cost,
+                    "computed_at_ms": now_ms,
+                }
+                for r in resources
             }
-            for r in resources
-        }
-        by_session = {
-            s.session_id: {
-                "model_resources_id": s.model_resources_id,
-                "display_name": s.display_name,
-                "sweep": s.sweep,
-                "billed_seconds": s.billed_seconds,
-                "cost": s.cost,
-                "computed_at_ms": now_ms,
-            }
-            for s in sessions
-        }
-        self._write(conn, self._tables.resource_spend, "id", by_resource)
-        self._write(conn, self._tables.session_spend, "session_id", by_session)
+            by_session = {s.session_id: {**asdict(s), "computed_at_ms": now_ms} for s in sessions}
+            self._write(conn, self._tables.resource_spend, "id", by_resource)
+            self._write(conn, self._tables.session_spend, "session_id", by_session)
 
-    @transaction("writing rl_resource_spend spans")
-    def save_spans(self, conn: Connection, spans: Iterable[ResourceSpan], *, now_ms: int) -> None:
+    def save_spans(self, spans: Iterable[ResourceSpan], *, now_ms: int) -> None:
         """Upsert only the span columns, for sensors that observe spans between spend runs: billed
         and cost columns stay as the last spend run wrote them (a new row starts at 0)."""
-        values = {s.resource_id: _span_values(s) for s in spans}
-        table = self._tables.resource_spend
-        stored: set[str] = set()
-        for chunk in id_chunks(list(values)):
-            stored.update(conn.scalars(sa.select(table.c.id).where(table.c.id.in_(chunk))))
-        old = {k: v for k, v in values.items() if k in stored}
-        fresh = {
-            k: {**v, "billed_seconds": 0.0, "computed_at_ms": now_ms}
-            for k, v in values.items()
-            if k not in stored
-        }
-        self._write(conn, table, "id", old)
-        self._write(conn, table, "id", fresh)
+        with self._transaction("writing rl_resource_spend spans") as conn:
+            values = {s.resource_id: _span_values(s) for s in spans}
+            table = self._tables.resource_spend
+            stored: set[str] = set()
+            for chunk in id_chunks(list(values)):
+                stored.update(conn.scalars(sa.select(table.c.id).where(table.c.id.in_(chunk))))
+            old = {k: v for k, v in values.items() if k in stored}
+            fresh = {
+                k: {**v, "billed_seconds": 0.0, "computed_at_ms": now_ms}
+                for k, v in values.items()
+                if k not in stored
+            }
+            self._write(conn, table, "id", old)
+            self._write(conn, table, "id", fresh)
