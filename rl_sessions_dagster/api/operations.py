@@ -104,6 +104,17 @@ class TrainingCheckpointResult(APIModel):
     checkpoint: TrainingCheckpoint | None = None
 
 
+OperationKind = Literal[
+    "forward-backward",
+    "custom-forward-backward",
+    "optim-step",
+    "weights-sync",
+    "sample",
+    "inference-checkpoint",
+    "training-checkpoint",
+]
+OPERATION_KINDS: tuple[str, ...] = get_args(OperationKind)
+#: In the order of :data:`OperationKind`.
 OperationResult = (
     ForwardBackwardResult
     | CustomForwardBackwardResult
@@ -113,17 +124,9 @@ OperationResult = (
     | InferenceCheckpointResult
     | TrainingCheckpointResult
 )
-
-
-RESULT_MODELS: dict[str, type[APIModel]] = {
-    "forward-backward": ForwardBackwardResult,
-    "custom-forward-backward": CustomForwardBackwardResult,
-    "optim-step": OptimStepResult,
-    "weights-sync": WeightsSyncResult,
-    "sample": SampleOutput,
-    "inference-checkpoint": InferenceCheckpointResult,
-    "training-checkpoint": TrainingCheckpointResult,
-}
+RESULT_MODELS: dict[str, type[APIModel]] = dict(
+    zip(OPERATION_KINDS, get_args(OperationResult), strict=True)
+)
 
 
 class OperationError(APIModel):
@@ -178,18 +181,6 @@ class Operation(TopLevelModel):
         return InferenceCheckpoint.model_validate(data)
 
 
-OperationKind = Literal[
-    "forward-backward",
-    "custom-forward-backward",
-    "optim-step",
-    "weights-sync",
-    "sample",
-    "inference-checkpoint",
-    "training-checkpoint",
-]
-
-
-OPERATION_KINDS: tuple[str, ...] = get_args(OperationKind)
 JSON = dict[str, Any]
 _SESSIONS = "/v1/rl/training-sessions"
 
