@@ -21,6 +21,7 @@ import pydantic
 from ..version import __version__
 from .errors import (
     ConfigurationError,
+    DeadlineExceeded,
     DecodeError,
     configuration_failure,
     error_from_response,
@@ -306,6 +307,35 @@ class BaseClient:
         if instance is not None:
             self.stats.repaired_items += 1
         return instance
+
+    def _poll(
+        self,
+        fetch: Callable[[float], T],
+        done: Callable[[T], bool],
+        describe: Callable[[T], str],
+        *,
+        poll_interval: float,
+        until: float,
+    ) -> T:
+        """``fetch(until)`` every ``poll_interval`` s until ``done``; :class:`DeadlineExceeded`
+        saying ``describe`` of the last object seen once ``until`` (absolute) comes first."""
+        clock, sleep = self.retry.clock, self.retry.sleep
+        last: T | None = None
+        while True:
+            try:
+                item = fetch(until)
+            except DeadlineExceeded as exc:
+                if last is None:
+                    raise
+                raise DeadlineExceeded(
+                    f"{describe(last)} when the wait ran out of time", last_error=exc
+                ) from None
+            if done(item):
+                return item
+            last = item
+            if clock() + poll_interval >= until:
+                raise DeadlineExceeded(f"{describe(item)} when the wait ran out of time")
+            sleep(poll_interval)
 
     def _list_page(
         self,

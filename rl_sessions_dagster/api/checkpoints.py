@@ -55,13 +55,13 @@ class DeploymentTarget:
     """
 
     checkpoint_id: str | None
-    model_id: str | None
-    model_revision_id: str | None
-    adapter_id: str | None
-    adapter_revision_id: str | None
-    legacy_model_name: str | None
-    inference_model: str | None
-    kind: DeploymentKind | None
+    model_id: str | None = None
+    model_revision_id: str | None = None
+    adapter_id: str | None = None
+    adapter_revision_id: str | None = None
+    legacy_model_name: str | None = None
+    inference_model: str | None = None
+    kind: DeploymentKind | None = None
     shape: str | None = None
 
     @property
@@ -128,9 +128,7 @@ def deployment_target(
                 f"{what} {detail}, so it cannot be deployed. {_NOT_REGISTERED_HINT}",
                 checkpoint_id=checkpoint_id,
             )
-        return DeploymentTarget(
-            checkpoint_id, None, None, None, None, None, None, None, reg.shape if reg else None
-        )
+        return DeploymentTarget(checkpoint_id, shape=reg.shape if reg else None)
     return DeploymentTarget(
         checkpoint_id=checkpoint_id,
         model_id=reg.model_id,

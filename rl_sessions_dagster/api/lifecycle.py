@@ -11,7 +11,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 from ._http import compact
 from .client import RLSessionsClient
@@ -19,7 +19,6 @@ from .enums import ModelResourceStatus, SessionStatus
 from .errors import (
     BadRequestError,
     ConflictError,
-    DeadlineExceeded,
     NotFoundError,
     PermissionDeniedError,
     TogetherRLError,
@@ -37,8 +36,6 @@ __all__ = [
     "wait_for_resource_ready",
     "wait_for_session_running",
 ]
-
-T = TypeVar("T")
 
 _RESOURCE_DONE = (ModelResourceStatus.STOPPED, ModelResourceStatus.ERROR)
 _RESOURCE_GONE = (*_RESOURCE_DONE, ModelResourceStatus.STOPPING)
@@ -186,34 +183,6 @@ def wait_deadline(client: RLSessionsClient, timeout: float | None, deadline: flo
     return min(ends)
 
 
-def _poll(
-    client: RLSessionsClient,
-    fetch: Callable[[float], T],
-    done: Callable[[T], bool],
-    describe: Callable[[T], str],
-    *,
-    poll_interval: float,
-    until: float,
-) -> T:
-    clock, sleep = client.retry.clock, client.retry.sleep
-    last: T | None = None
-    while True:
-        try:
-            item = fetch(until)
-        except DeadlineExceeded as exc:
-            if last is None:
-                raise
-            raise DeadlineExceeded(
-                f"{describe(last)} when the wait ran out of time", last_error=exc
-            ) from None
-        if done(item):
-            return item
-        last = item
-        if clock() + poll_interval >= until:
-            raise DeadlineExceeded(f"{describe(item)} when the wait ran out of time")
-        sleep(poll_interval)
-
-
 def _ended(what: str, obj: ModelResource | TrainingSession) -> str:
     msg = f"{what} is {obj.raw_status}"
     if obj.error is not None:
@@ -266,8 +235,8 @@ def wait_for_resource_ready(
         where = f" (queue position {pos})" if pos is not None else ""
         return f"model resource {resource_id} still {r.raw_status or 'without status'}{where}"
 
-    return _poll(
-        client, fetch, lambda r: r.status is ModelResourceStatus.READY, describe,
+    return client._poll(
+        fetch, lambda r: r.status is ModelResourceStatus.READY, describe,
         poll_interval=poll_interval, until=wait_deadline(client, timeout, deadline),
     )  # fmt: skip
 
@@ -289,8 +258,8 @@ def wait_for_session_running(
             raise SessionFailed(_ended(f"session {session_id}", s), s)
         return s
 
-    return _poll(
-        client, fetch, lambda s: s.status is SessionStatus.RUNNING,
+    return client._poll(
+        fetch, lambda s: s.status is SessionStatus.RUNNING,
         lambda s: f"session {session_id} still {s.raw_status or 'without status'}",
         poll_interval=poll_interval, until=wait_deadline(client, timeout, deadline),
     )  # fmt: skip

@@ -12,7 +12,6 @@ from pydantic import Field, ValidationError
 
 from ._http import BaseClient, compact, segment
 from .enums import OperationErrorCode, OperationStatus, StopReason, WeightSyncType
-from .errors import DeadlineExceeded
 from .models import APIModel, InferenceCheckpoint, TopLevelModel, TrainingCheckpoint
 from .pages import RawEnum, salvage
 
@@ -105,6 +104,17 @@ class TrainingCheckpointResult(APIModel):
     checkpoint: TrainingCheckpoint | None = None
 
 
+OperationKind = Literal[
+    "forward-backward",
+    "custom-forward-backward",
+    "optim-step",
+    "weights-sync",
+    "sample",
+    "inference-checkpoint",
+    "training-checkpoint",
+]
+OPERATION_KINDS: tuple[str, ...] = get_args(OperationKind)
+#: In the order of :data:`OperationKind`.
 OperationResult = (
     ForwardBackwardResult
     | CustomForwardBackwardResult
@@ -114,17 +124,9 @@ OperationResult = (
     | InferenceCheckpointResult
     | TrainingCheckpointResult
 )
-
-
-RESULT_MODELS: dict[str, type[APIModel]] = {
-    "forward-backward": ForwardBackwardResult,
-    "custom-forward-backward": CustomForwardBackwardResult,
-    "optim-step": OptimStepResult,
-    "weights-sync": WeightsSyncResult,
-    "sample": SampleOutput,
-    "inference-checkpoint": InferenceCheckpointResult,
-    "training-checkpoint": TrainingCheckpointResult,
-}
+RESULT_MODELS: dict[str, type[APIModel]] = dict(
+    zip(OPERATION_KINDS, get_args(OperationResult), strict=True)
+)
 
 
 class OperationError(APIModel):
@@ -179,18 +181,6 @@ class Operation(TopLevelModel):
         return InferenceCheckpoint.model_validate(data)
 
 
-OperationKind = Literal[
-    "forward-backward",
-    "custom-forward-backward",
-    "optim-step",
-    "weights-sync",
-    "sample",
-    "inference-checkpoint",
-    "training-checkpoint",
-]
-
-
-OPERATION_KINDS: tuple[str, ...] = get_args(OperationKind)
 JSON = dict[str, Any]
 _SESSIONS = "/v1/rl/training-sessions"
 
@@ -357,15 +347,14 @@ class OperationsAPI(BaseClient):
     ) -> Operation:
         """Poll until COMPLETED or FAILED (which does not raise) and return the operation;
         :class:`DeadlineExceeded` when ``timeout`` seconds (or ``deadline``) pass first."""
-        clock, sleep = self.retry.clock, self.retry.sleep
-        until = clock() + timeout if deadline is None else min(deadline, clock() + timeout)
-        while True:
-            op = self.get_operation(session_id, kind, operation_id, deadline=until)
-            if op.is_done:
-                return op
-            if clock() + poll_interval >= until:
-                raise DeadlineExceeded(
-                    f"operation {kind}/{operation_id} of session {session_id} still "
-                    f"{op.raw_status or 'without status'} after {timeout:g} s"
-                )
-            sleep(poll_interval)
+        now = self.retry.clock()
+        return self._poll(
+            lambda until: self.get_operation(session_id, kind, operation_id, deadline=until),
+            lambda op: op.is_done,
+            lambda op: (
+                f"operation {kind}/{operation_id} of session {session_id} still "
+                f"{op.raw_status or 'without status'}"
+            ),
+            poll_interval=poll_interval,
+            until=now + timeout if deadline is None else min(deadline, now + timeout),
+        )

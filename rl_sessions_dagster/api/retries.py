@@ -1,20 +1,8 @@
-"""Retry policy for RL API calls, on tenacity.
-
-Why it differs from the SDK, which retries every method on 408/409/429/5xx:
-
-* Transport failures, 408, 429, 5xx and a 2xx with an undecodable body are retried;
-  400/401/403/404/409/422 never are: they will not change by asking again.
-* Non-idempotent requests (creates, stops, PATCH, extend-expiry) are retried *only* when the
-  request surely never reached the server (``TransportError.may_have_reached_server``): a 5xx
-  or a dropped connection may hide a create that happened, and a retry could start a second
-  billed session. A 429 on a create is usually the resource's session cap, which waiting
-  seconds will not lift.
-* The delay is the server's positive ``retry-after-ms`` / ``Retry-After`` (capped at
-  ``retry_after_cap``), else exponential backoff plus up to ``jitter`` random seconds.
-* A call has a total budget (``RetryPolicy.deadline`` and/or the caller's absolute
-  ``deadline``, the earlier wins): no sleep starts that would end past it, and each attempt
-  gets the remaining budget as its timeout. Running out raises :class:`DeadlineExceeded`
-  carrying the last error; running out of *attempts* raises the last error itself.
+"""Retry policy for RL API calls, on tenacity. Unlike the SDK (every method on 408/409/429/5xx):
+4xx but 408/429 is never retried; a non-idempotent request (create, stop, PATCH) only when it
+surely never reached the server, since a retried create could start a second billed session;
+the server's ``Retry-After`` beats backoff; a call has one total budget (``deadline``), and
+running out raises :class:`DeadlineExceeded` carrying the last error.
 """
 
 from __future__ import annotations
