@@ -6,7 +6,6 @@ import textwrap
 import dagster as dg
 import pytest
 
-from rl_sessions_dagster import TogetherRLComponent
 from rl_sessions_dagster.testing import RLSimulator
 from rl_sessions_dagster.testing.sensor_ticks import SensorTicker
 from tests.components.support import defs_for
@@ -81,7 +80,7 @@ def test_sections_left_out_or_disabled_add_nothing():
                  "sync: {enabled: false}\nidle_guard: {enabled: false}\nspend: {enabled: false}\n"
                  "model_resources: {enabled: false, routes: [{event_kinds: [resource_ready], "
                  "assets: '*', job_name: j}]}\n"):  # fmt: skip
-        defs = dg.build_defs_for_component(component=TogetherRLComponent.resolve_from_yaml(yaml))
+        defs = defs_for(yaml)
         assert list(defs.sensors or []) == [] and list(defs.schedules or []) == []
 
 
