@@ -6,15 +6,12 @@ next tick, and drift kept raw (unknown statuses are tracked, no event; nor for S
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, ClassVar
 
 from pydantic import (
     BeforeValidator,
     Field,
     PlainSerializer,
-    SerializerFunctionWrapHandler,
-    model_serializer,
-    model_validator,
 )
 
 from ..api.clock import to_ms
@@ -22,10 +19,6 @@ from ..api.enums import ModelResourceStatus
 from ..api.models import ModelResource
 from .events import Outcome, ResourceEvent, ResourceEventKind
 from .state import CursorState, Id, StateModel, letter_codes
-
-RESOURCE_CURSOR_VERSION = 2
-
-_KIND = "model_resources"
 
 _encode, _decode = letter_codes(
     {
@@ -39,9 +32,6 @@ _encode, _decode = letter_codes(
 )
 
 _Status = Annotated[str, BeforeValidator(_decode), PlainSerializer(_encode)]
-
-#: statuses a resource never leaves (there is no restart endpoint).
-TERMINAL_RESOURCE_STATUSES = frozenset({ModelResourceStatus.STOPPED, ModelResourceStatus.ERROR})
 
 _STATUS_EVENTS = {
     ModelResourceStatus.READY: ResourceEventKind.RESOURCE_READY,
@@ -64,6 +54,8 @@ class TrackedResource(StateModel):
 
 class ResourceTrackerState(CursorState):
     _what: ClassVar[str] = "model-resource cursor"
+    _version: ClassVar[int] = 2
+    _kind: ClassVar[str | None] = "model_resources"
     #: resources created before this at the first tick are history.
     baseline_ms: int = Field(0, alias="b")
     #: newest ``created_at`` seen; the look-back window hangs below it.
@@ -73,23 +65,6 @@ class ResourceTrackerState(CursorState):
     recent_terminal: dict[Id, int] = Field(default_factory=dict, alias="r")
     #: since when every tick failed to read the API.
     failing_since_ms: int | None = Field(None, alias="f")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _from_doc(cls, data: Any) -> Any:
-        if not isinstance(data, dict) or not data.keys() & {"v", "kind"}:
-            return data  # built in code, by field name
-        doc = dict(data)
-        if doc.pop("kind", None) != _KIND:
-            raise ValueError("not a model-resource sensor cursor")
-        version = doc.pop("v", None)
-        if version != RESOURCE_CURSOR_VERSION:
-            raise ValueError(f"unsupported resource cursor version {version!r}")
-        return doc
-
-    @model_serializer(mode="wrap")
-    def _to_doc(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        return {"v": RESOURCE_CURSOR_VERSION, "kind": _KIND, **handler(self)}
 
 
 @dataclass(frozen=True)
@@ -120,7 +95,8 @@ class ResourceObservation:
 
 
 def is_terminal(resource: ModelResource) -> bool:
-    return resource.status in TERMINAL_RESOURCE_STATUSES
+    """STOPPED and ERROR are never left (there is no restart endpoint)."""
+    return resource.status in (ModelResourceStatus.STOPPED, ModelResourceStatus.ERROR)
 
 
 def status_changes(

@@ -80,11 +80,15 @@ class StateModel(BaseModel):
 
 
 class CursorState(StateModel):
-    """A tracker's whole state: :meth:`to_cursor` writes it, :meth:`from_cursor` reads it."""
+    """A tracker's whole state: :meth:`to_cursor` writes it, :meth:`from_cursor` reads it.
+    Written with its version first (and its ``kind``, when set), so a cursor of another tracker
+    or version is refused rather than misread."""
 
     #: False until the first tick has run (not written: a cursor exists only after one).
     initialized: bool = Field(False, exclude=True)
     _what: ClassVar[str] = "cursor"
+    _version: ClassVar[int]
+    _kind: ClassVar[str | None] = None
 
     def to_cursor(self) -> str:
         return self.model_dump_json(by_alias=True, exclude_defaults=True)
@@ -102,6 +106,33 @@ class CursorState(StateModel):
             raise CursorError(f"unreadable {cls._what}: {where}: {first['msg']}") from None
         state.initialized = True
         return state
+
+    @model_validator(mode="before")
+    @classmethod
+    def _open(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not data.keys() & {"v", "kind"}:
+            return data  # built in code, by field name
+        doc = dict(data)
+        if doc.pop("kind", None) != cls._kind or doc.pop("v", None) != cls._version:
+            raise ValueError(f"not a {cls._what} of this version")
+        return cls._unpack(doc)
+
+    @model_serializer(mode="wrap")
+    def _seal(
+        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
+    ) -> dict[str, Any]:
+        doc = handler(self)
+        if not info.mode_is_json() or not info.by_alias:
+            return doc
+        kind = {} if self._kind is None else {"kind": self._kind}
+        return {"v": self._version, **kind, **self._pack(doc)}
+
+    @classmethod
+    def _unpack(cls, doc: dict[str, Any]) -> dict[str, Any]:
+        return doc
+
+    def _pack(self, doc: dict[str, Any]) -> dict[str, Any]:
+        return doc
 
 
 CURSOR_VERSION = 3
@@ -265,28 +296,18 @@ class TrackerState(CursorState):
     #: since when every tick failed to read the API (transient errors).
     failing_since_ms: int | None = Field(None, alias="f")
 
-    # The envelope: the version, and finished sessions that only wait for registrations (the
-    # bulk of a busy cursor) grouped by what they share (``pr``): fifty fit in 4 KB.
+    _version: ClassVar[int] = CURSOR_VERSION
 
-    @model_validator(mode="before")
+    # Finished sessions that only wait for registrations (the bulk of a busy cursor) are
+    # written grouped by what they share (``pr``): fifty fit in 4 KB.
+
     @classmethod
-    def _from_doc(cls, data: Any) -> Any:
-        if not isinstance(data, dict) or "v" not in data:
-            return data  # built in code, by field name
-        doc = dict(data)
-        if doc.pop("v") != CURSOR_VERSION:
-            raise ValueError("unsupported cursor version")
+    def _unpack(cls, doc: dict[str, Any]) -> dict[str, Any]:
         if "pr" in doc:
             doc["t"] = {**doc.get("t", {}), **_read_waiting(doc.pop("pr"))}
         return doc
 
-    @model_serializer(mode="wrap")
-    def _to_doc(
-        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
-    ) -> dict[str, Any]:
-        doc = handler(self)
-        if not info.mode_is_json() or not info.by_alias:
-            return doc
+    def _pack(self, doc: dict[str, Any]) -> dict[str, Any]:
         groups, done = _write_waiting(self.tracked)
         if groups:
             tracked = doc.get("t", {})
@@ -295,7 +316,7 @@ class TrackerState(CursorState):
             if not tracked:
                 doc.pop("t", None)
             doc["pr"] = groups
-        return {"v": CURSOR_VERSION, **doc}
+        return doc
 
 
 def _waiting_key(t: TrackedSession) -> tuple[int, str, int] | None:
