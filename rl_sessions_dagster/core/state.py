@@ -8,7 +8,7 @@ import hashlib
 import re
 import uuid
 from collections.abc import Callable
-from typing import Annotated, Any, ClassVar, Self
+from typing import Annotated, Any, ClassVar, NamedTuple, Self
 
 from pydantic import (
     BaseModel,
@@ -158,7 +158,7 @@ def short_id(checkpoint_id: str) -> str:
     return hashlib.blake2b(checkpoint_id.encode(), digest_size=4).hexdigest()
 
 
-class PendingCheckpoint(StateModel, frozen=True):
+class PendingCheckpoint(NamedTuple):
     """An inference checkpoint seen without a registration, re-checked until a deadline.
     ``created_ms`` bounds how far down the checkpoint list a re-check pages (None: unknown, the
     session is fetched instead). Written as ``[id, first seen ms, created ms or null]``."""
@@ -166,18 +166,6 @@ class PendingCheckpoint(StateModel, frozen=True):
     checkpoint_id: Id
     first_seen_ms: int
     created_ms: int | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _from_list(cls, data: Any) -> Any:
-        if isinstance(data, list | tuple) and len(data) == 3:
-            return {"checkpoint_id": data[0], "first_seen_ms": data[1], "created_ms": data[2]}
-        return data
-
-    @model_serializer(mode="plain")
-    def _to_list(self, info: SerializationInfo) -> list[Any]:
-        cid = compact_id(self.checkpoint_id) if info.mode_is_json() else self.checkpoint_id
-        return [cid, self.first_seen_ms, self.created_ms]
 
 
 class CheckpointMark(StateModel):
