@@ -3,7 +3,6 @@ between. Each event goes through a :class:`Budget` (the cap on runs per tick); w
 diff part-way, the state holds exactly what was announced and the rest follows next tick."""
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 
 from ..api.clock import to_ms
 from ..api.models import InferenceCheckpoint, TrainingSession
@@ -12,7 +11,6 @@ from .events import (
     EventKind,
     ListOrder,
     Observation,
-    OrderEvidence,
     ScannedPage,
     SessionEvent,
     TrackerConfig,
@@ -165,8 +163,7 @@ def run_pass(
             if not handle(session):
                 return position, True
             position.done_through = session.id
-        evidence = replace(page.evidence) if page.evidence else position.evidence
-        position = ScanPosition(after=page.next_after, evidence=evidence)
+        position = ScanPosition.at(page.next_after, page.evidence or position.evidence)
     return position, False
 
 
@@ -209,9 +206,7 @@ def _tail_anchor(pages: Sequence[ScannedPage], threshold_ms: int) -> ScanPositio
         for s in page.sessions:
             ms = to_ms(s.created_at)
             if ms is not None and ms < threshold_ms:
-                anchor = ScanPosition(
-                    after=page.after, done_through=s.id, evidence=OrderEvidence(newest_ms=ms)
-                )
+                anchor = ScanPosition(after=page.after, done_through=s.id, newest_ms=ms)
     return anchor
 
 

@@ -216,33 +216,25 @@ class TrackedSession(StateModel):
 class ScanPosition(StateModel):
     """Where a paged pass stands: the page's ``after`` and the id of the last item done on it
     (not a count: sessions that end meanwhile are inserted and would shift it), with the order
-    evidence so far. Written flat: ``a``, ``d``, ``o``, ``n`` and the evidence's bits ``x``."""
+    evidence so far, flat (its times and bits)."""
 
-    after: Id | None = None
-    done_through: Id | None = None
-    evidence: OrderEvidence = Field(default_factory=OrderEvidence)
+    after: Id | None = Field(None, alias="a")
+    done_through: Id | None = Field(None, alias="d")
+    oldest_ms: int | None = Field(None, alias="o")
+    newest_ms: int | None = Field(None, alias="n")
+    bits: int = Field(0, alias="x")
 
-    @model_validator(mode="before")
     @classmethod
-    def _from_doc(cls, data: Any) -> Any:
-        if not isinstance(data, dict) or data.keys() & {"after", "done_through", "evidence"}:
-            return data
-        doc = dict(data)
-        evidence = OrderEvidence.of(doc.pop("o", None), doc.pop("n", None), doc.pop("x", 0))
-        return {"after": doc.pop("a", None), "done_through": doc.pop("d", None),
-                "evidence": evidence, **doc}  # fmt: skip
+    def at(
+        cls, after: str | None, evidence: OrderEvidence, done_through: str | None = None
+    ) -> Self:
+        ev = evidence
+        return cls(after=after, done_through=done_through, oldest_ms=ev.oldest_ms,
+                   newest_ms=ev.newest_ms, bits=ev.bits)  # fmt: skip
 
-    @model_serializer(mode="plain")
-    def _to_doc(self, info: SerializationInfo) -> dict[str, Any]:
-        ev, cid = self.evidence, compact_id if info.mode_is_json() else str
-        doc = {
-            "a": self.after and cid(self.after),
-            "d": self.done_through and cid(self.done_through),
-            "o": ev.oldest_ms,
-            "n": ev.newest_ms,
-            "x": ev.bits,
-        }
-        return {k: v for k, v in doc.items() if v is not None and (k != "x" or v)}
+    @property
+    def evidence(self) -> OrderEvidence:
+        return OrderEvidence.of(self.oldest_ms, self.newest_ms, self.bits)
 
 
 class TrackerState(CursorState):
