@@ -142,18 +142,20 @@ def collect(
         shown = {s.id for s in active}
         departed = [sid for sid in state.tracked if sid not in shown and sid not in waiting]
         _fetch(result, source, departed)
-        if not state.initialized:
-            # First tick: the newest finished sessions are history, read before discovery.
-            _scan_pages(result, state, config, source)
-            _discover_pages(result, state, source, None)
-        elif config.checkpoints_only and not (state.backfilling or state.checkpoint_list_untrusted):
-            # New checkpoints are found through the checkpoint list.
+        # New checkpoints are found through the checkpoint list in checkpoint mode, else by
+        # the scan (on a first tick the newest finished sessions are history, read first).
+        by_list = config.checkpoints_only and not (
+            state.backfilling or state.checkpoint_list_untrusted
+        )
+        if state.initialized and by_list:
             _read_checkpoint_list(result, state, config, source, waiting)
-            # Events first; the discovery pass (upkeep) gets what is left of the budget.
-            _discover_pages(result, state, source, discovery_pages_per_tick)
         else:
             _scan_pages(result, state, config, source)
-            _discover_pages(result, state, source, discovery_pages_per_tick)
+        # Events first; the discovery pass (upkeep) gets what is left of the budget.
+        _discover_pages(
+            result, state, source, discovery_pages_per_tick if state.initialized else None
+        )
+        if state.initialized and not by_list:
             shown = {s.id for s in active} | {s.id for p in obs.pages for s in p.sessions}
             due = [sid for sid in waiting if sid not in shown]
             if due:
@@ -276,13 +278,11 @@ def _scan_pages(
             if ms is None:
                 continue
             evidence.see(ms)
-            if plan.expect is ListOrder.NEWEST_FIRST and evidence.not_newest_first:
-                obs.order_violation = True
-            if plan.expect is ListOrder.OLDEST_FIRST and evidence.not_oldest_first:
-                obs.order_violation = True
-            early_stop_allowed = plan.stop_below_ms is not None and not obs.order_violation
-            if early_stop_allowed and ms < (plan.stop_below_ms or 0):
-                stop_here = True
+            against = {ListOrder.NEWEST_FIRST: evidence.not_newest_first,
+                       ListOrder.OLDEST_FIRST: evidence.not_oldest_first}  # fmt: skip
+            obs.order_violation |= against.get(plan.expect, False)
+            below = plan.stop_below_ms
+            stop_here |= below is not None and not obs.order_violation and ms < below
         page.evidence = replace(evidence)
         return stop_here
 
