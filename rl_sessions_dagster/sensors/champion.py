@@ -19,7 +19,7 @@ from ..partitions import (
     metadata_value,
 )
 from .options import ChampionOptions
-from .routes import run_tags
+from .tick import run_tags
 
 CHAMPION_CHANGED = "champion_changed"
 _BATCH = 500  # evaluation materializations one tick folds at most (the rest next tick)

@@ -22,18 +22,21 @@ from ..core.reading import (
     StatusFilterRejected,
     collect,
 )
-from ..partitions import CHECKPOINT_PARTITIONS_NAME
+from ..partitions import CHECKPOINT_PARTITIONS_NAME, checkpoint_metadata, checkpoint_partition_key
 from .options import EventRoute, PollingOptions
 from .options import event_kinds as parse_event_kinds
-from .routes import (
+from .tick import (
+    TRANSIENT_ERRORS,
     RouteTarget,
+    Tick,
+    TickOutcome,
     check_at_tick,
-    checkpoint_materialization,
-    default_run_request,
     resolve_routes,
     route_request,
+    run_tags,
+    status_tag,
+    tick_sensor,
 )
-from .tick import TRANSIENT_ERRORS, Tick, TickOutcome, tick_sensor
 
 DISCOVERY_PAGES_PER_TICK = 50  # of the unfiltered list, for discovery (after the first tick)
 
@@ -152,6 +155,43 @@ class ClientSessionSource:
 
     def server_time_ms(self) -> int | None:
         return self.server_clock.last_ms if self.server_clock else None
+
+
+def event_tags(event: SessionEvent) -> dict[str, str]:
+    session, checkpoint = event.session, event.checkpoint
+    return run_tags(
+        event=event.kind.value,
+        session_id=session.id,
+        session_status=status_tag(session.status, session.raw_status),
+        checkpoint_id=checkpoint.id if checkpoint is not None else None,
+        step=checkpoint.step if checkpoint is not None else session.step,
+        base_model=session.base_model,
+        display_name=session.display_name,
+        previous_status=event.previous_status,
+    )
+
+
+def default_run_request(event: SessionEvent, *, partitioned: bool) -> dg.RunRequest:
+    """``run_key`` is the event's key, unique per fact: Dagster dedupes a replayed tick."""
+    checkpoint = event.checkpoint if partitioned else None
+    key = checkpoint_partition_key(event.session, checkpoint) if checkpoint else None
+    return dg.RunRequest(run_key=event.key, tags=event_tags(event), partition_key=key)
+
+
+def checkpoint_materialization(
+    event: SessionEvent, asset_key: dg.AssetKey
+) -> dg.AssetMaterialization | None:
+    if event.checkpoint is None:
+        return None
+    return dg.AssetMaterialization(
+        asset_key=asset_key,
+        partition=checkpoint_partition_key(event.session, event.checkpoint),
+        description=f"{event.kind.value} in session {event.session_id}",
+        metadata={
+            **checkpoint_metadata(event.session, event.checkpoint),
+            "event": dg.MetadataValue.text(event.kind.value),
+        },
+    )
 
 
 def build_session_sensor(
