@@ -7,7 +7,7 @@ asset job, and the ``together/`` run tags.
 
 import os
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import AbstractSet, Any, Generic, Protocol, Self, TypeVar  # noqa: UP035 - AssetSelection's own type
@@ -39,10 +39,8 @@ class TickState(Protocol):
     failing_since_ms: int | None
 
     def __init__(self) -> None: ...
-
     @classmethod
     def from_cursor(cls, cursor: str | None) -> Self: ...
-
     def to_cursor(self) -> str: ...
 
 
@@ -62,7 +60,7 @@ def tick_budget(requested: float) -> float:
 
 
 def local_now_ms() -> int:
-    return int(datetime.now(UTC).timestamp() * 1000)
+    return int(time.time() * 1000)
 
 
 @dataclass
@@ -98,19 +96,12 @@ Body = Callable[[Tick, S], TickOutcome[S]]
 
 
 def tick_sensor(
-    state_type: type[S],
-    body: Body[S],
-    options: TickOptions,
-    *,
-    name: str,
-    jobs: Sequence[Job],
-    minimum_interval_seconds: int,
-    default_status: dg.DefaultSensorStatus,
-    description: str,
+    state_type: type[S], body: Body[S], options: TickOptions, *, jobs: Sequence[Job], **sensor: Any
 ) -> dg.SensorDefinition:
-    """A sensor running ``body`` in the skeleton. The resource is a requirement Dagster resolves
-    at tick time, never a closed-over object (an unresolved ``EnvVar`` would be sent as the
-    key). Each API retry is a WARNING line of the tick's log, stored with the tick."""
+    """A sensor running ``body`` in the skeleton (``sensor``: its name, interval, status and
+    description). The resource is a requirement Dagster resolves at tick time, never a
+    closed-over object (an unresolved ``EnvVar`` would be sent as the key). Each API retry is a
+    WARNING line of the tick's log, stored with the tick."""
     budget = tick_budget(options.tick_budget_seconds)
 
     def evaluate(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
@@ -145,13 +136,7 @@ def tick_sensor(
         return result
 
     return dg.SensorDefinition(
-        evaluation_fn=evaluate,
-        name=name,
-        jobs=jobs,
-        minimum_interval_seconds=minimum_interval_seconds,
-        default_status=default_status,
-        required_resource_keys={options.resource_key},
-        description=description,
+        evaluation_fn=evaluate, jobs=jobs, required_resource_keys={options.resource_key}, **sensor
     )
 
 
@@ -165,7 +150,9 @@ def unavailable(
     """A transient failure skips the tick (cursor kept); a lasting one fails one tick loudly per
     ``alarm_after_s`` window."""
     since = state.failing_since_ms if state.failing_since_ms is not None else now_ms
-    if previous_tick_failed_loudly(context, UNAVAILABLE + " for"):
+    newest = stored_ticks(context, limit=1)
+    error = newest[0].error if newest else None
+    if error is not None and f"{UNAVAILABLE} for" in (error.message or ""):
         since = now_ms  # the alarm was raised: a new window starts
     elif now_ms - since >= alarm_after_s * 1000:
         raise TogetherRLUnavailableError(
@@ -181,12 +168,6 @@ def unavailable(
     return dg.SensorResult(skip_reason=dg.SkipReason(reason), cursor=state.to_cursor())
 
 
-# Dagster copies the cursor a tick produced into that tick's row, so a corrupt, truncated or
-# unreadable cursor is restored from the newest readable one there: events since that tick are
-# announced again and Dagster skips a run_key that already has a run. Starting over instead
-# would silently drop every event since the last good tick.
-
-
 def stored_ticks(context: dg.SensorEvaluationContext, limit: int = HISTORY_DEPTH) -> list:
     """The sensor's stored ticks, newest first; of several sensors of that name (other code
     locations), the one whose stored cursor is being evaluated."""
@@ -194,9 +175,9 @@ def stored_ticks(context: dg.SensorEvaluationContext, limit: int = HISTORY_DEPTH
         instance = context.instance
     except Exception:  # built without an instance (a plain unit test)
         return []
+    # Filtered here on the state's own fields: the type filter's enum is not public.
     states = [
         s
-        # Filtered here on the state's own fields: the type filter's enum is not public.
         for s in instance.all_instigator_state()
         if s.instigator_type.value == "SENSOR"
         and s.instigator_name == context.sensor_name
@@ -214,7 +195,9 @@ def stored_ticks(context: dg.SensorEvaluationContext, limit: int = HISTORY_DEPTH
 
 
 def read_state(context: dg.SensorEvaluationContext, state_type: type[S]) -> S:
-    """The state from the cursor, else from the tick history, else a fresh start (logged)."""
+    """The state from the cursor, else from the tick history (Dagster stores each tick's cursor:
+    events since the restored tick are announced again, and a run_key with a run is skipped;
+    starting over would drop them all), else a fresh start (logged)."""
     try:
         return state_type.from_cursor(context.cursor)
     except CursorError as exc:
@@ -243,15 +226,7 @@ def _iso(epoch_s: float) -> str:
     return datetime.fromtimestamp(int(epoch_s), tz=UTC).isoformat(timespec="seconds")
 
 
-def previous_tick_failed_loudly(context: dg.SensorEvaluationContext, marker: str) -> bool:
-    """Whether this sensor's newest stored tick failed with ``marker`` in its message."""
-    ticks = stored_ticks(context, limit=1)
-    error = ticks[0].error if ticks else None
-    return error is not None and marker in (error.message or "")
-
-
-#: A route of either family: both are resolved here, by the same code.
-R = TypeVar("R", EventRoute, ResourceRoute)
+R = TypeVar("R", EventRoute, ResourceRoute)  # a route of either family, resolved alike
 
 TAG_PREFIX = "together/"
 _MAX_TAG_VALUE = 200
@@ -280,11 +255,8 @@ def status_tag(status: Any, raw: str | None) -> str:
 def misrouted_error(
     sensor: str, target: str, expected: dg.DynamicPartitionsDefinition, found: object
 ) -> dg.DagsterInvalidDefinitionError:
-    what = (
-        "not partitioned"
-        if found is None
-        else f"partitioned by {getattr(found, 'name', None) or type(found).__name__}"
-    )
+    what = f"partitioned by {getattr(found, 'name', None) or type(found).__name__}"
+    what = "not partitioned" if found is None else what
     return dg.DagsterInvalidDefinitionError(
         f"Sensor '{sensor}' routes checkpoint events to '{target}', which is {what}. Each "
         f"checkpoint run carries a checkpoint partition key, so the target must be partitioned "
@@ -292,24 +264,6 @@ def misrouted_error(
         "`from rl_sessions_dagster import CHECKPOINT_PARTITIONS` and "
         "`@dg.asset(partitions_def=CHECKPOINT_PARTITIONS, ...)`. For unpartitioned checkpoint "
         "runs, give the route partitions_def=None."
-    )
-
-
-def empty_selection_error(
-    sensor: str, job: str, selection: str, matched: Collection[dg.AssetKey]
-) -> dg.DagsterInvalidDefinitionError:
-    what = (
-        "matches no asset in these definitions"
-        if not matched
-        else "matches only assets that cannot run (external: "
-        + ", ".join(sorted(k.to_user_string() for k in matched))
-        + ")"
-    )
-    return dg.DagsterInvalidDefinitionError(
-        f"Sensor '{sensor}' routes events to job '{job}', whose asset selection {selection} "
-        f"{what}. Check the key (`dg list defs`), and that the "
-        "module defining the asset is loaded: dg loads the Python modules of the defs folder "
-        "(e.g. defs/evaluation.py), not a .py file placed beside a defs.yaml."
     )
 
 
@@ -339,7 +293,16 @@ class CheckedSelection(dg.AssetSelection):
                 shown = f"'{self.selection.to_selection_str()}'"
             except Exception:  # a selection with no string form
                 shown = repr(self.selection)
-            raise empty_selection_error(self.sensor, self.job, shown, matched)
+            external = ", ".join(sorted(k.to_user_string() for k in matched))
+            what = f"matches only assets that cannot run (external: {external})"
+            raise dg.DagsterInvalidDefinitionError(
+                f"Sensor '{self.sensor}' routes events to job '{self.job}', whose asset "
+                f"selection {shown} "
+                + (what if matched else "matches no asset in these definitions")
+                + ". Check the key (`dg list defs`), and that the module defining the asset is "
+                "loaded: dg loads the Python modules of the defs folder (e.g. "
+                "defs/evaluation.py), not a .py file placed beside a defs.yaml."
+            )
         if self.expected is not None:
             found = {asset_graph.get(key).partitions_def for key in runnable} - {None}
             if len(found) <= 1:  # several: Dagster refuses the job itself, saying why
