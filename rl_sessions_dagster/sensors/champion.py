@@ -60,7 +60,7 @@ class SweepState:
         champion = str(metadata_value(meta, "champion_checkpoint_id") or "")
         return cls(
             cands, champion, str(metadata_value(meta, "previous_champion_id") or ""),
-            int(metadata_value(meta, "changes") or 0), champion,
+            int(metadata_value(meta, "changes") or 0), champion
         )  # fmt: skip
 
 

@@ -132,10 +132,7 @@ class ClientSessionSource:
         self, after: str | None
     ) -> tuple[list[Checkpoint], str | None]:
         page = self.client.list_checkpoints_page(
-            after=after,
-            limit=self.page_size,
-            type=CheckpointType.INFERENCE,
-            deadline=self.deadline,
+            after=after, limit=self.page_size, type=CheckpointType.INFERENCE, deadline=self.deadline
         )
         self.skipped.extend(getattr(page, "skipped", ()))
         return list(page.data), page.next_cursor
@@ -157,9 +154,10 @@ class ClientSessionSource:
         return self.server_clock.last_ms if self.server_clock else None
 
 
-def event_tags(event: SessionEvent) -> dict[str, str]:
+def default_run_request(event: SessionEvent, *, partitioned: bool) -> dg.RunRequest:
+    """``run_key`` is the event's key, unique per fact: Dagster dedupes a replayed tick."""
     session, checkpoint = event.session, event.checkpoint
-    return run_tags(
+    tags = run_tags(
         event=event.kind.value,
         session_id=session.id,
         session_status=status_tag(session.status, session.raw_status),
@@ -169,29 +167,8 @@ def event_tags(event: SessionEvent) -> dict[str, str]:
         display_name=session.display_name,
         previous_status=event.previous_status,
     )
-
-
-def default_run_request(event: SessionEvent, *, partitioned: bool) -> dg.RunRequest:
-    """``run_key`` is the event's key, unique per fact: Dagster dedupes a replayed tick."""
-    checkpoint = event.checkpoint if partitioned else None
-    key = checkpoint_partition_key(event.session, checkpoint) if checkpoint else None
-    return dg.RunRequest(run_key=event.key, tags=event_tags(event), partition_key=key)
-
-
-def checkpoint_materialization(
-    event: SessionEvent, asset_key: dg.AssetKey
-) -> dg.AssetMaterialization | None:
-    if event.checkpoint is None:
-        return None
-    return dg.AssetMaterialization(
-        asset_key=asset_key,
-        partition=checkpoint_partition_key(event.session, event.checkpoint),
-        description=f"{event.kind.value} in session {event.session_id}",
-        metadata={
-            **checkpoint_metadata(event.session, event.checkpoint),
-            "event": dg.MetadataValue.text(event.kind.value),
-        },
-    )
+    key = checkpoint_partition_key(session, checkpoint) if checkpoint and partitioned else None
+    return dg.RunRequest(run_key=event.key, tags=tags, partition_key=key)
 
 
 def build_session_sensor(
@@ -290,10 +267,15 @@ def session_tick(
         partitions: dict[str, list[str]] = {}  # keys to add, by partitions name
 
         def announce_checkpoint(event: SessionEvent) -> None:
-            mat = checkpoint_materialization(event, asset_key) if asset_key else None
-            if mat is not None and mat.partition is not None:
-                partitions.setdefault(CHECKPOINT_PARTITIONS_NAME, []).append(str(mat.partition))
-                materializations.append(mat)
+            session, checkpoint, kind = event.session, event.checkpoint, event.kind.value
+            if asset_key is None or checkpoint is None:
+                return
+            key = checkpoint_partition_key(session, checkpoint)
+            partitions.setdefault(CHECKPOINT_PARTITIONS_NAME, []).append(key)
+            meta = checkpoint_metadata(session, checkpoint)  # a fresh dict
+            meta["event"] = dg.MetadataValue.text(kind)
+            text = f"{kind} in session {event.session_id}"
+            materializations.append(dg.AssetMaterialization(asset_key, text, meta, partition=key))
 
         for event in outcome.events:
             target = next((t for t in targets if event.kind in t.route.kinds), None)
