@@ -19,7 +19,7 @@ from ..partitions import (
     metadata_value,
 )
 from .options import ChampionOptions
-from .routes import run_tags
+from .tick import run_tags
 
 CHAMPION_CHANGED = "champion_changed"
 _BATCH = 500  # evaluation materializations one tick folds at most (the rest next tick)
@@ -60,7 +60,7 @@ class SweepState:
         champion = str(metadata_value(meta, "champion_checkpoint_id") or "")
         return cls(
             cands, champion, str(metadata_value(meta, "previous_champion_id") or ""),
-            int(metadata_value(meta, "changes") or 0), champion,
+            int(metadata_value(meta, "changes") or 0), champion
         )  # fmt: skip
 
 

@@ -18,9 +18,8 @@ from ..core.idle import worth_a_look as _worth_a_look
 from ..core.state import CursorError
 from ..resource import TogetherRLResource
 from .options import IdleGuardOptions
-from .routes import TAG_PREFIX, run_tags
 from .spend_spans import record_stop
-from .tick import Tick, TickOutcome, local_now_ms, tick_sensor
+from .tick import TAG_PREFIX, Tick, TickOutcome, local_now_ms, run_tags, tick_sensor
 
 _RID_TAG = f"{TAG_PREFIX}model_resources_id"
 _SINCE_TAG = f"{TAG_PREFIX}idle_since_ms"

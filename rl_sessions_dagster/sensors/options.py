@@ -255,36 +255,42 @@ def event_kinds(kinds: Iterable[EventKind | str]) -> frozenset[EventKind]:
     return parse_kinds(EventKind, kinds)
 
 
-def _check_target(route: "EventRoute | ResourceRoute") -> None:
-    """The one check of where a route's runs go, for both families."""
-    what = type(route).__name__
-    if (route.job is None) == (route.assets is None):
-        raise dg.DagsterInvalidDefinitionError(f"an {what} takes exactly one of job= and assets=")
-    if route.job is not None and route.job_name is not None:
-        raise dg.DagsterInvalidDefinitionError(
-            f"{what}: job_name names the asset job made for assets=; a job has its name"
-        )
+@dataclass(frozen=True)
+class _Route:
+    """What both families' routes share: exactly one target, the kinds parsed when built."""
+
+    event_kinds: Iterable[Any]
+    job: "Job | None" = None
+    assets: "Assets | None" = None
+    job_name: str | None = None
+
+    def _set_kinds(self, kinds: frozenset[Any]) -> None:
+        object.__setattr__(self, "kinds", kinds)
+        object.__setattr__(self, "event_kinds", kinds)  # normalised to the parsed set
+        what = type(self).__name__
+        if (self.job is None) == (self.assets is None):
+            raise dg.DagsterInvalidDefinitionError(
+                f"an {what} takes exactly one of job= and assets="
+            )
+        if self.job is not None and self.job_name is not None:
+            raise dg.DagsterInvalidDefinitionError(
+                f"{what}: job_name names the asset job made for assets=; a job has its name"
+            )
 
 
 @dataclass(frozen=True)
-class EventRoute:
+class EventRoute(_Route):
     """Which event kinds go to which target: a job, or an asset selection run as an asset job
     named ``job_name``. Each checkpoint run carries its partition key, so the target must be
     partitioned by ``partitions_def`` (``None``: unpartitioned runs)."""
 
     event_kinds: Iterable[EventKind | str]
-    job: "Job | None" = None
-    assets: "Assets | None" = None
-    job_name: str | None = None
     partitions_def: dg.DynamicPartitionsDefinition | None = field(default=CHECKPOINT_PARTITIONS)
     run_request_fn: RunRequestFn | None = None
-    #: The parsed ``event_kinds`` (which is normalised to the same set when built).
     kinds: frozenset[EventKind] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "kinds", event_kinds(self.event_kinds))
-        object.__setattr__(self, "event_kinds", self.kinds)
-        _check_target(self)
+        self._set_kinds(event_kinds(self.event_kinds))
         if self.partitioned and not self.kinds <= CHECKPOINT_EVENTS:
             others = sorted(k.value for k in self.kinds - CHECKPOINT_EVENTS)
             raise dg.DagsterInvalidDefinitionError(
@@ -298,19 +304,13 @@ class EventRoute:
 
 
 @dataclass(frozen=True)
-class ResourceRoute:
+class ResourceRoute(_Route):
     """Which model-resource event kinds go to which target, as :class:`EventRoute` (unpartitioned)."""
 
     event_kinds: Iterable[ResourceEventKind | str]
-    job: "Job | None" = None
-    assets: "Assets | None" = None
-    job_name: str | None = None
     run_request_fn: ResourceRunRequestFn | None = None
-    #: The parsed ``event_kinds`` (which is normalised to the same set when built).
     kinds: frozenset[ResourceEventKind] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        kinds = parse_kinds(ResourceEventKind, self.event_kinds, noun="model-resource event kind")
-        object.__setattr__(self, "kinds", kinds)
-        object.__setattr__(self, "event_kinds", self.kinds)
-        _check_target(self)
+        noun = "model-resource event kind"
+        self._set_kinds(parse_kinds(ResourceEventKind, self.event_kinds, noun=noun))

@@ -16,9 +16,17 @@ from ..core.resources import (
     status_changes,
 )
 from .options import ResourceRoute, ResourceSensorOptions
-from .routes import RouteTarget, resolve_routes, route_request, run_tags, status_tag
 from .spend_spans import record_spans
-from .tick import Tick, TickOutcome, tick_sensor
+from .tick import (
+    RouteTarget,
+    Tick,
+    TickOutcome,
+    resolve_routes,
+    route_request,
+    run_tags,
+    status_tag,
+    tick_sensor,
+)
 
 
 @dataclass(frozen=True)

@@ -22,18 +22,21 @@ from ..core.reading import (
     StatusFilterRejected,
     collect,
 )
-from ..partitions import CHECKPOINT_PARTITIONS_NAME
+from ..partitions import CHECKPOINT_PARTITIONS_NAME, checkpoint_metadata, checkpoint_partition_key
 from .options import EventRoute, PollingOptions
 from .options import event_kinds as parse_event_kinds
-from .routes import (
+from .tick import (
+    TRANSIENT_ERRORS,
     RouteTarget,
+    Tick,
+    TickOutcome,
     check_at_tick,
-    checkpoint_materialization,
-    default_run_request,
     resolve_routes,
     route_request,
+    run_tags,
+    status_tag,
+    tick_sensor,
 )
-from .tick import TRANSIENT_ERRORS, Tick, TickOutcome, tick_sensor
 
 DISCOVERY_PAGES_PER_TICK = 50  # of the unfiltered list, for discovery (after the first tick)
 
@@ -129,10 +132,7 @@ class ClientSessionSource:
         self, after: str | None
     ) -> tuple[list[Checkpoint], str | None]:
         page = self.client.list_checkpoints_page(
-            after=after,
-            limit=self.page_size,
-            type=CheckpointType.INFERENCE,
-            deadline=self.deadline,
+            after=after, limit=self.page_size, type=CheckpointType.INFERENCE, deadline=self.deadline
         )
         self.skipped.extend(getattr(page, "skipped", ()))
         return list(page.data), page.next_cursor
@@ -152,6 +152,23 @@ class ClientSessionSource:
 
     def server_time_ms(self) -> int | None:
         return self.server_clock.last_ms if self.server_clock else None
+
+
+def default_run_request(event: SessionEvent, *, partitioned: bool) -> dg.RunRequest:
+    """``run_key`` is the event's key, unique per fact: Dagster dedupes a replayed tick."""
+    session, checkpoint = event.session, event.checkpoint
+    tags = run_tags(
+        event=event.kind.value,
+        session_id=session.id,
+        session_status=status_tag(session.status, session.raw_status),
+        checkpoint_id=checkpoint.id if checkpoint is not None else None,
+        step=checkpoint.step if checkpoint is not None else session.step,
+        base_model=session.base_model,
+        display_name=session.display_name,
+        previous_status=event.previous_status,
+    )
+    key = checkpoint_partition_key(session, checkpoint) if checkpoint and partitioned else None
+    return dg.RunRequest(run_key=event.key, tags=tags, partition_key=key)
 
 
 def build_session_sensor(
@@ -250,10 +267,15 @@ def session_tick(
         partitions: dict[str, list[str]] = {}  # keys to add, by partitions name
 
         def announce_checkpoint(event: SessionEvent) -> None:
-            mat = checkpoint_materialization(event, asset_key) if asset_key else None
-            if mat is not None and mat.partition is not None:
-                partitions.setdefault(CHECKPOINT_PARTITIONS_NAME, []).append(str(mat.partition))
-                materializations.append(mat)
+            session, checkpoint, kind = event.session, event.checkpoint, event.kind.value
+            if asset_key is None or checkpoint is None:
+                return
+            key = checkpoint_partition_key(session, checkpoint)
+            partitions.setdefault(CHECKPOINT_PARTITIONS_NAME, []).append(key)
+            meta = checkpoint_metadata(session, checkpoint)  # a fresh dict
+            meta["event"] = dg.MetadataValue.text(kind)
+            text = f"{kind} in session {event.session_id}"
+            materializations.append(dg.AssetMaterialization(asset_key, text, meta, partition=key))
 
         for event in outcome.events:
             target = next((t for t in targets if event.kind in t.route.kinds), None)

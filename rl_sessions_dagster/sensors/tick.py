@@ -1,6 +1,8 @@
-"""The tick every API-reading sensor shares: one deadline under the daemon's gRPC timeout,
-transient failures as skips that keep the cursor, an outage alarm, cursor recovery from the
-tick history, one log line per tick. A family supplies only its body.
+"""What every sensor shares. The tick: one deadline under the daemon's gRPC timeout, transient
+failures as skips that keep the cursor, an outage alarm, cursor recovery from the tick history,
+one log line per tick; a family supplies only its body. The routes: where their runs go, checked
+at definitions load (Dagster would fail only at the first run) or at the first tick for a user's
+asset job, and the ``together/`` run tags.
 """
 
 import os
@@ -8,7 +10,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Generic, Protocol, Self, TypeVar
+from typing import AbstractSet, Any, Generic, Protocol, Self, TypeVar  # noqa: UP035 - AssetSelection's own type
 
 import dagster as dg
 
@@ -18,7 +20,7 @@ from ..core.state import CursorError
 from ..partitions import Job
 from ..resource import TogetherRLResource
 from ..resource.retry_log import tick_retry_log
-from .options import TickOptions
+from .options import EventRoute, ResourceRoute, TickOptions
 
 #: Failures that end a tick quietly (SkipReason, cursor kept): the next tick retries.
 TRANSIENT_ERRORS = (TransportError, ServerError, RateLimitError, DeadlineExceeded, DecodeError)
@@ -37,10 +39,8 @@ class TickState(Protocol):
     failing_since_ms: int | None
 
     def __init__(self) -> None: ...
-
     @classmethod
     def from_cursor(cls, cursor: str | None) -> Self: ...
-
     def to_cursor(self) -> str: ...
 
 
@@ -60,7 +60,7 @@ def tick_budget(requested: float) -> float:
 
 
 def local_now_ms() -> int:
-    return int(datetime.now(UTC).timestamp() * 1000)
+    return int(time.time() * 1000)
 
 
 @dataclass
@@ -96,19 +96,12 @@ Body = Callable[[Tick, S], TickOutcome[S]]
 
 
 def tick_sensor(
-    state_type: type[S],
-    body: Body[S],
-    options: TickOptions,
-    *,
-    name: str,
-    jobs: Sequence[Job],
-    minimum_interval_seconds: int,
-    default_status: dg.DefaultSensorStatus,
-    description: str,
+    state_type: type[S], body: Body[S], options: TickOptions, *, jobs: Sequence[Job], **sensor: Any
 ) -> dg.SensorDefinition:
-    """A sensor running ``body`` in the skeleton. The resource is a requirement Dagster resolves
-    at tick time, never a closed-over object (an unresolved ``EnvVar`` would be sent as the
-    key). Each API retry is a WARNING line of the tick's log, stored with the tick."""
+    """A sensor running ``body`` in the skeleton (``sensor``: its name, interval, status and
+    description). The resource is a requirement Dagster resolves at tick time, never a
+    closed-over object (an unresolved ``EnvVar`` would be sent as the key). Each API retry is a
+    WARNING line of the tick's log, stored with the tick."""
     budget = tick_budget(options.tick_budget_seconds)
 
     def evaluate(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
@@ -143,13 +136,7 @@ def tick_sensor(
         return result
 
     return dg.SensorDefinition(
-        evaluation_fn=evaluate,
-        name=name,
-        jobs=jobs,
-        minimum_interval_seconds=minimum_interval_seconds,
-        default_status=default_status,
-        required_resource_keys={options.resource_key},
-        description=description,
+        evaluation_fn=evaluate, jobs=jobs, required_resource_keys={options.resource_key}, **sensor
     )
 
 
@@ -163,7 +150,9 @@ def unavailable(
     """A transient failure skips the tick (cursor kept); a lasting one fails one tick loudly per
     ``alarm_after_s`` window."""
     since = state.failing_since_ms if state.failing_since_ms is not None else now_ms
-    if previous_tick_failed_loudly(context, UNAVAILABLE + " for"):
+    newest = stored_ticks(context, limit=1)
+    error = newest[0].error if newest else None
+    if error is not None and f"{UNAVAILABLE} for" in (error.message or ""):
         since = now_ms  # the alarm was raised: a new window starts
     elif now_ms - since >= alarm_after_s * 1000:
         raise TogetherRLUnavailableError(
@@ -179,12 +168,6 @@ def unavailable(
     return dg.SensorResult(skip_reason=dg.SkipReason(reason), cursor=state.to_cursor())
 
 
-# Dagster copies the cursor a tick produced into that tick's row, so a corrupt, truncated or
-# unreadable cursor is restored from the newest readable one there: events since that tick are
-# announced again and Dagster skips a run_key that already has a run. Starting over instead
-# would silently drop every event since the last good tick.
-
-
 def stored_ticks(context: dg.SensorEvaluationContext, limit: int = HISTORY_DEPTH) -> list:
     """The sensor's stored ticks, newest first; of several sensors of that name (other code
     locations), the one whose stored cursor is being evaluated."""
@@ -192,9 +175,9 @@ def stored_ticks(context: dg.SensorEvaluationContext, limit: int = HISTORY_DEPTH
         instance = context.instance
     except Exception:  # built without an instance (a plain unit test)
         return []
+    # Filtered here on the state's own fields: the type filter's enum is not public.
     states = [
         s
-        # Filtered here on the state's own fields: the type filter's enum is not public.
         for s in instance.all_instigator_state()
         if s.instigator_type.value == "SENSOR"
         and s.instigator_name == context.sensor_name
@@ -212,7 +195,9 @@ def stored_ticks(context: dg.SensorEvaluationContext, limit: int = HISTORY_DEPTH
 
 
 def read_state(context: dg.SensorEvaluationContext, state_type: type[S]) -> S:
-    """The state from the cursor, else from the tick history, else a fresh start (logged)."""
+    """The state from the cursor, else from the tick history (Dagster stores each tick's cursor:
+    events since the restored tick are announced again, and a run_key with a run is skipped;
+    starting over would drop them all), else a fresh start (logged)."""
     try:
         return state_type.from_cursor(context.cursor)
     except CursorError as exc:
@@ -241,8 +226,174 @@ def _iso(epoch_s: float) -> str:
     return datetime.fromtimestamp(int(epoch_s), tz=UTC).isoformat(timespec="seconds")
 
 
-def previous_tick_failed_loudly(context: dg.SensorEvaluationContext, marker: str) -> bool:
-    """Whether this sensor's newest stored tick failed with ``marker`` in its message."""
-    ticks = stored_ticks(context, limit=1)
-    error = ticks[0].error if ticks else None
-    return error is not None and marker in (error.message or "")
+R = TypeVar("R", EventRoute, ResourceRoute)  # a route of either family, resolved alike
+
+TAG_PREFIX = "together/"
+_MAX_TAG_VALUE = 200
+
+
+def tag_value(value: object) -> str:
+    """``value`` cut to Dagster's tag length limit."""
+    text = str(value)
+    return text if len(text) <= _MAX_TAG_VALUE else text[: _MAX_TAG_VALUE - 1] + "…"
+
+
+def run_tags(**values: object) -> dict[str, str]:
+    """``together/<name>`` tags of the values given, leaving out None and empty ones."""
+    return {
+        f"{TAG_PREFIX}{name}": tag_value(value)
+        for name, value in values.items()
+        if value is not None and value != ""
+    }
+
+
+def status_tag(status: Any, raw: str | None) -> str:
+    """The status's short name; the raw one when this library does not know it."""
+    return status.short if status.name != "UNKNOWN" else tag_value(raw)
+
+
+def misrouted_error(
+    sensor: str, target: str, expected: dg.DynamicPartitionsDefinition, found: object
+) -> dg.DagsterInvalidDefinitionError:
+    what = f"partitioned by {getattr(found, 'name', None) or type(found).__name__}"
+    what = "not partitioned" if found is None else what
+    return dg.DagsterInvalidDefinitionError(
+        f"Sensor '{sensor}' routes checkpoint events to '{target}', which is {what}. Each "
+        f"checkpoint run carries a checkpoint partition key, so the target must be partitioned "
+        f"by CHECKPOINT_PARTITIONS (dynamic partitions '{expected.name}'): "
+        "`from rl_sessions_dagster import CHECKPOINT_PARTITIONS` and "
+        "`@dg.asset(partitions_def=CHECKPOINT_PARTITIONS, ...)`. For unpartitioned checkpoint "
+        "runs, give the route partitions_def=None."
+    )
+
+
+def partitioned_by(found: object, expected: dg.DynamicPartitionsDefinition) -> bool:
+    return isinstance(found, dg.DynamicPartitionsDefinition) and found.name == expected.name
+
+
+class CheckedSelection(dg.AssetSelection):
+    """An ``assets=`` route's selection, checked when Dagster resolves its asset job at load: it
+    must match an asset that can run, and those must have the route's partitions."""
+
+    def __init__(
+        self,
+        selection: dg.AssetSelection,
+        *,
+        sensor: str,
+        job: str,
+        expected: dg.DynamicPartitionsDefinition | None,
+    ) -> None:
+        self.selection, self.sensor, self.job, self.expected = selection, sensor, job, expected
+
+    def resolve_inner(self, asset_graph: Any, allow_missing: bool) -> AbstractSet[dg.AssetKey]:
+        matched = self.selection.resolve(asset_graph, allow_missing=True)
+        runnable = matched & asset_graph.executable_asset_keys
+        if not runnable:
+            try:
+                shown = f"'{self.selection.to_selection_str()}'"
+            except Exception:  # a selection with no string form
+                shown = repr(self.selection)
+            external = ", ".join(sorted(k.to_user_string() for k in matched))
+            what = f"matches only assets that cannot run (external: {external})"
+            raise dg.DagsterInvalidDefinitionError(
+                f"Sensor '{self.sensor}' routes events to job '{self.job}', whose asset "
+                f"selection {shown} "
+                + (what if matched else "matches no asset in these definitions")
+                + ". Check the key (`dg list defs`), and that the module defining the asset is "
+                "loaded: dg loads the Python modules of the defs folder (e.g. "
+                "defs/evaluation.py), not a .py file placed beside a defs.yaml."
+            )
+        if self.expected is not None:
+            found = {asset_graph.get(key).partitions_def for key in runnable} - {None}
+            if len(found) <= 1:  # several: Dagster refuses the job itself, saying why
+                partitions = next(iter(found), None)
+                if not partitioned_by(partitions, self.expected):
+                    raise misrouted_error(self.sensor, self.job, self.expected, partitions)
+        return self.selection.resolve_inner(asset_graph, allow_missing=allow_missing)
+
+    def to_selection_str(self) -> str:
+        return self.selection.to_selection_str()
+
+
+def expected_partitions(route: EventRoute | ResourceRoute) -> dg.DynamicPartitionsDefinition | None:
+    return route.partitions_def if isinstance(route, EventRoute) and route.partitioned else None
+
+
+@dataclass(frozen=True)
+class RouteTarget(Generic[R]):
+    """A route with the job its runs execute (made here for ``assets=`` routes)."""
+
+    route: R
+    job: Job
+    #: False for a user's asset job, whose partitioning only the asset graph knows.
+    checked_at_load: bool = True
+
+    @property
+    def job_name(self) -> str:
+        return self.job.name
+
+
+def resolve_route(sensor: str, index: int, route: R) -> RouteTarget[R]:
+    """The route's job (an asset job for ``assets=``), checked now if its partitioning is known."""
+    expected = expected_partitions(route)
+    if route.assets is not None:
+        name = route.job_name or f"{sensor}_route_{index}"
+        selection = dg.AssetSelection.from_coercible(route.assets)
+        checked = CheckedSelection(selection, sensor=sensor, job=name, expected=expected)
+        return RouteTarget(route, dg.define_asset_job(name, selection=checked))
+    job = route.job
+    assert job is not None  # a route holds exactly one of job / assets
+    found = None if isinstance(job, dg.GraphDefinition) else job.partitions_def
+    # A user's asset job (define_asset_job) without partitions_def: only the asset graph knows.
+    known = isinstance(job, dg.JobDefinition | dg.GraphDefinition) or found is not None
+    if expected is not None and known and not partitioned_by(found, expected):
+        raise misrouted_error(sensor, job.name, expected, found)
+    return RouteTarget(route, job, checked_at_load=known)
+
+
+def resolve_routes(sensor: str, routes: Sequence[R]) -> tuple[RouteTarget[R], ...]:
+    """Every route's target; each event kind in one route, each job run by one route."""
+    seen: set[Any] = set()
+    overlap: set[Any] = set()
+    for route in routes:
+        overlap |= seen & route.kinds
+        seen |= route.kinds
+    if overlap:
+        raise dg.DagsterInvalidDefinitionError(
+            f"sensor '{sensor}': {sorted(k.value for k in overlap)} appear in more than one "
+            "route; route each event kind to one target (one selection can hold several assets)"
+        )
+    targets = tuple(resolve_route(sensor, i, route) for i, route in enumerate(routes))
+    names = [t.job_name for t in targets]
+    if len(set(names)) != len(names):
+        raise dg.DagsterInvalidDefinitionError(
+            f"sensor '{sensor}': two routes run the same job {names}; merge them into one route"
+        )
+    return targets
+
+
+def check_at_tick(
+    context: dg.SensorEvaluationContext, sensor: str, targets: Sequence[RouteTarget[Any]]
+) -> None:
+    """The check ``resolve_route`` could not do at load, on the resolved repository."""
+    repo = context.repository_def
+    if repo is None:
+        return
+    for target in targets:
+        expected = expected_partitions(target.route)
+        if target.checked_at_load or expected is None:
+            continue
+        found = repo.get_job(target.job_name).partitions_def
+        if not partitioned_by(found, expected):
+            raise misrouted_error(sensor, target.job_name, expected, found)
+
+
+def route_request(
+    target: RouteTarget[Any], default: dg.RunRequest, event: Any, *, name_job: bool
+) -> dg.RunRequest | None:
+    """The RunRequest naming its job when a sensor has several, then the route's
+    ``run_request_fn``."""
+    if name_job:
+        default = default.with_replaced_attrs(job_name=target.job_name)
+    fn: Callable[[Any, dg.RunRequest], dg.RunRequest | None] | None = target.route.run_request_fn
+    return default if fn is None else fn(event, default)

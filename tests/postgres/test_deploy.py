@@ -22,7 +22,7 @@ from dagster._core.instance.config import dagster_instance_config
 from dagster._core.workspace.load import location_origins_from_yaml_paths
 
 from rl_sessions_dagster.core.events import EventKind
-from rl_sessions_dagster.sensors.routes import TAG_PREFIX
+from rl_sessions_dagster.sensors.tick import TAG_PREFIX
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
