@@ -10,9 +10,9 @@ threads, so it must be thread-safe (a pure function is).
 
 from __future__ import annotations
 
-import importlib
 import json
 import math
+import pkgutil
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -224,14 +224,11 @@ def _import(ref: str) -> Callable[..., Any]:
     if not module_name or not attr:
         raise ValueError(f"grader function {ref!r} must look like 'package.module:function'")
     try:
-        module = importlib.import_module(module_name)
+        target = pkgutil.resolve_name(ref)
     except ImportError as exc:
         raise ValueError(f"grader function {ref!r}: cannot import {module_name!r}: {exc}") from None
-    target: Any = module
-    for name in attr.split("."):
-        target = getattr(target, name, None)
-        if target is None:
-            raise ValueError(f"grader function {ref!r}: {module_name!r} has no {attr!r}")
+    except AttributeError:
+        raise ValueError(f"grader function {ref!r}: {module_name!r} has no {attr!r}") from None
     if not callable(target):
         raise ValueError(f"grader function {ref!r} is not callable")
     return target
