@@ -8,7 +8,7 @@ shape the client is tested on). Readers: this project's ``RLSessionsClient.list_
 official ``together`` SDK 3.1.1 (its own models, in its own venv, see ``sdk_python``); ours and
 raw also in a process that imported Dagster (a code server's heap, where the collector's full
 passes cost more), and ours reading every inference checkpoint's registration (the lists are
-built into models on first use, see ``api/lazy.py``: this row pays for all of them). For
+built into models on first use, see ``api/pages.py``: this row pays for all of them). For
 scale, our client also reads each session as a model with nothing typed but ``id``: the least
 any reader of typed models per session pays, whatever its validation.
 

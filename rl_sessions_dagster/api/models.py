@@ -18,8 +18,7 @@ from .enums import (
     SessionErrorCode,
     SessionStatus,
 )
-from .lazy import LazyList
-from .pages import EmptyIsNone, ListOrNull, RawEnum, Timestamp
+from .pages import EmptyIsNone, LazyList, ListOrNull, RawEnum, Timestamp
 
 
 class APIModel(BaseModel):
@@ -203,7 +202,7 @@ class TrainingSession(TopLevelModel):
     display_name: str | None = None
     metadata: MetadataOrNull = NO_METADATA  # hashable, so pydantic shares it instead of copying
     error: SessionError | None = None
-    #: Read-only lists; from JSON the models are built on first use (see ``lazy.py``).
+    #: Read-only lists; from JSON the models are built on first use (see ``pages.LazyList``).
     inference_checkpoints: LazyList[InferenceCheckpoint] = Field(
         default_factory=lambda: LazyList.empty(InferenceCheckpoint)
     )

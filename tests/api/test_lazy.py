@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from rl_sessions_dagster.api import InferenceCheckpoint, Page, TrainingSession
-from rl_sessions_dagster.api.lazy import LazyList
+from rl_sessions_dagster.api.pages import LazyList
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SESSIONS = sorted(p.name for p in FIXTURES.glob("session__*.json"))
