@@ -94,6 +94,12 @@ def test_yaml_quick_start_builds_and_its_messages_are_real(tmp_path, monkeypatch
         "evaluate_checkpoint",
         "finished_session_report",
     }
+    # What it declares runs: every sensor and schedule of the quick start starts RUNNING.
+    assert {s.name: s.default_status.value for s in defs.sensors or []} == dict.fromkeys(
+        ["together_rl_events", "together_rl_champion"], "RUNNING"
+    )
+    schedules = {s.name: s.default_status.value for s in defs.schedules or []}
+    assert schedules and set(schedules.values()) == {"RUNNING"}, schedules
     for quoted in (
         "Additional properties are not allowed ('minimum_interval_secs' was unexpected)",
         "'checkpoint_registred' is not one of ['checkpoint_created', 'checkpoint_registered'",
