@@ -1,4 +1,5 @@
-"""Where the example sends ``champion_changed``: one run per change of a sweep's champion.
+"""Where the example sends ``champion_changed``: one run per tick that ends with a new
+champion of a sweep (two changes within one tick give one run, for the latest).
 
 The Component's ``champion:`` section routes the event here (``on_change``); the run's
 ``together/*`` tags name the sweep, the new champion checkpoint, its registered model and
@@ -16,7 +17,7 @@ CHAMPION_DEPLOY_KEY = dg.AssetKey(["together", "champion_deploy"])
     kinds={"together", "python"},
     group_name="together_rl",
     description="The model each sweep would serve: its champion's registered model, "
-    "updated once per champion change.",
+    "updated once per tick that ends with a new champion.",
 )
 def champion_deploy(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     tags = context.run.tags

@@ -6,7 +6,7 @@ loading ``example_repo.component_defs`` (the YAML Component); then a scripted sw
 Its one routed sensor launches one
 evaluation run per registered checkpoint and one built-in report run per finished session; the
 champion sensor names each sweep's best checkpoint as evaluations land and runs
-``deploy_champion`` once per change; the sync job fills the sessions table. On the GPU side, a model resource is provisioned (PENDING → READY),
+``deploy_champion`` once per tick that ends with a new champion; the sync job fills the sessions table. On the GPU side, a model resource is provisioned (PENDING → READY),
 every model-resource event runs ``gpu_notice`` once (which also refreshes the spend asset), and
 the idle guard, acting, stops the resources left READY with no session. It prints live
 progress and a summary (with the spend table), stops every process it started, and exits 0
@@ -48,7 +48,7 @@ GUARD_JOB = "together_rl_idle_guard"
 SPEND_KEY = dg.AssetKey(["together", "rl_spend"])
 REPORT_KEY = dg.AssetKey(["together", "session_report"])  # the built-in report: (report:)
 CHAMPION_KEY = dg.AssetKey(["together", "sweep_champion"])  # the champion: (champion:)
-DEPLOY_JOB = "deploy_champion"  # champion_changed → together/champion_deploy, once per change
+DEPLOY_JOB = "deploy_champion"  # champion_changed → together/champion_deploy, once per new champion
 #: Resource events the sweep must cause, per resource role. The sweep holds ``shared`` READY
 #: until the sensor has seen it; the other two may stop before a slow tick sees them READY, so
 #: their ``resource_ready`` is at most once rather than exactly once.

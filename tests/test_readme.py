@@ -94,6 +94,12 @@ def test_yaml_quick_start_builds_and_its_messages_are_real(tmp_path, monkeypatch
         "evaluate_checkpoint",
         "finished_session_report",
     }
+    # What it declares runs: every sensor and schedule of the quick start starts RUNNING.
+    assert {s.name: s.default_status.value for s in defs.sensors or []} == dict.fromkeys(
+        ["together_rl_events", "together_rl_champion"], "RUNNING"
+    )
+    schedules = {s.name: s.default_status.value for s in defs.schedules or []}
+    assert schedules and set(schedules.values()) == {"RUNNING"}, schedules
     for quoted in (
         "Additional properties are not allowed ('minimum_interval_secs' was unexpected)",
         "'checkpoint_registred' is not one of ['checkpoint_created', 'checkpoint_registered'",
@@ -383,3 +389,46 @@ def test_gpu_example_builds_loadable_definitions():
 def test_simulator_example_runs():
     """docs/testing.md's block: a world, a fault, the client retrying it, the request log."""
     run(block(PAGES["docs/testing.md"], "client.list_sessions()"), "docs-testing")
+
+
+def test_the_scaffold_loads_as_is_and_its_stubs_are_the_sections(monkeypatch):
+    """`dg scaffold defs` writes a file that builds unchanged; its commented `report:` and
+    `champion:` stubs (and the others) are valid sections once uncommented."""
+    from rl_sessions_dagster.components.together_rl import SCAFFOLD_YAML
+
+    text = SCAFFOLD_YAML.replace("{type_name}", "rl_sessions_dagster.TogetherRLComponent")
+    monkeypatch.delenv("TOGETHER_API_KEY", raising=False)
+    component = TogetherRLComponent.resolve_from_yaml(attributes(text))
+    dg.Definitions.validate_loadable(dg.build_defs_for_component(component=component))
+    assert component.report is None and component.champion is None
+    sections: dict[str, list[str]] = {}
+    current = None
+    for line in text.splitlines():
+        body = line[4:] if line.startswith("  # ") else None
+        if body is not None and (m := re.match(r"(\w+):", body)):
+            current = m.group(1)
+            sections[current] = [body]
+        elif body is not None and current and body.startswith("  "):
+            sections[current].append(body)
+        else:
+            current = None
+    assert {"report", "champion", "spend", "evaluation", "idle_guard"} <= set(sections)
+    document = yaml.safe_load("\n".join(line for body in sections.values() for line in body))
+    validator = jsonschema.validators.validator_for(_schema())(_schema())
+    assert not [e.message for e in validator.iter_errors(document)]
+    assert document["champion"]["running"] is False and "on_change" not in document["champion"]
+    assert set(document) == set(sections)
+
+
+def test_a_declared_spend_schedule_runs_by_default():
+    """Spend only reads the API: a `spend:` section's schedule starts RUNNING unless it says
+    `running: false` (the sessions sensor, which starts paid runs, stays STOPPED by default)."""
+    component = TogetherRLComponent.resolve_from_yaml('spend: {cron_schedule: "0 * * * *"}\n')
+    defs = dg.build_defs_for_component(component=component)
+    schedule = defs.resolve_schedule_def("together_rl_spend_job_schedule")
+    assert schedule.default_status == dg.DefaultScheduleStatus.RUNNING
+    off = TogetherRLComponent.resolve_from_yaml("spend: {running: false}\n")
+    schedule = dg.build_defs_for_component(component=off).resolve_schedule_def(
+        "together_rl_spend_job_schedule"
+    )
+    assert schedule.default_status == dg.DefaultScheduleStatus.STOPPED

@@ -49,6 +49,7 @@ attributes:
   sync:
     enabled: true
     cron_schedule: "*/15 * * * *"
+    running: false                  # the schedule starts STOPPED: true to fill the table
   # The GPUs (each section optional):
   # model_resources:                # model-resource events, the same shape as sessions:
   #   running: false
@@ -60,12 +61,20 @@ attributes:
   #   idle_seconds: 1800
   #   dry_run: true                 # only report what stopping would save
   # spend:                          # cost per resource, session and sweep, on a schedule
-  #   cron_schedule: "0 * * * *"
+  #   cron_schedule: "0 * * * *"    # runs by default (spend only reads); running: false
   # evaluation:                     # built-in evaluation of each registered checkpoint; routes
   #   dataset: eval.jsonl           # checkpoint_registered to it (remove that kind from routes)
   #   graders: [{type: numeric}]    # exact, contains, regex, numeric, json_field, pkg.mod:fn
   #   concurrency: 8
-  #   tolerance: 0.05               # score check: fail on a bigger drop vs the previous checkpoint
+  #   tolerance: 0.05               # score check: warn on a bigger drop vs the previous checkpoint
+  # report:                         # one report per STOPPED / ERROR / EXPIRED session, routed
+  #   job_name: finished_session_report   # from the sessions sensor (remove those kinds above)
+  # champion:                       # the best evaluated checkpoint of each sweep (W&B group,
+  #   metric: score                 # else the display name up to its last '-')
+  #   direction: higher
+  #   running: false                # the champion sensor; reads evaluations, no API call
+  #   # on_change: {assets: 'key:"deploy_champion"', job_name: deploy}   # one run per tick
+  #   #                             # that ends with a new champion (two changes: one run)
 """
 
 
