@@ -45,13 +45,9 @@ def prepare_dagster_home(
 
 @contextmanager
 def dagster_daemon(
-    home: Path,
-    module: str,
-    *,
-    working_directory: Path,
-    env: Mapping[str, str] | None = None,
+    home: Path, module: str, *, working_directory: Path, env: Mapping[str, str] | None = None,
     log_path: Path | None = None,
-) -> Iterator[subprocess.Popen[bytes]]:
+) -> Iterator[subprocess.Popen[bytes]]:  # fmt: skip
     """Start ``dagster-daemon run`` for ``module``; stop it (and its children) on exit."""
     workspace = home / "workspace.yaml"
     workspace.write_text(f"load_from:\n  - python_module:\n      module_name: {module}\n"

@@ -187,18 +187,11 @@ class Lifecycle:
 
     @locked
     def create_model_resource(
-        self,
-        base_model: str = wire.DEFAULT_BASE_MODEL,
-        *,
-        lora: bool = True,
-        inactive_timeout: int = 3600,
-        status: str = "READY",
-        created_by: str | None = None,
-        num_generator_replicas: int = 1,
-        base_weights_ref: str | None = None,
-        optimizer: dict[str, Any] | None = None,
-        gpu_type: str = "B200-SXM",
-    ) -> str:
+        self, base_model: str = wire.DEFAULT_BASE_MODEL, *, lora: bool = True,
+        inactive_timeout: int = 3600, status: str = "READY", created_by: str | None = None,
+        num_generator_replicas: int = 1, base_weights_ref: str | None = None,
+        optimizer: dict[str, Any] | None = None, gpu_type: str = "B200-SXM",
+    ) -> str:  # fmt: skip
         """``"PENDING"`` provisions it once GPU capacity allows; other statuses are set as-is."""
         now, status = self._now(), full_status(status, wire.RESOURCE_STATUSES)
         r = Resource(self._new_id(), base_model, lora, int(inactive_timeout), status, now, now,

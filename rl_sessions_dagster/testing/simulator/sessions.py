@@ -26,20 +26,13 @@ class Sessions(Lifecycle):
 
     @locked
     def create_session(
-        self,
-        resource_id: str | None = None,
-        *,
-        display_name: str | None = None,
-        wandb: dict[str, str] | None = None,
-        created_by: str | None = None,
-        registration_shape: str | None = DEFAULT,
-        int64_as_string: bool = False,
-        status: str = "RUNNING",
-        fail_at_creation: bool = False,
-        base_model: str = wire.DEFAULT_BASE_MODEL,
-        lora: bool = True,
+        self, resource_id: str | None = None, *, display_name: str | None = None,
+        wandb: dict[str, str] | None = None, created_by: str | None = None,
+        registration_shape: str | None = DEFAULT, int64_as_string: bool = False,
+        status: str = "RUNNING", fail_at_creation: bool = False,
+        base_model: str = wire.DEFAULT_BASE_MODEL, lora: bool = True,
         lora_config: dict[str, Any] | None = None,
-    ) -> str:
+    ) -> str:  # fmt: skip
         """A session RUNNING at once (``status="CREATING"``: at :meth:`start_session`), on a new
         resource unless one is given; ``fail_at_creation``: the start fails AT_CAPACITY."""
         r = self._resource(resource_id or self.create_model_resource(base_model, lora=lora))

@@ -33,25 +33,16 @@ class SimulatedWorld(Sessions):
     """
 
     def __init__(
-        self,
-        *,
-        seed: int = 0,
-        clock: ClockMode = "real",
-        start: datetime | None = None,
-        user_id: str = "user_sim",
-        list_order: ListOrder = "newest_first",
-        session_start_delay: float = 0.0,
-        session_stop_delay: float = 0.0,
-        resource_provision_delay: float = 0.0,
-        resource_stop_delay: float = 0.0,
+        self, *, seed: int = 0, clock: ClockMode = "real", start: datetime | None = None,
+        user_id: str = "user_sim", list_order: ListOrder = "newest_first",
+        session_start_delay: float = 0.0, session_stop_delay: float = 0.0,
+        resource_provision_delay: float = 0.0, resource_stop_delay: float = 0.0,
         operation_polls: int = 1,
-    ) -> None:
+    ) -> None:  # fmt: skip
         super().__init__(seed, SimClock(clock, start), user_id, list_order)
-        self.session_start_delay = session_start_delay
-        self.session_stop_delay = session_stop_delay
+        self.session_start_delay, self.session_stop_delay = session_start_delay, session_stop_delay
         self.resource_provision_delay = resource_provision_delay
-        self.resource_stop_delay = resource_stop_delay
-        self.operation_polls = operation_polls
+        self.resource_stop_delay, self.operation_polls = resource_stop_delay, operation_polls
         self.response_hook = None
         self._prices: dict[str, float] = {}
 
