@@ -1,7 +1,5 @@
-"""Evaluate a sensor in a test the way the daemon does: its cursor carried between ticks, each
-tick's ``context.log`` stored under a log key, so ``log_messages()`` shows what the tick's page
-in the UI would. Imports Dagster: not re-exported from the package.
-"""
+"""Evaluate a sensor in a test as the daemon does (cursor carried between ticks, ``context.log``
+kept per tick for ``log_messages()``). Imports Dagster: not re-exported from the package."""
 
 import uuid
 from collections.abc import Mapping

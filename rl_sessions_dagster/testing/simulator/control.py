@@ -1,7 +1,6 @@
-"""``/_sim/*``: an unauthenticated JSON control API, so another process can drive the world
-(bind it to 127.0.0.1 only). Each route is one world, fault or log call whose keywords are the
-JSON body; calls on an object answer ``{"ok": true, "result": ..., <kind>: <its wire JSON>}``.
-"""
+"""``/_sim/*``: an unauthenticated JSON control API (bind to 127.0.0.1) so another process can
+drive the world. Each route is one call whose keywords are the JSON body; calls on an object
+answer ``{"ok": true, "result": ..., <kind>: <its wire JSON>}``."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
-"""The 29 endpoints of the Together RL API as thin HTTP adapters: each validates the request
-as the service does (400 with ``param``) and answers one world call's wire bytes. Download URLs
-need only their signature, like presigned ones. ``/v1/chat/completions`` (demos) answers
-arithmetic from registered checkpoints, right more often as their step grows, per (seed,
-model, question): an evaluation is reproducible and scores rise with training.
-"""
+"""The Together RL API as thin HTTP adapters: each validates as the service does (400 with
+``param``) and answers one world call's bytes; download URLs need only their signature, like
+presigned ones. Chat completions answer arithmetic, right more often as the step grows, per
+(seed, model, question): evaluations are reproducible and scores rise with training."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""Sessions, their checkpoints and the seven async operation kinds. An operation applies its
-effect (optim-step bumps the step, ...) only when it completes, on its ``operation_polls``-th
-GET; a repeated (session, kind, Idempotency-Key) returns the original operation.
-"""
+"""Sessions, checkpoints and the async operations. An operation applies its effect only when it
+completes, on its ``operation_polls``-th GET; a repeated (session, kind, Idempotency-Key)
+returns the original operation."""
 
 from __future__ import annotations
 

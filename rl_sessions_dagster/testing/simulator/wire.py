@@ -1,8 +1,6 @@
-"""The Together RL wire format: enum values as the service spells them, the error body, and
-the JSON of every record as the SDK models it (registration shapes and int64-as-string are
-applied here only). Bytes are cached on the records (``.json``, dropped on every change), so a
-page of 100 warm sessions is a join of 100 byte strings.
-"""
+"""The wire format: enum values as the service spells them, the error body, and every record's
+JSON (registration shapes and int64-as-string applied here only). Bytes are cached on records
+(``.json``, dropped on every change): a page of 100 warm sessions is a join of 100 strings."""
 
 from __future__ import annotations
 
@@ -120,9 +118,8 @@ class SimulatorError(Exception):
     """An API error: HTTP ``status`` plus the ``ErrorData`` fields. World methods raise it too
     (unknown id → 404, full resource → 429), so HTTP forwards it unchanged."""
 
-    def __init__(
-        self, status: int, message: str, *, param: OptStr = None, code: OptStr = None
-    ) -> None:
+    def __init__(self, status: int, message: str, *, param: OptStr = None,
+                 code: OptStr = None) -> None:  # fmt: skip
         super().__init__(message)
         self.status, self.message, self.param, self.code = status, message, param, code
 

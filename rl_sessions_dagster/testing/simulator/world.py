@@ -230,17 +230,15 @@ class SimulatedWorld(Sessions):
         """The spend oracle: per resource, when it was READY and what that cost per hour."""
         now, out = self._now(), {}
         for r in self._resources.values():
-            end = r.unready_at if r.unready_at is not None else now
+            end, price = r.unready_at if r.unready_at is not None else now, self.price_per_hour
             out[r.id] = {
                 "status": r.status,
                 "ready_at": None if r.ready_at is None else wire.fmt_ts(r.ready_at),
                 "unready_at": None if r.unready_at is None else wire.fmt_ts(r.unready_at),
                 "billed_seconds": 0.0 if r.ready_at is None else max(0, end - r.ready_at) / US,
                 "billing": r.status == wire.RESOURCE_READY,
-                "price_per_hour": self.price_per_hour(
-                    r.base_model, lora=r.lora_enabled, replicas=r.num_generator_replicas
-                ),
-            }
+                "price_per_hour": price(r.base_model, lora=r.lora_enabled, replicas=r.num_generator_replicas),
+            }  # fmt: skip
         return out
 
     @locked
@@ -268,9 +266,8 @@ def _below(keys: Iterable[Key], start: Key | None) -> Iterator[Key]:
     return iter(sorted((k for k in keys if start is None or k < start), reverse=True))
 
 
-def _page(
-    keys: Iterator[Key], limit: int, preds: list[Pred], serialize: Callable[[str], bytes]
-) -> bytes:
+def _page(keys: Iterator[Key], limit: int, preds: list[Pred],
+          serialize: Callable[[str], bytes]) -> bytes:  # fmt: skip
     it = filter(lambda k: all(p(k) for p in preds), keys) if preds else keys
     picked = list(islice(it, limit + 1))
     has_more = len(picked) > limit
