@@ -165,9 +165,11 @@ def chat_completion(world: SimulatedWorld, req: Request) -> Response:
 def add_api_routes(router: Router, w: SimulatedWorld, secret: bytes) -> None:
     """``secret`` keys the file URLs."""
 
-    def created_by(req: Request) -> str | None:
+    def page_args(req: Request, statuses: tuple[str, ...]) -> dict[str, Any]:
+        """What session and resource lists share; ``created_by=me`` is the world's user."""
         who = req.arg("created_by")
-        return w.user_id if who == "me" else who or None
+        return {"limit": _limit(req), "after": req.arg("after") or None,
+                "statuses": _statuses(req, statuses), "created_by": w.user_id if who == "me" else who or None}  # fmt: skip
 
     def then(call: Any, show: Any) -> Handler:
         """A change and the object as changed (the one it made, else the path's), under one lock."""
@@ -193,17 +195,13 @@ def add_api_routes(router: Router, w: SimulatedWorld, secret: bytes) -> None:
         )
 
     def list_sessions(req: Request) -> Response:
-        return json_response(w.page_sessions(
-            limit=_limit(req), after=req.arg("after") or None,
-            statuses=_statuses(req, wire.SESSION_STATUSES),
-            resource_id=req.arg("model_resources_id") or None, created_by=created_by(req),
-        ))  # fmt: skip
+        args = page_args(req, wire.SESSION_STATUSES)
+        return json_response(
+            w.page_sessions(resource_id=req.arg("model_resources_id") or None, **args)
+        )
 
     def list_resources(req: Request) -> Response:
-        return json_response(w.page_resources(
-            limit=_limit(req), after=req.arg("after") or None,
-            statuses=_statuses(req, wire.RESOURCE_STATUSES), created_by=created_by(req),
-        ))  # fmt: skip
+        return json_response(w.page_resources(**page_args(req, wire.RESOURCE_STATUSES)))
 
     def patch_session(req: Request) -> None:
         body = req.json()

@@ -22,15 +22,12 @@ Pred = Callable[[Key], bool]
 
 class SimulatedWorld(Sessions):
     """Thread-safe state of a simulated Together RL account; ``seed`` fixes every id and choice.
-
     ``clock="manual"`` freezes time at ``start`` (default 2026-11-29T12:00Z) until
-    :meth:`advance_clock`. ``user_id`` is what ``created_by=me`` means. ``list_order`` orders
-    session and resource lists: ``"newest_first"``, ``"oldest_first"`` or ``"unordered"``
-    (stable, unrelated to time). The delays are seconds an HTTP-created session stays CREATING,
-    a stopped one STOPPING, a resource PENDING+CREATING or STOPPING; ``operation_polls`` is the
-    GETs after which an operation completes. ``response_hook(path, payload) -> payload`` rewrites
-    every ``/v1`` JSON response (drift tests).
-    """
+    :meth:`advance_clock`; ``created_by=me`` means ``user_id``; ``list_order``: ``newest_first``,
+    ``oldest_first`` or ``unordered`` (stable, unrelated to time). The delays are seconds an HTTP
+    session stays CREATING or STOPPING, a resource PENDING+CREATING or STOPPING; an operation
+    completes after ``operation_polls`` GETs; ``response_hook(path, payload) -> payload``
+    rewrites every ``/v1`` JSON response (drift tests)."""
 
     def __init__(
         self, *, seed: int = 0, clock: ClockMode = "real", start: datetime | None = None,
