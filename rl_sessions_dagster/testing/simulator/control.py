@@ -80,8 +80,7 @@ def add_control_routes(
         return {"ok": True, "fault": rule.label()}
 
     def stats(req: Request, body: Body) -> Body:
-        log = {"total": len(requests), "by_route": requests.counts()}
-        log["faults"] = requests.fault_counts()
+        log = {"total": len(requests), "by_route": requests.counts(), "faults": requests.fault_counts()}  # fmt: skip
         return {"requests": log, "world": w.counts(), "list_order": w.list_order}
 
     def capacity(b: Body) -> None:

@@ -120,9 +120,8 @@ class Sessions(Lifecycle):
                         lambda t: self._set_session_status(s, wire.SESSION_STOPPED, t))  # fmt: skip
 
     @locked
-    def fail_session(
-        self, session_id: str, *, code: str | None = wire.SESSION_FAILED, message: str | None = None
-    ) -> None:
+    def fail_session(self, session_id: str, *, code: str | None = wire.SESSION_FAILED,
+                     message: str | None = None) -> None:  # fmt: skip
         """``code=None``: the older error shape, without a code."""
         self._fail(self._session(session_id), code, message, self._now())
 
@@ -132,9 +131,8 @@ class Sessions(Lifecycle):
         self._set_session_status(s, wire.SESSION_ERROR, at)
 
     @locked
-    def fail_next_session_creates(
-        self, n: int = 1, *, code: str = wire.AT_CAPACITY, message: str | None = None
-    ) -> None:
+    def fail_next_session_creates(self, n: int = 1, *, code: str = wire.AT_CAPACITY,
+                                  message: str | None = None) -> None:  # fmt: skip
         """The next ``n`` HTTP-created sessions go CREATING → ERROR instead of RUNNING."""
         msg = message or wire.ERROR_MESSAGES.get(code, "The session could not start.")
         self._fail_next_creates.extend([(code, msg)] * n)
@@ -184,15 +182,13 @@ class Sessions(Lifecycle):
         return self._add_checkpoint(s, kind, step, registration_shape, registered).id
 
     @locked
-    def add_training_checkpoint(
-        self, session_id: str, *, step: int | None = None, registered: bool = True
-    ) -> str:
+    def add_training_checkpoint(self, session_id: str, *, step: int | None = None,
+                                registered: bool = True) -> str:  # fmt: skip
         s = self._session(session_id)
         return self._add_checkpoint(s, wire.CHECKPOINT_TRAINING, step, DEFAULT, registered).id
 
-    def _add_checkpoint(
-        self, s: Session, kind: str, step: int | None, shape: str | None, registered: bool
-    ) -> Checkpoint:
+    def _add_checkpoint(self, s: Session, kind: str, step: int | None, shape: str | None,
+                        registered: bool) -> Checkpoint:  # fmt: skip
         shape = wire.check_shape(s.shape if shape == DEFAULT else shape)  # a session can mix shapes
         now = self._now()
         ck = Checkpoint(self._new_id(), s.id, kind, s.step if step is None else step, now, shape,

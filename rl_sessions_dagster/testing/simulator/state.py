@@ -97,8 +97,7 @@ class Session:
 
 @dataclass(frozen=True)
 class StopRequest:
-    """A stop asked of the world and what was on the resource then: the oracle for "never
-    stopped a GPU in use"."""
+    """A stop asked and what the resource held then: the "never stopped a GPU in use" oracle."""
 
     resource_id: str
     at_us: int
