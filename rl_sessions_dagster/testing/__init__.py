@@ -1,7 +1,5 @@
-"""The test kit: ``RLSimulator`` serves a ``SimulatedWorld`` over HTTP on 127.0.0.1, with
-faults (``FaultPlan``) and a request log (``RequestLog``). The simulator imports neither Dagster
-nor the library's API client, so it stays an independent oracle for both.
-"""
+"""The test kit: ``RLSimulator`` serves a ``SimulatedWorld`` over HTTP, with ``FaultPlan`` and
+``RequestLog``; it imports neither Dagster nor the API client, so it stays an oracle for both."""
 
 from .simulator.faults import FaultPlan
 from .simulator.requestlog import RequestLog

@@ -32,11 +32,9 @@ def prepare_dagster_home(
     if clean and home.exists():
         shutil.rmtree(home)
     home.mkdir(parents=True, exist_ok=True)
-    text = DAGSTER_YAML
-    if storage is not None:
-        # JSON is YAML (flow style): no YAML writer needed.
-        text += f"storage: {json.dumps(dict(storage))}\n"
-    (home / "dagster.yaml").write_text(text)
+    # JSON is YAML (flow style): no YAML writer needed.
+    extra = "" if storage is None else f"storage: {json.dumps(dict(storage))}\n"
+    (home / "dagster.yaml").write_text(DAGSTER_YAML + extra)
     # Create the storage now: a daemon and a reader opening a fresh home at the same moment
     # can both stamp the schema version, and code loading then fails ("more than one head").
     DagsterInstance.from_config(str(home)).dispose()
@@ -45,13 +43,9 @@ def prepare_dagster_home(
 
 @contextmanager
 def dagster_daemon(
-    home: Path,
-    module: str,
-    *,
-    working_directory: Path,
-    env: Mapping[str, str] | None = None,
+    home: Path, module: str, *, working_directory: Path, env: Mapping[str, str] | None = None,
     log_path: Path | None = None,
-) -> Iterator[subprocess.Popen[bytes]]:
+) -> Iterator[subprocess.Popen[bytes]]:  # fmt: skip
     """Start ``dagster-daemon run`` for ``module``; stop it (and its children) on exit."""
     workspace = home / "workspace.yaml"
     workspace.write_text(f"load_from:\n  - python_module:\n      module_name: {module}\n"

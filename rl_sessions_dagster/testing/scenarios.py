@@ -23,13 +23,11 @@ class SweepOutcome:
 
 @dataclass(eq=False)
 class DemoSweep:
-    """Three sessions, each showing one ending: ``trains`` saves ``checkpoints`` checkpoints on
-    the ``shared`` resource (provisioned first) and is stopped; ``no-capacity`` fails at
-    creation; ``goes-idle`` saves one, then its resource expires. ``shared`` is left READY and
-    idle, what an idle guard stops. ``pace``: seconds between two moves. ``noticed(resource)``
-    holds the sweep before it stops ``trains`` until true, so a sensor sees ``shared`` busy
-    however fast the machine is.
-    """
+    """Three sessions, one ending each: ``trains`` saves ``checkpoints`` checkpoints on the
+    ``shared`` resource (provisioned first), then is stopped, leaving ``shared`` READY and idle
+    for an idle guard; ``no-capacity`` fails at creation; ``goes-idle`` saves one, then its
+    resource expires. ``pace``: seconds between moves. The sweep stops ``trains`` only once
+    ``noticed(resource)`` is true, so a sensor sees ``shared`` busy however fast the machine."""
 
     world: SimulatedWorld
     _: KW_ONLY

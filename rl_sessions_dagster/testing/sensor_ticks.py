@@ -1,7 +1,5 @@
-"""Evaluate a sensor in a test the way the daemon does: its cursor carried between ticks, each
-tick's ``context.log`` stored under a log key, so ``log_messages()`` shows what the tick's page
-in the UI would. Imports Dagster: not re-exported from the package.
-"""
+"""Evaluate a sensor in a test as the daemon does (cursor carried between ticks, ``context.log``
+kept per tick for ``log_messages()``). Imports Dagster: not re-exported from the package."""
 
 import uuid
 from collections.abc import Mapping
@@ -21,20 +19,11 @@ class SensorTicker:
     """One sensor of ``defs`` evaluated against ``instance``; the cursor is kept like the
     daemon keeps it (unchanged when the tick skips without a cursor or raises)."""
 
-    def __init__(
-        self,
-        defs: dg.Definitions,
-        sensor_name: str,
-        instance: dg.DagsterInstance,
-        *,
-        resources: dict[str, Any] | None = None,
-        cursor: str | None = None,
-    ) -> None:
-        self.defs = defs
-        self.sensor = defs.resolve_sensor_def(sensor_name)
-        self.instance = instance
+    def __init__(self, defs: dg.Definitions, sensor_name: str, instance: dg.DagsterInstance, *,
+                 resources: dict[str, Any] | None = None, cursor: str | None = None) -> None:  # fmt: skip
+        self.defs, self.sensor = defs, defs.resolve_sensor_def(sensor_name)
+        self.instance, self.cursor = instance, cursor
         self.resources = resources if resources is not None else dict(defs.resources or {})
-        self.cursor = cursor
         self.history: list[SensorExecutionData] = []
         #: The log key of each tick, in order (what the daemon stores on a tick).
         self.log_keys: list[list[str]] = []
@@ -46,23 +35,17 @@ class SensorTicker:
         log_key = ["sensor_ticker", self._run_id, self.sensor.name, str(len(self.log_keys))]
         self.log_keys.append(log_key)
         with dg.SensorEvaluationContext(
-            instance_ref=self.instance.get_ref(),
-            cursor=self.cursor,
-            log_key=log_key,
-            repository_name=self.defs.get_repository_def().name,
-            instance=self.instance,
-            sensor_name=self.sensor.name,
-            resources=self.resources,
-            definitions=self.defs,
-        ) as context:
+            instance_ref=self.instance.get_ref(), cursor=self.cursor, log_key=log_key,
+            repository_name=self.defs.get_repository_def().name, instance=self.instance,
+            sensor_name=self.sensor.name, resources=self.resources, definitions=self.defs,
+        ) as context:  # fmt: skip
             data = self.sensor.evaluate_tick(context)
         # The daemon names the job of a single-target sensor's requests at launch; so do we.
         targets = self.sensor.targets
         if data.run_requests and len(targets) == 1:
             job = targets[0].job_name
-            requests = [
-                r if r.job_name else r.with_replaced_attrs(job_name=job) for r in data.run_requests
-            ]
+            requests = [r if r.job_name else r.with_replaced_attrs(job_name=job)
+                        for r in data.run_requests]  # fmt: skip
             data = replace(data, run_requests=requests)
         if data.cursor is not None:
             self.cursor = data.cursor
@@ -83,7 +66,5 @@ class SensorTicker:
         """``(level name, message)`` of each line one tick logged (default: the last)."""
         # The stored message is prefixed "<repository> - <sensor> - " by Dagster's logger.
         prefix = f"{self.defs.get_repository_def().name} - {self.sensor.name} - "
-        return [
-            (str(r.get("levelname")), str(r["msg"]).removeprefix(prefix))
-            for r in self.log_records(tick)
-        ]
+        records = self.log_records(tick)
+        return [(str(r.get("levelname")), str(r["msg"]).removeprefix(prefix)) for r in records]

@@ -1,7 +1,6 @@
-"""``/_sim/*``: an unauthenticated JSON control API, so another process can drive the world
-(bind it to 127.0.0.1 only). Each route is one world, fault or log call whose keywords are the
-JSON body; calls on an object answer ``{"ok": true, "result": ..., <kind>: <its wire JSON>}``.
-"""
+"""``/_sim/*``: an unauthenticated JSON control API (bind to 127.0.0.1) so another process can
+drive the world. Each route is one call whose keywords are the JSON body; calls on an object
+answer ``{"ok": true, "result": ..., <kind>: <its wire JSON>}``."""
 
 from __future__ import annotations
 
@@ -81,8 +80,7 @@ def add_control_routes(
         return {"ok": True, "fault": rule.label()}
 
     def stats(req: Request, body: Body) -> Body:
-        log = {"total": len(requests), "by_route": requests.counts()}
-        log["faults"] = requests.fault_counts()
+        log = {"total": len(requests), "by_route": requests.counts(), "faults": requests.fault_counts()}  # fmt: skip
         return {"requests": log, "world": w.counts(), "list_order": w.list_order}
 
     def capacity(b: Body) -> None:

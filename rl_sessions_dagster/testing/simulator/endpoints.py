@@ -1,9 +1,7 @@
-"""The 29 endpoints of the Together RL API as thin HTTP adapters: each validates the request
-as the service does (400 with ``param``) and answers one world call's wire bytes. Download URLs
-need only their signature, like presigned ones. ``/v1/chat/completions`` (demos) answers
-arithmetic from registered checkpoints, right more often as their step grows, per (seed,
-model, question): an evaluation is reproducible and scores rise with training.
-"""
+"""The Together RL API as thin HTTP adapters: each validates as the service does (400 with
+``param``) and answers one world call's bytes; download URLs need only their signature, like
+presigned ones. Chat completions answer arithmetic, right more often as the step grows, per
+(seed, model, question): evaluations are reproducible and scores rise with training."""
 
 from __future__ import annotations
 
@@ -167,9 +165,11 @@ def chat_completion(world: SimulatedWorld, req: Request) -> Response:
 def add_api_routes(router: Router, w: SimulatedWorld, secret: bytes) -> None:
     """``secret`` keys the file URLs."""
 
-    def created_by(req: Request) -> str | None:
+    def page_args(req: Request, statuses: tuple[str, ...]) -> dict[str, Any]:
+        """What session and resource lists share; ``created_by=me`` is the world's user."""
         who = req.arg("created_by")
-        return w.user_id if who == "me" else who or None
+        return {"limit": _limit(req), "after": req.arg("after") or None,
+                "statuses": _statuses(req, statuses), "created_by": w.user_id if who == "me" else who or None}  # fmt: skip
 
     def then(call: Any, show: Any) -> Handler:
         """A change and the object as changed (the one it made, else the path's), under one lock."""
@@ -195,17 +195,13 @@ def add_api_routes(router: Router, w: SimulatedWorld, secret: bytes) -> None:
         )
 
     def list_sessions(req: Request) -> Response:
-        return json_response(w.page_sessions(
-            limit=_limit(req), after=req.arg("after") or None,
-            statuses=_statuses(req, wire.SESSION_STATUSES),
-            resource_id=req.arg("model_resources_id") or None, created_by=created_by(req),
-        ))  # fmt: skip
+        args = page_args(req, wire.SESSION_STATUSES)
+        return json_response(
+            w.page_sessions(resource_id=req.arg("model_resources_id") or None, **args)
+        )
 
     def list_resources(req: Request) -> Response:
-        return json_response(w.page_resources(
-            limit=_limit(req), after=req.arg("after") or None,
-            statuses=_statuses(req, wire.RESOURCE_STATUSES), created_by=created_by(req),
-        ))  # fmt: skip
+        return json_response(w.page_resources(**page_args(req, wire.RESOURCE_STATUSES)))
 
     def patch_session(req: Request) -> None:
         body = req.json()

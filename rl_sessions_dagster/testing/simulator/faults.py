@@ -1,9 +1,6 @@
-"""Fault injection: matching requests fail, stall, drop or return garbage on a schedule.
-
-A rule's ``pattern`` (a ``"METHOD /path"`` glob, ``"/path"`` for any method, or a regex)
-matches the route template or the concrete path; it fires on the next ``times`` matches, the
-``nth`` ones, at a seeded ``rate`` or always, and the first rule that fires wins.
-"""
+"""Fault injection. A rule's ``pattern`` (``"METHOD /path"`` glob, ``"/path"`` for any method, or
+a regex) matches the route template or the path; it fires on the next ``times`` matches, the
+``nth`` ones, at a seeded ``rate`` or always; the first rule that fires wins."""
 
 from __future__ import annotations
 

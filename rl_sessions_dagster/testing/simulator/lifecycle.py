@@ -1,8 +1,6 @@
-"""The world's state, lock and timers, and the lifecycle of model resources (GPU capacity
-queue, provisioning, READY, stop, inactivity expiry, failure). Timers sit in a heap, applied
-lazily in time order by every ``@locked`` call and stamped with the time they were due, not the
-time somebody looked.
-"""
+"""The world's state, lock and timers, and the model resource lifecycle (GPU queue, provisioning,
+stop, inactivity expiry, failure). Timers sit in a heap, applied lazily in time order by every
+``@locked`` call and stamped with the time they were due, not the time somebody looked."""
 
 from __future__ import annotations
 
@@ -104,9 +102,8 @@ class Lifecycle:
     def _now(self) -> int:
         return self.clock.now_us()
 
-    def _later(
-        self, due: int, item: Session | Resource, statuses: tuple[str, ...], then: Timer
-    ) -> None:
+    def _later(self, due: int, item: Session | Resource, statuses: tuple[str, ...],
+               then: Timer) -> None:  # fmt: skip
         """At ``due``, if ``item`` is still in one of ``statuses``, ``then(due)``."""
         heapq.heappush(self._timers, (due, next(self._timer_seq), item, statuses, then))
 
@@ -187,18 +184,11 @@ class Lifecycle:
 
     @locked
     def create_model_resource(
-        self,
-        base_model: str = wire.DEFAULT_BASE_MODEL,
-        *,
-        lora: bool = True,
-        inactive_timeout: int = 3600,
-        status: str = "READY",
-        created_by: str | None = None,
-        num_generator_replicas: int = 1,
-        base_weights_ref: str | None = None,
-        optimizer: dict[str, Any] | None = None,
-        gpu_type: str = "B200-SXM",
-    ) -> str:
+        self, base_model: str = wire.DEFAULT_BASE_MODEL, *, lora: bool = True,
+        inactive_timeout: int = 3600, status: str = "READY", created_by: str | None = None,
+        num_generator_replicas: int = 1, base_weights_ref: str | None = None,
+        optimizer: dict[str, Any] | None = None, gpu_type: str = "B200-SXM",
+    ) -> str:  # fmt: skip
         """``"PENDING"`` provisions it once GPU capacity allows; other statuses are set as-is."""
         now, status = self._now(), full_status(status, wire.RESOURCE_STATUSES)
         r = Resource(self._new_id(), base_model, lora, int(inactive_timeout), status, now, now,

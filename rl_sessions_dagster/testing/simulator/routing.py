@@ -71,9 +71,8 @@ Match = tuple[Handler | None, str, tuple[str, ...], list[str]]
 
 
 class Router:
-    """``METHOD /template/{id}`` → handler. The matched template is what the request log counts
-    and fault rules match, so ids never fragment counters; literal segments win over ``{id}``
-    (``/model-resources/estimate-cost`` is not an id)."""
+    """``METHOD /template/{id}`` → handler; log counters and fault rules use the template, so ids
+    never fragment them. Literal segments win over ``{id}`` (``estimate-cost`` is no id)."""
 
     def __init__(self) -> None:
         self.routes: list[tuple[str, str, tuple[str, ...], Handler]] = []

@@ -1,8 +1,6 @@
-"""``RLSimulator``: a real HTTP/1.1 server on 127.0.0.1 speaking the Together RL wire format,
-a thread per keep-alive connection, each response written in one ``write`` (no Nagle stalls).
-Per request: route → fault decision → delay (outside the world lock) → auth → handler →
-response hook → fault → log → write.
-"""
+"""``RLSimulator``: a real HTTP/1.1 server, a thread per keep-alive connection, each response in
+one ``write`` (no Nagle stalls). Per request: route, fault decision, delay (outside the world
+lock), auth, handler, response hook, fault, log, write."""
 
 from __future__ import annotations
 

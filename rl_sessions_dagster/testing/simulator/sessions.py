@@ -1,7 +1,6 @@
-"""Sessions, their checkpoints and the seven async operation kinds. An operation applies its
-effect (optim-step bumps the step, ...) only when it completes, on its ``operation_polls``-th
-GET; a repeated (session, kind, Idempotency-Key) returns the original operation.
-"""
+"""Sessions, checkpoints and the async operations. An operation applies its effect only when it
+completes, on its ``operation_polls``-th GET; a repeated (session, kind, Idempotency-Key)
+returns the original operation."""
 
 from __future__ import annotations
 
@@ -26,20 +25,13 @@ class Sessions(Lifecycle):
 
     @locked
     def create_session(
-        self,
-        resource_id: str | None = None,
-        *,
-        display_name: str | None = None,
-        wandb: dict[str, str] | None = None,
-        created_by: str | None = None,
-        registration_shape: str | None = DEFAULT,
-        int64_as_string: bool = False,
-        status: str = "RUNNING",
-        fail_at_creation: bool = False,
-        base_model: str = wire.DEFAULT_BASE_MODEL,
-        lora: bool = True,
+        self, resource_id: str | None = None, *, display_name: str | None = None,
+        wandb: dict[str, str] | None = None, created_by: str | None = None,
+        registration_shape: str | None = DEFAULT, int64_as_string: bool = False,
+        status: str = "RUNNING", fail_at_creation: bool = False,
+        base_model: str = wire.DEFAULT_BASE_MODEL, lora: bool = True,
         lora_config: dict[str, Any] | None = None,
-    ) -> str:
+    ) -> str:  # fmt: skip
         """A session RUNNING at once (``status="CREATING"``: at :meth:`start_session`), on a new
         resource unless one is given; ``fail_at_creation``: the start fails AT_CAPACITY."""
         r = self._resource(resource_id or self.create_model_resource(base_model, lora=lora))
@@ -128,9 +120,8 @@ class Sessions(Lifecycle):
                         lambda t: self._set_session_status(s, wire.SESSION_STOPPED, t))  # fmt: skip
 
     @locked
-    def fail_session(
-        self, session_id: str, *, code: str | None = wire.SESSION_FAILED, message: str | None = None
-    ) -> None:
+    def fail_session(self, session_id: str, *, code: str | None = wire.SESSION_FAILED,
+                     message: str | None = None) -> None:  # fmt: skip
         """``code=None``: the older error shape, without a code."""
         self._fail(self._session(session_id), code, message, self._now())
 
@@ -140,9 +131,8 @@ class Sessions(Lifecycle):
         self._set_session_status(s, wire.SESSION_ERROR, at)
 
     @locked
-    def fail_next_session_creates(
-        self, n: int = 1, *, code: str = wire.AT_CAPACITY, message: str | None = None
-    ) -> None:
+    def fail_next_session_creates(self, n: int = 1, *, code: str = wire.AT_CAPACITY,
+                                  message: str | None = None) -> None:  # fmt: skip
         """The next ``n`` HTTP-created sessions go CREATING → ERROR instead of RUNNING."""
         msg = message or wire.ERROR_MESSAGES.get(code, "The session could not start.")
         self._fail_next_creates.extend([(code, msg)] * n)
@@ -192,15 +182,13 @@ class Sessions(Lifecycle):
         return self._add_checkpoint(s, kind, step, registration_shape, registered).id
 
     @locked
-    def add_training_checkpoint(
-        self, session_id: str, *, step: int | None = None, registered: bool = True
-    ) -> str:
+    def add_training_checkpoint(self, session_id: str, *, step: int | None = None,
+                                registered: bool = True) -> str:  # fmt: skip
         s = self._session(session_id)
         return self._add_checkpoint(s, wire.CHECKPOINT_TRAINING, step, DEFAULT, registered).id
 
-    def _add_checkpoint(
-        self, s: Session, kind: str, step: int | None, shape: str | None, registered: bool
-    ) -> Checkpoint:
+    def _add_checkpoint(self, s: Session, kind: str, step: int | None, shape: str | None,
+                        registered: bool) -> Checkpoint:  # fmt: skip
         shape = wire.check_shape(s.shape if shape == DEFAULT else shape)  # a session can mix shapes
         now = self._now()
         ck = Checkpoint(self._new_id(), s.id, kind, s.step if step is None else step, now, shape,

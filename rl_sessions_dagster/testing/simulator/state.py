@@ -1,8 +1,7 @@
-"""The world's records (slotted: ``populate`` builds 1M), its clock (integer microseconds:
-float seconds lose the last digit around 2026) and its sorted list indices. Pages read keys
-``(sort value, id)`` in descending order strictly below the ``after`` item's, so a cursor stays
-valid whatever is inserted or changes status between pages, in O(log n + page).
-"""
+"""The world's records (slotted: ``populate`` builds 1M), its clock (integer microseconds: float
+seconds lose the last digit around 2026) and sorted list indices: pages read ``(sort value, id)``
+keys descending, strictly below the ``after`` item's, so a cursor survives inserts and status
+changes between pages, in O(log n + page)."""
 
 from __future__ import annotations
 
@@ -98,8 +97,7 @@ class Session:
 
 @dataclass(frozen=True)
 class StopRequest:
-    """A stop asked of the world and what was on the resource then: the oracle for "never
-    stopped a GPU in use"."""
+    """A stop asked and what the resource held then: the "never stopped a GPU in use" oracle."""
 
     resource_id: str
     at_us: int

@@ -1,8 +1,6 @@
-"""The Together RL wire format: enum values as the service spells them, the error body, and
-the JSON of every record as the SDK models it (registration shapes and int64-as-string are
-applied here only). Bytes are cached on the records (``.json``, dropped on every change), so a
-page of 100 warm sessions is a join of 100 byte strings.
-"""
+"""The wire format: enum values as the service spells them, the error body, and every record's
+JSON (registration shapes and int64-as-string applied here only). Bytes are cached on records
+(``.json``, dropped on every change): a page of 100 warm sessions is a join of 100 strings."""
 
 from __future__ import annotations
 
@@ -120,9 +118,8 @@ class SimulatorError(Exception):
     """An API error: HTTP ``status`` plus the ``ErrorData`` fields. World methods raise it too
     (unknown id → 404, full resource → 429), so HTTP forwards it unchanged."""
 
-    def __init__(
-        self, status: int, message: str, *, param: OptStr = None, code: OptStr = None
-    ) -> None:
+    def __init__(self, status: int, message: str, *, param: OptStr = None,
+                 code: OptStr = None) -> None:  # fmt: skip
         super().__init__(message)
         self.status, self.message, self.param, self.code = status, message, param, code
 
@@ -200,25 +197,25 @@ def chat_names(ck: Checkpoint, s: Session) -> list[str]:
     return names + [reg[k]["id"] for k in ("model", "adapter") if k in reg]
 
 
+def _present(**fields: Any) -> dict[str, Any]:
+    """The fields in order, absent ones (None) left out, as the service omits them."""
+    return {k: v for k, v in fields.items() if v is not None}
+
+
 def checkpoint_in_session(ck: Checkpoint, s: Session) -> dict[str, Any]:
-    step = int64(ck.step, s.int64_as_string)
-    d: dict[str, Any] = {"id": ck.id, "created_at": fmt_ts(ck.created_at), "step": step}
-    reg = registration(ck, s)
-    if reg is not None:
-        d["registration"] = reg
-    return d
+    return _present(id=ck.id, created_at=fmt_ts(ck.created_at), step=int64(ck.step, s.int64_as_string),
+                    registration=registration(ck, s))  # fmt: skip
 
 
 def checkpoint_bytes(ck: Checkpoint, s: Session) -> bytes:
     if ck.json is None:
-        d: dict[str, Any] = {"id": ck.id, "base_model": s.base_model, "created_at": fmt_ts(ck.created_at),
-                             "session_id": s.id, "step": int64(ck.step, s.int64_as_string), "type": ck.kind}  # fmt: skip
-        reg = registration(ck, s)
-        if reg is not None:
-            d["inference_registration" if ck.is_inference else "training_registration"] = reg
-        if s.lora is not None and "rank" in s.lora:
-            d["lora_rank"] = s.lora["rank"]
-        ck.json = dumps(d)
+        reg, lora = registration(ck, s), s.lora or {}
+        ck.json = dumps(_present(
+            id=ck.id, base_model=s.base_model, created_at=fmt_ts(ck.created_at), session_id=s.id,
+            step=int64(ck.step, s.int64_as_string), type=ck.kind,
+            inference_registration=reg if ck.is_inference else None,
+            training_registration=None if ck.is_inference else reg, lora_rank=lora.get("rank"),
+        ))  # fmt: skip
     return ck.json
 
 
@@ -226,31 +223,23 @@ def session_bytes(s: Session) -> bytes:
     if s.json is not None:
         return s.json
     as_str = s.int64_as_string
-    d: dict[str, Any] = {"id": s.id}
-    if s.display_name is not None:
-        d["display_name"] = s.display_name
-    d["status"] = s.status
-    d["metadata"] = {"wandb": dict(s.wandb)} if s.wandb else {}
-    if s.error is not None:
-        d["error"] = _error(s.error)
-    d["inference_checkpoints"] = [checkpoint_in_session(c, s) for c in s.inference]
-    d["training_checkpoints"] = [checkpoint_in_session(c, s) for c in s.training]
-    if s.resume_from is not None:
-        d["resume_from_checkpoint_id"] = s.resume_from
-    d["created_at"], d["updated_at"] = fmt_ts(s.created_at), fmt_ts(s.updated_at)
-    if s.lora is not None:
-        seed = {"seed": int64(s.lora["seed"], as_str)} if "seed" in s.lora else {}
-        d["lora_config"] = {**s.lora, **seed}
-    d["model_resources_id"] = s.resource_id
-    d["base_model"] = s.base_model
-    d["created_by"] = s.created_by
-    d["step"] = int64(s.step, as_str)
-    d["policy_state"] = {
-        "applied_weights_version": int64(s.applied_wv, as_str),
-        "pending_publish": s.pending_publish,
-        "target_weights_version": int64(s.target_wv, as_str),
-        "trainer_step": int64(s.trainer_step, as_str),
-    }
+    lora = None if s.lora is None else {**s.lora, **({"seed": int64(s.lora["seed"], as_str)}
+                                                     if "seed" in s.lora else {})}  # fmt: skip
+    d = _present(
+        id=s.id, display_name=s.display_name, status=s.status,
+        metadata={"wandb": dict(s.wandb)} if s.wandb else {},
+        error=None if s.error is None else _error(s.error),
+        inference_checkpoints=[checkpoint_in_session(c, s) for c in s.inference],
+        training_checkpoints=[checkpoint_in_session(c, s) for c in s.training],
+        resume_from_checkpoint_id=s.resume_from,
+        created_at=fmt_ts(s.created_at), updated_at=fmt_ts(s.updated_at), lora_config=lora,
+        model_resources_id=s.resource_id, base_model=s.base_model, created_by=s.created_by,
+        step=int64(s.step, as_str),
+        policy_state={"applied_weights_version": int64(s.applied_wv, as_str),
+                      "pending_publish": s.pending_publish,
+                      "target_weights_version": int64(s.target_wv, as_str),
+                      "trainer_step": int64(s.trainer_step, as_str)},
+    )  # fmt: skip
     for name in s.drop_fields:
         d.pop(name, None)
     d.update(s.extra_fields or {})
@@ -260,38 +249,22 @@ def session_bytes(s: Session) -> bytes:
 
 def resource_bytes(r: Resource, queue_position: int = 1) -> bytes:
     """Not cached while PENDING: the queue position moves."""
-    if r.json is not None and r.status != RESOURCE_PENDING:
-        return r.json
-    compute = {"num_generator_replicas": r.num_generator_replicas, "gpu_type": r.gpu_type}
     pending = r.status == RESOURCE_PENDING
-    d: dict[str, Any] = {
-        "id": r.id,
-        "base_model": r.base_model,
-        "compute_config": compute,
-        "created_at": fmt_ts(r.created_at),
-        "created_by": r.created_by,
-        "inactive_timeout": r.inactive_timeout,
-        "lora_enabled": r.lora_enabled,
-        "optimizer_config": r.optimizer,
-        "status": r.status,
-        "status_details": {"queue_position": queue_position} if pending else {},
-        "updated_at": fmt_ts(r.updated_at),
-    }
-    if r.base_weights_ref is not None:
-        d["base_weights_ref"] = r.base_weights_ref
-    if r.error is not None:
-        d["error"] = _error(r.error)
-    expires = r.expires_at()
-    if expires is not None:
-        d["expires_at"] = fmt_ts(expires)
-    r.json = dumps(d)
+    if r.json is None or pending:
+        expires = r.expires_at()
+        r.json = dumps(_present(
+            id=r.id, base_model=r.base_model,
+            compute_config={"num_generator_replicas": r.num_generator_replicas, "gpu_type": r.gpu_type},
+            created_at=fmt_ts(r.created_at), created_by=r.created_by,
+            inactive_timeout=r.inactive_timeout, lora_enabled=r.lora_enabled,
+            optimizer_config=r.optimizer, status=r.status,
+            status_details={"queue_position": queue_position} if pending else {},
+            updated_at=fmt_ts(r.updated_at), base_weights_ref=r.base_weights_ref,
+            error=None if r.error is None else _error(r.error),
+            expires_at=None if expires is None else fmt_ts(expires),
+        ))  # fmt: skip
     return r.json
 
 
 def operation_dict(op: Operation) -> dict[str, Any]:
-    d: dict[str, Any] = {"id": op.id, "status": op.status}
-    if op.output is not None:
-        d["output"] = op.output
-    if op.error is not None:
-        d["error"] = op.error
-    return d
+    return _present(id=op.id, status=op.status, output=op.output, error=op.error)

@@ -22,36 +22,24 @@ Pred = Callable[[Key], bool]
 
 class SimulatedWorld(Sessions):
     """Thread-safe state of a simulated Together RL account; ``seed`` fixes every id and choice.
-
     ``clock="manual"`` freezes time at ``start`` (default 2026-11-29T12:00Z) until
-    :meth:`advance_clock`. ``user_id`` is what ``created_by=me`` means. ``list_order`` orders
-    session and resource lists: ``"newest_first"``, ``"oldest_first"`` or ``"unordered"``
-    (stable, unrelated to time). The delays are seconds an HTTP-created session stays CREATING,
-    a stopped one STOPPING, a resource PENDING+CREATING or STOPPING; ``operation_polls`` is the
-    GETs after which an operation completes. ``response_hook(path, payload) -> payload`` rewrites
-    every ``/v1`` JSON response (drift tests).
-    """
+    :meth:`advance_clock`; ``created_by=me`` means ``user_id``; ``list_order``: ``newest_first``,
+    ``oldest_first`` or ``unordered`` (stable, unrelated to time). The delays are seconds an HTTP
+    session stays CREATING or STOPPING, a resource PENDING+CREATING or STOPPING; an operation
+    completes after ``operation_polls`` GETs; ``response_hook(path, payload) -> payload``
+    rewrites every ``/v1`` JSON response (drift tests)."""
 
     def __init__(
-        self,
-        *,
-        seed: int = 0,
-        clock: ClockMode = "real",
-        start: datetime | None = None,
-        user_id: str = "user_sim",
-        list_order: ListOrder = "newest_first",
-        session_start_delay: float = 0.0,
-        session_stop_delay: float = 0.0,
-        resource_provision_delay: float = 0.0,
-        resource_stop_delay: float = 0.0,
+        self, *, seed: int = 0, clock: ClockMode = "real", start: datetime | None = None,
+        user_id: str = "user_sim", list_order: ListOrder = "newest_first",
+        session_start_delay: float = 0.0, session_stop_delay: float = 0.0,
+        resource_provision_delay: float = 0.0, resource_stop_delay: float = 0.0,
         operation_polls: int = 1,
-    ) -> None:
+    ) -> None:  # fmt: skip
         super().__init__(seed, SimClock(clock, start), user_id, list_order)
-        self.session_start_delay = session_start_delay
-        self.session_stop_delay = session_stop_delay
+        self.session_start_delay, self.session_stop_delay = session_start_delay, session_stop_delay
         self.resource_provision_delay = resource_provision_delay
-        self.resource_stop_delay = resource_stop_delay
-        self.operation_polls = operation_polls
+        self.resource_stop_delay, self.operation_polls = resource_stop_delay, operation_polls
         self.response_hook = None
         self._prices: dict[str, float] = {}
 
@@ -239,17 +227,15 @@ class SimulatedWorld(Sessions):
         """The spend oracle: per resource, when it was READY and what that cost per hour."""
         now, out = self._now(), {}
         for r in self._resources.values():
-            end = r.unready_at if r.unready_at is not None else now
+            end, price = r.unready_at if r.unready_at is not None else now, self.price_per_hour
             out[r.id] = {
                 "status": r.status,
                 "ready_at": None if r.ready_at is None else wire.fmt_ts(r.ready_at),
                 "unready_at": None if r.unready_at is None else wire.fmt_ts(r.unready_at),
                 "billed_seconds": 0.0 if r.ready_at is None else max(0, end - r.ready_at) / US,
                 "billing": r.status == wire.RESOURCE_READY,
-                "price_per_hour": self.price_per_hour(
-                    r.base_model, lora=r.lora_enabled, replicas=r.num_generator_replicas
-                ),
-            }
+                "price_per_hour": price(r.base_model, lora=r.lora_enabled, replicas=r.num_generator_replicas),
+            }  # fmt: skip
         return out
 
     @locked
@@ -277,9 +263,8 @@ def _below(keys: Iterable[Key], start: Key | None) -> Iterator[Key]:
     return iter(sorted((k for k in keys if start is None or k < start), reverse=True))
 
 
-def _page(
-    keys: Iterator[Key], limit: int, preds: list[Pred], serialize: Callable[[str], bytes]
-) -> bytes:
+def _page(keys: Iterator[Key], limit: int, preds: list[Pred],
+          serialize: Callable[[str], bytes]) -> bytes:  # fmt: skip
     it = filter(lambda k: all(p(k) for p in preds), keys) if preds else keys
     picked = list(islice(it, limit + 1))
     has_more = len(picked) > limit
