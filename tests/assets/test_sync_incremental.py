@@ -220,3 +220,35 @@ def test_an_incremental_run_equals_a_fresh_full_walk(order: str, **history: Any)
 @given(**HISTORIES)
 def test_an_incremental_run_equals_a_fresh_full_walk_many(order: str, **history: Any) -> None:
     _check_exact(order, **history)
+
+
+def test_metadata_and_run_log_say_the_mode_requests_and_rows(
+    sim: RLSimulator, instance: dg.DagsterInstance, resource: Any, tmp_path: Any
+) -> None:
+    sim.world.populate(120, 1, active=3)
+    asset = build_session_sync_asset()
+    db = str(tmp_path / "t.db")
+
+    def materialize(**config: Any) -> tuple[dict[str, Any], list[str]]:
+        result = dg.materialize(
+            [asset],
+            instance=instance,
+            resources={"together": resource},
+            run_config={"ops": {asset.op.name: {"config": {"db_path": db, **config}}}},
+        )
+        (mat,) = result.asset_materializations_for_node(asset.op.name)
+        logs = [e.user_message for e in instance.all_logs(result.run_id)]
+        return {k: v.value for k, v in mat.metadata.items()}, logs
+
+    first, logs = materialize()
+    assert first["sync_mode"] == "full" and first["api_requests"] == 2
+    assert any(m.startswith("sync mode: full (no saved state") for m in logs)
+    sim.world.create_session(display_name="new")
+    meta, logs = materialize()
+    assert meta["sync_mode"] == "incremental" and meta["api_requests"] <= 3
+    assert meta["rows_inserted"] == 1 and meta["sessions_marked_missing"] == 0
+    assert any(m.startswith("sync mode: incremental") for m in logs)
+    assert any(m.startswith("read what changed with") for m in logs)
+    forced, logs = materialize(full=True)
+    assert forced["sync_mode"] == "full" and forced["api_requests"] >= 2
+    assert any(m == "sync mode: full (full: true)" for m in logs)
