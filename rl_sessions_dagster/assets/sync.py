@@ -232,8 +232,8 @@ def build_session_sync_asset(
 
             def progress(s: SyncStats) -> None:  # while the walk runs; a list page is one call
                 context.log.info(
-                    f"sync ({s.mode}) in progress: {client.stats.calls} request(s) made, "
-                    f"{s.sessions_seen} sessions and {s.checkpoints_seen} checkpoints so far, "
+                    f"sync in progress: {client.stats.calls} page(s) read, {s.sessions_seen} "
+                    f"sessions and {s.checkpoints_seen} checkpoints so far, "
                     f"{client.stats.retries} API request(s) retried"
                 )
 
