@@ -31,3 +31,24 @@ def table_job_and_schedule(
         description=f"Refresh {job.name} from the Together RL API.",
     )
     return job, schedule
+
+
+def reconcile_schedule(
+    asset: dg.AssetsDefinition,
+    job: AssetJob,
+    *,
+    cron_schedule: str = "0 4 * * *",
+    schedule_name: str | None = None,
+    default_status: dg.DefaultScheduleStatus = dg.DefaultScheduleStatus.STOPPED,
+) -> dg.ScheduleDefinition:
+    """The sync's reconciliation: the same job with run config ``full: true`` (a walk of the
+    whole list), on its own, slower cadence; the launchpad runs it with that config too."""
+    return dg.ScheduleDefinition(
+        name=schedule_name or f"{job.name}_reconcile_schedule",
+        cron_schedule=cron_schedule,
+        job=job,
+        run_config={"ops": {asset.op.name: {"config": {"full": True}}}},
+        default_status=default_status,
+        description=f"Walk the whole session list with {job.name} (full: true): brings in what "
+        "the incremental runs cannot see and marks sessions the API no longer lists.",
+    )

@@ -1,7 +1,10 @@
-"""The scheduled sync: a full, flat copy of every RL session and the checkpoints it embeds, for
-dashboards, notebooks and audits (the sensors react to changes). Cheap on the API: one paged
-list walk, never a request per session. Rows are upserted in batches and only changed rows
-rewritten, so a re-run is idempotent and a failure half-way keeps the batches already written.
+"""The scheduled sync: a flat copy of every RL session and the checkpoints it embeds, for
+dashboards, notebooks and audits (the sensors react to changes). A run costs what changed: it
+reads only what can have changed since the last run (see ``sync_reading``), with the state for
+that saved beside the rows; a full walk (the first run, ``full: true``, the reconciliation
+schedule) lists everything, never a request per session, and marks what the API no longer lists.
+Rows are upserted in batches and only changed rows rewritten, so a re-run is idempotent; the
+state is saved only after a run's rows are written, so a failure half-way loses nothing.
 """
 
 import contextlib
@@ -10,15 +13,19 @@ import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
-from functools import partial
 from typing import Any
 
 import dagster as dg
 from pydantic import Field
 
+from ..api import RLSessionsClient
+from ..api.clock import ServerClock, to_ms
 from ..api.models import TrainingSession
 from ..api.pages import SkippedItem
 from ..core.events import SessionFilter
+from ..core.reading import collect
+from ..core.state import CursorError, TrackerState
+from ..core.tracker import advance
 from ..resource import TogetherRLResource
 from ..resource.tables import (
     DEFAULT_DB_FILENAME,
@@ -35,6 +42,15 @@ from ..storage.rows import (
     session_row,
 )
 from .sync_metadata import SESSION_TABLE_SCHEMA, SyncStats, sync_metadata
+from .sync_reading import (
+    SYNC_TRACKER_CONFIG,
+    TRANSIENT_ERRORS,
+    SyncSource,
+    WalkWatch,
+    gone_ids,
+    observed_sessions,
+    state_key,
+)
 
 SESSION_SYNC_ASSET_KEY = dg.AssetKey(["together", "rl_sessions_table"])
 
@@ -44,6 +60,13 @@ StoreFactory = Callable[[str], "SessionStore"]
 
 class SyncConfig(TableConfig):
     """Run config of the sync asset (all optional; the launchpad shows these)."""
+
+    full: bool = Field(
+        default=False,
+        description="Walk the whole session list (the reconciliation): brings in what an "
+        "incremental run cannot see and marks sessions the API no longer lists. false: read "
+        "only what can have changed since the last run (a first run walks everything).",
+    )
 
     page_size: int = Field(
         default=100, ge=1, le=100, description="Sessions per list request (API maximum 100)."
@@ -95,15 +118,18 @@ def run_sync(
     mark_missing: bool = False,
     on_progress: Callable[[SyncStats], None] | None = None,
     progress_seconds: float = 10.0,
+    stats: SyncStats | None = None,
+    seen: set[str] | None = None,
 ) -> SyncStats:
     """Upsert every session of ``sessions`` (and its embedded checkpoints) into ``store``,
     holding one API page plus one batch. A session listed twice (pages shifting under a create)
     is written once; ``keep`` drops sessions client-side; ``mark_missing`` (an unfiltered walk
-    only) marks stored sessions it did not list; ``on_progress`` sees the running stats."""
+    only) marks stored sessions it did not list; ``on_progress`` sees the running stats, which
+    ``stats`` and ``seen`` (ids already written this run) carry over from an earlier call."""
     now = synced_at or datetime.now(UTC)
-    stats = SyncStats(newest_limit)
+    stats = stats if stats is not None else SyncStats(newest_limit)
     started = last_progress = time.perf_counter()
-    seen: set[str] = set()
+    seen = set() if seen is None else seen
     session_buf: list[SessionRow] = []
     checkpoint_buf: list[CheckpointRow] = []
     for session in sessions:
@@ -125,8 +151,8 @@ def run_sync(
             _flush(store, session_buf, checkpoint_buf, stats)
     _flush(store, session_buf, checkpoint_buf, stats)
     if mark_missing and hasattr(store, "mark_missing"):  # optional for a store
-        stats.sessions_marked_missing = store.mark_missing(seen, now)
-    stats.seconds = time.perf_counter() - started
+        stats.sessions_marked_missing += store.mark_missing(seen, now)
+    stats.seconds += time.perf_counter() - started
     return stats
 
 
@@ -173,13 +199,16 @@ def build_session_sync_asset(
     ]
     scope_text = f" (filtered: {', '.join(scope)})" if scope else ""
 
+    asset_key = dg.AssetKey.from_coercible(key)
+
     @dg.asset(
-        key=dg.AssetKey.from_coercible(key),
+        key=asset_key,
         description=description
         or (
             "Every Together AI RL training session and its checkpoints" + scope_text + ", "
-            "synced into the tables rl_sessions and rl_checkpoints (idempotent upserts; one "
-            "paged list walk, no request per session)."
+            "synced into the tables rl_sessions and rl_checkpoints (idempotent upserts). A run "
+            "reads what can have changed since the last one; run config full: true walks the "
+            "whole list and marks what the API no longer lists."
         ),
         group_name=group_name,
         kinds=table_kinds(db_path) if kinds is None else kinds,
@@ -198,8 +227,8 @@ def build_session_sync_asset(
             )
         path, setting = config.override(db_path)
         skipped: list[SkippedItem] = []
-
-        with resource.get_client() as client:
+        clock = ServerClock()
+        with resource.get_client(server_clock=clock) as client:
 
             def progress(s: SyncStats) -> None:  # while the walk runs; a list page is one call
                 context.log.info(
@@ -216,24 +245,8 @@ def build_session_sync_asset(
                 opened = open_table_store(resource, context.instance, path, url_setting=setting)
             with opened as store:
                 path = getattr(store, "display", path)
-                listing = client.list_sessions(
-                    created_by=flt.created_by if flt else None,
-                    model_resources_id=flt.model_resources_id if flt else None,
-                    page_size=config.page_size,
-                    on_skipped=skipped.append,
-                )
-                stats = run_sync(
-                    listing,
-                    store,
-                    batch_size=config.batch_size,
-                    include_training_checkpoints=config.include_training_checkpoints,
-                    # The list is filtered by the API: its word holds for what it filtered.
-                    keep=partial(flt.matches, listed=True) if flt is not None else None,
-                    newest_limit=config.newest_sessions,
-                    mark_missing=flt is None,
-                    on_progress=progress,
-                    progress_seconds=config.progress_seconds,
-                )
+                run = _Run(context.log, client, clock, store, config, flt, skipped, progress)
+                stats = run.sync(state_key(asset_key, flt))
                 counts = store.counts()
             stats.api_requests = client.stats.requests
             stats.api_retries = client.stats.retries
@@ -243,12 +256,119 @@ def build_session_sync_asset(
                 f"skipped a session the API listed but this library cannot read: {item.id} "
                 f"({item.field or '(item)'}: {item.reason})"
             )
+        marked = f", {stats.sessions_marked_missing} marked missing"
         context.log.info(
-            f"synced {stats.sessions_seen} sessions and {stats.checkpoints_seen} checkpoints in "
-            f"{stats.seconds:.1f} s with {stats.api_requests} API requests ({stats.api_retries} "
-            f"retried); sessions {stats.sessions_written.as_dict()}, checkpoints "
-            f"{stats.checkpoints_written.as_dict()}"
+            f"synced ({stats.mode}) {stats.sessions_seen} sessions and {stats.checkpoints_seen} "
+            f"checkpoints in {stats.seconds:.1f} s with {stats.api_requests} API requests "
+            f"({stats.api_retries} retried); sessions {stats.sessions_written.as_dict()}{marked}, "
+            f"checkpoints {stats.checkpoints_written.as_dict()}"
         )
         return dg.MaterializeResult(metadata=sync_metadata(stats, counts, path or ""))
 
     return _sync_asset
+
+
+@dataclasses.dataclass
+class _Run:
+    """One sync run: a full walk, an incremental read, or (``full`` with a saved state) both, so
+    the sessions the tracker still waits for stay watched across the reconciliation."""
+
+    log: Any
+    client: RLSessionsClient
+    clock: ServerClock
+    store: "SessionStore"
+    config: SyncConfig
+    flt: "SessionFilter | None"
+    skipped: list[SkippedItem]
+    progress: Callable[[SyncStats], None]
+    now: datetime = dataclasses.field(default_factory=lambda: datetime.now(UTC))
+    #: sessions written this run: a full run's read of changes adds only what the walk missed.
+    seen: set[str] = dataclasses.field(default_factory=set)
+
+    def sync(self, key: str) -> SyncStats:
+        saved, why = self._saved_state(key)
+        stats = SyncStats(self.config.newest_sessions)
+        stats.mode = "full" if self.config.full or saved is None else "incremental"
+        self.log.info(f"sync mode: {stats.mode} ({'full: true' if self.config.full else why})")
+        state = saved
+        if stats.mode == "full":
+            walk = WalkWatch(self.clock, to_ms(self.now) or 0)
+            self._walk(walk, stats)
+            if saved is None:
+                state = walk.baseline()
+            else:
+                walk.confirm_order(saved)
+        if saved is not None:
+            state = self._read_changes(saved, stats)
+        if state is not None and hasattr(self.store, "save_sync_state"):
+            self.store.save_sync_state(key, state.to_cursor(), stats.mode, self.now)
+        return stats
+
+    def _saved_state(self, key: str) -> tuple[TrackerState | None, str]:
+        if not hasattr(self.store, "load_sync_state"):  # optional for a store
+            return None, "this store keeps no sync state: every run walks the whole list"
+        text = self.store.load_sync_state(key)
+        if text is None:
+            return None, "no saved state yet: this run walks the whole list and saves one"
+        try:
+            return TrackerState.from_cursor(text), "reading what changed since the last run"
+        except CursorError as exc:
+            return None, f"the saved state is unreadable ({exc}): walking the whole list"
+
+    def _options(self, stats: SyncStats) -> dict[str, Any]:
+        return {
+            "batch_size": self.config.batch_size,
+            "include_training_checkpoints": self.config.include_training_checkpoints,
+            "synced_at": self.now,
+            "on_progress": self.progress,
+            "progress_seconds": self.config.progress_seconds,
+            "stats": stats,
+            "seen": self.seen,
+        }
+
+    def _walk(self, walk: WalkWatch, stats: SyncStats) -> None:
+        flt = self.flt
+        listing: Iterable[TrainingSession] = self.client.list_sessions(
+            created_by=flt.created_by if flt else None,
+            model_resources_id=flt.model_resources_id if flt else None,
+            page_size=self.config.page_size,
+            on_skipped=self.skipped.append,
+        )
+        if flt is not None:  # the list is filtered by the API: its word holds for what it filtered
+            listing = (s for s in listing if flt.matches(s, listed=True))
+        run_sync(walk.watch(listing), self.store, mark_missing=flt is None, **self._options(stats))
+
+    def _read_changes(self, state: TrackerState, stats: SyncStats) -> TrackerState:
+        flt = self.flt or SessionFilter()
+        source = SyncSource(self.client, flt, self.clock, self.config.page_size)
+        collected = collect(
+            state,
+            SYNC_TRACKER_CONFIG,
+            source,
+            now_ms=to_ms(self.now) or 0,
+            transient=TRANSIENT_ERRORS,
+            discovery_pages_per_tick=None,
+        )
+        self.skipped.extend(source.skipped)
+        obs = collected.observation
+        run_sync(observed_sessions(obs), self.store, **self._options(stats))
+        gone = gone_ids(obs)
+        if gone and hasattr(self.store, "mark_sessions_missing"):  # optional for a store
+            stats.sessions_marked_missing += self.store.mark_sessions_missing(gone, self.now)
+        scanned = len(obs.pages) + len(obs.discovery_pages)
+        self.log.info(
+            f"read what changed with {collected.requests} request(s): {len(obs.active)} active "
+            f"session(s), {len(obs.fetched)} fetched by id ({len(gone)} gone), {scanned} page(s) "
+            "of finished or unfiltered sessions"
+        )
+        for sid in collected.unreadable:
+            self.log.warning(f"session {sid} could not be read; it is read again next run")
+        if collected.interrupted:
+            raise dg.Failure(
+                f"the sync's read stopped early ({collected.interrupted}); what it read is "
+                "written, and the next run reads the rest (its state was not saved)"
+            )
+        outcome = advance(state, obs, SYNC_TRACKER_CONFIG)
+        for note in outcome.notes:
+            self.log.info(note)
+        return outcome.state

@@ -19,6 +19,8 @@ class SyncStats:
     """What one sync did: rows written per table, the newest sessions seen, API requests."""
 
     newest_limit: int = 10
+    #: "full" (the whole list walked) or "incremental" (only what can have changed read).
+    mode: str = "full"
     sessions_seen: int = 0
     checkpoints_seen: int = 0
     duplicates_skipped: int = 0
@@ -88,6 +90,7 @@ def sync_metadata(
     written = stats.sessions_written + stats.checkpoints_written
     meta: dict[str, dg.MetadataValue] = {
         "dagster/row_count": dg.MetadataValue.int(counts.sessions),
+        "sync_mode": dg.MetadataValue.text(stats.mode),
         "checkpoint_row_count": dg.MetadataValue.int(counts.checkpoints),
         "sessions_by_status": dg.MetadataValue.json(dict(counts.sessions_by_status)),
         "newest_sessions": dg.MetadataValue.md(_newest_table(stats.newest)),

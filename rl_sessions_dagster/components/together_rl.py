@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field, create_model
 from pydantic.fields import FieldInfo
 
 from ..assets import CHECKPOINT_ASSET_SPEC, build_session_sync_asset
+from ..assets.schedules import reconcile_schedule, table_job_and_schedule
 from ..partitions import CHECKPOINT_ASSET_KEY, EVALUATION_ASSET_KEY
 from ..resource import TogetherRLResource
 from .champion import ChampionSection
@@ -18,7 +19,7 @@ from .evaluation import EvaluationSection
 from .gpus import IdleGuardConfig, SpendScheduleConfig
 from .report import ReportSection
 from .schema import Section, exact
-from .sensors import ResourceSensorSection, SessionSensorSection, running_field, scheduled
+from .sensors import ResourceSensorSection, SessionSensorSection, running_field
 
 SCAFFOLD_YAML = """\
 type: {type_name}
@@ -168,7 +169,8 @@ class CheckpointAssetConfig(Section):
 
 
 class SyncConfig(Section):
-    """The scheduled sync of sessions and checkpoints into the tables' database."""
+    """The scheduled sync of sessions and checkpoints into the tables' database: frequent runs
+    read what changed, a daily reconciliation walks the whole list."""
 
     enabled: bool = Field(default=True, description="false: no sync asset, job or schedule.")
     db_path: str | None = Field(
@@ -177,7 +179,15 @@ class SyncConfig(Section):
         "time). Leave unset: every table then goes to the resource's database_url_env.",
     )
     cron_schedule: str = Field(
-        default="*/15 * * * *", min_length=1, description="When the sync runs (cron)."
+        default="*/15 * * * *",
+        min_length=1,
+        description="When the sync runs (cron); each run reads only what can have changed.",
+    )
+    reconcile_cron_schedule: str | None = Field(
+        default="0 4 * * *",
+        min_length=1,
+        description="When the reconciliation walks the whole list (cron; null: never). It "
+        "brings in what a run cannot see and marks sessions the API no longer lists.",
     )
     running: bool = running_field()
     job_name: str | None = Field(
@@ -190,9 +200,19 @@ class SyncConfig(Section):
         if not self.enabled:
             return dg.Definitions()
         asset = build_session_sync_asset(resource_key=resource_key, db_path=self.db_path)
-        return scheduled(
-            asset, job_name=self.job_name, cron_schedule=self.cron_schedule, running=self.running
+        status = (
+            dg.DefaultScheduleStatus.RUNNING if self.running else dg.DefaultScheduleStatus.STOPPED
         )
+        job, schedule = table_job_and_schedule(
+            asset, job_name=self.job_name, cron_schedule=self.cron_schedule, default_status=status
+        )
+        schedules = [schedule]
+        if self.reconcile_cron_schedule is not None:
+            cron = self.reconcile_cron_schedule
+            schedules.append(
+                reconcile_schedule(asset, job, cron_schedule=cron, default_status=status)
+            )
+        return dg.Definitions(assets=[asset], jobs=[job], schedules=schedules)
 
 
 class TogetherRLScaffolder(Scaffolder):

@@ -15,7 +15,7 @@ from ..api.models import InferenceCheckpoint, TrainingCheckpoint, TrainingSessio
 from ..core.spend import ResourceSpan
 
 #: Version of the tables' schema (see ``schema.py``); kept in the ``rl_schema_version`` table.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 def iso_utc(value: datetime | None) -> str | None:
@@ -230,6 +230,9 @@ class SessionStore(Protocol):
 
     # Optional: ``mark_missing(seen_ids, at) -> int`` sets ``missing_since`` on the unmarked rows
     # not in ``seen_ids`` (one transaction) and says how many; a complete sync calls it.
+    # ``mark_sessions_missing(ids, at) -> int`` marks these ids (the API answered 404).
+    # ``load_sync_state(key) -> str | None`` and ``save_sync_state(key, state, mode, at)`` keep
+    # the incremental sync's state with the rows; without them every run walks the whole list.
 
 
 @runtime_checkable

@@ -1,7 +1,7 @@
 """Every table the library writes, and :func:`upgrade`, run in one locked transaction by every
 store that opens a database (so the first sync and spend may open it at once). Versions: 1
 sessions, checkpoints; 2 ``missing_since``, spend (SQLite); 3 ``rl_schema_version``, all tables
-everywhere. Older tables are upgraded in place; a newer release's are refused."""
+everywhere; 4 ``rl_sync_state``. Older tables are upgraded in place; a newer release's are refused."""
 
 from datetime import UTC, datetime
 from typing import NamedTuple
@@ -26,6 +26,7 @@ class Tables(NamedTuple):
     resource_spend: sa.Table
     session_spend: sa.Table
     version: sa.Table
+    sync_state: sa.Table
 
 
 def define_tables(schema: str | None = None) -> Tables:
@@ -109,7 +110,15 @@ def define_tables(schema: str | None = None) -> Tables:
         sa.Column("library_version", sa.String(64)),
         sa.Column("upgraded_at", sa.String(64)),
     )
-    return Tables(meta, sessions, checkpoints, resource_spend, session_spend, version)
+    sync_state = sa.Table(
+        "rl_sync_state",
+        meta,
+        sa.Column("key", key, primary_key=True, doc="The sync asset's key and filter."),
+        sa.Column("state", sa.Text, nullable=False, doc="Its tracker state (a cursor)."),
+        sa.Column("mode", sa.String(32), nullable=False, doc="The run that wrote it."),
+        sa.Column("saved_at", sa.String(64), nullable=False, doc="ISO 8601 UTC."),
+    )
+    return Tables(meta, sessions, checkpoints, resource_spend, session_spend, version, sync_state)
 
 
 def upgrade(conn: Connection, tables: Tables) -> int:

@@ -79,6 +79,29 @@ class SQLAlchemyTableStore(TableDatabase):
                 )
             return len(gone)
 
+    def mark_sessions_missing(self, ids: Collection[str], at: datetime) -> int:
+        """Flag these live rows (a session fetched by id answered 404)."""
+        with self._transaction("marking missing sessions") as conn:
+            table, n = self._tables.sessions, 0
+            for chunk in id_chunks(sorted(set(ids))):
+                live = sa.and_(table.c.id.in_(chunk), table.c.missing_since.is_(None))
+                n += conn.execute(
+                    sa.update(table).where(live).values(missing_since=iso_utc(at))
+                ).rowcount
+            return n
+
+    def load_sync_state(self, key: str) -> str | None:
+        """The state the last completed sync run of ``key`` saved, if any."""
+        with self._transaction("reading rl_sync_state") as conn:
+            t = self._tables.sync_state
+            return conn.execute(sa.select(t.c.state).where(t.c.key == key)).scalar()
+
+    def save_sync_state(self, key: str, state: str, mode: str, at: datetime) -> None:
+        """Replace ``key``'s state; called only once the run's rows are written."""
+        with self._transaction("writing rl_sync_state") as conn:
+            values = {"state": state, "mode": mode, "saved_at": iso_utc(at)}
+            self._write(conn, self._tables.sync_state, "key", {key: values})
+
     def counts(self) -> StoreCounts:
         with self._transaction("counting rows") as conn:
             s, c = self._tables.sessions, self._tables.checkpoints

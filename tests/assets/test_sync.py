@@ -72,7 +72,12 @@ def test_sync_mirrors_the_account_and_rerun_is_idempotent(
     assert first["rows_inserted"] == n_sessions + n_checkpoints
     assert first["checkpoint_row_count"] == n_checkpoints == len(sim.world.checkpoints())
 
-    second = values(sync(asset, instance, resource, db_path=db, batch_size=64))
+    quiet = values(sync(asset, instance, resource, db_path=db, batch_size=64))
+    assert quiet["sync_mode"] == "incremental" and quiet["api_requests"] <= 3
+    assert (quiet["rows_inserted"], quiet["rows_updated"]) == (0, 0)
+
+    second = values(sync(asset, instance, resource, db_path=db, batch_size=64, full=True))
+    assert second["sync_mode"] == "full"
     assert (second["rows_inserted"], second["rows_updated"]) == (0, 0)
     assert second["rows_unchanged"] == n_sessions + n_checkpoints
     assert second["dagster/row_count"] == first["dagster/row_count"]

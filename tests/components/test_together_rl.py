@@ -56,8 +56,9 @@ def test_yaml_builds_resource_checkpoint_asset_one_sensor_and_sync(monkeypatch):
     assert {j.name for j in sensor.jobs} == {"evaluate_checkpoint", "finished_session_report"}
     assert defs.resolve_job_def("evaluate_checkpoint").partitions_def == CHECKPOINT_PARTITIONS
     assert defs.resolve_job_def("finished_session_report").partitions_def is None
-    (schedule,) = defs.schedules
+    reconcile, schedule = sorted(defs.schedules, key=lambda s: s.name)  # the sync's two
     assert schedule.cron_schedule == "0 * * * *"
+    assert (reconcile.cron_schedule, reconcile.job_name) == ("0 4 * * *", schedule.job_name)
     resource = defs.resources["together"]
     assert resource.api_key == dg.EnvVar("RL_TEST_KEY")
     assert dg.AssetKey(["together", "rl_inference_checkpoint"]) in {

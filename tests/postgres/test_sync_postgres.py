@@ -67,7 +67,7 @@ def test_sync_to_postgres_is_idempotent_and_marks_vanished_sessions(
     assert meta["db_path"] == shown
     assert meta["sessions_missing"] == 0
 
-    again = sync(asset, instance, sim, batch_size=50)
+    again = sync(asset, instance, sim, batch_size=50, full=True)
     assert metadata(again, asset)["rows_written"]["rl_sessions"] == {
         "inserted": 0,
         "updated": 0,
@@ -77,7 +77,7 @@ def test_sync_to_postgres_is_idempotent_and_marks_vanished_sessions(
     # The same database synced from an account where those 120 sessions no longer exist.
     other = make_sim(seed=99)
     other.world.populate(7, 0, active=1)
-    result = dg.materialize([asset], instance=instance, resources={"together": resource(other)})
+    result = sync(asset, instance, other, full=True)
     moved = metadata(result, asset)
     assert (moved["sessions_marked_missing"], moved["sessions_missing"]) == (120, 120)
     assert moved["dagster/row_count"] == 127
