@@ -179,7 +179,7 @@ ALLOWED = {
     "core": {"api", *BASE},
     "evaluation": {"api", *BASE},
     "storage": {"api", "core", *BASE},
-    "resource": {"api", "storage", *BASE},
+    "resource": {"api", "core", "storage", *BASE},
     "partitions": {"api", "core", *BASE},
     "training": {"api", "resource", *BASE},
     "sensors": {"api", "core", "storage", "resource", "partitions", *BASE},

@@ -177,6 +177,10 @@ class DeadlineExceeded(TogetherRLError):
         self.last_error = last_error
 
 
+#: Failures a later read may not meet: a tick or a sync run ends early, keeping what it read.
+TRANSIENT_ERRORS = (TransportError, ServerError, RateLimitError, DeadlineExceeded, DecodeError)
+
+
 # -- from an HTTP failure to one of these ---------------------------------------------------------
 
 _STATUS_CLASSES: dict[int, type[TogetherRLError]] = {

@@ -20,6 +20,7 @@ from pydantic import Field
 
 from ..api import RLSessionsClient
 from ..api.clock import ServerClock, to_ms
+from ..api.errors import TRANSIENT_ERRORS
 from ..api.models import TrainingSession
 from ..api.pages import SkippedItem
 from ..core.events import SessionFilter
@@ -27,6 +28,7 @@ from ..core.reading import collect
 from ..core.state import CursorError, TrackerState
 from ..core.tracker import advance
 from ..resource import TogetherRLResource
+from ..resource.session_source import ClientSessionSource
 from ..resource.tables import (
     DEFAULT_DB_FILENAME,
     TableConfig,
@@ -44,8 +46,6 @@ from ..storage.rows import (
 from .sync_metadata import SESSION_TABLE_SCHEMA, SyncStats, sync_metadata
 from .sync_reading import (
     SYNC_TRACKER_CONFIG,
-    TRANSIENT_ERRORS,
-    SyncSource,
     WalkWatch,
     gone_ids,
     observed_sessions,
@@ -340,7 +340,9 @@ class _Run:
 
     def _read_changes(self, state: TrackerState, stats: SyncStats) -> TrackerState:
         flt = self.flt or SessionFilter()
-        source = SyncSource(self.client, flt, self.clock, self.config.page_size)
+        source = ClientSessionSource(
+            self.client, flt, page_size=self.config.page_size, server_clock=self.clock
+        )
         collected = collect(
             state,
             SYNC_TRACKER_CONFIG,

@@ -6,25 +6,13 @@ registrations the checkpoint list shows landing. One way to find changes, sensor
 """
 
 import hashlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 import dagster as dg
 
-from ..api import RLSessionsClient
 from ..api.clock import ServerClock, to_ms
-from ..api.enums import ACTIVE_SESSION_STATUSES, TERMINAL_SESSION_STATUSES, CheckpointType
-from ..api.errors import (
-    BadRequestError,
-    DeadlineExceeded,
-    DecodeError,
-    NotFoundError,
-    RateLimitError,
-    ServerError,
-    TransportError,
-)
-from ..api.models import Checkpoint, TrainingSession
-from ..api.pages import SkippedItem
+from ..api.models import TrainingSession
 from ..core.events import (
     ListOrder,
     Observation,
@@ -32,12 +20,6 @@ from ..core.events import (
     ScannedPage,
     SessionFilter,
     TrackerConfig,
-)
-from ..core.reading import (
-    ItemUnreadable,
-    ListCursorRejected,
-    SessionExcluded,
-    StatusFilterRejected,
 )
 from ..core.state import TrackerState
 from ..core.tracker import advance
@@ -51,90 +33,6 @@ _NEVER_MS = 10 * 365 * 24 * 3600 * 1000
 SYNC_TRACKER_CONFIG = TrackerConfig(
     unordered_pages_per_tick=None, order_recheck_ms=_NEVER_MS, rediscover_ms=_NEVER_MS
 )
-
-#: What ends an incremental read early, keeping what it read (the run then fails).
-TRANSIENT_ERRORS = (TransportError, ServerError, RateLimitError, DeadlineExceeded, DecodeError)
-
-_ACTIVE = [s.short for s in ACTIVE_SESSION_STATUSES]
-_TERMINAL = [s.short for s in TERMINAL_SESSION_STATUSES]
-
-Page = tuple[list[TrainingSession], str | None]
-
-
-@dataclass
-class SyncSource:
-    """The API client as the core's ``SessionSource`` for the sync, with the sync's filter (the
-    API's word holds for what it filtered, as in a full walk). Assets may not import the
-    sensors' adapter (the layers), so this one is the sync's, kept to what the sync needs."""
-
-    client: RLSessionsClient
-    filter: SessionFilter
-    clock: ServerClock
-    page_size: int = 100
-    skipped: list[SkippedItem] = field(default_factory=list)
-    user_id: str | None = None  # who "me" is, learnt from a list filtered by it
-
-    def _page(self, statuses: Sequence[str] | None, after: str | None) -> Page:
-        page = self.client.list_sessions_page(
-            after=after,
-            limit=self.page_size,
-            status=list(statuses) if statuses is not None else None,
-            model_resources_id=self.filter.model_resources_id,
-            created_by=self.filter.created_by,
-        )
-        self.skipped.extend(getattr(page, "skipped", ()))
-        creators = {s.created_by for s in page.data if s.created_by}
-        if self.filter.needs_user_id and self.user_id is None and len(creators) == 1:
-            self.user_id = creators.pop()
-        return [s for s in page.data if self.filter.matches(s, listed=True)], page.next_cursor
-
-    def _resumable(self, statuses: Sequence[str] | None, after: str | None) -> Page:
-        try:
-            return self._page(statuses, after)
-        except (BadRequestError, NotFoundError) as exc:
-            if after is None:
-                raise
-            raise ListCursorRejected(str(exc)) from None
-
-    def list_active_page(self, after: str | None, extra_statuses: Sequence[str] = ()) -> Page:
-        try:
-            return self._page([*_ACTIVE, *extra_statuses], after)
-        except BadRequestError as exc:
-            if not extra_statuses:
-                raise
-            raise StatusFilterRejected(str(exc)) from None
-
-    def list_terminal_page(self, after: str | None) -> Page:
-        return self._resumable(_TERMINAL, after)
-
-    def list_all_page(self, after: str | None) -> Page:
-        return self._resumable(None, after)
-
-    def list_inference_checkpoints_page(
-        self, after: str | None
-    ) -> tuple[list[Checkpoint], str | None]:
-        page = self.client.list_checkpoints_page(
-            after=after, limit=self.page_size, type=CheckpointType.INFERENCE
-        )
-        self.skipped.extend(getattr(page, "skipped", ()))
-        return list(page.data), page.next_cursor
-
-    def get_session(self, session_id: str) -> TrainingSession | None:
-        try:
-            session = self.client.get_session(session_id)
-        except NotFoundError:
-            return None
-        except DecodeError as exc:
-            raise ItemUnreadable(f"session {session_id}: {exc}") from None
-        if self.filter.needs_user_id and self.user_id is None:
-            self._page(None, None)  # one page filtered by "me" names "me"
-        if not self.filter.matches(session, user_id=self.user_id):
-            raise SessionExcluded(session_id)
-        return session
-
-    def server_time_ms(self) -> int | None:
-        return self.clock.last_ms
-
 
 _KEY_FIELDS = ("model_resources_id", "created_by", "display_name", "wandb_project", "wandb_group")
 

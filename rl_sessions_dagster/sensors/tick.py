@@ -15,15 +15,15 @@ from typing import AbstractSet, Any, Generic, Protocol, Self, TypeVar  # noqa: U
 import dagster as dg
 
 from ..api import RLSessionsClient, ServerClock
-from ..api.errors import DeadlineExceeded, DecodeError, RateLimitError, ServerError, TransportError
+from ..api.errors import (
+    TRANSIENT_ERRORS,
+)
 from ..core.state import CursorError
 from ..partitions import Job
 from ..resource import TogetherRLResource
 from ..resource.retry_log import tick_retry_log
 from .options import EventRoute, ResourceRoute, TickOptions
 
-#: Failures that end a tick quietly (SkipReason, cursor kept): the next tick retries.
-TRANSIENT_ERRORS = (TransportError, ServerError, RateLimitError, DeadlineExceeded, DecodeError)
 UNAVAILABLE = "Together RL API unavailable"
 HISTORY_DEPTH = 500  # past ticks searched for a readable cursor
 
