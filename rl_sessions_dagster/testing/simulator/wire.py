@@ -210,12 +210,13 @@ def checkpoint_in_session(ck: Checkpoint, s: Session) -> dict[str, Any]:
 def checkpoint_bytes(ck: Checkpoint, s: Session) -> bytes:
     if ck.json is None:
         reg, lora = registration(ck, s), s.lora or {}
-        ck.json = dumps(_present(
+        d = _present(
             id=ck.id, base_model=s.base_model, created_at=fmt_ts(ck.created_at), session_id=s.id,
             step=int64(ck.step, s.int64_as_string), type=ck.kind,
             inference_registration=reg if ck.is_inference else None,
-            training_registration=None if ck.is_inference else reg, lora_rank=lora.get("rank"),
-        ))  # fmt: skip
+            training_registration=None if ck.is_inference else reg,
+        )  # fmt: skip
+        ck.json = dumps(d | {"lora_rank": lora["rank"]} if "rank" in lora else d)  # null shows
     return ck.json
 
 
