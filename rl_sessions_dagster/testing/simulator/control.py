@@ -89,11 +89,8 @@ def add_control_routes(
     def prices(b: Body) -> None:
         w.set_price(str(b["base_model"]), float(b["price_per_gpu_hour"]))
 
-    def health(req: Request, body: Body) -> Body:
-        return {"status": "ok", "now": fmt_ts(w.clock.now_us())}
-
     add = router.add
-    add("GET", "/_sim/health", guarded(health))
+    add("GET", "/_sim/health", guarded(lambda req, b: {"status": "ok", "now": fmt_ts(w.clock.now_us())}))  # fmt: skip
     add("GET", "/_sim/stats", guarded(stats))
     add("GET", "/_sim/billing", call(lambda b: w.billing()))
     add("POST", "/_sim/clock/advance", call(lambda b: w.advance_clock(float(b["seconds"]))))

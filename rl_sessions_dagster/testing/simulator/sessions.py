@@ -226,8 +226,7 @@ class Sessions(Lifecycle):
         if not idempotency_key:
             message = "the Idempotency-Key header is required"
             raise bad_request(message, "Idempotency-Key", "missing_idempotency_key")
-        original = self._idempotency.get((s.id, kind, idempotency_key))
-        if original is not None:
+        if (original := self._idempotency.get((s.id, kind, idempotency_key))) is not None:
             return wire.operation_dict(self._operations[original])
         body = {} if body is None else body
         if not isinstance(body, dict):
@@ -237,8 +236,7 @@ class Sessions(Lifecycle):
         for name in ("samples", "model_inputs"):
             if name in body and not isinstance(body[name], list):
                 raise bad_request(f"{name} must be an array", param=name)
-        now = self._now()
-        polls = self.operation_polls
+        now, polls = self._now(), self.operation_polls
         op = Operation(self._new_id(), s.id, kind, OP_PENDING, polls, body, now)
         self._operations[op.id] = op
         self._idempotency[(s.id, kind, idempotency_key)] = op.id
