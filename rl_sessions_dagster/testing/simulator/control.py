@@ -71,8 +71,7 @@ def add_control_routes(
     def add_fault(req: Request, body: Body) -> Body:
         unknown = set(body) - _FAULT_FIELDS - {"pattern"}
         if "pattern" not in body or unknown:
-            message = f"a fault needs 'pattern' and known fields (unknown: {sorted(unknown)})"
-            raise bad_request(message)
+            raise bad_request(f"a fault needs 'pattern' and known fields (unknown: {sorted(unknown)})")  # fmt: skip
         try:
             rule = faults.add(str(body["pattern"]), **_pick(body, *_FAULT_FIELDS))
         except (TypeError, ValueError) as exc:

@@ -210,12 +210,10 @@ class Lifecycle:
                           if o.gpu_type == r.gpu_type and not o.queued and o.status in _HOLDS_GPUS)  # fmt: skip
             if cap is None or holding < cap:
                 r.queued, r.json = False, None
-                delay = round(self.resource_provision_delay * US)
-                pending = (wire.RESOURCE_PENDING,)
+                delay, pending = round(self.resource_provision_delay * US), (wire.RESOURCE_PENDING,)
                 creating = partial(self._set_resource_status, r, wire.RESOURCE_CREATING)
                 self._later(at + delay // 2, r, pending, creating)
-                ready = partial(self._become_ready, r)
-                self._later(at + delay, r, (*pending, wire.RESOURCE_CREATING), ready)
+                self._later(at + delay, r, (*pending, wire.RESOURCE_CREATING), partial(self._become_ready, r))  # fmt: skip
 
     def _queued(self) -> list[Resource]:
         waiting = (r for r in self._resources.values() if r.queued and r.status == wire.RESOURCE_PENDING)  # fmt: skip
@@ -251,8 +249,7 @@ class Lifecycle:
         accepted = not r.protected and not gone and (force or not active)
         self._stop_requests.append(StopRequest(r.id, now, r.status, force, accepted, seen, r.ready_at))  # fmt: skip
         if r.protected:
-            message = f"not allowed to stop model resource {r.id}"
-            raise SimulatorError(403, message, code="permission_denied")
+            raise SimulatorError(403, f"not allowed to stop model resource {r.id}", code="permission_denied")  # fmt: skip
         if gone:
             raise bad_request(f"model resource {r.id} is already {r.status}", code="not_active")
         if active and not force:
