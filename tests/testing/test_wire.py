@@ -157,6 +157,14 @@ def test_checkpoint_and_resource_shapes(world: SimulatedWorld, client: httpx.Cli
     assert r["inactive_timeout"] == 3600 and r["lora_enabled"] is True
 
 
+def test_null_lora_rank_shows_as_null(world: SimulatedWorld, client: httpx.Client) -> None:
+    body = {"model_resources_id": world.create_model_resource(), "lora_config": {"rank": None}}
+    sid = client.post(f"{RL}/training-sessions", json=body).json()["id"]
+    world.add_training_checkpoint(sid)
+    ck = client.get(f"{RL}/checkpoints", params={"session_id": sid}).json()["data"][0]
+    assert "lora_rank" in ck and ck["lora_rank"] is None
+
+
 def test_cached_json_is_invalidated(world: SimulatedWorld, client: httpx.Client) -> None:
     sid = world.create_session()
     first = client.get(f"{RL}/training-sessions").json()["data"][0]

@@ -71,8 +71,7 @@ def add_control_routes(
     def add_fault(req: Request, body: Body) -> Body:
         unknown = set(body) - _FAULT_FIELDS - {"pattern"}
         if "pattern" not in body or unknown:
-            message = f"a fault needs 'pattern' and known fields (unknown: {sorted(unknown)})"
-            raise bad_request(message)
+            raise bad_request(f"a fault needs 'pattern' and known fields (unknown: {sorted(unknown)})")  # fmt: skip
         try:
             rule = faults.add(str(body["pattern"]), **_pick(body, *_FAULT_FIELDS))
         except (TypeError, ValueError) as exc:
@@ -89,11 +88,8 @@ def add_control_routes(
     def prices(b: Body) -> None:
         w.set_price(str(b["base_model"]), float(b["price_per_gpu_hour"]))
 
-    def health(req: Request, body: Body) -> Body:
-        return {"status": "ok", "now": fmt_ts(w.clock.now_us())}
-
     add = router.add
-    add("GET", "/_sim/health", guarded(health))
+    add("GET", "/_sim/health", guarded(lambda req, b: {"status": "ok", "now": fmt_ts(w.clock.now_us())}))  # fmt: skip
     add("GET", "/_sim/stats", guarded(stats))
     add("GET", "/_sim/billing", call(lambda b: w.billing()))
     add("POST", "/_sim/clock/advance", call(lambda b: w.advance_clock(float(b["seconds"]))))

@@ -229,8 +229,7 @@ def add_api_routes(router: Router, w: SimulatedWorld, secret: bytes) -> None:
 
     def estimate_cost(req: Request) -> Response:
         p = _resource_body(req)
-        lora, replicas = p["lora"], p["num_generator_replicas"]
-        price = w.price_per_hour(p["base_model"], lora=lora, replicas=replicas)
+        price = w.price_per_hour(p["base_model"], lora=p["lora"], replicas=p["num_generator_replicas"])  # fmt: skip
         return json_response({"currency": "USD", "price_per_hour": price})
 
     def extend_expiry(req: Request) -> None:

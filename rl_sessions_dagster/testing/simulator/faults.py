@@ -117,13 +117,9 @@ class FaultPlan:
                 if not rule.matches(method, path, template):
                     continue
                 rule.matched += 1
-                if rule.nth is not None:
-                    fire = rule.matched in rule.nth
-                elif rule.times is not None and rule.applied >= rule.times:
-                    fire = False
-                else:
-                    fire = rule.rate is None or self._rng.random() < rule.rate
-                if fire:
+                spent = rule.times is not None and rule.applied >= rule.times
+                if rule.matched in rule.nth if rule.nth is not None else not spent and (
+                        rule.rate is None or self._rng.random() < rule.rate):  # fmt: skip
                     rule.applied += 1
                     return rule
         return None

@@ -60,8 +60,7 @@ class Lifecycle:
 
     def __init__(self, seed: int, clock: SimClock, user_id: str, list_order: ListOrder) -> None:
         check_list_order(list_order)
-        self._lock = threading.RLock()
-        self._depth = 0
+        self._lock, self._depth = threading.RLock(), 0
         self.seed, self.clock, self.user_id, self._list_order = seed, clock, user_id, list_order
         self._rng = random.Random(seed)
         self._resources: dict[str, Resource] = {}
@@ -211,16 +210,13 @@ class Lifecycle:
                           if o.gpu_type == r.gpu_type and not o.queued and o.status in _HOLDS_GPUS)  # fmt: skip
             if cap is None or holding < cap:
                 r.queued, r.json = False, None
-                delay = round(self.resource_provision_delay * US)
-                pending = (wire.RESOURCE_PENDING,)
+                delay, pending = round(self.resource_provision_delay * US), (wire.RESOURCE_PENDING,)
                 creating = partial(self._set_resource_status, r, wire.RESOURCE_CREATING)
                 self._later(at + delay // 2, r, pending, creating)
-                ready = partial(self._become_ready, r)
-                self._later(at + delay, r, (*pending, wire.RESOURCE_CREATING), ready)
+                self._later(at + delay, r, (*pending, wire.RESOURCE_CREATING), partial(self._become_ready, r))  # fmt: skip
 
     def _queued(self) -> list[Resource]:
-        queued = [r for r in self._resources.values() if r.queued]
-        waiting = [r for r in queued if r.status == wire.RESOURCE_PENDING]
+        waiting = (r for r in self._resources.values() if r.queued and r.status == wire.RESOURCE_PENDING)  # fmt: skip
         return sorted(waiting, key=lambda r: (r.created_at, r.id))
 
     def _become_ready(self, r: Resource, at: int) -> None:
@@ -248,14 +244,12 @@ class Lifecycle:
         r, now = self._resource(resource_id), self._now()
         active = self._active_sessions(r)
         gone = r.status in (wire.RESOURCE_STOPPING, wire.RESOURCE_STOPPED, wire.RESOURCE_ERROR)
-        on_it = [self._sessions[i] for i in r.session_ids]
-        seen = tuple((s.id, s.status, s.created_at, s.updated_at) for s in on_it)
+        seen = tuple((s.id, s.status, s.created_at, s.updated_at)
+                     for s in map(self._sessions.__getitem__, r.session_ids))  # fmt: skip
         accepted = not r.protected and not gone and (force or not active)
-        request = StopRequest(r.id, now, r.status, force, accepted, seen, r.ready_at)
-        self._stop_requests.append(request)
+        self._stop_requests.append(StopRequest(r.id, now, r.status, force, accepted, seen, r.ready_at))  # fmt: skip
         if r.protected:
-            message = f"not allowed to stop model resource {r.id}"
-            raise SimulatorError(403, message, code="permission_denied")
+            raise SimulatorError(403, f"not allowed to stop model resource {r.id}", code="permission_denied")  # fmt: skip
         if gone:
             raise bad_request(f"model resource {r.id} is already {r.status}", code="not_active")
         if active and not force:

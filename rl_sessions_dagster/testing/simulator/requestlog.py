@@ -29,9 +29,7 @@ class RequestRecord:
 
 
 def _matches(method: str | None, template: str | None, m: str, t: str) -> bool:
-    if method is not None and m != method.upper():
-        return False
-    return template is None or fnmatchcase(t, template)  # a glob, or the template itself
+    return (method is None or m == method.upper()) and (template is None or fnmatchcase(t, template))  # fmt: skip
 
 
 class RequestLog:
@@ -54,13 +52,9 @@ class RequestLog:
     def count(self, method: str | None = None, template: str | None = None, *, status: int | None = None,
               faulted: bool | None = None) -> int:  # fmt: skip
         """``template`` may be a glob."""
-        return sum(
-            n
-            for (m, t, st, fault), n in self._items()
-            if _matches(method, template, m, t)
-            and (status is None or st == status)
-            and (faulted is None or (fault is not None) == faulted)
-        )
+        return sum(n for (m, t, st, fault), n in self._items() if _matches(method, template, m, t)
+                   and (status is None or st == status)
+                   and (faulted is None or (fault is not None) == faulted))  # fmt: skip
 
     def counts(self) -> dict[str, int]:
         out: Counter[str] = Counter()
@@ -75,9 +69,7 @@ class RequestLog:
                 out[fault] += n
         return dict(out)
 
-    def records(
-        self, method: str | None = None, template: str | None = None
-    ) -> list[RequestRecord]:
+    def records(self, method: str | None = None, template: str | None = None) -> list[RequestRecord]:  # fmt: skip
         """Retained records, oldest first."""
         with self._lock:
             recs = list(self._records)

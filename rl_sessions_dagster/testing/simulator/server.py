@@ -103,9 +103,7 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._abort(log, reset=False)  # stopping: end the delay at once
             resp = None
             if rule is None or not rule.terminal or rule.processes_request:
-                req = Request(
-                    method, path, ids, query, self.headers, body, sim.base_url, request_id
-                )
+                req = Request(method, path, ids, query, self.headers, body, sim.base_url, request_id)  # fmt: skip
                 resp = sim.handle(req, handler, allowed, authorized)
             if rule is not None and rule.terminal:
                 self._fault(rule, resp, request_id, log)
@@ -156,8 +154,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
         with contextlib.suppress(OSError):
             if reset:
-                linger = struct.pack("ii", 1, 0)
-                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, linger)
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # fmt: skip
             else:
                 self.connection.shutdown(socket.SHUT_RDWR)
 
@@ -188,8 +185,7 @@ class RLSimulator:
                  port: int = 0, *, host: str = "127.0.0.1") -> None:  # fmt: skip
         self.api_key, self.host, self._port = api_key, host, port
         self.world = world if world is not None else SimulatedWorld(seed=seed)
-        self.faults = FaultPlan(seed=seed)
-        self.requests = RequestLog()
+        self.faults, self.requests = FaultPlan(seed=seed), RequestLog()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
@@ -258,21 +254,17 @@ class RLSimulator:
             scheme.lower() == "bearer" and secrets.compare_digest(token.strip().encode(), expected)
         )
 
-    def handle(
-        self, req: Request, handler: Handler | None, allowed: list[str], authorized: bool
-    ) -> Response:
+    def handle(self, req: Request, handler: Handler | None, allowed: list[str],
+               authorized: bool) -> Response:  # fmt: skip
         try:
             if not authorized:
-                given = req.headers.get("Authorization")
-                message = "Invalid API key provided" if given else "Missing API key"
+                message = "Invalid API key provided" if req.headers.get("Authorization") else "Missing API key"  # fmt: skip
                 raise SimulatorError(401, message, code="invalid_api_key")
             if handler is None and allowed:
                 allow = {"Allow": ", ".join(sorted(set(allowed)))}
-                message = f"Method {req.method} not allowed"
-                return Response(405, error_body(405, message), headers=allow)
+                return Response(405, error_body(405, f"Method {req.method} not allowed"), headers=allow)  # fmt: skip
             if handler is None:
-                message = f"Unknown request URL: {req.method} {req.path}"
-                raise SimulatorError(404, message, code="unknown_url")
+                raise SimulatorError(404, f"Unknown request URL: {req.method} {req.path}", code="unknown_url")  # fmt: skip
             resp = handler(req)
         except SimulatorError as exc:
             resp = Response(exc.status, exc.body())

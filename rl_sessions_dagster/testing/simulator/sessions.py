@@ -74,8 +74,7 @@ class Sessions(Lifecycle):
         if r.status != wire.RESOURCE_READY:
             raise bad_request(f"model resource {r.id} is {r.status}, not READY", param)
         if len(self._active_sessions(r)) >= r.cap:
-            most = f"its maximum of {r.cap} concurrent session(s)"
-            message = f"model resource {r.id} already hosts {most}"
+            message = f"model resource {r.id} already hosts its maximum of {r.cap} concurrent session(s)"  # fmt: skip
             raise SimulatorError(429, message, param=param, code="resource_at_capacity")
         if shape == DEFAULT:
             shape = None if r.base_model in wire.NO_REGISTRY_MODELS else "current"
@@ -224,10 +223,8 @@ class Sessions(Lifecycle):
             raise not_found("operation kind", kind)
         s = self._session(session_id)
         if not idempotency_key:
-            message = "the Idempotency-Key header is required"
-            raise bad_request(message, "Idempotency-Key", "missing_idempotency_key")
-        original = self._idempotency.get((s.id, kind, idempotency_key))
-        if original is not None:
+            raise bad_request("the Idempotency-Key header is required", "Idempotency-Key", "missing_idempotency_key")  # fmt: skip
+        if (original := self._idempotency.get((s.id, kind, idempotency_key))) is not None:
             return wire.operation_dict(self._operations[original])
         body = {} if body is None else body
         if not isinstance(body, dict):
@@ -237,8 +234,7 @@ class Sessions(Lifecycle):
         for name in ("samples", "model_inputs"):
             if name in body and not isinstance(body[name], list):
                 raise bad_request(f"{name} must be an array", param=name)
-        now = self._now()
-        polls = self.operation_polls
+        now, polls = self._now(), self.operation_polls
         op = Operation(self._new_id(), s.id, kind, OP_PENDING, polls, body, now)
         self._operations[op.id] = op
         self._idempotency[(s.id, kind, idempotency_key)] = op.id

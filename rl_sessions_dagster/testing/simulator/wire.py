@@ -16,18 +16,14 @@ US: Final = 1_000_000  # the world keeps time in integer microseconds
 OptStr = str | None
 
 #: What the ``status`` list filters accept (UNSPECIFIED is refused by the service).
-SESSION_STATUSES: Final = tuple(
-    f"TRAINING_SESSION_STATUS_{s}"
-    for s in ("CREATING", "RUNNING", "STOPPING", "STOPPED", "ERROR", "EXPIRED")
-)
+SESSION_STATUSES: Final = tuple(f"TRAINING_SESSION_STATUS_{s}" for s in
+                                ("CREATING", "RUNNING", "STOPPING", "STOPPED", "ERROR", "EXPIRED"))  # fmt: skip
 SESSION_CREATING, SESSION_RUNNING, SESSION_STOPPING, *_ = SESSION_STATUSES
 SESSION_STOPPED, SESSION_ERROR, SESSION_EXPIRED = SESSION_STATUSES[3:]
 #: No transition leaves these; STOPPING is transitional (it still holds a LoRA slot).
 SESSION_TERMINAL: Final = frozenset({SESSION_STOPPED, SESSION_ERROR, SESSION_EXPIRED})
-RESOURCE_STATUSES: Final = tuple(
-    f"MODEL_RESOURCES_STATUS_{s}"
-    for s in ("PENDING", "CREATING", "READY", "STOPPING", "STOPPED", "ERROR")
-)
+RESOURCE_STATUSES: Final = tuple(f"MODEL_RESOURCES_STATUS_{s}" for s in
+                                 ("PENDING", "CREATING", "READY", "STOPPING", "STOPPED", "ERROR"))  # fmt: skip
 RESOURCE_PENDING, RESOURCE_CREATING, RESOURCE_READY, *_ = RESOURCE_STATUSES
 RESOURCE_STOPPING, RESOURCE_STOPPED, RESOURCE_ERROR = RESOURCE_STATUSES[3:]
 AT_CAPACITY: Final = "TRAINING_SESSION_ERROR_CODE_RESOURCE_AT_CAPACITY"
@@ -131,9 +127,7 @@ def not_found(kind: str, ident: str, param: OptStr = None) -> SimulatorError:
     return SimulatorError(404, f"{kind} {ident!r} not found", param=param, code="not_found")
 
 
-def bad_request(
-    message: str, param: OptStr = None, code: str = "invalid_request"
-) -> SimulatorError:
+def bad_request(message: str, param: OptStr = None, code: str = "invalid_request") -> SimulatorError:  # fmt: skip
     return SimulatorError(400, message, param=param, code=code)
 
 
@@ -210,12 +204,13 @@ def checkpoint_in_session(ck: Checkpoint, s: Session) -> dict[str, Any]:
 def checkpoint_bytes(ck: Checkpoint, s: Session) -> bytes:
     if ck.json is None:
         reg, lora = registration(ck, s), s.lora or {}
-        ck.json = dumps(_present(
+        d = _present(
             id=ck.id, base_model=s.base_model, created_at=fmt_ts(ck.created_at), session_id=s.id,
             step=int64(ck.step, s.int64_as_string), type=ck.kind,
             inference_registration=reg if ck.is_inference else None,
-            training_registration=None if ck.is_inference else reg, lora_rank=lora.get("rank"),
-        ))  # fmt: skip
+            training_registration=None if ck.is_inference else reg,
+        )  # fmt: skip
+        ck.json = dumps(d | {"lora_rank": lora["rank"]} if "rank" in lora else d)  # null shows
     return ck.json
 
 

@@ -4,7 +4,7 @@ own. This module holds its settings, clock, list order, reads, prices and billin
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable
 from datetime import datetime
 from hashlib import blake2b
 from itertools import islice
@@ -14,10 +14,8 @@ from . import wire
 from .lifecycle import ListOrder, check_list_order, locked, session_status
 from .populate import populate_world
 from .sessions import Sessions
-from .state import ClockMode, Key, Resource, SimClock
+from .state import ClockMode, Key, OrderedIndex, Resource, SimClock
 from .wire import US, bad_request
-
-Pred = Callable[[Key], bool]
 
 
 class SimulatedWorld(Sessions):
@@ -135,53 +133,31 @@ class SimulatedWorld(Sessions):
         self, *, limit: int = 20, after: str | None = None, statuses: Collection[str] | None = None,
         resource_id: str | None = None, created_by: str | None = None,
     ) -> bytes:  # fmt: skip
-        start, sessions = _after(after, self._sessions, self._key), self._sessions
-        preds: list[Pred] = []
-        if resource_id is not None:
-            r = self._resources.get(resource_id)
-            it = _below((self._key(sessions[i]) for i in (r.session_ids if r else [])), start)
-            if statuses:
-                preds.append(lambda k: sessions[k[1]].status in statuses)
-        else:
-            it = self._session_index.iter_desc(start, statuses or None)
-        if created_by is not None:
-            preds.append(lambda k: sessions[k[1]].created_by == created_by)
-        return _page(it, limit, preds, lambda i: wire.session_bytes(sessions[i]))
+        ss, r = self._sessions, self._resources.get(resource_id or "")
+        own = None if resource_id is None else [ss[i] for i in (r.session_ids if r else [])]
+        return _page(self._session_index, ss, self._key, limit, after, statuses, own,
+                     lambda s: (not statuses or s.status in statuses)
+                     and created_by in (None, s.created_by), wire.session_bytes)  # fmt: skip
 
     @locked
     def page_checkpoints(
         self, *, limit: int = 20, after: str | None = None, session_id: str | None = None,
         type: str | None = None, base_model: str | None = None,
     ) -> bytes:  # fmt: skip
-        ckpts, sessions = self._checkpoints, self._sessions
-        start = _after(after, ckpts, lambda c: (c.created_at, c.id))
-        preds: list[Pred] = []
-        if session_id is not None:
-            own = (s.inference + s.training) if (s := sessions.get(session_id)) else []
-            it = _below(((c.created_at, c.id) for c in own), start)
-            if type is not None:
-                preds.append(lambda k: ckpts[k[1]].kind == type)
-        else:
-            it = self._checkpoint_index.iter_desc(start, None if type is None else (type,))
-        if base_model is not None:
-            preds.append(lambda k: sessions[ckpts[k[1]].session_id].base_model == base_model)
-
-        def serialize(i: str) -> bytes:
-            return wire.checkpoint_bytes(ckpts[i], sessions[ckpts[i].session_id])
-
-        return _page(it, limit, preds, serialize)
+        ckpts, ss, s = self._checkpoints, self._sessions, self._sessions.get(session_id or "")
+        own = None if session_id is None else (s.inference + s.training) if s else []
+        return _page(self._checkpoint_index, ckpts, lambda c: (c.created_at, c.id), limit, after,
+                     None if type is None else (type,), own, lambda c: type in (None, c.kind)
+                     and base_model in (None, ss[c.session_id].base_model),
+                     lambda c: wire.checkpoint_bytes(c, ss[c.session_id]))  # fmt: skip
 
     @locked
     def page_resources(
         self, *, limit: int = 20, after: str | None = None, statuses: Collection[str] | None = None,
         created_by: str | None = None,
     ) -> bytes:  # fmt: skip
-        resources = self._resources
-        it = self._resource_index.iter_desc(_after(after, resources, self._key), statuses or None)
-        preds: list[Pred] = []
-        if created_by is not None:
-            preds.append(lambda k: resources[k[1]].created_by == created_by)
-        return _page(it, limit, preds, lambda i: self._resource_bytes(resources[i]))
+        return _page(self._resource_index, self._resources, self._key, limit, after, statuses, None,
+                     lambda r: created_by in (None, r.created_by), self._resource_bytes)  # fmt: skip
 
     @locked
     def chat_model(self, name: str) -> tuple[str, int] | None:
@@ -250,25 +226,24 @@ def file_size(checkpoint_id: str, filename: str) -> int:
     return 256 + h % 1792 if filename.endswith(".json") else 4096 + h % 61440
 
 
-def _after(after: str | None, items: dict[str, Any], key: Callable[[Any], Key]) -> Key | None:
-    if not after:
-        return None
-    if after not in items:
-        raise bad_request(f"unknown cursor {after!r}", param="after", code="invalid_cursor")
-    return key(items[after])
-
-
-def _below(keys: Iterable[Key], start: Key | None) -> Iterator[Key]:
-    """A parent's own items, listed like an index: descending, strictly below ``start``."""
-    return iter(sorted((k for k in keys if start is None or k < start), reverse=True))
-
-
-def _page(keys: Iterator[Key], limit: int, preds: list[Pred],
-          serialize: Callable[[str], bytes]) -> bytes:  # fmt: skip
-    it = filter(lambda k: all(p(k) for p in preds), keys) if preds else keys
-    picked = list(islice(it, limit + 1))
+def _page(index: OrderedIndex, items: dict[str, Any], key: Callable[[Any], Key], limit: int,
+          after: str | None, parts: Collection[str] | None, own: list[Any] | None,
+          keep: Callable[[Any], bool], serialize: Callable[[Any], bytes]) -> bytes:  # fmt: skip
+    """One list page: the index's keys (of ``parts``), or a parent's ``own`` items sorted like
+    it, descending and strictly below the ``after`` item's key, the ones ``keep`` passes."""
+    start = None
+    if after:
+        if after not in items:
+            raise bad_request(f"unknown cursor {after!r}", param="after", code="invalid_cursor")
+        start = key(items[after])
+    if own is None:
+        keys: Iterable[Key] = index.iter_desc(start, parts or None)
+    else:
+        keys = sorted((k for k in map(key, own) if start is None or k < start), reverse=True)
+    picked = list(islice((k for k in keys if keep(items[k[1]])), limit + 1))
     has_more = len(picked) > limit
     del picked[limit:]
     cursor = picked[-1][1] if has_more else ""
     meta = wire.dumps({"limit": limit, "has_more": has_more, "next_cursor": cursor})
-    return b'{"data":[' + b",".join(serialize(k[1]) for k in picked) + b'],"meta":' + meta + b"}"
+    data = b",".join(serialize(items[k[1]]) for k in picked)
+    return b'{"data":[' + data + b'],"meta":' + meta + b"}"
