@@ -80,6 +80,11 @@ def test_metadata_table_and_check_against_the_previous_checkpoint(sim, resource)
     assert meta["session_id"].value == sid and meta["dataset"].value == "inline items"
     assert meta["latency_p95_ms"].value >= meta["latency_p50_ms"].value > 0
     assert meta["estimated_cost_usd"].value > 0 and meta["prompt_tokens"].value > 0
+    # numbers, not text, so Insights and the asset plots can chart them
+    assert isinstance(meta["estimated_cost_usd"], dg.FloatMetadataValue)
+    tokens = {k: meta[k] for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
+    assert all(isinstance(v, dg.IntMetadataValue) for v in tokens.values())
+    assert tokens["total_tokens"].value == sum(v.value for v in tokens.values()) / 2
     rows = meta["items"].value.records
     assert len(rows) == 10  # truncated to table_rows
     verdicts = [r.data["verdict"] for r in rows]
