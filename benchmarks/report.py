@@ -279,6 +279,9 @@ def daemon_section(d: dict[str, Any] | None, skipped: str) -> list[str]:
          f"{pct(d['run_created_s'], 95):.1f}"],
         ["run started", f"{med(d['run_started_s']):.1f}", f"{pct(d['run_started_s'], 95):.1f}"],
     ]  # fmt: skip
+    if d.get("run_finished_s"):
+        rows.append(["result (run finished, in-process executor)",
+                     f"{med(d['run_finished_s']):.1f}", f"{pct(d['run_finished_s'], 95):.1f}"])  # fmt: skip
     return [head, "", *_table([f"seconds after registration ({d['samples']} checkpoints)",
                               "p50", "p95"], rows)]  # fmt: skip
 

@@ -20,7 +20,8 @@ run worker inherit the environment, so each process loads the same definitions.
 - ``rounds``: the sync and spend assets with no table setting (so they default to the
   instance's PostgreSQL), and a sensor requesting one sync and one spend run per round the test
   asks for in ``$RL_ROUNDS_FILE`` (tests/postgres/test_fresh_containers.py).
-- ``bench``: the checkpoint sensor and a logging evaluation, the resource's default retries
+- ``bench``: the checkpoint sensor and a logging evaluation in an in-process job (multiprocess
+  with ``$RL_BENCH_EXECUTOR=multiprocess``), the resource's default retries
   (benchmarks/daemon.py, benchmarks/postgres.py).
 """
 
@@ -217,7 +218,12 @@ def bench() -> dg.Definitions:
     def bench_evaluation(context: dg.AssetExecutionContext) -> None:
         context.log.info(f"evaluating {context.partition_key}")
 
-    job = dg.define_asset_job("bench_evaluation_job", selection=[bench_evaluation])
+    # The library's jobs run in process; $RL_BENCH_EXECUTOR=multiprocess measures the default.
+    multi = os.environ.get("RL_BENCH_EXECUTOR") == "multiprocess"
+    executor = dg.multiprocess_executor if multi else dg.in_process_executor
+    job = dg.define_asset_job(
+        "bench_evaluation_job", selection=[bench_evaluation], executor_def=executor
+    )
     return _checkpoint_defs(bench_evaluation, job)
 
 

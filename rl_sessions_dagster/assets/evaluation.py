@@ -187,6 +187,7 @@ def evaluation_metadata(
         latency_p95_ms=dg.MetadataValue.float(round(result.latency_p95_s * 1000, 2)),
         prompt_tokens=dg.MetadataValue.int(result.prompt_tokens),
         completion_tokens=dg.MetadataValue.int(result.completion_tokens),
+        total_tokens=dg.MetadataValue.int(result.prompt_tokens + result.completion_tokens),
         estimated_cost_usd=dg.MetadataValue.float(round(result.cost_usd, 6)),
         wall_seconds=dg.MetadataValue.float(round(result.wall_seconds, 3)),
         model=dg.MetadataValue.text(result.model),
@@ -219,12 +220,14 @@ def build_evaluation_asset(
         max_retries=2, delay=10, backoff=dg.Backoff.EXPONENTIAL
     ),
     description: str | None = None,
+    progress_seconds: float = 10.0,
 ) -> dg.AssetsDefinition:
     """A checkpoint-partitioned asset evaluating each registered checkpoint, with a score check.
 
     ``spec`` is loaded now (``base_dir`` resolves a relative dataset path), so a bad dataset
     fails the definitions' load with a :class:`~rl_sessions_dagster.evaluation.DatasetError`.
-    A chat call the resource's retries cannot save fails the run; ``retry_policy`` reruns it."""
+    A chat call the resource's retries cannot save fails the run; ``retry_policy`` reruns it.
+    While it runs, the run's log shows its progress every ``progress_seconds``."""
     loaded = spec if isinstance(spec, LoadedEvaluation) else spec.load(base_dir)
     asset_key = dg.AssetKey.from_coercible(key)
     tolerance = loaded.spec.tolerance
@@ -288,9 +291,14 @@ def build_evaluation_asset(
                 model = deployment_target(checkpoint).inference_model or ""
             except CheckpointNotRegisteredError as exc:
                 raise dg.Failure(f"{where}: {exc}", allow_retries=False) from None
+            calls = len(loaded.dataset) * loaded.settings.samples
+            context.log.info(f"{where}: asking {model} {calls} time(s), "
+                             f"{loaded.settings.concurrency} at a time")  # fmt: skip
             try:
                 result = run_engine(client, model, loaded.dataset, loaded.graders,
-                                    loaded.settings, clock=client.retry.clock)  # fmt: skip
+                                    loaded.settings, clock=client.retry.clock,
+                                    on_progress=lambda p: context.log.info(p.line()),
+                                    progress_seconds=progress_seconds)  # fmt: skip
             except EvaluationFailed as exc:
                 raise dg.Failure(
                     f"{where}: {exc}",

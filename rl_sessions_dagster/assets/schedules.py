@@ -20,6 +20,7 @@ def table_job_and_schedule(
     job = dg.define_asset_job(
         job_name or f"{asset.key.to_python_identifier()}_sync_job",
         selection=[asset],
+        executor_def=dg.in_process_executor,  # one step: no second process to start
         description=f"Refresh {asset.key.to_user_string()} from the Together RL API.",
     )
     schedule = dg.ScheduleDefinition(

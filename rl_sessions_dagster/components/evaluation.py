@@ -54,6 +54,13 @@ class EvaluationSection(EvaluationSpec, Section):
         description="Route checkpoint_registered events to this asset on the Component's "
         "sensor (false: route them yourself under sessions.routes:).",
     )
+    progress_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        le=3600,
+        description="Seconds between progress lines (answers done, errors, items/s) in the "
+        "run's log while an evaluation runs.",
+    )
     check_name: str = Field(default=SCORE_CHECK_NAME, description="Name of the score check.")
     check_severity: Literal["WARN", "ERROR"] = Field(
         default="WARN", description="Severity of a failed score check."
@@ -88,6 +95,7 @@ class EvaluationSection(EvaluationSpec, Section):
             check_name=self.check_name,
             check_severity=dg.AssetCheckSeverity(self.check_severity),
             baselines=(previous_checkpoint_baseline, *baselines),
+            progress_seconds=self.progress_seconds,
         )
         return dg.Definitions(assets=[asset])
 

@@ -16,7 +16,14 @@ from ..api.errors import TogetherRLError
 from .dataset import Dataset, EvalItem
 from .graders import Grade, Grader, Verdict
 
-__all__ = ["EvaluationFailed", "EvaluationResult", "ItemResult", "RunSettings", "run_evaluation"]
+__all__ = [
+    "EvaluationFailed",
+    "EvaluationResult",
+    "ItemResult",
+    "Progress",
+    "RunSettings",
+    "run_evaluation",
+]
 
 
 class EvaluationFailed(RuntimeError):
@@ -91,6 +98,35 @@ class EvaluationResult:
     grader_unreadable: dict[str, int] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Progress:
+    """How far a running evaluation is, reported every ``progress_seconds`` while it runs.
+    ``errors`` counts the failed attempts the client retried (one that is not retried fails the
+    run)."""
+
+    model: str
+    done: int
+    total: int
+    errors: int
+    failed: int
+    unreadable: int
+    elapsed_s: float
+
+    @property
+    def rate(self) -> float:
+        """Answers per second so far."""
+        return self.done / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    def line(self) -> str:
+        left = (self.total - self.done) / self.rate if self.rate else None
+        eta = f", about {left:.0f} s left" if left is not None else ""
+        return (
+            f"evaluating {self.model}: {self.done}/{self.total} answers, {self.errors} "
+            f"error(s), {self.failed} failed, {self.unreadable} unreadable, "
+            f"{self.rate:.2f} items/s after {self.elapsed_s:.0f} s{eta}"
+        )
+
+
 def percentile(values: Sequence[float], q: float) -> float:
     """Linear interpolation between closest ranks (numpy's default); 0.0 for no values."""
     if not values:
@@ -121,10 +157,14 @@ def run_evaluation(
     settings: RunSettings = RunSettings(),
     *,
     clock: Callable[[], float] = time.monotonic,
+    on_progress: Callable[[Progress], None] | None = None,
+    progress_seconds: float = 10.0,
 ) -> EvaluationResult:
     """Ask every item ``samples`` times, grade each answer with every grader, summarise.
 
-    ``clock`` must be the client's retry clock (deadlines are absolute on it).
+    ``clock`` must be the client's retry clock (deadlines are absolute on it). While calls are
+    outstanding, ``on_progress`` hears how far the run is every ``progress_seconds``, so a long
+    run is not minutes of silence in its log.
 
     Raises:
         EvaluationFailed: a call failed after its retries (the remaining calls are cancelled),
@@ -138,6 +178,15 @@ def run_evaluation(
         raise EvaluationFailed(f"call cap: {exc}") from None
     started = time.perf_counter()
     stop = threading.Event()
+    stats = getattr(client, "stats", None)
+    retried = stats.retries if stats is not None else 0
+
+    def report(futures: Sequence[Future[ItemResult]]) -> Progress:
+        finished = [f for f in futures if f.done()]
+        verdicts = [f.result().verdict for f in finished]  # a failed call ends the loop first
+        errors = stats.retries - retried if stats is not None else 0
+        return Progress(model, len(finished), len(futures), errors, verdicts.count("fail"),
+                        verdicts.count("unreadable"), time.perf_counter() - started)  # fmt: skip
 
     def ask(item: EvalItem, sample: int) -> ItemResult:
         if stop.is_set():
@@ -155,7 +204,12 @@ def run_evaluation(
     pool = ThreadPoolExecutor(max(1, settings.concurrency), thread_name_prefix="rl-eval")
     try:
         futures: list[Future[ItemResult]] = [pool.submit(ask, it, s) for it, s in jobs]
-        wait(futures, return_when=FIRST_EXCEPTION)
+        every = max(progress_seconds, 0.01)
+        while wait(futures, every, return_when=FIRST_EXCEPTION).not_done:
+            if any(f.done() and f.exception() for f in futures):
+                break
+            if on_progress is not None:
+                on_progress(report(futures))
         error = next((f.exception() for f in futures if f.done() and f.exception()), None)
         if isinstance(error, TogetherRLError):
             raise EvaluationFailed(

@@ -201,7 +201,9 @@ def build_champion_definitions(
             f"sensor '{name}' takes at most one of job= and assets="
         )
     if assets is not None:
-        job = dg.define_asset_job(options.job_name, selection=assets)
+        job = dg.define_asset_job(
+            options.job_name, selection=assets, executor_def=dg.in_process_executor
+        )
     key, evaluation_key = options.key, options.evaluation_key
     partitioned = options.partitioned_job
 

@@ -166,7 +166,7 @@ def build_idle_guard(
         level(f"idle guard, model resource {rid}: {action} ({decision.explain()})")
         return dg.Output(action, metadata={k: v for k, v in meta.items() if v is not None})
 
-    @dg.job(name=name, tags={f"{TAG_PREFIX}guard": "idle"})
+    @dg.job(name=name, tags={f"{TAG_PREFIX}guard": "idle"}, executor_def=dg.in_process_executor)
     def _guard_job() -> None:
         _stop_idle()
 

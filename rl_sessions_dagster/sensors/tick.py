@@ -2,8 +2,7 @@
 failures as skips that keep the cursor, an outage alarm, cursor recovery from the tick history,
 one log line per tick; a family supplies only its body. The routes: where their runs go, checked
 at definitions load (Dagster would fail only at the first run) or at the first tick for a user's
-asset job, and the ``together/`` run tags.
-"""
+asset job, and the ``together/`` run tags."""
 
 import os
 import time
@@ -26,6 +25,7 @@ from .options import EventRoute, ResourceRoute, TickOptions
 
 UNAVAILABLE = "Together RL API unavailable"
 HISTORY_DEPTH = 500  # past ticks searched for a readable cursor
+_CHECK = "check the API status, the network from this machine and the resource's base_url"
 
 
 class TogetherRLUnavailableError(Exception):
@@ -109,13 +109,15 @@ def tick_sensor(
             started, now_ms = time.monotonic(), local_now_ms()
             state = read_state(context, state_type)
             resource: TogetherRLResource = getattr(context.resources, options.resource_key)
-            clock = ServerClock()
+            clock, url = ServerClock(), "the resource's base_url"
             try:
                 with resource.get_client(server_clock=clock) as client:
+                    url = client.base_url
                     tick = Tick(context, client, clock, started, started + budget, now_ms)
                     out = body(tick, state)
             except TRANSIENT_ERRORS as exc:
-                result = unavailable(context, state, exc, now_ms, options.unavailable_alarm_seconds)
+                alarm = options.unavailable_alarm_seconds
+                result = unavailable(context, state, exc, now_ms, alarm, url)
             else:
                 out.state.failing_since_ms = None
                 elapsed_ms = int((time.monotonic() - started) * 1000)
@@ -146,22 +148,21 @@ def unavailable(
     exc: Exception,
     now_ms: int,
     alarm_after_s: float,
+    base_url: str = "the resource's base_url",
 ) -> dg.SensorResult | dg.SkipReason:
     """A transient failure skips the tick (cursor kept); a lasting one fails one tick loudly per
-    ``alarm_after_s`` window."""
+    ``alarm_after_s`` window. Both name the URL tried (never the key) and what to check."""
     since = state.failing_since_ms if state.failing_since_ms is not None else now_ms
-    newest = stored_ticks(context, limit=1)
-    error = newest[0].error if newest else None
+    error = next((t.error for t in stored_ticks(context, limit=1)), None)
     if error is not None and f"{UNAVAILABLE} for" in (error.message or ""):
         since = now_ms  # the alarm was raised: a new window starts
     elif now_ms - since >= alarm_after_s * 1000:
         raise TogetherRLUnavailableError(
             f"{UNAVAILABLE} for {int((now_ms - since) / 60000)} min: every tick since "
-            f"{_iso(since / 1000)} failed to read it (last error: {exc}). The sensor keeps "
-            "retrying each tick and loses nothing; check the API status and the resource's "
-            "base_url."
+            f"{_iso(since / 1000)} failed to read {base_url} (last error: {exc}). The sensor "
+            f"keeps retrying each tick and loses nothing; {_CHECK}."
         )
-    reason = f"{UNAVAILABLE}, will retry next tick: {exc}"
+    reason = f"{UNAVAILABLE} at {base_url}, will retry next tick: {exc}; {_CHECK}"
     if not state.initialized:
         return dg.SkipReason(reason)  # nothing to keep before the first successful tick
     state.failing_since_ms = since
@@ -275,14 +276,8 @@ class CheckedSelection(dg.AssetSelection):
     """An ``assets=`` route's selection, checked when Dagster resolves its asset job at load: it
     must match an asset that can run, and those must have the route's partitions."""
 
-    def __init__(
-        self,
-        selection: dg.AssetSelection,
-        *,
-        sensor: str,
-        job: str,
-        expected: dg.DynamicPartitionsDefinition | None,
-    ) -> None:
+    def __init__(self, selection: dg.AssetSelection, *, sensor: str, job: str,
+                 expected: dg.DynamicPartitionsDefinition | None) -> None:  # fmt: skip
         self.selection, self.sensor, self.job, self.expected = selection, sensor, job, expected
 
     def resolve_inner(self, asset_graph: Any, allow_missing: bool) -> AbstractSet[dg.AssetKey]:
@@ -340,7 +335,9 @@ def resolve_route(sensor: str, index: int, route: R) -> RouteTarget[R]:
         name = route.job_name or f"{sensor}_route_{index}"
         selection = dg.AssetSelection.from_coercible(route.assets)
         checked = CheckedSelection(selection, sensor=sensor, job=name, expected=expected)
-        return RouteTarget(route, dg.define_asset_job(name, selection=checked))
+        # One process for the run and its steps: a second one per step only adds start-up time.
+        made = dg.define_asset_job(name, selection=checked, executor_def=dg.in_process_executor)
+        return RouteTarget(route, made)
     job = route.job
     assert job is not None  # a route holds exactly one of job / assets
     found = None if isinstance(job, dg.GraphDefinition) else job.partitions_def

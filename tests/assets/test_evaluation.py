@@ -3,6 +3,7 @@ metadata and items table, the score check against the previous checkpoint of the
 any other baseline), failures named by checkpoint, a bad dataset failing at load."""
 
 import json
+import re
 
 import dagster as dg
 import pytest
@@ -79,6 +80,11 @@ def test_metadata_table_and_check_against_the_previous_checkpoint(sim, resource)
     assert meta["session_id"].value == sid and meta["dataset"].value == "inline items"
     assert meta["latency_p95_ms"].value >= meta["latency_p50_ms"].value > 0
     assert meta["estimated_cost_usd"].value > 0 and meta["prompt_tokens"].value > 0
+    # numbers, not text, so Insights and the asset plots can chart them
+    assert isinstance(meta["estimated_cost_usd"], dg.FloatMetadataValue)
+    tokens = {k: meta[k] for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
+    assert all(isinstance(v, dg.IntMetadataValue) for v in tokens.values())
+    assert tokens["total_tokens"].value == sum(v.value for v in tokens.values()) / 2
     rows = meta["items"].value.records
     assert len(rows) == 10  # truncated to table_rows
     verdicts = [r.data["verdict"] for r in rows]
@@ -182,3 +188,28 @@ def test_defaults_key_check_and_partitions():
     assert {c.name for c in asset.check_specs} == {SCORE_CHECK_NAME}
     defs = dg.Definitions(assets=[asset], resources={"together": TogetherRLResource()})
     dg.Definitions.validate_loadable(defs)
+
+
+def test_a_slow_evaluation_logs_its_progress_while_it_runs(sim, resource):
+    """A slow endpoint and a tiny interval: progress lines appear (counted, never timed), each
+    with answers done of total, errors and the rate; the numbers only grow."""
+    spec = EvaluationSpec(items=ITEMS[:6], prompt_template="What is {a} + {b}?",
+                          graders=["numeric"], concurrency=1)  # fmt: skip
+    asset = build_evaluation_asset(spec, retry_policy=None, progress_seconds=0.01)
+    sid = sim.world.create_session(display_name="slow")
+    with dg.instance_for_test() as instance:
+        cid, key = new_checkpoint(sim, instance, resource, sid, 10)
+        sim.faults.add("POST /v1/chat/completions", delay_s=0.1)
+        result = evaluate(asset, instance, resource, cid, key)
+        assert result.success
+        messages = [e.user_message for e in instance.all_logs(result.run_id)]
+    line = re.compile(
+        r"^evaluating (?P<model>\S+): (?P<done>\d+)/6 answers, (?P<errors>\d+) error\(s\), "
+        r"\d+ failed, \d+ unreadable, \d+\.\d\d items/s after \d+ s"
+    )
+    found = [m for m in map(line.match, messages) if m]
+    assert len(found) >= 3
+    done = [int(m["done"]) for m in found]
+    assert done == sorted(done) and done[-1] < 6 and {m["errors"] for m in found} == {"0"}
+    assert any(f"asking {found[0]['model']} 6 time(s), 1 at a time" in m for m in messages)
+    assert all(KEY not in m for m in messages)

@@ -64,6 +64,10 @@ def test_spend_matches_a_hand_calculation(sim, tmp_path):
     assert second["idle_cost"].value == pytest.approx(4 * 600 / 3600 + 1.0, abs=1e-4)
     assert second["billed_hours"].value == pytest.approx((3000 + 900) / 3600, abs=1e-4)
     assert second["billing_now"].value == 0
+    # USD and hours as numbers, not text, so Insights and the asset plots can chart them
+    for name in ("total_cost", "idle_cost", "billed_hours"):
+        assert isinstance(second[name], dg.FloatMetadataValue), name
+    assert isinstance(second["billing_now"], dg.IntMetadataValue)
     resources = {r.data["resource_id"]: r.data for r in second["resources"].records}
     assert resources[r1]["cost"] == pytest.approx(3.3333, abs=1e-4)
     assert resources[r1]["price_per_hour"] == 4.0 and resources[r1]["status"] == "STOPPED"

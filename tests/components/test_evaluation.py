@@ -117,6 +117,7 @@ def test_dataset_file_errors_fail_at_load_naming_the_line(tmp_path):
             "cannot import",
         ),
         ("evaluation: {concurrency: 2}", "exactly one of dataset"),
+        ("evaluation: {items: [{prompt: a, expected: 1}], progress_seconds: 0}", "progress"),
         (
             "evaluation: {items: [{prompt: a, expected: x}], graders: [{type: numeric}]}",
             "not a number",

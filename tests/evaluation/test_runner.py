@@ -81,6 +81,23 @@ def test_five_percent_faults_every_item_still_answered(sim, client, sleeps):
     assert sum(r.fault is not None for r in sim.requests.records()) == len(sleeps) > 0
 
 
+def test_progress_is_reported_while_calls_are_outstanding(sim, client, sleeps):
+    """Counted, never timed: reports arrive while a slow endpoint answers, their counts only
+    grow, and the attempts the client retried are the errors."""
+    _, model = checkpoint_model(sim, client, 10)
+    sim.faults.add("POST /v1/chat/completions", status=503, times=2)
+    sim.faults.add("POST /v1/chat/completions", delay_s=0.05)
+    reports = []
+    small = load_dataset(items=ITEMS[:6], prompt_template=TEMPLATE)
+    result = run_evaluation(client, model, small, [resolve_grader("numeric")],
+                            RunSettings(concurrency=1), on_progress=reports.append,
+                            progress_seconds=0.01)  # fmt: skip
+    assert result.calls == 6 and len(reports) >= 3
+    assert [r.done for r in reports] == sorted(r.done for r in reports)
+    assert {r.total for r in reports} == {6} and reports[-1].errors == len(sleeps) == 2
+    assert reports[-1].line().startswith(f"evaluating {model}: ")
+
+
 def test_endpoint_that_keeps_failing_fails_the_run_naming_the_model(sim, client):
     _, model = checkpoint_model(sim, client, 10)
     sim.faults.add("POST /v1/chat/completions", status=503)

@@ -7,6 +7,7 @@ Retry-After); the assertions are on the structure of the lines, never on how lon
 """
 
 import re
+import socket
 
 import dagster as dg
 
@@ -192,3 +193,17 @@ def test_a_sensor_of_your_own_passes_its_log(sim, instance) -> None:
         with context.resources.together.get_client(log=ListLog()) as client:
             list(client.list_model_resources())
     assert len(seen) == 1 and RETRY.match(seen[0])
+
+
+def test_a_skipped_tick_names_the_url_it_tried_and_what_to_check(sim, ticker) -> None:
+    """Connection refused: the skip says where it went (base_url, never the key) in one line."""
+    with socket.socket() as probe:  # a port nothing listens on once closed
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    defs = make_defs(sim, base_url=f"http://127.0.0.1:{port}", max_attempts=1, **FAST)
+    data = ticker(defs, "together_rl_checkpoint_sensor").tick()
+    message = data.skip_message or ""
+    assert f"Together RL API unavailable at http://127.0.0.1:{port}" in message
+    assert "will retry next tick" in message and "ConnectError" in message
+    assert "check the API status" in message and "base_url" in message
+    assert "\n" not in message and API_KEY not in message
