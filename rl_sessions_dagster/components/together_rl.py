@@ -2,6 +2,7 @@
 ``dg scaffold defs rl_sessions_dagster.TogetherRLComponent my_rl`` writes one that loads as is;
 building the definitions makes no API call."""
 
+from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any
@@ -21,7 +22,7 @@ from .resource_section import ResourceSection, resolve_resource
 from .schema import Section, exact
 from .sensors import ResourceSensorSection, SessionSensorSection, running_field, scheduled
 from .translation import (
-    Freshness,
+    Derived,
     ResolvedTogetherRLTranslationFn,
     TogetherRLAssetProps,
     TogetherRLTranslator,
@@ -237,10 +238,14 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
         return _ComponentTranslator()
 
     def _translated(
-        self, defs: dg.Definitions, role: str, fresh: dg.FreshnessPolicy | None = None
+        self,
+        defs: dg.Definitions,
+        role: str,
+        fresh: dg.FreshnessPolicy | None = None,
+        deps: Sequence[dg.AssetKey] = (),
     ) -> dg.Definitions:
-        if fresh is not None:
-            defs = translate(defs, role, Freshness(fresh))
+        if fresh is not None or deps:
+            defs = translate(defs, role, Derived(fresh, deps))
         return translate(defs, role, self.translator)
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
@@ -279,7 +284,9 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
             routes += self.report.routes(routes)
             spend_db = self.spend.db_path if self.spend is not None else None
             report = self.report.build(rk, group, eval_key, spend_db)
-            parts.append(self._translated(report, "report"))
+            spends = [self.spend.key] if self.spend is not None and self.spend.enabled else []
+            reads = [dg.AssetKey.from_user_string(k) for k in spends]  # each session's spend row
+            parts.append(self._translated(report, "report", deps=reads))
         if self.champion is not None:
             parts.append(self._translated(self.champion.build(eval_key, key, group), "champion"))
         announced = key if self.checkpoint_asset.materialize_on_event else None

@@ -4,7 +4,7 @@ subclass in Python. Applied to the built definitions, so each section keeps its 
 Keys stay each section's own ``key:`` field: the sensors' routes and jobs are built on them."""
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Annotated, NamedTuple, TypeAlias
 
@@ -111,15 +111,19 @@ def translate(defs: dg.Definitions, role: str, translator: TogetherRLTranslator)
     )
 
 
-class Freshness(TogetherRLTranslator):
-    """Declares a freshness policy the library derives (a schedule's window), before the
-    user's translation, which may replace it."""
+class Derived(TogetherRLTranslator):
+    """What the library derives from the sections together (a schedule's freshness window, an
+    edge to a table an asset reads), declared before the user's translation, which may replace
+    it."""
 
-    def __init__(self, policy: dg.FreshnessPolicy):
-        self._policy = policy
+    def __init__(self, policy: dg.FreshnessPolicy | None = None, deps: Sequence[dg.AssetKey] = ()):
+        self._policy, self._deps = policy, list(deps)
 
     def get_asset_spec(self, props: TogetherRLAssetProps) -> dg.AssetSpec:
-        return props.spec.replace_attributes(freshness_policy=self._policy)
+        spec = props.spec
+        if self._policy is not None:
+            spec = spec.replace_attributes(freshness_policy=self._policy)
+        return spec.merge_attributes(deps=self._deps) if self._deps else spec
 
 
 def _field(text: str, low: int, high: int) -> set[int]:

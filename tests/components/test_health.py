@@ -53,3 +53,33 @@ def test_a_schedule_without_a_derivable_window_declares_none():
 def test_the_checkpoint_asset_goes_stale_after_the_minutes_asked():
     got = policies("checkpoint_asset: {stale_after_minutes: 120}\n")
     assert got[CHECKPOINT] == dg.FreshnessPolicy.time_window(fail_window=timedelta(hours=2))
+
+
+GRAPH = """\
+spend: {}
+evaluation:
+  items: [{a: 1, b: 2, expected: 3}]
+  prompt_template: "What is {a} + {b}?"
+  graders: [{type: numeric}]
+report: {}
+champion: {metric: numeric}
+"""
+
+
+def test_edges_for_what_each_asset_reads():
+    got = {s.key.to_user_string(): s for s in defs_for(GRAPH).resolve_all_asset_specs()}
+    deps = {k: {d.asset_key.to_user_string() for d in s.deps} for k, s in got.items()}
+    assert deps["together/session_report"] == {
+        "together/checkpoint_evaluation",
+        "together/rl_spend",
+    }
+    assert deps["together/sweep_champion"] == {"together/checkpoint_evaluation"}
+    assert deps["together/checkpoint_evaluation"] == {"together/rl_inference_checkpoint"}
+
+
+def test_the_champion_sensor_targets_the_champion_it_writes():
+    defs = defs_for(GRAPH)
+    (sensor,) = [s for s in defs.sensors or [] if s.name == "together_rl_champion"]
+    assert sensor.asset_selection is not None
+    keys = sensor.asset_selection.resolve(defs.resolve_asset_graph())
+    assert keys == {dg.AssetKey(["together", "sweep_champion"])}
