@@ -2,6 +2,7 @@
 makes (checkpoint, sessions table, spend, evaluation, report, champion), as dagster-fivetran's
 Component does; keys stay with each section's own ``key:``."""
 
+import re
 import textwrap
 from datetime import timedelta
 
@@ -15,7 +16,7 @@ from rl_sessions_dagster.components.translation import (
     TogetherRLTranslator,
     translate,
 )
-from tests.components.support import defs_for
+from tests.components.support import BIN, defs_for, run
 
 ALL = textwrap.dedent(
     """
@@ -117,3 +118,33 @@ def test_translation_can_replace_the_derived_freshness_policy():
     yaml = ALL + f'translation:\n  freshness_policy: "{{{{ {policy} }}}}"\n'
     got = specs(defs_for(yaml))[KEYS["spend"]].freshness_policy
     assert got == dg.FreshnessPolicy.time_window(fail_window=timedelta(hours=4))
+
+
+TRANSLATION_YAML = """\
+type: rl_sessions_dagster.TogetherRLComponent
+
+attributes:
+  translation:
+    group_name: rl_{{ props.role }}
+    owners: [team:ml]
+"""
+
+
+@pytest.mark.slow
+def test_dg_checks_pass_with_translation_and_name_a_misspelled_key_at_its_line(tmp_path):
+    made = run([str(BIN / "create-dagster"), "project", "--no-uv-sync", "rl-tr"], tmp_path)
+    assert made.returncode == 0, made.stdout + made.stderr
+    project = tmp_path / "rl-tr"
+    defs_yaml = project / "src" / "rl_tr" / "defs" / "rl" / "defs.yaml"
+    defs_yaml.parent.mkdir(parents=True)
+    defs_yaml.write_text(TRANSLATION_YAML)
+    for what in ("yaml", "defs"):
+        done = run([str(BIN / "dg"), "check", what], project)
+        assert done.returncode == 0, done.stdout + done.stderr
+    defs_yaml.write_text(TRANSLATION_YAML.replace("owners:", "ownrs:"))
+    done = run([str(BIN / "dg"), "check", "yaml"], project)
+    out = done.stdout + done.stderr
+    assert done.returncode != 0, out
+    assert "ownrs" in out, out[-4000:]
+    assert re.search(r"defs\.yaml:6 - ", out), out[-4000:]
+    assert "Traceback" not in out, out[-4000:]
