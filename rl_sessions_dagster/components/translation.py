@@ -100,9 +100,10 @@ def translate(defs: dg.Definitions, role: str, translator: TogetherRLTranslator)
 
     if not defs.assets:
         return defs
-    assets = [a for a in defs.assets if isinstance(a, dg.AssetsDefinition | dg.AssetSpec)]
+    specs = [a for a in defs.assets if isinstance(a, dg.AssetsDefinition | dg.AssetSpec)]
+    others = [a for a in defs.assets if not isinstance(a, dg.AssetsDefinition | dg.AssetSpec)]
     return dg.Definitions(
-        assets=dg.map_asset_specs(one, assets),
+        assets=[*dg.map_asset_specs(one, specs), *others],  # source assets: no spec to map
         asset_checks=defs.asset_checks,
         jobs=defs.jobs,
         schedules=defs.schedules,

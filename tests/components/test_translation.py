@@ -148,3 +148,9 @@ def test_dg_checks_pass_with_translation_and_name_a_misspelled_key_at_its_line(t
     assert "ownrs" in out, out[-4000:]
     assert re.search(r"defs\.yaml:6 - ", out), out[-4000:]
     assert "Traceback" not in out, out[-4000:]
+
+
+def test_translate_keeps_assets_it_cannot_map():
+    source = dg.SourceAsset("legacy")
+    defs = translate(dg.Definitions(assets=[source]), "report", TogetherRLTranslator())
+    assert list(defs.assets or []) == [source]
