@@ -175,6 +175,7 @@ def build_session_report_asset(
 
     @dg.asset(
         key=dg.AssetKey.from_coercible(key),
+        deps=[evaluation_key],  # the scores it reports
         group_name=group_name,
         kinds={"together", "python"},
         required_resource_keys={resource_key},

@@ -2,5 +2,6 @@
 ``dagster_dg_cli.registry_modules`` entry point."""
 
 from .together_rl import TogetherRLComponent
+from .translation import TogetherRLAssetProps, TogetherRLTranslator, translate
 
-__all__ = ["TogetherRLComponent"]
+__all__ = ["TogetherRLAssetProps", "TogetherRLComponent", "TogetherRLTranslator", "translate"]

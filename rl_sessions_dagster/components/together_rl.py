@@ -2,6 +2,8 @@
 ``dg scaffold defs rl_sessions_dagster.TogetherRLComponent my_rl`` writes one that loads as is;
 building the definitions makes no API call."""
 
+from collections.abc import Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -20,6 +22,15 @@ from .gpus import IdleGuardConfig, SpendScheduleConfig
 from .report import ReportSection
 from .schema import Section, exact
 from .sensors import ResourceSensorSection, SessionSensorSection, running_field
+from .translation import (
+    Derived,
+    ResolvedTogetherRLTranslationFn,
+    TogetherRLAssetProps,
+    TogetherRLTranslator,
+    YamlTranslator,
+    schedule_freshness,
+    translate,
+)
 
 SCAFFOLD_YAML = """\
 type: {type_name}
@@ -166,6 +177,19 @@ class CheckpointAssetConfig(Section):
         description="Record a runless materialization per checkpoint event "
         "(for AutomationCondition.eager()).",
     )
+    stale_after_minutes: int | None = Field(
+        default=None,
+        ge=1,
+        description="Freshness: the asset fails when no checkpoint of any session arrived for "
+        "this long (asset-level, not per session: leave unset while no session trains).",
+    )
+
+    def freshness(self) -> dg.FreshnessPolicy | None:
+        if self.stale_after_minutes is None:
+            return None
+        return dg.FreshnessPolicy.time_window(
+            fail_window=timedelta(minutes=self.stale_after_minutes)
+        )
 
 
 class SyncConfig(Section):
@@ -285,10 +309,43 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
         description="The best evaluated checkpoint of each sweep, by one metric; "
         "champion_changed routed to an asset selection.",
     )
+    translation: ResolvedTogetherRLTranslationFn | None = Field(
+        default=None,
+        description="AssetSpec attributes (group_name, owners, tags, kinds, "
+        "automation_condition, freshness_policy, ...) for every asset the Component makes, "
+        "templated with props.role (checkpoint, sessions_table, spend, evaluation, report, "
+        "champion), props.key and spec.",
+    )
 
     @classmethod
     def model(cls) -> type[BaseModel]:
         return exact(super().model(), cls)
+
+    def get_asset_spec(self, props: TogetherRLAssetProps) -> dg.AssetSpec:
+        """The spec of each asset the Component makes: ``translation:`` applied to the
+        library's spec. Override in a subclass to rewrite specs in Python."""
+        return YamlTranslator(self.translation).get_asset_spec(props)
+
+    @property
+    def translator(self) -> TogetherRLTranslator:
+        component = self
+
+        class _ComponentTranslator(TogetherRLTranslator):
+            def get_asset_spec(self, props: TogetherRLAssetProps) -> dg.AssetSpec:
+                return component.get_asset_spec(props)
+
+        return _ComponentTranslator()
+
+    def _translated(
+        self,
+        defs: dg.Definitions,
+        role: str,
+        fresh: dg.FreshnessPolicy | None = None,
+        deps: Sequence[dg.AssetKey] = (),
+    ) -> dg.Definitions:
+        if fresh is not None or deps:
+            defs = translate(defs, role, Derived(fresh, deps))
+        return translate(defs, role, self.translator)
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
         rk, group = self.resource_key, self.checkpoint_asset.group_name
@@ -299,29 +356,38 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
         # Spans seen by the resource sensor and the guard go where the spend asset reads them.
         spans_db = self.spend.db_path if self.spend is not None and self.spend.enabled else None
         routes = [r.route() for r in self.sessions.routes]
+        checkpoint = CHECKPOINT_ASSET_SPEC.replace_attributes(key=key, group_name=group)
         parts = [
-            dg.Definitions(
-                assets=[CHECKPOINT_ASSET_SPEC.replace_attributes(key=key, group_name=group)],
-                resources={rk: self.resource},
+            self._translated(
+                dg.Definitions(assets=[checkpoint], resources={rk: self.resource}),
+                "checkpoint",
+                self.checkpoint_asset.freshness(),
             ),
-            self.sync.build(rk),
+            self._translated(
+                self.sync.build(rk), "sessions_table", schedule_freshness(self.sync.cron_schedule)
+            ),
         ]
         if self.evaluation is not None:
             routes += self.evaluation.routes(routes)
             baselines = self.champion.baselines(key) if self.champion is not None else []
-            parts.append(self.evaluation.build(context.path, rk, group, key, baselines))
+            evaluation = self.evaluation.build(context.path, rk, group, key, baselines)
+            parts.append(self._translated(evaluation, "evaluation"))
         if self.model_resources is not None:
             parts.append(self.model_resources.build(rk, spans_db))
         if self.idle_guard is not None:
             parts.append(self.idle_guard.build(rk, spans_db))
         if self.spend is not None:
-            parts.append(self.spend.build(rk, group))
+            spend_fresh = schedule_freshness(self.spend.cron_schedule)
+            parts.append(self._translated(self.spend.build(rk, group), "spend", spend_fresh))
         if self.report is not None:
             routes += self.report.routes(routes)
             spend_db = self.spend.db_path if self.spend is not None else None
-            parts.append(self.report.build(rk, group, eval_key, spend_db))
+            report = self.report.build(rk, group, eval_key, spend_db)
+            spends = [self.spend.key] if self.spend is not None and self.spend.enabled else []
+            reads = [dg.AssetKey.from_user_string(k) for k in spends]  # each session's spend row
+            parts.append(self._translated(report, "report", deps=reads))
         if self.champion is not None:
-            parts.append(self.champion.build(eval_key, key, group))
+            parts.append(self._translated(self.champion.build(eval_key, key, group), "champion"))
         announced = key if self.checkpoint_asset.materialize_on_event else None
         parts.append(self.sessions.build(rk, announced, routes))
         return dg.Definitions.merge(*parts)

@@ -266,7 +266,13 @@ def build_champion_definitions(
     sensor = dg.SensorDefinition(
         evaluation_fn=evaluate,
         name=name,
-        jobs=[job] if job is not None else [],
+        # Without a job of its own the sensor targets the champion, so the asset's page names
+        # it under Automations; it requests no run of it (its events are runless).
+        **(
+            {"jobs": [job]}
+            if job is not None
+            else {"asset_selection": dg.AssetSelection.assets(key)}
+        ),
         minimum_interval_seconds=minimum_interval_seconds,
         default_status=default_status,
         description=description
@@ -282,6 +288,6 @@ def build_champion_definitions(
         kinds={"together"},
         description="The best evaluated checkpoint of each sweep (W&B group, else display-name "
         "prefix): checkpoint, registered model name, score and margin over the runner-up. "
-        "Recorded by the champion sensor as each evaluation lands.",
+        f"Recorded by the sensor {name} as each evaluation lands.",
     )
     return dg.Definitions(assets=[spec], sensors=[sensor])
