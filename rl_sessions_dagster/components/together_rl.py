@@ -17,7 +17,7 @@ from .champion import ChampionSection
 from .evaluation import EvaluationSection
 from .gpus import IdleGuardConfig, SpendScheduleConfig
 from .report import ReportSection
-from .schema import Section, exact
+from .schema import Section, exact, sections
 from .sensors import ResourceSensorSection, SessionSensorSection, running_field, scheduled
 
 SCAFFOLD_YAML = """\
@@ -126,6 +126,13 @@ def _derived_fields() -> dict[str, Any]:
     return fields
 
 
+_ResourceSectionBase.refused = {
+    name: f"'{name}' is never written in YAML: name the environment variable holding it "
+    f"with {name}_env"
+    for name, info in TogetherRLResource.model_fields.items()
+    if _is_secret(info)
+}
+
 ResourceSection = create_model(
     "ResourceSection",
     __base__=_ResourceSectionBase,
@@ -184,6 +191,20 @@ class SyncConfig(Section):
         return scheduled(
             asset, job_name=self.job_name, cron_schedule=self.cron_schedule, running=self.running
         )
+
+
+sections(
+    ResourceSection,
+    CheckpointAssetConfig,
+    SessionSensorSection,
+    SyncConfig,
+    ResourceSensorSection,
+    IdleGuardConfig,
+    SpendScheduleConfig,
+    EvaluationSection,
+    ReportSection,
+    ChampionSection,
+)
 
 
 class TogetherRLScaffolder(Scaffolder):
