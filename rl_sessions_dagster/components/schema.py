@@ -137,6 +137,7 @@ def exact(derived: type[BaseModel], section: type[BaseModel]) -> type[BaseModel]
             if name == "cron_schedule":
                 prop["allOf"] = [{"if": TEMPLATE, "then": True, "else": CRON}]
             prop.update(getattr(section, "schema_overrides", {}).get(name, {}))
+        schema.setdefault("allOf", []).extend(getattr(section, "schema_all_of", ()))
         # patternProperties, not properties: these are no fields (readers list properties)
         refused = schema.setdefault("patternProperties", {})
         for name, home in HOME.items() if top or section in _SECTIONS else ():

@@ -3,7 +3,7 @@
 building the definitions makes no API call."""
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 import dagster as dg
 from dagster.components import Scaffolder, ScaffoldRequest, scaffold_component, scaffold_with
@@ -13,7 +13,7 @@ from pydantic.fields import FieldInfo
 from ..assets import CHECKPOINT_ASSET_SPEC, build_session_sync_asset
 from ..partitions import CHECKPOINT_ASSET_KEY, EVALUATION_ASSET_KEY
 from ..resource import TogetherRLResource
-from .champion import ChampionSection
+from .champion import ChampionSection, recorded_metrics
 from .evaluation import EvaluationSection
 from .gpus import IdleGuardConfig, SpendScheduleConfig
 from .report import ReportSection
@@ -277,6 +277,9 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
         description="The best evaluated checkpoint of each sweep, by one metric; "
         "champion_changed routed to an asset selection.",
     )
+
+    #: Checks across sections that ``dg check yaml`` makes (the schema of the whole YAML).
+    schema_all_of: ClassVar[list[dict[str, Any]]] = [recorded_metrics()]
 
     @classmethod
     def model(cls) -> type[BaseModel]:
