@@ -14,6 +14,7 @@ from ..assets import CHECKPOINT_ASSET_SPEC, build_session_sync_asset
 from ..partitions import CHECKPOINT_ASSET_KEY, EVALUATION_ASSET_KEY
 from ..resource import TogetherRLResource
 from .champion import ChampionSection, recorded_metrics
+from .checks import check_unique_names
 from .evaluation import EvaluationSection
 from .gpus import IdleGuardConfig, SpendScheduleConfig
 from .report import ReportSection
@@ -286,6 +287,7 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
         return exact(super().model(), cls)
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
+        check_unique_names(self)
         rk, group = self.resource_key, self.checkpoint_asset.group_name
         key = dg.AssetKey.from_user_string(self.checkpoint_asset.key)
         eval_key = (self.evaluation.key if self.evaluation is not None else None) or (
