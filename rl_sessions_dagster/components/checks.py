@@ -3,12 +3,66 @@ when the definitions build, so ``dg check defs`` names the dotted fields at faul
 Dagster refuses the merged definitions with a stack trace of its own."""
 
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
+from dagster_shared.yaml_utils import parse_yamls_with_source_position
 
-__all__ = ["check_unique_names"]
+from ..evaluation.dataset import DatasetError
+
+__all__ = ["check_unique_names", "located", "located_errors"]
+
+
+def _where(folder: Path | None, path: Sequence[str | int], message: str) -> str | None:
+    """``message`` as ``dg check yaml`` shows an error: ``defs.yaml:<line> - <field> ...`` and
+    the lines around it; None when the file cannot tell (several Components in it, or none)."""
+    file = (folder / "defs.yaml") if folder is not None and folder.is_dir() else folder
+    if file is None or file.suffix not in (".yaml", ".yml") or not file.is_file():
+        return None
+    docs = [
+        d
+        for d in parse_yamls_with_source_position(file.read_text(), filename=str(file))
+        if isinstance(d.value, dict)
+        and str(d.value.get("type", "")).endswith("TogetherRLComponent")
+    ]
+    if len(docs) != 1:
+        return None
+    source = docs[0].source_position_tree.source_error(
+        yaml_path=["attributes", *path], inline_error_message=message, value_error=False
+    )
+    return (
+        f"{source.file_name}:{source.start_line_no} - {source.location} {message}\n{source.snippet}"
+    )
+
+
+def located(
+    folder: Path | None, path: Sequence[str | int], error: Exception | str
+) -> dg.DagsterInvalidDefinitionError:
+    """A load-time error at its line of ``defs.yaml`` (else at its dotted field path)."""
+    message = str(error)
+    try:
+        text = _where(folder, path, message)
+    except Exception:  # the position is a courtesy: never hide the error behind another one
+        text = None
+    field = ".".join(str(p) for p in ["attributes", *path])
+    return dg.DagsterInvalidDefinitionError(text or f"{field}: {message}")
+
+
+@contextmanager
+def located_errors(folder: Path | None, section: str, config: Any) -> Iterator[None]:
+    """A section's build refusing its YAML (a dataset, a grader, a route) raises at the field's
+    line, with Dagster's frames and ours out of the way."""
+    try:
+        yield
+    except DatasetError as exc:
+        field = "dataset" if getattr(config, "dataset", None) else "items"
+        raise located(folder, [section, field], exc) from None
+    except ValueError as exc:
+        at = [section, "graders"] if str(exc).startswith("grader") else [section]
+        raise located(folder, at, exc) from None
 
 
 def _on(section: Any) -> bool:
@@ -44,17 +98,17 @@ def _names(component: Any) -> Iterator[tuple[str, str, str]]:
             yield "job", section.job_name, f"{key}.job_name"
 
 
-def check_unique_names(component: Any) -> None:
+def check_unique_names(component: Any, folder: Path | None) -> None:
     """Two jobs or two sensors of one name within the Component: raise, naming both fields."""
     where: dict[tuple[str, str], list[str]] = defaultdict(list)
     for what, name, path in _names(component):
         where[(what, name)].append(path)
-    clashes = [
-        f"{what} name '{name}' is set by {' and '.join(paths)}"
-        for (what, name), paths in where.items()
-        if len(paths) > 1
-    ]
+    clashes = [(what, name, paths) for (what, name), paths in where.items() if len(paths) > 1]
     if clashes:
-        raise dg.DagsterInvalidDefinitionError(
-            "TogetherRLComponent (defs.yaml): " + "; ".join(clashes) + ": give each its own name"
+        first = clashes[0][2][-1].split(" ")[0]
+        raise located(
+            folder,
+            [int(p) if p.isdigit() else p for p in first.split(".")],
+            "; ".join(f"{w} name '{n}' is set by {' and '.join(p)}" for w, n, p in clashes)
+            + ": give each its own name",
         )

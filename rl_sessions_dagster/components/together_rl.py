@@ -14,7 +14,7 @@ from ..assets import CHECKPOINT_ASSET_SPEC, build_session_sync_asset
 from ..partitions import CHECKPOINT_ASSET_KEY, EVALUATION_ASSET_KEY
 from ..resource import TogetherRLResource
 from .champion import ChampionSection, recorded_metrics
-from .checks import check_unique_names
+from .checks import check_unique_names, located_errors
 from .evaluation import EvaluationSection
 from .gpus import IdleGuardConfig, SpendScheduleConfig
 from .report import ReportSection
@@ -287,7 +287,7 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
         return exact(super().model(), cls)
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
-        check_unique_names(self)
+        check_unique_names(self, context.path)
         rk, group = self.resource_key, self.checkpoint_asset.group_name
         key = dg.AssetKey.from_user_string(self.checkpoint_asset.key)
         eval_key = (self.evaluation.key if self.evaluation is not None else None) or (
@@ -304,9 +304,10 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
             self.sync.build(rk),
         ]
         if self.evaluation is not None:
-            routes += self.evaluation.routes(routes)
             baselines = self.champion.baselines(key) if self.champion is not None else []
-            parts.append(self.evaluation.build(context.path, rk, group, key, baselines))
+            with located_errors(context.path, "evaluation", self.evaluation):
+                routes += self.evaluation.routes(routes)
+                parts.append(self.evaluation.build(context.path, rk, group, key, baselines))
         if self.model_resources is not None:
             parts.append(self.model_resources.build(rk, spans_db))
         if self.idle_guard is not None:
@@ -314,7 +315,8 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
         if self.spend is not None:
             parts.append(self.spend.build(rk, group))
         if self.report is not None:
-            routes += self.report.routes(routes)
+            with located_errors(context.path, "report", self.report):
+                routes += self.report.routes(routes)
             spend_db = self.spend.db_path if self.spend is not None else None
             parts.append(self.report.build(rk, group, eval_key, spend_db))
         if self.champion is not None:

@@ -92,30 +92,30 @@ EVALUATION = """\
 """
 HEAD = "type: rl_sessions_dagster.TogetherRLComponent\n\nattributes:\n"
 
-# Only loading can tell: (id, YAML attributes, what the message must say)
+# Only loading can tell: (id, YAML attributes, line or None, what the message must say)
 DEFS_CASES = [
     ("on_change selection matching no asset",
      EVALUATION + "  champion:\n    on_change:\n      assets: 'key:\"deploy_champion\"'\n"
-     "      job_name: deploy\n",
+     "      job_name: deploy\n", None,
      ["job 'deploy'", "selection 'key:\"deploy_champion\"' matches no asset"]),
     ("duplicate sensor and job names",
      "  sessions:\n    routes:\n      - event_kinds: [session_stopped]\n"
      "        assets: 'key:\"together/rl_sessions_table\"'\n        job_name: refresh\n"
      "  champion:\n    sensor_name: together_rl_events\n    on_change:\n"
-     "      assets: 'key:\"together/rl_sessions_table\"'\n      job_name: refresh\n",
-     ["sensor name 'together_rl_events' is set by sessions.name and champion.sensor_name",
+     "      assets: 'key:\"together/rl_sessions_table\"'\n      job_name: refresh\n", 10,
+     ["attributes.champion.sensor_name", "sensor name 'together_rl_events' is set by sessions.name and champion.sensor_name",
       "job name 'refresh' is set by sessions.routes.0.job_name and champion.on_change.job_name"]),
-    ("missing dataset", EVALUATION.replace("items: [{a: 1, b: 2, expected: 3}]", "dataset: no.jsonl"),
-     ["evaluation dataset no.jsonl: file not found"]),
-    ("malformed dataset line", EVALUATION.replace("items: [{a: 1, b: 2, expected: 3}]", "dataset: bad.jsonl"),
-     ["evaluation dataset bad.jsonl:2: invalid JSON"]),
-    ("item lacking a template field", EVALUATION.replace("b: 2, ", ""),
-     ["item 1: prompt_template needs field(s) ['b'] that the item lacks"]),
-    ("empty dataset", EVALUATION.replace("[{a: 1, b: 2, expected: 3}]", "[]"),
-     ["evaluation dataset inline items: no items"]),
+    ("missing dataset", EVALUATION.replace("items: [{a: 1, b: 2, expected: 3}]", "dataset: no.jsonl"), 5,
+     ["attributes.evaluation.dataset", "evaluation dataset no.jsonl: file not found"]),
+    ("malformed dataset line", EVALUATION.replace("items: [{a: 1, b: 2, expected: 3}]", "dataset: bad.jsonl"), 5,
+     ["attributes.evaluation.dataset", "evaluation dataset bad.jsonl:2: invalid JSON"]),
+    ("item lacking a template field", EVALUATION.replace("b: 2, ", ""), 5,
+     ["attributes.evaluation.items", "item 1: prompt_template needs field(s) ['b'] that the item lacks"]),
+    ("empty dataset", EVALUATION.replace("[{a: 1, b: 2, expected: 3}]", "[]"), 5,
+     ["attributes.evaluation.items", "evaluation dataset inline items: no items"]),
     ("grader function that cannot be imported",
-     EVALUATION.replace("{type: numeric}", "{type: 'no_such_pkg.graders:exact_match'}"),
-     ["grader function 'no_such_pkg.graders:exact_match': cannot import 'no_such_pkg.graders'"]),
+     EVALUATION.replace("{type: numeric}", "{type: 'no_such_pkg.graders:exact_match'}"), 7,
+     ["attributes.evaluation.graders", "grader function 'no_such_pkg.graders:exact_match': cannot import 'no_such_pkg.graders'"]),
 ]  # fmt: skip
 
 
@@ -166,11 +166,14 @@ def test_the_yaml_check_shows_no_stack_trace_and_never_the_key(checked):
 
 
 @pytest.mark.parametrize(
-    ("attributes", "says"), [c[1:] for c in DEFS_CASES], ids=[c[0] for c in DEFS_CASES]
+    ("attributes", "line", "says"), [c[1:] for c in DEFS_CASES], ids=[c[0] for c in DEFS_CASES]
 )
-def test_a_mistake_only_loading_can_tell_fails_dg_check_defs(project, attributes, says):
+def test_a_mistake_only_loading_can_tell_fails_dg_check_defs(project, attributes, line, says):
     done = check(project, HEAD + attributes, "defs")
     out = done.stdout + done.stderr
     assert done.returncode != 0, out
     for fragment in says:
         assert fragment in out, out[-4000:]
+    assert "Traceback" not in out, out[-4000:]  # Dagster's own "Stack Trace:" frames aside
+    if line is not None:
+        assert re.search(rf"defs\.yaml:{line} - attributes\.", out), out[-4000:]
