@@ -10,6 +10,7 @@ from typing import Any
 
 import dagster as dg
 from dagster_shared.yaml_utils import parse_yamls_with_source_position
+from pydantic import ValidationError
 
 from ..evaluation.dataset import DatasetError
 
@@ -38,17 +39,19 @@ def _where(folder: Path | None, path: Sequence[str | int], message: str) -> str 
     )
 
 
-def located(
-    folder: Path | None, path: Sequence[str | int], error: Exception | str
-) -> dg.DagsterInvalidDefinitionError:
-    """A load-time error at its line of ``defs.yaml`` (else at its dotted field path)."""
+def located(folder: Path | None, path: Sequence[str | int], error: Exception | str) -> Exception:
+    """A load-time error at its line of ``defs.yaml`` (else at its dotted field path); an
+    exception keeps its type (callers catch a ``DatasetError``), only its text changes."""
     message = str(error)
     try:
         text = _where(folder, path, message)
     except Exception:  # the position is a courtesy: never hide the error behind another one
         text = None
-    field = ".".join(str(p) for p in ["attributes", *path])
-    return dg.DagsterInvalidDefinitionError(text or f"{field}: {message}")
+    text = text or ".".join(str(p) for p in ["attributes", *path]) + f": {message}"
+    if isinstance(error, str):
+        return dg.DagsterInvalidDefinitionError(text)
+    error.args = (text,)
+    return error.with_traceback(None)
 
 
 @contextmanager
@@ -60,6 +63,8 @@ def located_errors(folder: Path | None, section: str, config: Any) -> Iterator[N
     except DatasetError as exc:
         field = "dataset" if getattr(config, "dataset", None) else "items"
         raise located(folder, [section, field], exc) from None
+    except ValidationError:
+        raise
     except ValueError as exc:
         at = [section, "graders"] if str(exc).startswith("grader") else [section]
         raise located(folder, at, exc) from None

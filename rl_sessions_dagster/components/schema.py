@@ -138,13 +138,18 @@ def exact(derived: type[BaseModel], section: type[BaseModel]) -> type[BaseModel]
                 prop["allOf"] = [{"if": TEMPLATE, "then": True, "else": CRON}]
             prop.update(getattr(section, "schema_overrides", {}).get(name, {}))
         schema.setdefault("allOf", []).extend(getattr(section, "schema_all_of", ()))
-        # patternProperties, not properties: these are no fields (readers list properties)
-        refused = schema.setdefault("patternProperties", {})
+        # dependentSchemas, not properties: these are no fields (readers list properties), and
+        # "'x' was unexpected" stays as Dagster words it, beside the hint
+        refused: dict[str, Any] = {}
         for name, home in HOME.items() if top or section in _SECTIONS else ():
             if name not in section.model_fields and not (top and home == "attributes"):
-                refused[f"^{name}$"] = refusal(f"'{name}' belongs under '{home}'")
+                refused[name] = refusal(f"'{name}' belongs under '{home}'")
         for name, text in getattr(section, "refused", {}).items():
-            refused[f"^{name}$"] = refusal(text)
+            refused[name] = refusal(text)
+        if refused:
+            schema["dependentSchemas"] = {
+                name: {"properties": {name: rule}} for name, rule in refused.items()
+            }
 
     derived.model_config = {**derived.model_config, "json_schema_extra": hook}
     derived.model_rebuild(force=True)
