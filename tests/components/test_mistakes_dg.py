@@ -7,11 +7,13 @@ import re
 import subprocess
 from pathlib import Path
 
+import dagster as dg
 import pytest
 
-from tests.components.support import BIN, run
-
-pytestmark = pytest.mark.slow
+from rl_sessions_dagster import CHECKPOINT_PARTITIONS
+from rl_sessions_dagster.partitions import CHECKPOINT_ASSET_KEY, EVALUATION_ASSET_KEY
+from rl_sessions_dagster.testing.sensor_ticks import SensorTicker
+from tests.components.support import BIN, defs_for, run
 
 SECRET = "sk-do-not-echo-1234"
 
@@ -144,11 +146,13 @@ def checked(project) -> str:
     return out
 
 
+@pytest.mark.slow
 def test_what_the_checks_allow_passes_dg_check_yaml(project):
     done = check(project, VALID, "yaml")
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("line", "says"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_a_mistake_fails_dg_check_yaml_at_its_line(checked, line, says):
     errors = [e for e in checked.split("\n\n") if f"defs.yaml:{line} - " in e]
@@ -157,6 +161,7 @@ def test_a_mistake_fails_dg_check_yaml_at_its_line(checked, line, says):
         assert any(fragment in e for e in errors), (fragment, checked[-4000:])
 
 
+@pytest.mark.slow
 def test_the_yaml_check_shows_no_stack_trace_and_never_the_key(checked):
     assert "Traceback" not in checked and "Stack Trace" not in checked, checked
     messages = [line for line in checked.splitlines() if re.search(r"defs\.yaml:\d+ - ", line)]
@@ -165,6 +170,7 @@ def test_the_yaml_check_shows_no_stack_trace_and_never_the_key(checked):
     assert checked.count(SECRET) == checked.count(f"api_key: {SECRET}"), checked
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("attributes", "line", "says"), [c[1:] for c in DEFS_CASES], ids=[c[0] for c in DEFS_CASES]
 )
@@ -177,3 +183,27 @@ def test_a_mistake_only_loading_can_tell_fails_dg_check_defs(project, attributes
     assert "Traceback" not in out, out[-4000:]  # Dagster's own "Stack Trace:" frames aside
     if line is not None:
         assert re.search(rf"defs\.yaml:{line} - attributes\.", out), out[-4000:]
+
+
+def test_a_metric_only_the_run_can_tell_is_named_by_the_champion_tick_in_one_line(monkeypatch):
+    """The champion reads an evaluation asset of the user's own (no ``evaluation:`` section):
+    its metrics are known only once it runs, so the first tick that sees none says so."""
+    monkeypatch.setenv("TOGETHER_API_KEY", "sk-unused-by-the-champion")
+    own_evaluation = dg.AssetSpec(EVALUATION_ASSET_KEY, partitions_def=CHECKPOINT_PARTITIONS)
+    defs = defs_for("champion: {metric: accuracy}\n", own_evaluation)
+    key = "run-a/000010/a"
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions(CHECKPOINT_PARTITIONS.name, [key])
+        for asset, metadata in (
+            (CHECKPOINT_ASSET_KEY, {"display_name": "run-a", "wandb_group": "g"}),
+            (EVALUATION_ASSET_KEY, {"score": 0.5, "step": 10, "checkpoint_id": "a"}),
+        ):
+            instance.report_runless_asset_event(
+                dg.AssetMaterialization(asset, partition=key, metadata=metadata)
+            )
+        ticker = SensorTicker(defs, "together_rl_champion", instance)
+        ticker.tick()
+        warnings = [m for level, m in ticker.log_messages() if level == "WARNING"]
+    assert len(warnings) == 1, ticker.log_messages()
+    assert "champion metric 'accuracy' is recorded by none of these 1 evaluation(s)" in warnings[0]
+    assert "score" in warnings[0] and "\n" not in warnings[0]
