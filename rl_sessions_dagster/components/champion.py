@@ -31,8 +31,8 @@ RECORDED = (
 )
 
 
-def recorded_metrics() -> dict[str, object]:
-    """The schema ``dg check yaml`` puts on ``champion.metric`` when the champion reads the
+def recorded_metrics(section: str) -> dict[str, object]:
+    """The schema ``dg check yaml`` puts on ``<section>.metric`` when that section reads the
     ``evaluation:`` section's asset: a metric that evaluation does not record is named at its
     line, with the ones it does."""
     metric = {
@@ -42,13 +42,13 @@ def recorded_metrics() -> dict[str, object]:
     }
     return {
         "if": {
-            "required": ["evaluation", "champion"],
+            "required": ["evaluation", section],
             "properties": {
-                "champion": {"type": "object", "not": {"required": ["evaluation_key"]}},
+                section: {"type": "object", "not": {"required": ["evaluation_key"]}},
                 "evaluation": {"type": "object"},
             },
         },
-        "then": {"properties": {"champion": {"properties": {"metric": metric}}}},
+        "then": {"properties": {section: {"properties": {"metric": metric}}}},
     }
 
 

@@ -280,7 +280,10 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
     )
 
     #: Checks across sections that ``dg check yaml`` makes (the schema of the whole YAML).
-    schema_all_of: ClassVar[list[dict[str, Any]]] = [recorded_metrics()]
+    schema_all_of: ClassVar[list[dict[str, Any]]] = [
+        recorded_metrics("champion"),
+        recorded_metrics("report"),
+    ]
 
     @classmethod
     def model(cls) -> type[BaseModel]:

@@ -4,6 +4,7 @@ not a run per evaluation: ticks are serial, so two evaluations never race to wri
 """
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -172,7 +173,7 @@ def champion_changed_request(
     )
 
 
-def _unrecorded(metric: str, records: list[Any]) -> str:
+def _unrecorded(metric: str, records: Sequence[Any]) -> str:
     """Why no checkpoint can become champion: the metric is in none of the evaluations (a
     metric only known when they run, e.g. from an evaluation asset of the user's own)."""
     found = sorted(

@@ -38,6 +38,8 @@ attributes:
   champion:
     metric: accuracy
   metric: score
+  report:
+    metric: score_numeric
 """
 
 # (id, line, what the message must say)
@@ -65,6 +67,8 @@ CASES = [
     ("champion metric the evaluation does not record", 18,
      ["attributes.champion.metric",
       "'accuracy' is not one of ['score', 'passed', 'failed'", "'score [<grader name>]'"]),
+    ("report metric the evaluation does not record", 21,
+     ["attributes.report.metric", "'score_numeric' is not one of ['score'"]),
 ]  # fmt: skip
 
 #: What the checks above must still let through.
