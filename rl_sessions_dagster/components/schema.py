@@ -137,7 +137,8 @@ def exact(derived: type[BaseModel], section: type[BaseModel]) -> type[BaseModel]
             if name == "cron_schedule":
                 prop["allOf"] = [{"if": TEMPLATE, "then": True, "else": CRON}]
             prop.update(getattr(section, "schema_overrides", {}).get(name, {}))
-        schema.setdefault("allOf", []).extend(getattr(section, "schema_all_of", ()))
+        if across := getattr(section, "schema_all_of", ()):
+            schema.setdefault("allOf", []).extend(across)
         # dependentSchemas, not properties: these are no fields (readers list properties), and
         # "'x' was unexpected" stays as Dagster words it, beside the hint
         refused: dict[str, Any] = {}
