@@ -9,10 +9,48 @@ from ..assets.evaluation import BaselineFinder
 from ..core.sweeps import ChampionRule, Direction
 from ..partitions import CHAMPION_ASSET_KEY
 from ..sensors import ChampionOptions, build_champion_definitions
+from ..sensors.tick import CheckedSelection
 from .schema import Section
 from .sensors import copied_field, interval_field, running_field, sensor_status
 
-__all__ = ["ChampionRouteConfig", "ChampionSection"]
+__all__ = ["ChampionRouteConfig", "ChampionSection", "recorded_metrics"]
+
+#: The numeric entries the built-in evaluation records; ``score [<grader>]`` is one per grader.
+RECORDED = (
+    "score",
+    "passed",
+    "failed",
+    "unreadable",
+    "answers",
+    "latency_p50_ms",
+    "latency_p95_ms",
+    "prompt_tokens",
+    "completion_tokens",
+    "estimated_cost_usd",
+    "wall_seconds",
+)
+
+
+def recorded_metrics(section: str) -> dict[str, object]:
+    """The schema ``dg check yaml`` puts on ``<section>.metric`` when that section reads the
+    ``evaluation:`` section's asset: a metric that evaluation does not record is named at its
+    line, with the ones it does."""
+    metric = {
+        "if": {"pattern": r"^score \[.+\]$"},
+        "then": True,
+        "else": {"enum": [*RECORDED, "score [<grader name>]"]},
+    }
+    return {
+        "if": {
+            "required": ["evaluation", section],
+            "properties": {
+                section: {"type": "object", "not": {"required": ["evaluation_key"]}},
+                "evaluation": {"type": "object"},
+            },
+        },
+        "then": {"properties": {section: {"properties": {"metric": metric}}}},
+    }
+
 
 #: The rule's fields, copied as ChampionRule spells them (type, default, bounds, description).
 _RULE = ("metric", "direction", "min_candidates", "name_separator")
@@ -84,9 +122,21 @@ class ChampionSection(Section):
             partitioned_job=route.partitioned if route else False,
             group_name=group_name,
         )
+        # checked when the job resolves, as the routes are: a selection matching no asset
+        # fails `dg check defs` instead of every change running an empty job
+        assets = (
+            CheckedSelection(
+                dg.AssetSelection.from_string(route.assets),
+                sensor=self.sensor_name,
+                job=route.job_name,
+                expected=None,
+            )
+            if route
+            else None
+        )
         return build_champion_definitions(
             name=self.sensor_name,
-            assets=dg.AssetSelection.from_string(route.assets) if route else None,
+            assets=assets,
             rule=rule,
             options=options,
             minimum_interval_seconds=self.minimum_interval_seconds,

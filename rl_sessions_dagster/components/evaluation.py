@@ -5,7 +5,7 @@ a bad file fails ``dg check defs`` naming the file and line."""
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, ClassVar, Literal, get_args
 
 import dagster as dg
 from pydantic import Field
@@ -14,7 +14,7 @@ from ..assets import build_evaluation_asset
 from ..assets.evaluation import SCORE_CHECK_NAME, BaselineFinder, previous_checkpoint_baseline
 from ..core import EventKind
 from ..evaluation import EvaluationSpec
-from ..evaluation.graders import GraderSpec
+from ..evaluation.graders import GraderSpec, GraderType
 from ..partitions import EVALUATION_ASSET_KEY
 from ..sensors import EventRoute
 from .schema import Section
@@ -30,6 +30,18 @@ class GraderConfig(GraderSpec, Section):
     type: str = Field(  # type: ignore[assignment]
         description="exact, contains, regex, numeric, json_field, or 'package.module:function'."
     )
+
+    #: ``dg check yaml`` names the allowed types; a ``pkg.mod:fn`` is imported at load.
+    schema_overrides: ClassVar[dict[str, dict[str, Any]]] = {
+        "type": {
+            "if": {"pattern": ":"},
+            "then": {"pattern": r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$"},
+            "else": {
+                "enum": [t for t in get_args(GraderType) if t != "function"]
+                + ["package.module:function"]
+            },
+        }
+    }
 
 
 class EvaluationSection(EvaluationSpec, Section):

@@ -7,7 +7,7 @@ declared type" (``if``/``else``), so each error keeps its own path and line.
 
 import types
 import typing
-from typing import Any
+from typing import Any, ClassVar
 
 import dagster as dg
 from pydantic import BaseModel, ConfigDict
@@ -20,6 +20,68 @@ TEMPLATE = {
 }
 _ANY_STRING = {"type": "string"}
 _NULL = {"type": "null"}
+
+#: Keys a YAML user plausibly writes in the wrong section, and where each belongs: a section
+#: without the key says so at the key's line instead of only "'graders' was unexpected".
+HOME: dict[str, str] = {
+    **dict.fromkeys(("dataset", "items", "prompt_template", "graders", "tolerance"), "evaluation"),
+    **dict.fromkeys(("metric", "direction", "min_candidates", "on_change"), "champion"),
+    **dict.fromkeys(("idle_seconds", "dry_run"), "idle_guard"),
+    **dict.fromkeys(("api_key_env", "database_url_env", "base_url"), "resource"),
+    **dict.fromkeys(
+        [
+            "resource",
+            "sessions",
+            "sync",
+            "model_resources",
+            "idle_guard",
+            "spend",
+            "evaluation",
+            "report",
+            "champion",
+            "checkpoint_asset",
+            "resource_key",
+        ],
+        "attributes",
+    ),
+}
+_FIELD = r"(?:\*|{v}(?:-{v})?)(?:/[0-9]+)?"
+_CRON_FIELDS = (
+    r"[1-5]?[0-9]",
+    r"(?:[01]?[0-9]|2[0-3])",
+    r"(?:0?[1-9]|[12][0-9]|3[01])",
+    r"(?:0?[1-9]|1[0-2]|[A-Za-z]{3})",
+    r"(?:[0-7]|[A-Za-z]{3})",
+)
+#: Five cron fields in their ranges (or @hourly, @daily, ...): a bad string fails ``dg check
+#: yaml`` at its line instead of a stack trace when the schedule is built.
+CRON = {
+    "if": {
+        "pattern": "^(?:@(?:yearly|annually|monthly|weekly|daily|midnight|hourly)|"
+        + " +".join(f"{_FIELD.format(v=v)}(?:,{_FIELD.format(v=v)})*" for v in _CRON_FIELDS)
+        + ")$"
+    },
+    "then": True,
+    "else": {
+        "const": "a cron string: minute (0-59) hour (0-23) day (1-31) month (1-12) weekday "
+        "(0-7), each *, a value, a range or a list, with an optional /step; or @hourly, @daily, "
+        "@weekly, @monthly, @yearly"
+    },
+}
+
+
+#: The sections directly under ``attributes:``, where a misplaced key of :data:`HOME` is named.
+_SECTIONS: set[type] = set()
+
+
+def sections(*classes: type) -> None:
+    """Mark ``classes`` as the sections directly under ``attributes:``."""
+    _SECTIONS.update(classes)
+
+
+def refusal(text: str) -> dict[str, Any]:
+    """A key the YAML must not hold: the error says ``text`` and never echoes the value."""
+    return {"const": text}
 
 
 def _takes_strings(annotation: Any) -> bool:
@@ -61,6 +123,8 @@ def exact(derived: type[BaseModel], section: type[BaseModel]) -> type[BaseModel]
         if field.metadata and str in typing.get_args(field.annotation):
             field.metadata = []
 
+    top = issubclass(section, dg.Component)
+
     def hook(schema: dict[str, Any]) -> None:
         for name, prop in schema.get("properties", {}).items():
             field = section.model_fields.get(name)
@@ -70,6 +134,23 @@ def exact(derived: type[BaseModel], section: type[BaseModel]) -> type[BaseModel]
                 prop["description"] = field.description
             if not _takes_strings(field.annotation):
                 _tighten(prop)
+            if name == "cron_schedule":
+                prop["allOf"] = [{"if": TEMPLATE, "then": True, "else": CRON}]
+            prop.update(getattr(section, "schema_overrides", {}).get(name, {}))
+        if across := getattr(section, "schema_all_of", ()):
+            schema.setdefault("allOf", []).extend(across)
+        # dependentSchemas, not properties: these are no fields (readers list properties), and
+        # "'x' was unexpected" stays as Dagster words it, beside the hint
+        refused: dict[str, Any] = {}
+        for name, home in HOME.items() if top or section in _SECTIONS else ():
+            if name not in section.model_fields and not (top and home == "attributes"):
+                refused[name] = refusal(f"'{name}' belongs under '{home}'")
+        for name, text in getattr(section, "refused", {}).items():
+            refused[name] = refusal(text)
+        if refused:
+            schema["dependentSchemas"] = {
+                name: {"properties": {name: rule}} for name, rule in refused.items()
+            }
 
     derived.model_config = {**derived.model_config, "json_schema_extra": hook}
     derived.model_rebuild(force=True)
@@ -81,6 +162,10 @@ class Section(dg.Model, dg.Resolvable):
     """Base of the Component's YAML sections; Dagster's model of each is made :func:`exact`."""
 
     model_config = ConfigDict(defer_build=True)
+    #: Keys refused in the YAML, each with what to write instead.
+    refused: ClassVar[dict[str, str]] = {}
+    #: JSON schema put over a field's derived one (what ``dg check yaml`` checks beyond its type).
+    schema_overrides: ClassVar[dict[str, dict[str, Any]]] = {}
 
     @classmethod
     def model(cls) -> type[BaseModel]:

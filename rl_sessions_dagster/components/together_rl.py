@@ -5,23 +5,24 @@ building the definitions makes no API call."""
 from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 import dagster as dg
 from dagster.components import Scaffolder, ScaffoldRequest, scaffold_component, scaffold_with
 from pydantic import BaseModel, Field, create_model
 from pydantic.fields import FieldInfo
 
-from ..assets import CHECKPOINT_ASSET_SPEC, build_session_sync_asset
-from ..assets.schedules import reconcile_schedule, table_job_and_schedule
+from ..assets import CHECKPOINT_ASSET_SPEC
 from ..partitions import CHECKPOINT_ASSET_KEY, EVALUATION_ASSET_KEY
 from ..resource import TogetherRLResource
-from .champion import ChampionSection
+from .champion import ChampionSection, recorded_metrics
+from .checks import check_unique_names, located_errors
 from .evaluation import EvaluationSection
 from .gpus import IdleGuardConfig, SpendScheduleConfig
 from .report import ReportSection
-from .schema import Section, exact
-from .sensors import ResourceSensorSection, SessionSensorSection, running_field
+from .schema import Section, exact, sections
+from .sensors import ResourceSensorSection, SessionSensorSection
+from .sync import SyncConfig
 from .translation import (
     Derived,
     ResolvedTogetherRLTranslationFn,
@@ -147,6 +148,13 @@ def _derived_fields() -> dict[str, Any]:
     return fields
 
 
+_ResourceSectionBase.refused = {
+    name: f"'{name}' is never written in YAML: name the environment variable holding it "
+    f"with {name}_env"
+    for name, info in TogetherRLResource.model_fields.items()
+    if _is_secret(info)
+}
+
 ResourceSection = create_model(
     "ResourceSection",
     __base__=_ResourceSectionBase,
@@ -192,51 +200,18 @@ class CheckpointAssetConfig(Section):
         )
 
 
-class SyncConfig(Section):
-    """The scheduled sync of sessions and checkpoints into the tables' database: frequent runs
-    read what changed, a daily reconciliation walks the whole list."""
-
-    enabled: bool = Field(default=True, description="false: no sync asset, job or schedule.")
-    db_path: str | None = Field(
-        default=None,
-        description="Override for this asset only (a URL or file path; $VARS expanded at run "
-        "time). Leave unset: every table then goes to the resource's database_url_env.",
-    )
-    cron_schedule: str = Field(
-        default="*/15 * * * *",
-        min_length=1,
-        description="When the sync runs (cron); each run reads only what can have changed.",
-    )
-    reconcile_cron_schedule: str | None = Field(
-        default="0 4 * * *",
-        min_length=1,
-        description="When the reconciliation walks the whole list (cron; null: never). It "
-        "brings in what a run cannot see and marks sessions the API no longer lists.",
-    )
-    running: bool = running_field()
-    job_name: str | None = Field(
-        default=None,
-        description="Name of the sync job (default: from the asset key, "
-        "together__rl_sessions_table_sync_job).",
-    )
-
-    def build(self, resource_key: str) -> dg.Definitions:
-        if not self.enabled:
-            return dg.Definitions()
-        asset = build_session_sync_asset(resource_key=resource_key, db_path=self.db_path)
-        status = (
-            dg.DefaultScheduleStatus.RUNNING if self.running else dg.DefaultScheduleStatus.STOPPED
-        )
-        job, schedule = table_job_and_schedule(
-            asset, job_name=self.job_name, cron_schedule=self.cron_schedule, default_status=status
-        )
-        schedules = [schedule]
-        if self.reconcile_cron_schedule is not None:
-            cron = self.reconcile_cron_schedule
-            schedules.append(
-                reconcile_schedule(asset, job, cron_schedule=cron, default_status=status)
-            )
-        return dg.Definitions(assets=[asset], jobs=[job], schedules=schedules)
+sections(
+    ResourceSection,
+    CheckpointAssetConfig,
+    SessionSensorSection,
+    SyncConfig,
+    ResourceSensorSection,
+    IdleGuardConfig,
+    SpendScheduleConfig,
+    EvaluationSection,
+    ReportSection,
+    ChampionSection,
+)
 
 
 class TogetherRLScaffolder(Scaffolder):
@@ -317,6 +292,12 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
         "champion), props.key and spec.",
     )
 
+    #: Checks across sections that ``dg check yaml`` makes (the schema of the whole YAML).
+    schema_all_of: ClassVar[list[dict[str, Any]]] = [
+        recorded_metrics("champion"),
+        recorded_metrics("report"),
+    ]
+
     @classmethod
     def model(cls) -> type[BaseModel]:
         return exact(super().model(), cls)
@@ -348,6 +329,7 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
         return translate(defs, role, self.translator)
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
+        check_unique_names(self, context.path)
         rk, group = self.resource_key, self.checkpoint_asset.group_name
         key = dg.AssetKey.from_user_string(self.checkpoint_asset.key)
         eval_key = (self.evaluation.key if self.evaluation is not None else None) or (
@@ -368,9 +350,10 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
             ),
         ]
         if self.evaluation is not None:
-            routes += self.evaluation.routes(routes)
             baselines = self.champion.baselines(key) if self.champion is not None else []
-            evaluation = self.evaluation.build(context.path, rk, group, key, baselines)
+            with located_errors(context.path, "evaluation", self.evaluation):
+                routes += self.evaluation.routes(routes)
+                evaluation = self.evaluation.build(context.path, rk, group, key, baselines)
             parts.append(self._translated(evaluation, "evaluation"))
         if self.model_resources is not None:
             parts.append(self.model_resources.build(rk, spans_db))
@@ -380,7 +363,8 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
             spend_fresh = schedule_freshness(self.spend.cron_schedule)
             parts.append(self._translated(self.spend.build(rk, group), "spend", spend_fresh))
         if self.report is not None:
-            routes += self.report.routes(routes)
+            with located_errors(context.path, "report", self.report):
+                routes += self.report.routes(routes)
             spend_db = self.spend.db_path if self.spend is not None else None
             report = self.report.build(rk, group, eval_key, spend_db)
             spends = [self.spend.key] if self.spend is not None and self.spend.enabled else []

@@ -4,6 +4,7 @@ not a run per evaluation: ticks are serial, so two evaluations never race to wri
 """
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -172,6 +173,24 @@ def champion_changed_request(
     )
 
 
+def _unrecorded(metric: str, records: Sequence[Any]) -> str:
+    """Why no checkpoint can become champion: the metric is in none of the evaluations (a
+    metric only known when they run, e.g. from an evaluation asset of the user's own)."""
+    found = sorted(
+        {
+            name
+            for r in records
+            if r.asset_materialization is not None
+            for name, value in r.asset_materialization.metadata.items()
+            if isinstance(value, (dg.FloatMetadataValue, dg.IntMetadataValue))
+        }
+    )
+    return (
+        f"champion metric '{metric}' is recorded by none of these {len(records)} evaluation(s), "
+        f"so no checkpoint can become champion; their numeric entries: {', '.join(found) or '-'}"
+    )
+
+
 def _read_cursor(cursor: str | None) -> int | None:
     try:
         after = json.loads(cursor)["after"] if cursor else None
@@ -222,6 +241,8 @@ def build_champion_definitions(
             if mat is not None and mat.partition:
                 cand = candidate(mat.partition, dict(mat.metadata), rule.metric)
                 landed.append((mat.partition, cand))
+        if landed and all(c is None for _, c in landed):
+            context.log.warning(_unrecorded(rule.metric, records))
         sweeps_of = checkpoint_sweeps(
             instance,
             sorted({p for p, _ in landed}),

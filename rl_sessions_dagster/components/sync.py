@@ -1,0 +1,57 @@
+"""The ``sync:`` section: the sessions table's asset, its job, the incremental schedule and the
+daily reconciliation."""
+
+import dagster as dg
+from pydantic import Field
+
+from ..assets import build_session_sync_asset
+from ..assets.schedules import reconcile_schedule, table_job_and_schedule
+from .schema import Section
+from .sensors import running_field
+
+
+class SyncConfig(Section):
+    """The scheduled sync of sessions and checkpoints into the tables' database: frequent runs
+    read what changed, a daily reconciliation walks the whole list."""
+
+    enabled: bool = Field(default=True, description="false: no sync asset, job or schedule.")
+    db_path: str | None = Field(
+        default=None,
+        description="Override for this asset only (a URL or file path; $VARS expanded at run "
+        "time). Leave unset: every table then goes to the resource's database_url_env.",
+    )
+    cron_schedule: str = Field(
+        default="*/15 * * * *",
+        min_length=1,
+        description="When the sync runs (cron); each run reads only what can have changed.",
+    )
+    reconcile_cron_schedule: str | None = Field(
+        default="0 4 * * *",
+        min_length=1,
+        description="When the reconciliation walks the whole list (cron; null: never). It "
+        "brings in what a run cannot see and marks sessions the API no longer lists.",
+    )
+    running: bool = running_field()
+    job_name: str | None = Field(
+        default=None,
+        description="Name of the sync job (default: from the asset key, "
+        "together__rl_sessions_table_sync_job).",
+    )
+
+    def build(self, resource_key: str) -> dg.Definitions:
+        if not self.enabled:
+            return dg.Definitions()
+        asset = build_session_sync_asset(resource_key=resource_key, db_path=self.db_path)
+        status = (
+            dg.DefaultScheduleStatus.RUNNING if self.running else dg.DefaultScheduleStatus.STOPPED
+        )
+        job, schedule = table_job_and_schedule(
+            asset, job_name=self.job_name, cron_schedule=self.cron_schedule, default_status=status
+        )
+        schedules = [schedule]
+        if self.reconcile_cron_schedule is not None:
+            cron = self.reconcile_cron_schedule
+            schedules.append(
+                reconcile_schedule(asset, job, cron_schedule=cron, default_status=status)
+            )
+        return dg.Definitions(assets=[asset], jobs=[job], schedules=schedules)
