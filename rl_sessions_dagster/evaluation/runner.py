@@ -147,7 +147,7 @@ def run_evaluation(
 
     def report(futures: Sequence[Future[ItemResult]]) -> Progress:
         finished = [f for f in futures if f.done()]
-        verdicts = [f.result().verdict for f in finished]  # a failed call ends the loop first
+        verdicts = [f.result().verdict for f in finished if f.exception() is None]
         return Progress(model, len(finished), len(futures), client.stats.retries - retried,
                         verdicts.count("fail"), verdicts.count("unreadable"),
                         time.perf_counter() - started)  # fmt: skip
@@ -155,10 +155,14 @@ def run_evaluation(
     def ask(item: EvalItem, sample: int) -> ItemResult:
         if stop.is_set():
             raise _Cancelled
-        out = client.chat_completion(
-            model, [dict(m) for m in item.messages], temperature=spec.temperature,
-            max_tokens=spec.max_tokens, deadline=clock() + spec.timeout_seconds,
-        )  # fmt: skip
+        try:
+            out = client.chat_completion(
+                model, [dict(m) for m in item.messages], temperature=spec.temperature,
+                max_tokens=spec.max_tokens, deadline=clock() + spec.timeout_seconds,
+            )  # fmt: skip
+        except BaseException:
+            stop.set()  # the queued calls are dropped now, not when the main thread next runs
+            raise
         grades = {g.name: g.grade(out.text, item) for g in graders}
         return ItemResult(item, sample, out.text, _overall(grades), grades, out.latency_s,
                           out.prompt_tokens, out.completion_tokens)  # fmt: skip
@@ -168,25 +172,24 @@ def run_evaluation(
     try:
         futures: list[Future[ItemResult]] = [pool.submit(ask, it, s) for it, s in jobs]
         every = max(progress_seconds, 0.01)
-        while wait(futures, every, return_when=FIRST_EXCEPTION).not_done:
-            if any(f.done() and f.exception() for f in futures):
-                break
+        while wait(futures, every, return_when=FIRST_EXCEPTION).not_done and not stop.is_set():
             if on_progress is not None:
                 on_progress(report(futures))
-        error = next((f.exception() for f in futures if f.done() and f.exception()), None)
-        if isinstance(error, TogetherRLError):
-            raise EvaluationFailed(
-                f"model {model!r}: inference failed after {error.attempts} attempt(s): {error}",
-                cause=error,
-            ) from None
-        if error is not None:
-            raise error
-        results = [f.result() for f in futures]
     finally:
         # On a failure or an interrupt (a run terminated from the UI), queued calls are
         # dropped; only the ones in flight finish, each bounded by timeout_seconds.
         stop.set()
         pool.shutdown(wait=True, cancel_futures=True)
+    errors = (f.exception() for f in futures if not f.cancelled())
+    error = next((e for e in errors if e is not None and not isinstance(e, _Cancelled)), None)
+    if isinstance(error, TogetherRLError):
+        raise EvaluationFailed(
+            f"model {model!r}: inference failed after {error.attempts} attempt(s): {error}",
+            cause=error,
+        ) from None
+    if error is not None:
+        raise error
+    results = [f.result() for f in futures]
 
     count = {v: sum(r.verdict == v for r in results) for v in ("pass", "fail", "unreadable")}
     per_grader: dict[str, float | None] = {}
