@@ -66,8 +66,8 @@ def checkpoint_id_for_partition(
     checkpoint_asset_key: dg.AssetKey = CHECKPOINT_ASSET_KEY,
 ) -> str:
     """The full checkpoint id of a partition (default: the run's): a key without ``/`` is the
-    id; else the run's ``together/checkpoint_id`` tag; else the ``checkpoint_id`` the sensor
-    recorded on the checkpoint asset (UI re-runs, backfills, ``AutomationCondition.eager()``)."""
+    id; else the run's ``together/checkpoint_id`` tag if the run is for this partition; else the
+    ``checkpoint_id`` recorded on the checkpoint asset (UI re-runs, backfills, eager automation)."""
     key = partition_key if partition_key is not None else context.partition_key
     if "/" not in key:
         return key
