@@ -1,7 +1,6 @@
-"""``build_session_report_asset``: one report per finished session (the event sensor's run is
-tagged ``together/session_id``): the session from the API, each checkpoint's latest score from
-the evaluation's materializations, the spend from the spend tables. A missing score or spend is
-said in the report, never a failure."""
+"""``build_session_report_asset``: one report per finished session: the session from the API,
+each checkpoint's latest score from the evaluation, the spend from the spend tables. A missing
+score or spend is said in the report, never a failure."""
 
 import os
 from collections.abc import Sequence
@@ -16,6 +15,7 @@ from ..partitions import (
     EVALUATION_ASSET_KEY,
     checkpoint_partition_key,
     latest_metadata,
+    metadata_table,
     metadata_value,
 )
 from ..resource import TogetherRLResource
@@ -58,8 +58,7 @@ def _checkpoint_rows(
     session: "TrainingSession", scores: dict[str, dict[str, Any]], metric: str
 ) -> list[dict[str, Any]]:
     rows = []
-    ckpts = sorted(session.inference_checkpoints, key=lambda c: (c.step or 0, c.id))
-    for c in ckpts:
+    for c in sorted(session.inference_checkpoints, key=lambda c: (c.step or 0, c.id)):
         partition = checkpoint_partition_key(session, c)
         value = metadata_value(scores.get(partition, {}), metric)
         reg = c.registration
@@ -116,6 +115,15 @@ def report_markdown(
     return "\n".join(lines)
 
 
+_CHECKPOINT_COLUMNS = {
+    "step": "int",
+    "checkpoint_id": "string",
+    "partition": "string",
+    "registered": "bool",
+    "model_name": "string",
+}
+
+
 def report_metadata(
     session: "TrainingSession", rows: list[dict[str, Any]], metric: str, spend: SessionSpend | None
 ) -> dict[str, Any]:
@@ -131,18 +139,8 @@ def report_metadata(
         "steps": dg.MetadataValue.int(session.step or 0),
         "checkpoint_count": dg.MetadataValue.int(len(rows)),
         "evaluated_checkpoints": dg.MetadataValue.int(len(evaluated)),
-        "checkpoints": dg.MetadataValue.table(
-            [dg.TableRecord(r) for r in rows],
-            schema=dg.TableSchema(
-                [
-                    dg.TableColumn("step", "int"),
-                    dg.TableColumn("checkpoint_id", "string"),
-                    dg.TableColumn("partition", "string"),
-                    dg.TableColumn("registered", "bool"),
-                    dg.TableColumn("model_name", "string"),
-                    dg.TableColumn(metric, "float", description="empty: not evaluated"),
-                ]
-            ),
+        "checkpoints": metadata_table(
+            {**_CHECKPOINT_COLUMNS, metric: ("float", "empty: not evaluated")}, rows
         ),
         "spend_recorded": dg.MetadataValue.bool(spend is not None),
     }
@@ -169,9 +167,9 @@ def build_session_report_asset(
     group_name: str | None = "together_rl",
     description: str | None = None,
 ) -> dg.AssetsDefinition:
-    """An asset whose each materialization reports one finished session (the run's
-    ``together/session_id`` tag names it). Scores are ``evaluation_key``'s ``metric`` metadata;
-    spend comes from the library's tables, or ``spend_db_path`` if the spend asset has its own."""
+    """An asset reporting one finished session per materialization (named by the run's
+    ``together/session_id`` tag). Scores are ``evaluation_key``'s ``metric`` metadata; spend
+    comes from the library's tables, or ``spend_db_path`` if the spend asset has its own."""
 
     @dg.asset(
         key=dg.AssetKey.from_coercible(key),
