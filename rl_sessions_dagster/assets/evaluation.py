@@ -1,6 +1,7 @@
 """``build_evaluation_asset``: each registered checkpoint's model answers the dataset; a run
-records the score (also as ``score <session label>``, one plotted line per session), an items
-table, latency, tokens and cost, and a check compares the score with baselines."""
+records the score (also as ``score <session label>`` and, as one line of text, the session's
+scores by step so far), an items table, latency, tokens and cost, and a check compares the score
+with baselines."""
 
 import json
 from collections.abc import Callable, Sequence
@@ -25,6 +26,7 @@ from ..partitions import (
     latest_metadata,
     metadata_table,
     metadata_value,
+    score_line,
 )
 from ..resource import TogetherRLResource
 
@@ -67,31 +69,42 @@ def _step_of(partition_key: str) -> int | None:
     return int(parts[1]) if len(parts) == 3 and parts[1].isdigit() else None
 
 
-def previous_checkpoint_baseline(
+def session_scores(
     context: dg.AssetExecutionContext, key: dg.AssetKey, current: EvaluatedCheckpoint
-) -> Baseline | None:
-    """The latest evaluation, on the same dataset, of the session's closest earlier checkpoint.
-    Candidates come from the partition keys, so one event-log query serves any history length."""
+) -> list[tuple[str, int, float]]:
+    """(partition, step, score) of the session's earlier checkpoints evaluated on the same
+    dataset, latest step first. Candidates come from the partition keys, so one event-log query
+    serves any history length."""
     if current.session_label is None or current.step is None:
-        return None
+        return []
     prefix = f"{current.session_label}/"
     name = getattr(context.assets_def.partitions_def, "name", None) or CHECKPOINT_PARTITIONS.name
     earlier = [
-        k
+        (s, k)
         for k in context.instance.get_dynamic_partitions(name)
         if k.startswith(prefix) and (s := _step_of(k)) is not None and s < current.step
     ]
-    earlier.sort(key=lambda k: _step_of(k) or 0, reverse=True)
-    candidates = earlier[:_BASELINE_CANDIDATES]
+    candidates = [k for _, k in sorted(earlier, reverse=True)[:_BASELINE_CANDIDATES]]
     latest = latest_metadata(context.instance, key, candidates)
+    out = []
     for partition in candidates:
-        meta = latest.get(partition)
-        if not meta or metadata_value(meta, "session_id") != current.session_id:
-            continue
+        meta = latest.get(partition) or {}
         score, digest = metadata_value(meta, "score"), metadata_value(meta, "dataset_digest")
-        if digest == current.dataset_digest and isinstance(score, float):
-            return Baseline("previous checkpoint", score, partition, _step_of(partition))
-    return None
+        same = metadata_value(meta, "session_id") == current.session_id
+        if same and digest == current.dataset_digest and isinstance(score, float):
+            out.append((partition, _step_of(partition) or 0, score))
+    return out
+
+
+def previous_checkpoint_baseline(
+    context: dg.AssetExecutionContext, key: dg.AssetKey, current: EvaluatedCheckpoint
+) -> Baseline | None:
+    """The latest evaluation, on the same dataset, of the session's closest earlier checkpoint."""
+    earlier = session_scores(context, key, current)
+    if not earlier:
+        return None
+    partition, step, score = earlier[0]
+    return Baseline("previous checkpoint", score, partition, step)
 
 
 def champion_baseline(
@@ -300,8 +313,13 @@ def build_evaluation_asset(
             f"{where}: score {score} ({result.passed} passed, {result.failed} failed, "
             f"{result.unreadable} unreadable) in {result.wall_seconds:.1f} s"
         )
+        metadata = evaluation_metadata(result, loaded, current)
+        if result.score is not None and current.step is not None:
+            points = [(step, v) for _, step, v in session_scores(context, asset_key, current)]
+            line = score_line([*points, (current.step, result.score)])
+            metadata["score by step"] = dg.MetadataValue.text(line)
         return dg.MaterializeResult(
-            metadata=evaluation_metadata(result, loaded, current),
+            metadata=metadata,
             check_results=[_check(context, current)],
         )
 

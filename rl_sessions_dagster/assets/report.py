@@ -17,6 +17,7 @@ from ..partitions import (
     latest_metadata,
     metadata_table,
     metadata_value,
+    score_line,
 )
 from ..resource import TogetherRLResource
 from ..resource.tables import expand_target, open_table_store
@@ -105,6 +106,9 @@ def report_markdown(
     if not rows:
         lines.append("No inference checkpoint was saved.")
     else:
+        line = score_line((r["step"], r[metric]) for r in rows if r[metric] is not None)
+        if line:
+            lines += [f"{metric} by step: `{line}`", ""]
         lines += [f"| step | checkpoint | model | {metric} |", "|---:|---|---|---:|"]
         for r in rows:
             value = r[metric]
@@ -145,6 +149,8 @@ def report_metadata(
         "spend_recorded": dg.MetadataValue.bool(spend is not None),
     }
     if evaluated:
+        line = score_line((r["step"], r[metric]) for r in evaluated)
+        meta[f"{metric} by step"] = dg.MetadataValue.text(line)
         best = max(evaluated, key=lambda r: (r[metric], -r["step"]))
         meta[f"best_{metric}"] = dg.MetadataValue.float(best[metric])
         meta["best_checkpoint"] = dg.MetadataValue.text(best["partition"])

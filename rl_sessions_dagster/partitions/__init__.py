@@ -142,6 +142,25 @@ def metadata_table(
     return dg.MetadataValue.table(records, schema=dg.TableSchema(schema))
 
 
+_BARS = "▁▂▃▄▅▆▇█"
+
+
+def score_line(points: Iterable[tuple[int, float]]) -> str:
+    """A session's scores by step as one line of text (``▂▅▇ 0.400 → 0.900, steps 20-60``):
+    Dagster plots a metadata key over every partition, so one session's scores never join up
+    there while other sessions train beside it."""
+    ordered = sorted(points)
+    if not ordered:
+        return ""
+    values = [v for _, v in ordered]
+    low, span = min(values), (max(values) - min(values)) or 1.0
+    bars = "".join(_BARS[round((v - low) / span * (len(_BARS) - 1))] for v in values)
+    steps = (
+        f"step {ordered[0][0]}" if len(ordered) == 1 else f"steps {ordered[0][0]}-{ordered[-1][0]}"
+    )
+    return f"{bars} {values[0]:.3f} → {values[-1]:.3f}, {steps}"
+
+
 def latest_metadata(
     instance: dg.DagsterInstance, key: dg.AssetKey, partitions: Sequence[str]
 ) -> dict[str, dict[str, Any]]:
