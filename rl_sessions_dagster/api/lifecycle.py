@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from ._http import compact
 from .client import RLSessionsClient
-from .enums import ModelResourceStatus, SessionStatus
+from .enums import TERMINAL_SESSION_STATUSES, ModelResourceStatus, SessionStatus
 from .errors import (
     BadRequestError,
     ConflictError,
@@ -22,14 +22,12 @@ from .errors import (
 )
 from .models import ComputeConfig, ModelResource, TrainingSession
 
-_RESOURCE_DONE = (ModelResourceStatus.STOPPED, ModelResourceStatus.ERROR)
-_RESOURCE_GONE = (*_RESOURCE_DONE, ModelResourceStatus.STOPPING)
-_SESSION_NOT_USABLE = (
-    SessionStatus.STOPPING,
-    SessionStatus.STOPPED,
-    SessionStatus.ERROR,
-    SessionStatus.EXPIRED,
+_RESOURCE_GONE = (
+    ModelResourceStatus.STOPPED,
+    ModelResourceStatus.ERROR,
+    ModelResourceStatus.STOPPING,
 )
+_SESSION_ENDED = TERMINAL_SESSION_STATUSES | {SessionStatus.STOPPING}
 
 
 class WaitFailed(TogetherRLError):
@@ -236,7 +234,7 @@ def wait_for_session_running(
 
     def fetch(until: float) -> TrainingSession:
         s = client.get_session(session_id, deadline=until)
-        if s.status in _SESSION_NOT_USABLE:
+        if s.status in _SESSION_ENDED:
             raise SessionFailed(_ended(f"session {session_id}", s), s)
         return s
 
@@ -275,7 +273,7 @@ def stop_session(
         s = client.get_session(session_id, deadline=deadline)
     except NotFoundError:
         return StopOutcome(session_id, "not_found")
-    if s.status.is_terminal or s.status is SessionStatus.STOPPING:
+    if s.status in _SESSION_ENDED:
         return StopOutcome(session_id, "already_stopped", s.raw_status)
     try:
         client.stop_session(session_id, deadline=deadline)
@@ -286,7 +284,7 @@ def stop_session(
     except (BadRequestError, ConflictError) as exc:
         # Raced with an end of the session (e.g. it expired): check rather than guess.
         again = client.get_session(session_id, deadline=deadline)
-        if again.status.is_terminal or again.status is SessionStatus.STOPPING:
+        if again.status in _SESSION_ENDED:
             return StopOutcome(session_id, "already_stopped", again.raw_status)
         raise exc
     return StopOutcome(session_id, "stopped")
