@@ -1,7 +1,6 @@
-"""Reading the API's JSON fast and tolerantly: field types, lazy lists, pages, the slow path.
-A page is parsed in one native pass; only when that fails is it read item by item, so one
-malformed session cannot stop a sensor at that page forever.
-"""
+"""Reading the API's JSON fast and tolerantly: field types, lazy lists, pages, the slow path. A
+page is parsed in one native pass; only when that fails is it read item by item, so one
+malformed session cannot stop a sensor at that page forever."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""Retry policy for RL API calls, on tenacity. Unlike the SDK (every method on 408/409/429/5xx):
-4xx but 408/429 is never retried; a non-idempotent request (create, stop, PATCH) only when it
-surely never reached the server, since a retried create could start a second billed session;
-the server's ``Retry-After`` beats backoff; a call has one total budget (``deadline``), and
-running out raises :class:`DeadlineExceeded` carrying the last error.
-"""
+"""Retry policy for RL API calls, on tenacity. Unlike the SDK, 4xx but 408/429 is never retried,
+nor a non-idempotent request (create, stop, PATCH) that may have reached the server (a second
+billed session); ``Retry-After`` beats backoff; a call has one budget (``deadline``)."""
 
 from __future__ import annotations
 
