@@ -1,7 +1,7 @@
 """How the table store talks to a database, one transaction per call. A write reads the stored
-rows of its ids and inserts new and updates changed ones: no dialect's upsert syntax, exact
-counts. SQLite runs in WAL mode with ``BEGIN IMMEDIATE`` (DDL too), so a concurrent writer
-waits. The URL's password is redacted from ``repr``, :attr:`display` and every error."""
+rows of its ids, inserts new and updates changed ones: no dialect's upsert syntax, exact counts.
+SQLite runs in WAL mode with ``BEGIN IMMEDIATE`` (DDL too), so a concurrent writer waits. The
+URL's password is redacted from ``repr``, :attr:`display` and every error."""
 
 import importlib.util
 import os
@@ -17,7 +17,7 @@ from .schema import define_tables, upgrade
 from .urls import TableStoreConfigError, TableStoreError, check_target, is_database_url, redact_url
 
 _R = TypeVar("_R")
-#: Ids per ``SELECT ... WHERE id IN (...)`` / ``UPDATE``: small enough for every dialect.
+#: Ids per ``IN (...)`` list: small enough for every dialect.
 _CHUNK = 900
 
 
@@ -46,7 +46,6 @@ def _insert_many(conn: Connection, table: sa.Table, rows: list[dict[str, Any]]) 
 
 
 def id_chunks(items: Sequence[_R]) -> Iterator[Sequence[_R]]:
-    """``items`` in slices of at most ``_CHUNK`` (one ``IN (...)`` list each)."""
     for i in range(0, len(items), _CHUNK):
         yield items[i : i + _CHUNK]
 
@@ -83,9 +82,10 @@ class TableDatabase:
                 Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
         options.update(engine_options or {})
         with self._guard("opening it"):
-            self._engine = sa.create_engine(parsed, **options)
+            #: for ad-hoc reads (do not write behind the store's back).
+            self.engine = sa.create_engine(parsed, **options)
         if backend == "sqlite":
-            self._sqlite_transactions(self._engine, wal=bool(parsed.database))
+            self._sqlite_transactions(self.engine, wal=bool(parsed.database))
         self._tables = define_tables(self.schema)
         with self._transaction("creating or upgrading its tables") as conn:
             upgrade(conn, self._tables)
@@ -145,21 +145,9 @@ class TableDatabase:
         """True for a SQLite file: a process with another filesystem will not see it."""
         return self.url.get_backend_name() == "sqlite" and bool(self.url.database)
 
-    @property
-    def engine(self) -> sa.Engine:
-        """The engine, for ad-hoc reads (do not write behind the store's back)."""
-        return self._engine
-
     def table(self, name: str) -> sa.Table:
         """One of the tables by name (``rl_sessions``, ...), for ad-hoc reads."""
         return self._tables.meta.tables[f"{self.schema}.{name}" if self.schema else name]
-
-    # --- errors ---------------------------------------------------------------------------------
-
-    def _scrub(self, text: str) -> str:
-        if self._password:
-            text = text.replace(self._password, "***")
-        return text
 
     @contextmanager
     def _guard(self, action: str) -> Iterator[None]:
@@ -174,18 +162,19 @@ class TableDatabase:
             detail = " ".join(str(orig).split())  # one line; no statement, no parameters
             unreachable = isinstance(exc, sa.exc.OperationalError | sa.exc.InterfaceError)
             what = "cannot reach" if unreachable else "error from"
-            raise TableStoreError(
-                self._scrub(
-                    f"{what} the tables' database {redact_url(self.url)} while {action} "
-                    f"(nothing of this call was written; it is set by {self.setting}): "
-                    f"{type(orig).__name__}: {detail}"
-                )
-            ) from None
+            message = (
+                f"{what} the tables' database {redact_url(self.url)} while {action} "
+                f"(nothing of this call was written; it is set by {self.setting}): "
+                f"{type(orig).__name__}: {detail}"
+            )
+            if self._password:
+                message = message.replace(self._password, "***")
+            raise TableStoreError(message) from None
 
     @contextmanager
     def _transaction(self, action: str) -> Iterator[Connection]:
         """One transaction: nothing of it is written if it fails."""
-        with self._guard(action), self._engine.begin() as conn:
+        with self._guard(action), self.engine.begin() as conn:
             yield conn
 
     @staticmethod
@@ -223,4 +212,4 @@ class TableDatabase:
         return len(new), len(changed)
 
     def close(self) -> None:
-        self._engine.dispose()
+        self.engine.dispose()

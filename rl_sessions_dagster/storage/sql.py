@@ -1,5 +1,5 @@
 """The one table store: what it reads and writes in every table of the library (sessions and
-checkpoints for the sync, spend spans and rows for the spend asset and the GPU sensors)."""
+checkpoints for the sync, spend for the spend asset and the GPU sensors)."""
 
 import operator
 from collections.abc import Collection, Iterable, Sequence
@@ -69,26 +69,21 @@ class SQLAlchemyTableStore(TableDatabase):
     def mark_missing(self, seen_ids: Collection[str], at: datetime) -> int:
         """Flag live rows whose id the last complete sync did not list."""
         with self._transaction("marking missing sessions") as conn:
-            seen = set(seen_ids)
-            table = self._tables.sessions
-            live = conn.execute(sa.select(table.c.id).where(table.c.missing_since.is_(None)))
-            gone = [rid for (rid,) in live if rid not in seen]
-            for chunk in id_chunks(gone):
-                conn.execute(
-                    sa.update(table).where(table.c.id.in_(chunk)).values(missing_since=iso_utc(at))
-                )
-            return len(gone)
+            t, seen = self._tables.sessions, set(seen_ids)
+            live = conn.scalars(sa.select(t.c.id).where(t.c.missing_since.is_(None)))
+            return self._mark(conn, [rid for rid in live if rid not in seen], at)
 
     def mark_sessions_missing(self, ids: Collection[str], at: datetime) -> int:
         """Flag these live rows (a session fetched by id answered 404)."""
         with self._transaction("marking missing sessions") as conn:
-            table, n = self._tables.sessions, 0
-            for chunk in id_chunks(sorted(set(ids))):
-                live = sa.and_(table.c.id.in_(chunk), table.c.missing_since.is_(None))
-                n += conn.execute(
-                    sa.update(table).where(live).values(missing_since=iso_utc(at))
-                ).rowcount
-            return n
+            return self._mark(conn, sorted(set(ids)), at)
+
+    def _mark(self, conn: Connection, ids: Sequence[str], at: datetime) -> int:
+        t, n = self._tables.sessions, 0
+        for chunk in id_chunks(ids):
+            live = sa.and_(t.c.id.in_(chunk), t.c.missing_since.is_(None))
+            n += conn.execute(sa.update(t).where(live).values(missing_since=iso_utc(at))).rowcount
+        return n
 
     def load_sync_state(self, key: str) -> str | None:
         """The state the last completed sync run of ``key`` saved, if any."""
@@ -107,12 +102,10 @@ class SQLAlchemyTableStore(TableDatabase):
             s, c = self._tables.sessions, self._tables.checkpoints
             sessions = conn.execute(sa.select(sa.func.count()).select_from(s)).scalar_one()
             checkpoints = conn.execute(sa.select(sa.func.count()).select_from(c)).scalar_one()
-            by_status = {
-                status: n
-                for status, n in conn.execute(
-                    sa.select(s.c.status, sa.func.count()).group_by(s.c.status).order_by(s.c.status)
-                )
-            }
+            grouped = sa.select(s.c.status, sa.func.count()).group_by(s.c.status)
+            by_status: dict[str, int] = dict(
+                conn.execute(grouped.order_by(s.c.status)).tuples().all()
+            )
             missing = conn.execute(
                 sa.select(sa.func.count()).select_from(s).where(s.c.missing_since.is_not(None))
             ).scalar_one()
