@@ -1,18 +1,13 @@
-"""The model-resource tracker: the whole (small) resource list + cursor → events + cursor,
-with the session tracker's guarantees: one event per fact (``resource_expiring`` once per
-``expires_at`` deadline, as activity moves it later), a quiet first tick, a cursor holding only
-live resources (terminal ones by id inside the look-back), a cap that defers the rest to the
-next tick, and drift kept raw (unknown statuses are tracked, no event; nor for STOPPING)."""
+"""The model-resource tracker: the whole (small) resource list + cursor → events + cursor, with
+the session tracker's guarantees: one event per fact (``resource_expiring`` once per deadline), a
+quiet first tick, only live resources in the cursor, a cap that defers the rest to the next tick,
+and drift kept raw (unknown statuses are tracked, with no event)."""
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, ClassVar
 
-from pydantic import (
-    BeforeValidator,
-    Field,
-    PlainSerializer,
-)
+from pydantic import BeforeValidator, Field, PlainSerializer
 
 from ..api.clock import to_ms
 from ..api.enums import ModelResourceStatus
@@ -41,10 +36,10 @@ _STATUS_EVENTS = {
 
 
 class TrackedResource(StateModel):
-    """A resource still moving: the last raw status applied, the last expiry announced (0: none),
-    whether the long-queue event is out; ``first_seen_ms`` stands in for a missing created_at."""
+    """A resource still moving; ``first_seen_ms`` stands in for a missing created_at."""
 
     status: _Status = Field("", alias="s")
+    #: the last expiry announced (0: none), and whether the long-queue event is out.
     expiring_ms: int = Field(0, alias="e")
     queued: bool = Field(False, alias="q")
     first_seen_ms: int = Field(0, alias="f")
@@ -82,11 +77,11 @@ class ResourceTrackerConfig:
 
 @dataclass
 class ResourceObservation:
-    """One tick's complete list of (filtered) model resources."""
+    """One tick's complete list of (filtered) model resources; the API's clock (HTTP ``Date``) is
+    preferred over ``now_ms``."""
 
     now_ms: int
     resources: Sequence[ModelResource] = ()
-    #: the API's clock (HTTP ``Date``), preferred over ``now_ms`` for deadlines and baselines.
     server_now_ms: int | None = None
 
     @property
@@ -95,15 +90,14 @@ class ResourceObservation:
 
 
 def is_terminal(resource: ModelResource) -> bool:
-    """STOPPED and ERROR are never left (there is no restart endpoint)."""
+    """STOPPED and ERROR are never left (there is no restart)."""
     return resource.status in (ModelResourceStatus.STOPPED, ModelResourceStatus.ERROR)
 
 
 def status_changes(
     state: ResourceTrackerState, resources: Sequence[ModelResource]
 ) -> list[ModelResource]:
-    """Resources whose status changed since last applied, and new live ones: where a billed
-    span can begin or end (one unseen until terminal is left to the spend run)."""
+    """Resources whose status changed, and new live ones: where a billed span can begin or end."""
     out = []
     for r in resources:
         known = state.tracked.get(r.id)
@@ -121,8 +115,7 @@ def _floor(state: ResourceTrackerState, config: ResourceTrackerConfig) -> int:
 def _due(
     entry: TrackedResource, r: ModelResource, now: int, config: ResourceTrackerConfig
 ) -> list[ResourceEvent]:
-    """The events between ``entry`` and ``r``; a status change that is no event (PENDING,
-    CREATING, STOPPING, unknown) is applied at once."""
+    """The events between ``entry`` and ``r``; a status change that is no event is applied."""
     out: list[ResourceEvent] = []
     status = r.status
     if r.raw_status != entry.status:
@@ -159,8 +152,7 @@ def _apply(entry: TrackedResource, event: ResourceEvent) -> None:
 
 def _remember(
     state: ResourceTrackerState, r: ModelResource, now: int, config: ResourceTrackerConfig
-) -> None:
-    """Track ``r`` as already announced (first tick, history)."""
+) -> None:  # tracked as already announced (first tick, history)
     entry = state.tracked[r.id] = TrackedResource(first_seen_ms=now)
     for event in _due(entry, r, now, config):
         _apply(entry, event)
@@ -175,15 +167,11 @@ def _entry_for(
     config: ResourceTrackerConfig,
 ) -> TrackedResource | None:
     """The entry to diff ``r`` against (a new one is registered); None for history or done."""
-    known = state.tracked.get(r.id)
-    if known is not None:
-        return known
-    if r.id in state.recent_terminal:
-        return None
-    if created is None and is_terminal(r):
-        return None  # no creation time: cannot be told from history; never re-announce
-    if created is not None and created < floor:
-        # History (or a resource the filter just let in): known, not news.
+    if r.id in state.tracked:
+        return state.tracked[r.id]
+    if r.id in state.recent_terminal or (created is None and is_terminal(r)):
+        return None  # without a creation time it cannot be told from history
+    if created is not None and created < floor:  # history, or just let in by the filter
         if not is_terminal(r):
             _remember(state, r, now, config)
         return None
@@ -233,9 +221,7 @@ def advance_resources(
                     break
                 events.append(event)
             _apply(entry, event)
-        if deferred:
-            # Track every new resource not reached yet, so the window moving past its
-            # creation time cannot turn it into history: its events follow next tick.
+        if deferred:  # track the rest, so the window cannot turn them into history
             for rest in ordered[i + 1 :]:
                 _entry_for(state, rest, created.get(rest.id), floor, now, config)
             break
