@@ -79,8 +79,12 @@ def advance(
     for page in obs.pages:
         for s in page.sessions:
             snapshot.setdefault(s.id, s)
-    for sid in obs.excluded:
-        _exclude(state, config, sid, obs, notes)
+    for sid in obs.excluded:  # never tracked; a checkpoint sensor remembers it as retired
+        if state.tracked.pop(sid, None) is not None:
+            notes.append(f"session {sid} no longer matches the sensor's filter; no longer tracked")
+        if config.checkpoints_only:
+            newest = obs.listed_checkpoint_ms.get(sid, state.checkpoint_watermark_ms)
+            state.recent_checkpoints[sid] = max(state.recent_checkpoints.get(sid, 0), newest)
     for sid, fetched in obs.fetched.items():
         if fetched is None:
             if state.tracked.pop(sid, None) is not None:
@@ -99,7 +103,15 @@ def advance(
         return Outcome([], state, notes)
 
     # 2. Tracked and new active sessions, oldest first (past the cap, adopted without events).
-    _diff_tracked(state, obs, budget, snapshot)
+    candidates = [snapshot[sid] for sid in state.tracked if sid in snapshot]
+    candidates += [s for s in obs.active if s.id not in state.tracked]
+    candidates += [snapshot[i] for i in obs.adopt if i in snapshot and i not in state.tracked]
+    stopped = False
+    for session in sorted(candidates, key=lambda s: (to_ms(s.created_at) or 0, s.id)):
+        if session.id not in state.tracked:
+            state.tracked[session.id] = adopt(session, state, config, now)
+        if not stopped:
+            stopped = not diff_session(state.tracked[session.id], session, now, budget)
 
     # 3. The finished-session scan: sessions born and ended between ticks (or backfilled).
     ended: ScanPosition | None = None
@@ -123,35 +135,6 @@ def advance(
     _move_watermark(state, obs, config, snapshot, ended, notes)
     _retire(state, config, snapshot, now, notes)
     return Outcome(budget.events, state, notes, deferred=budget.exhausted)
-
-
-def _exclude(
-    state: TrackerState, config: TrackerConfig, sid: str, obs: Observation, notes: list[str]
-) -> None:
-    """Not tracked; a checkpoint sensor remembers it as retired (never refetched for the list)."""
-    if state.tracked.pop(sid, None) is not None:
-        notes.append(f"session {sid} no longer matches the sensor's filter; no longer tracked")
-    if config.checkpoints_only:
-        newest = obs.listed_checkpoint_ms.get(sid, state.checkpoint_watermark_ms)
-        state.recent_checkpoints[sid] = max(state.recent_checkpoints.get(sid, 0), newest)
-
-
-def _diff_tracked(
-    state: TrackerState, obs: Observation, budget: Budget, snapshot: Mapping[str, TrainingSession]
-) -> None:
-    config = budget.config
-    candidates = [snapshot[sid] for sid in state.tracked if sid in snapshot]
-    candidates += [s for s in obs.active if s.id not in state.tracked]
-    candidates += [
-        snapshot[sid] for sid in obs.adopt if sid in snapshot and sid not in state.tracked
-    ]
-    candidates.sort(key=lambda s: (to_ms(s.created_at) or 0, s.id))
-    stopped = False
-    for session in candidates:
-        if session.id not in state.tracked:
-            state.tracked[session.id] = adopt(session, state, config, obs.now_ms)
-        if not stopped:
-            stopped = not diff_session(state.tracked[session.id], session, obs.now_ms, budget)
 
 
 def _move_watermark(

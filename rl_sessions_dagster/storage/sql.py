@@ -1,7 +1,6 @@
 """The one table store: every table of the library, one transaction per call. A write reads the
 stored rows of its ids, inserts new and updates changed ones: no dialect's upsert syntax, exact
-counts. SQLite runs in WAL mode with ``BEGIN IMMEDIATE`` (DDL too), so a concurrent writer waits.
-The URL's password is redacted from ``repr``, :attr:`display` and every error."""
+counts. SQLite runs in WAL mode with ``BEGIN IMMEDIATE`` (DDL too): a concurrent writer waits."""
 
 import importlib.util
 import operator
@@ -83,8 +82,8 @@ def _span_values(span: ResourceSpan) -> dict[str, Any]:
 class SQLAlchemyTableStore:
     """Every table of the library on one database URL or SQLite file path, e.g.
     ``SQLAlchemyTableStore("postgresql://rl:PASSWORD@db:5432/analytics", schema="together_rl")``,
-    created or upgraded on open (in ``schema`` where the database has them). ``connect_timeout``
-    bounds a PostgreSQL connection attempt, ``timeout`` SQLite's lock wait."""
+    created or upgraded on open. The URL's password never shows (``repr``, :attr:`display`,
+    errors). ``connect_timeout`` bounds a PostgreSQL connect, ``timeout`` SQLite's lock wait."""
 
     def __init__(
         self,
@@ -97,8 +96,7 @@ class SQLAlchemyTableStore:
         engine_options: dict[str, Any] | None = None,
     ) -> None:
         self.setting = setting
-        parsed = self._parse(url)
-        self.url = parsed
+        self.url = parsed = self._parse(url)
         self._password = parsed.password if isinstance(parsed.password, str) else None
         backend = parsed.get_backend_name()
         self.schema = schema if backend != "sqlite" else None
