@@ -222,27 +222,19 @@ class SessionFilter:
         """``user_id`` is who "me" is, when known. ``listed``: the session came from a list the
         API filtered by resource and creator, so a value it left out (or "me" unresolved) is
         taken on the server's word; a session fetched by id must show the value itself."""
-        if self.model_resources_id is not None and not _same(
-            session.model_resources_id, self.model_resources_id, listed
-        ):
-            return False
-        if self.created_by is not None:
-            wanted = user_id if self.needs_user_id else self.created_by
-            if not _same(session.created_by, wanted, listed):
-                return False
-        if self.display_name is not None and not fnmatch.fnmatchcase(
-            session.display_name or "", self.display_name
-        ):
-            return False
-        if self.wandb_project is not None or self.wandb_group is not None:
-            wandb = session.metadata.wandb
-            if wandb is None:
-                return False
-            if self.wandb_project is not None and wandb.project != self.wandb_project:
-                return False
-            if self.wandb_group is not None and wandb.group != self.wandb_group:
-                return False
-        return self.predicate is None or bool(self.predicate(session))
+        creator = user_id if self.needs_user_id else self.created_by
+        wandb = session.metadata.wandb
+        checks = (
+            self.model_resources_id is None
+            or _same(session.model_resources_id, self.model_resources_id, listed),
+            self.created_by is None or _same(session.created_by, creator, listed),
+            self.display_name is None
+            or fnmatch.fnmatchcase(session.display_name or "", self.display_name),
+            self.wandb_project is None
+            or (wandb is not None and wandb.project == self.wandb_project),
+            self.wandb_group is None or (wandb is not None and wandb.group == self.wandb_group),
+        )
+        return all(checks) and (self.predicate is None or bool(self.predicate(session)))
 
 
 def _same(actual: str | None, wanted: str | None, listed: bool) -> bool:

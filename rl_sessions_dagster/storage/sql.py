@@ -74,6 +74,9 @@ _SPAN_COLUMNS = {
     "currency": "currency",
 }
 
+#: the :class:`ResourceSpendRow` columns beside the span.
+_SPEND_COLUMNS = ("billed_seconds", "idle_seconds", "cost", "idle_cost")
+
 
 def _span_values(span: ResourceSpan) -> dict[str, Any]:
     return {column: getattr(span, attr) for column, attr in _SPAN_COLUMNS.items()}
@@ -338,10 +341,7 @@ class SQLAlchemyTableStore:
             by_resource = {
                 r.span.resource_id: {
                     **_span_values(r.span),
-                    "billed_seconds": r.billed_seconds,
-                    "idle_seconds": r.idle_seconds,
-                    "cost": r.cost,
-                    "idle_cost": r.idle_cost,
+                    **{c: getattr(r, c) for c in _SPEND_COLUMNS},
                     "computed_at_ms": now_ms,
                 }
                 for r in resources
