@@ -101,9 +101,8 @@ def status_changes(
     out = []
     for r in resources:
         known = state.tracked.get(r.id)
-        if (known is not None and known.status != r.raw_status) or (
-            known is None and not is_terminal(r) and r.id not in state.recent_terminal
-        ):
+        new = known is None and not is_terminal(r) and r.id not in state.recent_terminal
+        if new or (known is not None and known.status != r.raw_status):
             out.append(r)
     return out
 
@@ -126,11 +125,7 @@ def _due(
             out.append(ResourceEvent(kind, r, previous_status=entry.status or None))
     if status is ModelResourceStatus.READY:
         expires = to_ms(r.expires_at)
-        if (
-            expires is not None
-            and expires > entry.expiring_ms
-            and expires - now <= config.expiring_lead_ms
-        ):
+        if expires is not None and entry.expiring_ms < expires <= now + config.expiring_lead_ms:
             out.append(ResourceEvent(ResourceEventKind.RESOURCE_EXPIRING, r, expires_at_ms=expires))
     if status is ModelResourceStatus.PENDING and not entry.queued:
         since = to_ms(r.created_at) or entry.first_seen_ms or now
@@ -161,12 +156,12 @@ def _remember(
 def _entry_for(
     state: ResourceTrackerState,
     r: ModelResource,
-    created: int | None,
     floor: int,
     now: int,
     config: ResourceTrackerConfig,
 ) -> TrackedResource | None:
     """The entry to diff ``r`` against (a new one is registered); None for history or done."""
+    created = to_ms(r.created_at)
     if r.id in state.tracked:
         return state.tracked[r.id]
     if r.id in state.recent_terminal or (created is None and is_terminal(r)):
@@ -211,7 +206,7 @@ def advance_resources(
     deferred = False
     ordered = sorted(by_id.values(), key=lambda r: (created[r.id] or 0, r.id))
     for i, r in enumerate(ordered):
-        entry = _entry_for(state, r, created.get(r.id), floor, now, config)
+        entry = _entry_for(state, r, floor, now, config)
         if entry is None:
             continue
         for event in _due(entry, r, now, config):
@@ -223,7 +218,7 @@ def advance_resources(
             _apply(entry, event)
         if deferred:  # track the rest, so the window cannot turn them into history
             for rest in ordered[i + 1 :]:
-                _entry_for(state, rest, created.get(rest.id), floor, now, config)
+                _entry_for(state, rest, floor, now, config)
             break
         if is_terminal(r) and entry.status == r.raw_status:
             del state.tracked[r.id]
