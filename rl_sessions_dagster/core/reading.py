@@ -335,9 +335,9 @@ def _scan_pages(
 
 
 def read_checkpoints(
-    result: Collected, source: SessionSource, *, need_below_ms: int | None, max_pages: int | None
+    result: Collected, source: SessionSource, *, need_below_ms: int, max_pages: int | None
 ) -> CheckpointRead:
-    """Page from the top until an item is older than ``need_below_ms`` (None: one page)."""
+    """Page from the top until an item is older than ``need_below_ms`` (or the list ends)."""
     read = CheckpointRead()
     after: str | None = None
     pages = 0
@@ -350,11 +350,8 @@ def read_checkpoints(
         for c in items:
             if (ms := to_ms(c.created_at)) is not None:
                 read.times.see(ms)
-        if after is None:
-            read.complete = True
-            break
         oldest = read.times.oldest_ms
-        if need_below_ms is None or (oldest is not None and oldest < need_below_ms):
-            read.complete = need_below_ms is not None
+        if after is None or (oldest is not None and oldest < need_below_ms):
+            read.complete = True
             break
     return read
