@@ -193,10 +193,6 @@ class CheckpointRead:
     def trusted(self) -> bool:  # newest first throughout
         return not self.times.not_newest_first
 
-    @property
-    def by_id(self) -> dict[str, Checkpoint]:
-        return {c.id: c for c in self.items}
-
 
 @dataclass(frozen=True)
 class SessionFilter:

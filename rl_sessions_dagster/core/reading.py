@@ -122,7 +122,7 @@ def registration_fetches(
 ) -> list[str]:
     """Those of ``sessions`` (waiting for registrations) with a checkpoint registered now, or
     one the read cannot vouch for (not listed, time unknown, list out of order, not read)."""
-    listed = read.by_id if read is not None and read.trusted else {}
+    listed = {c.id: c for c in read.items} if read is not None and read.trusted else {}
 
     def vouched(p: PendingCheckpoint) -> bool:
         c = listed.get(p.checkpoint_id)

@@ -17,11 +17,9 @@ SCHEMA_VERSION = 4
 
 def iso_utc(value: datetime | None) -> str | None:
     """ISO 8601 UTC text: sortable, and readable in any SQL client."""
-    if value is None:
-        return None
-    if value.tzinfo is not None:
+    if value is not None and value.tzinfo is not None:
         value = value.astimezone(UTC)
-    return value.isoformat()
+    return None if value is None else value.isoformat()
 
 
 @dataclass(frozen=True)
