@@ -229,7 +229,6 @@ def collect(
                     read = read_checkpoints(
                         result, source, need_below_ms=below, max_pages=RECHECK_PAGES
                     )
-                    obs.checkpoint_list_untrusted = not read.trusted
                 _fetch(result, source, registration_fetches(state, due, read))
     except Interrupted:
         pass
@@ -252,7 +251,6 @@ def _read_checkpoint_list(
     below = oldest_pending_ms(state, due)
     need = floor if below is None else min(floor, below)
     read = read_checkpoints(result, source, need_below_ms=need, max_pages=None)
-    obs.checkpoint_list_untrusted = not read.trusted
     if read.trusted:
         obs.adopt = sessions_with_new_checkpoints(state, read, floor, shown)
         obs.listed_checkpoint_ms = newest_listed(read, {*state.recent_checkpoints, *obs.adopt})
@@ -337,7 +335,7 @@ def _scan_pages(
 def read_checkpoints(
     result: Collected, source: SessionSource, *, need_below_ms: int, max_pages: int | None
 ) -> CheckpointRead:
-    """Page from the top until an item is older than ``need_below_ms`` (or the list ends)."""
+    """Page from the top until an item is older than ``need_below_ms``; notes an order break."""
     read = CheckpointRead()
     after: str | None = None
     pages = 0
@@ -354,4 +352,5 @@ def read_checkpoints(
         if after is None or (oldest is not None and oldest < need_below_ms):
             read.complete = True
             break
+    result.observation.checkpoint_list_untrusted = not read.trusted
     return read

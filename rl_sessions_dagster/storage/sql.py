@@ -247,24 +247,19 @@ class SQLAlchemyTableStore:
         self.engine.dispose()
 
     def upsert_sessions(self, rows: Sequence[SessionRow]) -> UpsertResult:
-        with self._transaction("writing rl_sessions") as conn:
-            return self._upsert(conn, self._tables.sessions, _SESSION_COLUMNS, rows)
+        return self._upsert(self._tables.sessions, _SESSION_COLUMNS, rows)
 
     def upsert_checkpoints(self, rows: Sequence[CheckpointRow]) -> UpsertResult:
-        with self._transaction("writing rl_checkpoints") as conn:
-            return self._upsert(conn, self._tables.checkpoints, _CHECKPOINT_COLUMNS, rows)
+        return self._upsert(self._tables.checkpoints, _CHECKPOINT_COLUMNS, rows)
 
     def _upsert(
-        self,
-        conn: Connection,
-        table: sa.Table,
-        columns: Sequence[str],
-        rows: Sequence[SessionRow] | Sequence[CheckpointRow],
+        self, table: sa.Table, columns: Sequence[str], rows: Sequence[SessionRow | CheckpointRow]
     ) -> UpsertResult:
         # Last row wins for a repeated id, so the counts describe distinct rows.
         values = operator.attrgetter(*columns)  # not dataclasses.asdict: it deep-copies (8x)
         by_id = {row.id: dict(zip(columns, values(row), strict=True)) for row in rows}
-        new, changed = self._write(conn, table, "id", by_id, ignore=("synced_at",))
+        with self._transaction(f"writing {table.name}") as conn:
+            new, changed = self._write(conn, table, "id", by_id, ignore=("synced_at",))
         return UpsertResult(new, changed, len(by_id) - new - changed)
 
     def mark_missing(self, seen_ids: Collection[str], at: datetime) -> int:
@@ -300,17 +295,14 @@ class SQLAlchemyTableStore:
 
     def counts(self) -> StoreCounts:
         with self._transaction("counting rows") as conn:
-            s, c = self._tables.sessions, self._tables.checkpoints
-            sessions = conn.execute(sa.select(sa.func.count()).select_from(s)).scalar_one()
-            checkpoints = conn.execute(sa.select(sa.func.count()).select_from(c)).scalar_one()
-            grouped = sa.select(s.c.status, sa.func.count()).group_by(s.c.status)
-            by_status: dict[str, int] = dict(
-                conn.execute(grouped.order_by(s.c.status)).tuples().all()
+            s, c, n = self._tables.sessions, self._tables.checkpoints, sa.func.count()
+            grouped = sa.select(s.c.status, n).group_by(s.c.status).order_by(s.c.status)
+            return StoreCounts(
+                conn.execute(sa.select(n).select_from(s)).scalar_one(),
+                conn.execute(sa.select(n).select_from(c)).scalar_one(),
+                dict(conn.execute(grouped).tuples().all()),
+                conn.execute(sa.select(n).where(s.c.missing_since.is_not(None))).scalar_one(),
             )
-            missing = conn.execute(
-                sa.select(sa.func.count()).select_from(s).where(s.c.missing_since.is_not(None))
-            ).scalar_one()
-            return StoreCounts(sessions, checkpoints, by_status, missing)
 
     def load_spans(self) -> dict[str, ResourceSpan]:
         with self._transaction("reading rl_resource_spend") as conn:
