@@ -121,8 +121,7 @@ def adopt(
     now_ms: int,
     first_tick: bool = False,
 ) -> TrackedSession:
-    """The entry for a live session first met: empty for a new one (every fact is an event), its
-    history for one created before the first tick."""
+    """A live session first met: empty if new (every fact is an event), else its history."""
     if first_tick:
         return history_entry(session, config, now_ms, None)
     created = to_ms(session.created_at)
@@ -168,8 +167,7 @@ BACKFILL_MEMORY = 200
 def scan_finished(
     state: TrackerState, obs: Observation, budget: Budget, floor: int, now: int
 ) -> ScanPosition | None:
-    """Process the scanned pages; where the pass ended, if complete (its evidence decides an
-    unverified order). An oldest-first list's tail is kept."""
+    """Process the scanned pages; where a complete pass ended (its evidence decides the order)."""
     if obs.scan_rejected:
         return None
     if state.scan is None:

@@ -171,8 +171,7 @@ class OrderEvidence:
 
 @dataclass
 class ScannedPage:
-    """One page of a session list, with the ``after`` it was requested with and what the pass saw
-    of the order up to its end."""
+    """One page of a session list: the ``after`` it was read with, and the order seen up to it."""
 
     after: str | None
     sessions: Sequence[TrainingSession]

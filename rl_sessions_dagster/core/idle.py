@@ -163,8 +163,7 @@ class Decision:
 def decide(
     resource: ModelResource, use: ResourceUse, policy: IdlePolicy, *, now_ms: int
 ) -> Decision:
-    """Stop only a READY, permitted resource with no live or unreadable session whose last
-    use is at least ``policy.idle_seconds`` before ``now_ms`` (the API's clock)."""
+    """Stop only a READY, permitted, idle resource with no live or unreadable session."""
     since = idle_since(resource, use.last_use_ms)
 
     def verdict(v: IdleVerdict) -> Decision:

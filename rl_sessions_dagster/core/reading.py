@@ -134,8 +134,7 @@ def registration_fetches(
 def sessions_with_new_checkpoints(
     state: TrackerState, read: CheckpointRead, floor: int, shown: set[str]
 ) -> list[str]:
-    """Sessions not followed with a checkpoint above the floor: born since the last tick (and
-    perhaps ended), to fetch and adopt."""
+    """Sessions not followed with a checkpoint above the floor: born since the last tick, to adopt."""
     known = {*shown, *state.tracked, *state.recent_checkpoints}
     return list(
         dict.fromkeys(

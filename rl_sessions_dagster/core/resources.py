@@ -77,8 +77,7 @@ class ResourceTrackerConfig:
 
 @dataclass
 class ResourceObservation:
-    """One tick's complete list of (filtered) model resources; the API's clock (HTTP ``Date``) is
-    preferred over ``now_ms``."""
+    """One tick's complete (filtered) resource list; the API's clock is preferred to ``now_ms``."""
 
     now_ms: int
     resources: Sequence[ModelResource] = ()

@@ -180,8 +180,7 @@ class UpsertResult:
 
 @dataclass(frozen=True)
 class StoreCounts:
-    """Row counts of the whole store (not just the last sync). ``sessions_missing`` counts
-    the rows marked missing (they stay in ``sessions`` and ``sessions_by_status``)."""
+    """Row counts of the whole store; rows marked missing are in the other counts too."""
 
     sessions: int
     checkpoints: int

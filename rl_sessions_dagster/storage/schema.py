@@ -116,8 +116,7 @@ def define_tables(schema: str | None = None) -> Tables:
 
 
 def upgrade(conn: Connection, tables: Tables) -> int:
-    """Create or upgrade every table in ``conn``'s transaction; returns the version found (0:
-    none). Idempotent: a database already at :data:`SCHEMA_VERSION` costs one read."""
+    """Create or upgrade every table in ``conn``'s transaction: the version found (0: none)."""
     schema = tables.meta.schema
     if conn.dialect.name == "postgresql":
         conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _LOCK_KEY})
