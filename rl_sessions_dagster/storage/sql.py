@@ -300,7 +300,7 @@ class SQLAlchemyTableStore:
             return StoreCounts(
                 conn.execute(sa.select(n).select_from(s)).scalar_one(),
                 conn.execute(sa.select(n).select_from(c)).scalar_one(),
-                dict(conn.execute(grouped).tuples().all()),
+                {status: count for status, count in conn.execute(grouped)},
                 conn.execute(sa.select(n).where(s.c.missing_since.is_not(None))).scalar_one(),
             )
 
