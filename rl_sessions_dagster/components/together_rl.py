@@ -16,7 +16,7 @@ from ..assets import CHECKPOINT_ASSET_SPEC
 from ..partitions import CHECKPOINT_ASSET_KEY, EVALUATION_ASSET_KEY
 from ..resource import TogetherRLResource
 from .champion import ChampionSection, recorded_metrics
-from .checks import check_unique_names, located_errors
+from .checks import check_crons, check_unique_names, located_errors
 from .evaluation import EvaluationSection
 from .gpus import IdleGuardConfig, SpendScheduleConfig
 from .report import ReportSection
@@ -330,6 +330,7 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
         check_unique_names(self, context.path)
+        check_crons(self, context.path)
         rk, group = self.resource_key, self.checkpoint_asset.group_name
         key = dg.AssetKey.from_user_string(self.checkpoint_asset.key)
         eval_key = (self.evaluation.key if self.evaluation is not None else None) or (
@@ -371,7 +372,11 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
             reads = [dg.AssetKey.from_user_string(k) for k in spends]  # each session's spend row
             parts.append(self._translated(report, "report", deps=reads))
         if self.champion is not None:
-            parts.append(self._translated(self.champion.build(eval_key, key, group), "champion"))
+            parts.append(
+                self._translated(
+                    self.champion.build(context.path, eval_key, key, group), "champion"
+                )
+            )
         announced = key if self.checkpoint_asset.materialize_on_event else None
         parts.append(self.sessions.build(rk, announced, routes))
         return dg.Definitions.merge(*parts)
