@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from ..evaluation.dataset import DatasetError
 from ..sensors.tick import CheckedSelection
-from .schema import CRON
+from .schema import CRON_HELP, CRON_PATTERN
 
 __all__ = ["LocatedSelection", "check_crons", "check_unique_names", "located", "located_errors"]
 
@@ -95,8 +95,8 @@ def check_crons(component: Any, folder: Path | None) -> None:
         section = getattr(component, key)
         for name in getattr(type(section), "model_fields", ()):
             value = getattr(section, name) if name.endswith("cron_schedule") else None
-            if isinstance(value, str) and not re.fullmatch(CRON["if"]["pattern"], value):
-                raise located(folder, [key, name], f"{value!r} is not {CRON['else']['const']}")
+            if isinstance(value, str) and not re.fullmatch(CRON_PATTERN, value):
+                raise located(folder, [key, name], f"{value!r} is not {CRON_HELP}")
 
 
 def _on(section: Any) -> bool:

@@ -20,7 +20,7 @@ from .checks import check_crons, check_unique_names, located_errors
 from .evaluation import EvaluationSection
 from .gpus import IdleGuardConfig, SpendScheduleConfig
 from .report import ReportSection
-from .schema import Section, exact, sections
+from .schema import Section, exact
 from .sensors import ResourceSensorSection, SessionSensorSection
 from .sync import SyncConfig
 from .translation import (
@@ -28,7 +28,6 @@ from .translation import (
     ResolvedTogetherRLTranslationFn,
     TogetherRLAssetProps,
     TogetherRLTranslator,
-    YamlTranslator,
     schedule_freshness,
     translate,
 )
@@ -200,20 +199,6 @@ class CheckpointAssetConfig(Section):
         )
 
 
-sections(
-    ResourceSection,
-    CheckpointAssetConfig,
-    SessionSensorSection,
-    SyncConfig,
-    ResourceSensorSection,
-    IdleGuardConfig,
-    SpendScheduleConfig,
-    EvaluationSection,
-    ReportSection,
-    ChampionSection,
-)
-
-
 class TogetherRLScaffolder(Scaffolder):
     """Writes a defs.yaml that loads as is, with the routes to fill in shown as comments."""
 
@@ -227,7 +212,7 @@ class TogetherRLScaffolder(Scaffolder):
 
 
 @scaffold_with(TogetherRLScaffolder)
-class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
+class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable, TogetherRLTranslator):
     """Together AI RL sessions in Dagster: resource, checkpoint asset, the session-event sensor
     (checkpoint registered, session stopped/error/expired → asset runs, one API poll per
     interval) and a scheduled sync table; optionally the GPUs: the model-resource sensor (the
@@ -303,19 +288,8 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
         return exact(super().model(), cls)
 
     def get_asset_spec(self, props: TogetherRLAssetProps) -> dg.AssetSpec:
-        """The spec of each asset the Component makes: ``translation:`` applied to the
-        library's spec. Override in a subclass to rewrite specs in Python."""
-        return YamlTranslator(self.translation).get_asset_spec(props)
-
-    @property
-    def translator(self) -> TogetherRLTranslator:
-        component = self
-
-        class _ComponentTranslator(TogetherRLTranslator):
-            def get_asset_spec(self, props: TogetherRLAssetProps) -> dg.AssetSpec:
-                return component.get_asset_spec(props)
-
-        return _ComponentTranslator()
+        """Each asset's spec: ``translation:`` over the library's. Override to rewrite in Python."""
+        return self.translation(props.spec, props) if self.translation else props.spec
 
     def _translated(
         self,
@@ -326,7 +300,7 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
     ) -> dg.Definitions:
         if fresh is not None or deps:
             defs = translate(defs, role, Derived(fresh, deps))
-        return translate(defs, role, self.translator)
+        return translate(defs, role, self)
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
         check_unique_names(self, context.path)
