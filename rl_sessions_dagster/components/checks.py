@@ -93,7 +93,7 @@ def check_crons(component: Any, folder: Path | None) -> None:
     """A templated cron, once resolved, checked as ``dg check yaml`` checks a literal one."""
     for key in type(component).model_fields:
         section = getattr(component, key)
-        for name in getattr(type(section), "model_fields", ()):
+        for name in getattr(type(section), "model_fields", ()) if _on(section) else ():
             value = getattr(section, name) if name.endswith("cron_schedule") else None
             if isinstance(value, str) and not re.fullmatch(CRON_PATTERN, value):
                 raise located(folder, [key, name], f"{value!r} is not {CRON_HELP}")

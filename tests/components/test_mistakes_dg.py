@@ -210,3 +210,11 @@ def test_a_metric_only_the_run_can_tell_is_named_by_the_champion_tick_in_one_lin
     assert len(warnings) == 1, ticker.log_messages()
     assert "champion metric 'accuracy' is recorded by none of these 1 evaluation(s)" in warnings[0]
     assert "score" in warnings[0] and "\n" not in warnings[0]
+
+
+def test_a_templated_cron_is_checked_once_resolved_unless_its_section_is_off():
+    bad = "\"{{ env.RL_NO_SUCH_CRON or '0 25 * * *' }}\""
+    with pytest.raises(dg.DagsterInvalidDefinitionError, match="is not a cron string"):
+        defs_for(f"spend: {{cron_schedule: {bad}}}\n")
+    off = defs_for(f"spend: {{enabled: false, cron_schedule: {bad}}}\n")
+    assert all("spend" not in s.name for s in off.schedules or [])
