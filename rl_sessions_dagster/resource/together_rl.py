@@ -1,21 +1,73 @@
 """``TogetherRLResource``: configuration only; it builds a fresh API client per use and calls
-nothing at definition load."""
+nothing at definition load. Each retry of its clients is a WARNING in the Dagster log of the run
+or tick that made it: the ``rl_sessions_dagster.api`` logger is forwarded by nothing."""
 
+import contextlib
 import dataclasses
 import os
-from typing import Any
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from contextvars import ContextVar
+from typing import Any, Protocol
 
 import dagster as dg
 from pydantic import Field, field_validator
 
 from ..api import API_KEY_ENV, DEFAULT_BASE_URL, RetryPolicy, RLSessionsClient, ServerClock
+from ..api.retries import RetryEvent
 from ..storage.urls import check_target
-from .retry_log import Log, RetryLog, current_tick_retry_log
 
 #: Read when ``database_url`` is unset: where every table of the library goes.
 TABLES_URL_ENV = "RL_TABLES_URL"
 
 _SECRET: dict[str, Any] = {"dagster__is_secret": True}
+
+
+class Log(Protocol):
+    """``logging.Logger``, Dagster's ``context.log`` and its log manager all qualify."""
+
+    def warning(self, msg: str, *args: Any, **kwargs: Any) -> Any: ...
+
+    def info(self, msg: str, *args: Any, **kwargs: Any) -> Any: ...
+
+
+class RetryLog:
+    """An ``on_retry`` hook: one WARNING per retry, counted per endpoint; thread-safe, so one
+    serves every client of a tick."""
+
+    def __init__(self, log: Log) -> None:
+        self.log = log
+        self.by_endpoint: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    @property
+    def count(self) -> int:
+        return self.by_endpoint.total()
+
+    def __call__(self, event: RetryEvent) -> None:
+        with self._lock:
+            self.by_endpoint[event.endpoint] += 1
+        self.log.warning(event.describe())  # no args: a '%' in a path is never formatted
+
+    def summary(self) -> str:
+        parts = ", ".join(f"{endpoint} ({n})" for endpoint, n in self.by_endpoint.most_common())
+        return f"{self.count} API request(s) retried this tick: {parts}"
+
+
+_TICK: ContextVar[RetryLog | None] = ContextVar("rl_sessions_dagster_tick_retry_log", default=None)
+
+
+@contextlib.contextmanager
+def tick_retry_log(log: Log) -> Iterator[RetryLog]:
+    """While a tick is evaluated, the resource's clients log retries to ``log``: a context
+    variable, so nothing process-wide changes and a tick in another thread keeps its own."""
+    retries = RetryLog(log)
+    token = _TICK.set(retries)
+    try:
+        yield retries
+    finally:
+        _TICK.reset(token)
 
 
 class TogetherRLResource(dg.ConfigurableResource):
@@ -126,7 +178,7 @@ class TogetherRLResource(dg.ConfigurableResource):
         None outside Dagster (the ``rl_sessions_dagster.api`` logger still has the retries)."""
         if log is not None:
             return RetryLog(log)
-        tick = current_tick_retry_log()
+        tick = _TICK.get()
         if tick is not None:
             return tick
         try:

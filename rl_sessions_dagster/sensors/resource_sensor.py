@@ -1,5 +1,7 @@
 """The model-resource sensor: one run per resource event, exactly once. Each tick lists every
-model resource (few per account) and runs the pure tracker (``core/resources.py``)."""
+model resource (few per account) and runs the pure tracker (``core/resources.py``). Each status
+change also folds the resource's billed span, on the API's clock: the spend asset alone would
+price a span it never saw begin or end wrong."""
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -7,18 +9,17 @@ from dataclasses import dataclass
 import dagster as dg
 
 from ..api.models import ModelResource
-from ..core.events import ResourceEvent, ResourceEventKind
+from ..core.events import ResourceEvent
 from ..core.resources import (
     ResourceObservation,
-    ResourceTrackerConfig,
     ResourceTrackerState,
     advance_resources,
     status_changes,
 )
+from ..core.spend import observe_spans
+from ..resource import open_table_store
 from .options import ResourceRoute, ResourceSensorOptions
-from .spend_spans import record_spans
 from .tick import (
-    RouteTarget,
     Tick,
     TickOutcome,
     resolve_routes,
@@ -79,27 +80,8 @@ def build_model_resource_sensor(
     targets = resolve_routes(name, routes)
     route_of = {kind: t for t in targets for kind in t.route.kinds}
     flt = resource_filter or ResourceFilter()
-    return tick_sensor(
-        ResourceTrackerState,
-        resource_tick(options, flt, route_of, name_jobs=len(targets) > 1),
-        options,
-        name=name,
-        jobs=[t.job for t in targets],
-        minimum_interval_seconds=minimum_interval_seconds,
-        default_status=default_status,
-        description=description
-        or f"Together RL model-resource events ({', '.join(sorted(k.value for k in route_of))}).",
-    )
-
-
-def resource_tick(
-    options: ResourceSensorOptions,
-    flt: ResourceFilter,
-    route_of: dict[ResourceEventKind, RouteTarget[ResourceRoute]],
-    *,
-    name_jobs: bool,
-) -> Callable[[Tick, ResourceTrackerState], TickOutcome[ResourceTrackerState]]:
-    config: ResourceTrackerConfig = options.tracker_config(frozenset(route_of))
+    config = options.tracker_config(frozenset(route_of))
+    name_jobs = len(targets) > 1
 
     def body(tick: Tick, state: ResourceTrackerState) -> TickOutcome[ResourceTrackerState]:
         rows = tick.client.list_model_resources(created_by=flt.created_by, deadline=tick.deadline)
@@ -109,10 +91,11 @@ def resource_tick(
         if moved := status_changes(state, listed):
             try:
                 resource = getattr(tick.context.resources, options.resource_key)
-                db_path = options.spend_db_path
-                changed = record_spans(
-                    resource, tick.context.instance, db_path, moved, now_ms=obs.clock_ms
-                )
+                db, instance = options.spend_db_path, tick.context.instance
+                with open_table_store(resource, instance, db, url_setting="spend_db_path") as store:
+                    changed = observe_spans(store.load_spans(), moved, now_ms=obs.clock_ms)
+                    if changed:  # only changed spans are written
+                        store.save_spans(changed, now_ms=obs.clock_ms)
                 spans = f"; {len(changed)} billed span(s) updated" if changed else ""
             except Exception as exc:  # spend is a side record: never block the events
                 tick.context.log.warning(f"could not record billed spans: {exc}")
@@ -135,4 +118,14 @@ def resource_tick(
             )
         return TickOutcome(outcome.state, summary, requests)
 
-    return body
+    return tick_sensor(
+        ResourceTrackerState,
+        body,
+        options,
+        name=name,
+        jobs=[t.job for t in targets],
+        minimum_interval_seconds=minimum_interval_seconds,
+        default_status=default_status,
+        description=description
+        or f"Together RL model-resource events ({', '.join(sorted(k.value for k in route_of))}).",
+    )
