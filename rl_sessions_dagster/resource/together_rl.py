@@ -21,7 +21,11 @@ from ..storage.urls import check_target
 #: Read when ``database_url`` is unset: where every table of the library goes.
 TABLES_URL_ENV = "RL_TABLES_URL"
 
-_SECRET: dict[str, Any] = {"dagster__is_secret": True}
+
+def _secret(description: str) -> Any:
+    """Masked in the UI, never in a repr."""
+    extra: dict[str, Any] = {"dagster__is_secret": True}
+    return Field(default=None, repr=False, json_schema_extra=extra, description=description)
 
 
 class Log(Protocol):
@@ -75,22 +79,15 @@ class TogetherRLResource(dg.ConfigurableResource):
     ``TogetherRLResource(api_key=dg.EnvVar("TOGETHER_API_KEY"))``; in tests, point ``base_url``
     at :class:`rl_sessions_dagster.testing.RLSimulator`."""
 
-    api_key: str | None = Field(
-        default=None,
-        repr=False,
-        json_schema_extra=_SECRET,
-        description=(
-            "Together API key, e.g. dg.EnvVar('TOGETHER_API_KEY'). Masked in the UI and never "
-            f"printed. When unset, the {API_KEY_ENV} environment variable is read at use time."
-        ),
+    api_key: str | None = _secret(
+        "Together API key, e.g. dg.EnvVar('TOGETHER_API_KEY'). Masked in the UI and never "
+        f"printed. When unset, the {API_KEY_ENV} environment variable is read at use time."
     )
     base_url: str | None = Field(
         default=None,
-        description=(
-            f"API origin (default {DEFAULT_BASE_URL}, or the TOGETHER_BASE_URL environment "
-            "variable as in the official SDK); request paths carry /v1. http:// is accepted "
-            "only for loopback hosts (the local simulator)."
-        ),
+        description=f"API origin (default {DEFAULT_BASE_URL}, or the TOGETHER_BASE_URL "
+        "environment variable as in the official SDK); request paths carry /v1. http:// is "
+        "accepted only for loopback hosts (the local simulator).",
     )
     request_timeout: float = Field(
         default=30.0, description="Seconds for one HTTP attempt (connect, read, write, pool)."
@@ -116,17 +113,12 @@ class TogetherRLResource(dg.ConfigurableResource):
         description="Total seconds one call may take, retries and sleeps included (None: no "
         "limit beyond max_attempts). Sensors pass their own tick budget on top of this.",
     )
-    database_url: str | None = Field(
-        default=None,
-        repr=False,
-        json_schema_extra=_SECRET,
-        description=(
-            "Where every table of the library goes (sessions, checkpoints, spend): a SQLAlchemy "
-            f"URL or a file path, e.g. dg.EnvVar('{TABLES_URL_ENV}'). Masked in the UI. When "
-            f"unset: ${TABLES_URL_ENV}, else the Dagster instance's PostgreSQL (schema "
-            "together_rl), else <DAGSTER_HOME>/together_rl_sync.sqlite. Never connected to at "
-            "definitions load."
-        ),
+    database_url: str | None = _secret(
+        "Where every table of the library goes (sessions, checkpoints, spend): a SQLAlchemy "
+        f"URL or a file path, e.g. dg.EnvVar('{TABLES_URL_ENV}'). Masked in the UI. When "
+        f"unset: ${TABLES_URL_ENV}, else the Dagster instance's PostgreSQL (schema "
+        "together_rl), else <DAGSTER_HOME>/together_rl_sync.sqlite. Never connected to at "
+        "definitions load."
     )
 
     @field_validator("database_url")
@@ -138,8 +130,8 @@ class TogetherRLResource(dg.ConfigurableResource):
         return value
 
     def tables_url(self) -> tuple[str, str] | None:
-        """The configured tables' URL or path and the setting it came from, or None when
-        neither ``database_url`` nor ``$RL_TABLES_URL`` is set (the instance then decides)."""
+        """The configured tables' URL or path and the setting it came from; None: the instance
+        decides."""
         if self.database_url:
             return self.database_url, "TogetherRLResource.database_url"
         env = os.environ.get(TABLES_URL_ENV)
@@ -176,13 +168,11 @@ class TogetherRLResource(dg.ConfigurableResource):
     def _retry_log(self, log: Log | None) -> RetryLog | None:
         """``log``; else the tick being evaluated; else the run's log Dagster gave the resource.
         None outside Dagster (the ``rl_sessions_dagster.api`` logger still has the retries)."""
-        if log is not None:
-            return RetryLog(log)
-        tick = _TICK.get()
-        if tick is not None:
+        if log is None and (tick := _TICK.get()) is not None:
             return tick
-        try:
-            run_log = self.get_resource_context().log
-        except Exception:  # built by hand, never initialised by Dagster
-            return None
-        return None if run_log is None else RetryLog(run_log)
+        if log is None:
+            try:
+                log = self.get_resource_context().log
+            except Exception:  # built by hand, never initialised by Dagster
+                return None
+        return None if log is None else RetryLog(log)

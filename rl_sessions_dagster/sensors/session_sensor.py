@@ -2,22 +2,19 @@
 ``advance``), each event kind routed to a job or an asset selection, one cursor for all.
 """
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import dagster as dg
 
 from ..core import SessionEvent, TrackerState, advance
 from ..core.events import CHECKPOINT_EVENTS, EventKind, SessionFilter
-from ..core.reading import (
-    collect,
-)
+from ..core.reading import collect
 from ..partitions import CHECKPOINT_PARTITIONS_NAME, checkpoint_metadata, checkpoint_partition_key
 from ..resource.session_source import ClientSessionSource
 from .options import EventRoute, PollingOptions
 from .options import event_kinds as parse_event_kinds
 from .tick import (
     TRANSIENT_ERRORS,
-    RouteTarget,
     Tick,
     TickOutcome,
     check_at_tick,
@@ -81,43 +78,13 @@ def build_session_sensor(
         )
     targets = resolve_routes(name, routes)
     kinds = frozenset().union(announced, *(route.kinds for route in routes))
-    named = ", ".join(sorted(k.value for k in kinds))
-    shown = asset_key.to_user_string() if asset_key else "the checkpoint asset"
-    return tick_sensor(
-        TrackerState,
-        session_tick(name, session_filter or SessionFilter(), options, targets, kinds, announced),
-        options,
-        name=name,
-        jobs=[t.job for t in targets],
-        minimum_interval_seconds=minimum_interval_seconds,
-        default_status=default_status,
-        description=description
-        or (
-            f"Together RL events ({named}) → runs."
-            if targets
-            else f"Together RL checkpoints ({named}) → partitions and runless "
-            f"materializations of {shown}."
-        ),
-    )
-
-
-def session_tick(
-    name: str,
-    session_filter: SessionFilter,
-    options: PollingOptions,
-    targets: tuple[RouteTarget[EventRoute], ...],
-    kinds: frozenset[EventKind],
-    announce: frozenset[EventKind],  # checkpoint kinds announced with no route
-) -> Callable[[Tick, TrackerState], TickOutcome[TrackerState]]:
     config = options.tracker_config(kinds)
-    asset_key = options.checkpoint_asset_key
+    flt = session_filter or SessionFilter()
 
     def body(tick: Tick, state: TrackerState) -> TickOutcome[TrackerState]:
         context = tick.context
         check_at_tick(context, name, list(targets))
-        source = ClientSessionSource(
-            tick.client, session_filter, tick.deadline, options.page_size, tick.clock
-        )
+        source = ClientSessionSource(tick.client, flt, tick.deadline, options.page_size, tick.clock)
         reserve = min(5.0, (tick.deadline - tick.started) / 4)
         collected = collect(
             state,
@@ -157,7 +124,7 @@ def session_tick(
         for event in outcome.events:
             target = next((t for t in targets if event.kind in t.route.kinds), None)
             if target is None:
-                if event.kind in announce:
+                if event.kind in announced:
                     announce_checkpoint(event)
                 continue
             route = target.route
@@ -195,4 +162,21 @@ def session_tick(
             requests=collected.requests,
         )
 
-    return body
+    named = ", ".join(sorted(k.value for k in kinds))
+    shown = asset_key.to_user_string() if asset_key else "the checkpoint asset"
+    return tick_sensor(
+        TrackerState,
+        body,
+        options,
+        name=name,
+        jobs=[t.job for t in targets],
+        minimum_interval_seconds=minimum_interval_seconds,
+        default_status=default_status,
+        description=description
+        or (
+            f"Together RL events ({named}) → runs."
+            if targets
+            else f"Together RL checkpoints ({named}) → partitions and runless "
+            f"materializations of {shown}."
+        ),
+    )

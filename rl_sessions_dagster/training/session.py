@@ -1,9 +1,6 @@
-"""Launch a training session from a Dagster op and make sure it is stopped when the run ends:
-success, an exception, or a run cancelled from the UI (``DagsterExecutionInterruptedError``), so
-a failed run never leaves a GPU billing.
-
-No ``from __future__ import annotations`` here: Dagster must see the real ``context`` type.
-"""
+"""Launch a training session from a Dagster op, stopped however the run ends (success, an
+exception, a cancel from the UI), so a failed run never leaves a GPU billing. No ``from
+__future__ import annotations``: Dagster must see the real ``context`` type."""
 
 import contextlib
 import logging
@@ -29,8 +26,6 @@ from ..api.lifecycle import (
 )
 from ..api.models import ModelResource, TrainingSession
 from ..resource.together_rl import TogetherRLResource
-
-__all__ = ["LaunchedSession", "TrainingLaunchConfig", "launched_session"]
 
 _log = logging.getLogger(__name__)
 
@@ -81,24 +76,21 @@ def launched_session(
     owned = not isinstance(source, RLSessionsClient)
     client = source if isinstance(source, RLSessionsClient) else source.get_client()
     resource: ModelResource | None = None
-    created = False
+    created, ok = False, False
     session_id: str | None = None
     handle: LaunchedSession | None = None
-    #: resources a create-session request may have reached without an answer
-    unsure: list[str] = []
-    ok = False
+    unsure: list[str] = []  # resources a create-session request may have reached unanswered
+    session_kwargs: dict[str, Any] = dict(
+        display_name=display_name,
+        metadata=metadata,
+        lora_config=lora_config,
+        resume_from_checkpoint_id=resume_from_checkpoint_id,
+        load_optimizer=load_optimizer,
+    )
     try:
-        if reuse_ready_resource:
-            resource = find_ready_resource(client, spec)
-            if resource is not None:
-                logger.info(f"reusing READY model resource {resource.id}")
-        session_kwargs: dict[str, Any] = {
-            "display_name": display_name,
-            "metadata": metadata,
-            "lora_config": lora_config,
-            "resume_from_checkpoint_id": resume_from_checkpoint_id,
-            "load_optimizer": load_optimizer,
-        }
+        resource = find_ready_resource(client, spec) if reuse_ready_resource else None
+        if resource is not None:
+            logger.info(f"reusing READY model resource {resource.id}")
         session = None
         if resource is not None:
             try:
