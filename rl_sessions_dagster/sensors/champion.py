@@ -65,19 +65,6 @@ class SweepState:
         )  # fmt: skip
 
 
-def _leaderboard(ranked: list[Candidate], metric: str) -> dg.MetadataValue:
-    columns = [("rank", "int"), ("checkpoint", "string"), (metric, "float"), ("step", "int")]
-    columns.append(("model_name", "string"))
-    rows = [
-        (i + 1, c.partition, c.value, c.step if c.step is not None else -1, c.model_name or "")
-        for i, c in enumerate(ranked[:_LEADERBOARD_ROWS])
-    ]
-    return dg.MetadataValue.table(
-        [dg.TableRecord(dict(zip([n for n, _ in columns], row, strict=True))) for row in rows],
-        schema=dg.TableSchema([dg.TableColumn(n, t) for n, t in columns]),
-    )
-
-
 def fold_sweep(
     sweep: str,
     state: SweepState,
@@ -118,6 +105,12 @@ def _materialization(
     """The sweep's partition: champion, score, margin, leaderboard, and the candidates (so a
     tick reads one record per touched sweep)."""
     champ, runner = result.champion, result.runner_up
+    columns = [("rank", "int"), ("checkpoint", "string"), (rule.metric, "float"), ("step", "int")]
+    columns.append(("model_name", "string"))
+    rows = [
+        (i + 1, c.partition, c.value, c.step if c.step is not None else -1, c.model_name or "")
+        for i, c in enumerate(rank(state.candidates, rule.direction)[:_LEADERBOARD_ROWS])
+    ]
     meta: dict[str, Any] = {
         "sweep": dg.MetadataValue.text(sweep),
         "metric": dg.MetadataValue.text(rule.metric),
@@ -127,7 +120,10 @@ def _materialization(
         "previous_champion_id": dg.MetadataValue.text(state.before_id),
         "changed": dg.MetadataValue.bool(changed),
         "changes": dg.MetadataValue.int(state.changes),
-        "leaderboard": _leaderboard(rank(state.candidates, rule.direction), rule.metric),
+        "leaderboard": dg.MetadataValue.table(
+            [dg.TableRecord(dict(zip([n for n, _ in columns], row, strict=True))) for row in rows],
+            schema=dg.TableSchema([dg.TableColumn(n, t) for n, t in columns]),
+        ),
         "candidate_list": dg.MetadataValue.json([c.to_dict() for c in state.candidates]),
     }
     if champ is not None:
@@ -149,30 +145,6 @@ def _materialization(
     )
 
 
-def champion_changed_request(
-    sweep: str, champ: Candidate, state: SweepState, partitioned: bool
-) -> dg.RunRequest:
-    """For the champion a tick ended with, so a deploy never races a superseded one. ``n`` in
-    ``champion_changed:<sweep>:<checkpoint id>:<n>`` counts the sweep's changes: exactly once
-    per change, even when the title goes back to an earlier champion."""
-    changes = state.changes
-    return dg.RunRequest(
-        run_key=f"{CHAMPION_CHANGED}:{sweep}:{champ.checkpoint_id}:{changes}",
-        tags=run_tags(
-            event=CHAMPION_CHANGED,
-            sweep=sweep,
-            checkpoint_id=champ.checkpoint_id,
-            score=repr(champ.value),
-            change=changes,
-            model_name=champ.model_name,
-            session_id=champ.session_id,
-            step=champ.step,
-            previous_checkpoint_id=state.announced_id,
-        ),
-        partition_key=champ.partition if partitioned else None,
-    )
-
-
 def _unrecorded(metric: str, records: Sequence[Any]) -> str:
     """Why no checkpoint can become champion: the metric is in none of the evaluations (a
     metric only known when they run, e.g. from an evaluation asset of the user's own)."""
@@ -189,14 +161,6 @@ def _unrecorded(metric: str, records: Sequence[Any]) -> str:
         f"champion metric '{metric}' is recorded by none of these {len(records)} evaluation(s), "
         f"so no checkpoint can become champion; their numeric entries: {', '.join(found) or '-'}"
     )
-
-
-def _read_cursor(cursor: str | None) -> int | None:
-    try:
-        after = json.loads(cursor)["after"] if cursor else None
-    except (ValueError, KeyError, TypeError):
-        return None
-    return after if isinstance(after, int) else None
 
 
 def build_champion_definitions(
@@ -227,9 +191,15 @@ def build_champion_definitions(
     partitioned = options.partitioned_job
 
     def evaluate(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
-        instance, after = context.instance, _read_cursor(context.cursor)
+        instance = context.instance
+        try:
+            after = json.loads(context.cursor)["after"] if context.cursor else None
+        except (ValueError, KeyError, TypeError):
+            after = None
         records = instance.fetch_materializations(
-            dg.AssetRecordsFilter(asset_key=evaluation_key, after_storage_id=after),
+            dg.AssetRecordsFilter(
+                asset_key=evaluation_key, after_storage_id=after if isinstance(after, int) else None
+            ),
             limit=_BATCH,
             ascending=True,
         ).records
@@ -269,8 +239,25 @@ def build_champion_definitions(
                 f"sweep {sweep}: champion {champ.checkpoint_id} ({rule.metric} "
                 f"{champ.value:g}), was {state.announced_id or '-'}"
             )
-            if job is not None:
-                requests.append(champion_changed_request(sweep, champ, state, partitioned))
+            if job is None:
+                continue
+            # For the champion a tick ended with, so a deploy never races a superseded one. The
+            # sweep's change count in the run key: exactly once per change, even when the title
+            # goes back to an earlier champion.
+            tags = run_tags(
+                event=CHAMPION_CHANGED,
+                sweep=sweep,
+                checkpoint_id=champ.checkpoint_id,
+                score=repr(champ.value),
+                change=state.changes,
+                model_name=champ.model_name,
+                session_id=champ.session_id,
+                step=champ.step,
+                previous_checkpoint_id=state.announced_id,
+            )
+            run_key = f"{CHAMPION_CHANGED}:{sweep}:{champ.checkpoint_id}:{state.changes}"
+            pkey = champ.partition if partitioned else None
+            requests.append(dg.RunRequest(run_key=run_key, tags=tags, partition_key=pkey))
         context.log.info(
             f"{len(records)} evaluation(s) folded into {len(by_sweep)} sweep(s); "
             f"{len(requests)} champion_changed run(s)"

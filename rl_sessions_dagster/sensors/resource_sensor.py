@@ -9,7 +9,6 @@ from dataclasses import dataclass
 import dagster as dg
 
 from ..api.models import ModelResource
-from ..core.events import ResourceEvent
 from ..core.resources import (
     ResourceObservation,
     ResourceTrackerState,
@@ -43,23 +42,6 @@ class ResourceFilter:
         if self.base_model is not None and resource.base_model != self.base_model:
             return False
         return self.predicate is None or bool(self.predicate(resource))
-
-
-def resource_event_tags(event: ResourceEvent) -> dict[str, str]:
-    r = event.resource
-    expires = event.expires_at_ms is not None and r.expires_at is not None
-    return run_tags(
-        event=event.kind.value,
-        model_resources_id=r.id,
-        resource_status=status_tag(r.status, r.raw_status),
-        base_model=r.base_model,
-        previous_status=event.previous_status,
-        error_code=event.error_code,
-        error_message=event.error_message,
-        queue_position=event.queue_position,
-        queued_seconds=event.queued_ms // 1000 if event.queued_ms is not None else None,
-        expires_at=r.expires_at.isoformat() if expires and r.expires_at else None,
-    )
 
 
 def build_model_resource_sensor(
@@ -104,7 +86,22 @@ def build_model_resource_sensor(
             tick.context.log.warning(note)
         requests: list[dg.RunRequest] = []
         for event in outcome.events:
-            default = dg.RunRequest(run_key=event.key, tags=resource_event_tags(event))
+            r = event.resource
+            tags = run_tags(
+                event=event.kind.value,
+                model_resources_id=r.id,
+                resource_status=status_tag(r.status, r.raw_status),
+                base_model=r.base_model,
+                previous_status=event.previous_status,
+                error_code=event.error_code,
+                error_message=event.error_message,
+                queue_position=event.queue_position,
+                queued_seconds=event.queued_ms // 1000 if event.queued_ms is not None else None,
+                expires_at=r.expires_at.isoformat()
+                if event.expires_at_ms is not None and r.expires_at
+                else None,
+            )
+            default = dg.RunRequest(run_key=event.key, tags=tags)
             request = route_request(route_of[event.kind], default, event, name_job=name_jobs)
             if request is not None:
                 requests.append(request)

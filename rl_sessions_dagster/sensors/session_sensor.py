@@ -28,23 +28,6 @@ from .tick import (
 DISCOVERY_PAGES_PER_TICK = 50  # of the unfiltered list, for discovery (after the first tick)
 
 
-def default_run_request(event: SessionEvent, *, partitioned: bool) -> dg.RunRequest:
-    """``run_key`` is the event's key, unique per fact: Dagster dedupes a replayed tick."""
-    session, checkpoint = event.session, event.checkpoint
-    tags = run_tags(
-        event=event.kind.value,
-        session_id=session.id,
-        session_status=status_tag(session.status, session.raw_status),
-        checkpoint_id=checkpoint.id if checkpoint is not None else None,
-        step=checkpoint.step if checkpoint is not None else session.step,
-        base_model=session.base_model,
-        display_name=session.display_name,
-        previous_status=event.previous_status,
-    )
-    key = checkpoint_partition_key(session, checkpoint) if checkpoint and partitioned else None
-    return dg.RunRequest(run_key=event.key, tags=tags, partition_key=key)
-
-
 def build_session_sensor(
     *,
     name: str = "together_rl_events",
@@ -127,8 +110,22 @@ def build_session_sensor(
                 if event.kind in announced:
                     announce_checkpoint(event)
                 continue
-            route = target.route
-            default = default_run_request(event, partitioned=route.partitioned)
+            route, session, checkpoint = target.route, event.session, event.checkpoint
+            tags = run_tags(
+                event=event.kind.value,
+                session_id=session.id,
+                session_status=status_tag(session.status, session.raw_status),
+                checkpoint_id=checkpoint.id if checkpoint is not None else None,
+                step=checkpoint.step if checkpoint is not None else session.step,
+                base_model=session.base_model,
+                display_name=session.display_name,
+                previous_status=event.previous_status,
+            )
+            key = None
+            if checkpoint is not None and route.partitioned:
+                key = checkpoint_partition_key(session, checkpoint)
+            # run_key: the event's key, unique per fact, so Dagster dedupes a replayed tick.
+            default = dg.RunRequest(run_key=event.key, tags=tags, partition_key=key)
             request = route_request(target, default, event, name_job=len(targets) > 1)
             if request is None:
                 continue

@@ -3,6 +3,7 @@ exception, a cancel from the UI), so a failed run never leaves a GPU billing. No
 __future__ import annotations``: Dagster must see the real ``context`` type."""
 
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -284,44 +285,31 @@ class TrainingLaunchConfig(dg.Config):
         default=False, description="Leave a resource created by this run up after success."
     )
 
-    def spec(self) -> ResourceSpec:
-        return ResourceSpec(
-            base_model=self.base_model,
-            lora_enabled=self.lora_enabled,
-            gpu_type=self.gpu_type,
-            num_generator_replicas=self.num_generator_replicas,
-            inactive_timeout=self.inactive_timeout,
-            base_weights_ref=self.base_weights_ref,
-        )
-
-    def session_kwargs(self) -> dict[str, Any]:
-        wandb = {k: getattr(self, f"wandb_{k}") for k in ("entity", "project", "group", "run_name")}
-        wandb = {k: v for k, v in wandb.items() if v is not None}
-        lora = {k: v for k, v in {"rank": self.lora_rank, "alpha": self.lora_alpha}.items() if v}
-        return {
-            "display_name": self.display_name,
-            "metadata": {"wandb": wandb} if wandb else None,
-            "lora_config": lora or None,
-            "resume_from_checkpoint_id": self.resume_from_checkpoint_id,
-            "load_optimizer": self.load_optimizer,
-        }
-
     @contextlib.contextmanager
     def launch(
         self, context: dg.OpExecutionContext, together: TogetherRLResource
     ) -> Iterator[LaunchedSession]:
         """:func:`launched_session` as this config says, logging to the run; the run gets the
         ``together/session_id`` and ``together/model_resources_id`` tags once they exist."""
+        fields = {f.name for f in dataclasses.fields(ResourceSpec)} & type(self).model_fields.keys()
+        spec = ResourceSpec(**self.model_dump(include=fields))
+        wandb = {k: getattr(self, f"wandb_{k}") for k in ("entity", "project", "group", "run_name")}
+        wandb = {k: v for k, v in wandb.items() if v is not None}
+        lora = {k: v for k, v in {"rank": self.lora_rank, "alpha": self.lora_alpha}.items() if v}
         with launched_session(
             together,
-            self.spec(),
+            spec,
+            display_name=self.display_name,
+            metadata={"wandb": wandb} if wandb else None,
+            lora_config=lora or None,
+            resume_from_checkpoint_id=self.resume_from_checkpoint_id,
+            load_optimizer=self.load_optimizer,
             reuse_ready_resource=self.reuse_ready_resource,
             ready_timeout=self.ready_timeout_seconds,
             running_timeout=self.running_timeout_seconds,
             poll_interval=self.poll_interval_seconds,
             keep_resource=self.keep_resource,
             log=context.log,
-            **self.session_kwargs(),
         ) as launched:
             context.instance.add_run_tags(
                 context.run_id,
