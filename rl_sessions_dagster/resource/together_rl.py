@@ -3,7 +3,6 @@ nothing at definition load. Each retry of its clients is a WARNING in the Dagste
 or tick that made it: the ``rl_sessions_dagster.api`` logger is forwarded by nothing."""
 
 import contextlib
-import dataclasses
 import os
 import threading
 from collections import Counter
@@ -141,16 +140,15 @@ class TogetherRLResource(dg.ConfigurableResource):
 
     def retry_policy(self, *, log: Log | None = None) -> RetryPolicy:
         """The configured policy, for your own HTTP calls too (retries logged as the client's)."""
-        policy = RetryPolicy(
+        return RetryPolicy(
             max_attempts=self.max_attempts,
             backoff_initial=self.backoff_initial,
             backoff_max=self.backoff_max,
             jitter=self.backoff_jitter,
             retry_after_cap=self.retry_after_cap,
             deadline=self.call_deadline,
+            on_retry=self._retry_log(log),
         )
-        retries = self._retry_log(log)
-        return policy if retries is None else dataclasses.replace(policy, on_retry=retries)
 
     def get_client(
         self, *, server_clock: ServerClock | None = None, log: Log | None = None

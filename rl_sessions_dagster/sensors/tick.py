@@ -314,12 +314,7 @@ class RouteTarget(Generic[R]):
 
     route: R
     job: Job
-    #: False for a user's asset job, whose partitioning only the asset graph knows.
-    checked_at_load: bool = True
-
-    @property
-    def job_name(self) -> str:
-        return self.job.name
+    checked_at_load: bool = True  # False for a user's asset job: only its asset graph knows
 
 
 def resolve_route(sensor: str, index: int, route: R) -> RouteTarget[R]:
@@ -355,7 +350,7 @@ def resolve_routes(sensor: str, routes: Sequence[R]) -> tuple[RouteTarget[R], ..
             "route; route each event kind to one target (one selection can hold several assets)"
         )
     targets = tuple(resolve_route(sensor, i, route) for i, route in enumerate(routes))
-    names = [t.job_name for t in targets]
+    names = [t.job.name for t in targets]
     if len(set(names)) != len(names):
         raise dg.DagsterInvalidDefinitionError(
             f"sensor '{sensor}': two routes run the same job {names}; merge them into one route"
@@ -374,9 +369,9 @@ def check_at_tick(
         expected = expected_partitions(target.route)
         if target.checked_at_load or expected is None:
             continue
-        found = repo.get_job(target.job_name).partitions_def
+        found = repo.get_job(target.job.name).partitions_def
         if not partitioned_by(found, expected):
-            raise misrouted_error(sensor, target.job_name, expected, found)
+            raise misrouted_error(sensor, target.job.name, expected, found)
 
 
 def route_request(
@@ -385,6 +380,6 @@ def route_request(
     """The RunRequest naming its job when a sensor has several, then the route's
     ``run_request_fn``."""
     if name_job:
-        default = default.with_replaced_attrs(job_name=target.job_name)
+        default = default.with_replaced_attrs(job_name=target.job.name)
     fn: Callable[[Any, dg.RunRequest], dg.RunRequest | None] | None = target.route.run_request_fn
     return default if fn is None else fn(event, default)

@@ -122,12 +122,11 @@ def launched_session(
             session_id = _find_unanswered_session(
                 client, unsure[-1], display_name, any_of_mine=created, logger=logger
             )
+        stop_resource_id = resource.id if created and resource else None
         outcomes = _cleanup(
             client,
             session_id=None if (ok and keep_session) else session_id,
-            resource_id=resource.id
-            if (created and resource and not (ok and keep_resource))
-            else None,
+            resource_id=None if (ok and keep_resource) else stop_resource_id,
             logger=logger,
         )
         if handle is not None:
@@ -154,15 +153,11 @@ def _create_resource(client: RLSessionsClient, spec: ResourceSpec, logger: Any) 
         if isinstance(exc, TransportError) and not exc.may_have_reached_server:
             raise
         try:
-            new = [
-                r.id
-                for r in client.list_model_resources(
-                    status=_PROVISIONING,
-                    created_by="me",
-                    deadline=monotonic_deadline(CLEANUP_SECONDS / 4),
-                )
-                if r.id not in before and spec.matches(r)
-            ]
+            deadline = monotonic_deadline(CLEANUP_SECONDS / 4)
+            found = client.list_model_resources(
+                status=_PROVISIONING, created_by="me", deadline=deadline
+            )
+            new = [r.id for r in found if r.id not in before and spec.matches(r)]
         except TogetherRLError as lookup:
             logger.error(f"could not look for the unanswered model resource: {lookup}")
             raise exc from None
@@ -205,16 +200,14 @@ def _find_unanswered_session(
         )
         return None
     try:
-        found = [
-            s
-            for s in client.list_sessions(
-                model_resources_id=resource_id,
-                status=ACTIVE_SESSION_STATUSES,
-                created_by="me",
-                deadline=monotonic_deadline(CLEANUP_SECONDS / 4),
-            )
-            if display_name is None or s.display_name == display_name
-        ]
+        deadline = monotonic_deadline(CLEANUP_SECONDS / 4)
+        mine = client.list_sessions(
+            model_resources_id=resource_id,
+            status=ACTIVE_SESSION_STATUSES,
+            created_by="me",
+            deadline=deadline,
+        )
+        found = [s for s in mine if display_name is None or s.display_name == display_name]
     except TogetherRLError as exc:
         logger.error(f"could not look for the unanswered session on {resource_id}: {exc}")
         return None
