@@ -1,7 +1,6 @@
-"""The champion of each sweep: its best evaluated checkpoint, kept by a sensor folding each
-evaluation materialization into its sweep's standings in landing order (no API call). A sensor,
-not a run per evaluation: ticks are serial, so two evaluations never race to write one sweep.
-"""
+"""The champion of each sweep, kept by a sensor folding each evaluation materialization into its
+sweep's standings in landing order (no API call). A sensor, not a run per evaluation: ticks are
+serial, so two evaluations never race to write one sweep."""
 
 import json
 from collections.abc import Sequence

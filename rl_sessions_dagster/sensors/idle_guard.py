@@ -1,7 +1,6 @@
 """The idle guard: stop READY model resources unused for too long (one run per stop), or only
 report it (dry run, the default). The one part that destroys something, so it decides twice (on
-the sensor's reads, again in the run) and errs towards leaving a GPU up (``core/idle.py``).
-"""
+the sensor's reads, again in the run) and errs towards leaving a GPU up (``core/idle.py``)."""
 
 import json
 from dataclasses import dataclass, replace
@@ -80,11 +79,9 @@ def build_idle_guard(
 ) -> tuple[dg.JobDefinition, dg.SensorDefinition]:
     """A job stopping one idle resource per run (``name``), and the sensor requesting those
     runs (``<name>_sensor``). Default ``policy``: your own resources unused 30 min, not forced.
-
     A run key is ``idle_stop:<id>:<idle since ms>`` (``idle_report`` in dry run): stable while
     the resource stays idle, so Dagster runs it once. A failed or cancelled run is requested
-    again under ``…:retry<n>``, up to ``stop_attempts`` runs; then each tick logs a give-up.
-    """
+    again under ``…:retry<n>``, up to ``stop_attempts`` runs; then each tick logs a give-up."""
     policy = policy or IdlePolicy()
     options = options or IdleGuardOptions()
     resource_key, idle_seconds = options.resource_key, policy.idle_seconds
@@ -127,9 +124,8 @@ def build_idle_guard(
             "live_sessions": len(decision.use.live),
             "unreadable_sessions": decision.use.unreadable,
             "price_per_hour": price[0],
+            "detail": (outcome.detail or None) if outcome is not None else None,
         }
-        if outcome is not None and outcome.detail:
-            meta["detail"] = outcome.detail
         expires = to_ms(r.expires_at)
         if price[0] is not None and expires is not None:
             hours_left = max(0, expires - now) / 3_600_000

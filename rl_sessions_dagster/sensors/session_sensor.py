@@ -1,6 +1,5 @@
 """The session-event sensor: one poll of the API per tick (the core's ``collect`` →
-``advance``), each event kind routed to a job or an asset selection, one cursor for all.
-"""
+``advance``), each event kind routed to a job or an asset selection, one cursor for all."""
 
 from collections.abc import Iterable, Sequence
 
@@ -40,12 +39,9 @@ def build_session_sensor(
     description: str | None = None,
 ) -> dg.SensorDefinition:
     """One sensor, one poll of the API per tick, each event kind routed to its own target.
-
-    ``name`` is also its cursor's key (rename = start over), the Component's by default.
-    ``announce``: checkpoint kinds whose partition and runless materialization are recorded
-    even when no route runs them (with ``routes=[]``, downstream assets follow with
-    ``AutomationCondition.eager()``). Mistakes raise ``DagsterInvalidDefinitionError`` at load.
-    """
+    ``name`` is also its cursor's key (rename = start over). ``announce``: checkpoint kinds whose
+    partition and runless materialization are recorded even when no route runs them (with
+    ``routes=[]``, downstream assets follow with ``AutomationCondition.eager()``)."""
     options = options or PollingOptions()
     announced = parse_event_kinds(announce) if announce else frozenset()
     if not routes and not announced:

@@ -93,10 +93,9 @@ Body = Callable[[Tick, S], TickOutcome[S]]
 def tick_sensor(
     state_type: type[S], body: Body[S], options: TickOptions, *, jobs: Sequence[Job], **sensor: Any
 ) -> dg.SensorDefinition:
-    """A sensor running ``body`` in the skeleton (``sensor``: its name, interval, status and
+    """A sensor running ``body`` in the skeleton (``sensor``: name, interval, status and
     description). The resource is a requirement Dagster resolves at tick time, never a
-    closed-over object (an unresolved ``EnvVar`` would be sent as the key). Each API retry is a
-    WARNING line of the tick's log, stored with the tick."""
+    closed-over object (an unresolved ``EnvVar`` would be sent as the key)."""
     budget = tick_budget(options.tick_budget_seconds)
 
     def evaluate(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
@@ -190,9 +189,8 @@ def stored_ticks(context: dg.SensorEvaluationContext, limit: int = HISTORY_DEPTH
 
 
 def read_state(context: dg.SensorEvaluationContext, state_type: type[S]) -> S:
-    """The state from the cursor, else from the tick history (Dagster stores each tick's cursor:
-    events since the restored tick are announced again, and a run_key with a run is skipped;
-    starting over would drop them all), else a fresh start (logged)."""
+    """The state from the cursor, else from the tick history (events since are announced again
+    and Dagster skips a run_key that has a run; starting over would drop them), else afresh."""
     try:
         return state_type.from_cursor(context.cursor)
     except CursorError as exc:
