@@ -20,9 +20,7 @@ TERMINAL = sorted((s.short for s in TERMINAL_SESSION_STATUSES), key=_ORDER.index
 
 @dataclass
 class ClientSessionSource:
-    """The API client as the core's ``SessionSource`` for a sensor tick (bounded by its deadline)
-    or a sync run.
-    The whole filter is checked again on every session read (listed or fetched), so the core
+    """The whole filter is checked again on every session read (listed or fetched), so the core
     never tracks a session the user did not ask for."""
 
     client: RLSessionsClient
@@ -51,8 +49,7 @@ class ClientSessionSource:
         return kept, page.next_cursor
 
     def _learn_user_id(self, sessions: Sequence[TrainingSession]) -> None:
-        """A list filtered by ``created_by=me`` names "me" in every item (one naming several
-        creators was not filtered: drift)."""
+        """A list filtered by ``created_by=me`` names "me" in every item (unless it drifted)."""
         if not self.filter.needs_user_id or self.user_id is not None:
             return
         creators = {s.created_by for s in sessions if s.created_by}

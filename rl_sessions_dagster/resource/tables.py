@@ -1,13 +1,11 @@
 """The one way a run or a tick opens the library's tables, so every table lands in one database
-chosen by one setting (order in :func:`resolve_tables_target`). A SQLite file is refused when
-each run starts in a new container: the file would start empty and be lost after every run.
-Nothing here connects while definitions load (a code server need not have an instance).
-"""
+chosen by one setting (order in :func:`resolve_tables_target`). Nothing here connects while
+definitions load (a code server need not have an instance)."""
 
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import dagster as dg
@@ -53,12 +51,9 @@ _CONTAINER_MODULES = (
 class TablesTarget:
     """Where the tables go for one run; ``setting`` (what chose it) is named in every error."""
 
-    url: str  # may hold a password: never shown
+    url: str = field(repr=False)  # may hold a password: never shown
     schema: str | None
     setting: str
-
-    def __repr__(self) -> str:
-        return f"TablesTarget({redact_url(self.url)!r}, schema={self.schema!r})"
 
 
 class TableConfig(dg.Config):
@@ -131,7 +126,8 @@ def resolve_tables_target(
 ) -> TablesTarget:
     """Where this run's tables go: ``url`` (an asset's override, expanded), the resource's
     ``database_url``, ``$RL_TABLES_URL``, the instance's PostgreSQL (schema ``together_rl``),
-    else ``<DAGSTER_HOME>/together_rl_sync.sqlite``. Connects to nothing."""
+    else ``<DAGSTER_HOME>/together_rl_sync.sqlite``. A SQLite file is refused when each run
+    starts in a new container: it would start empty and be lost after every run."""
     configured = resource.tables_url() if resource is not None else None
     if url:
         target = TablesTarget(expand_target(url), None, url_setting)

@@ -1,21 +1,76 @@
 """``TogetherRLResource``: configuration only; it builds a fresh API client per use and calls
-nothing at definition load."""
+nothing at definition load. Each retry of its clients is a WARNING in the Dagster log of the run
+or tick that made it: the ``rl_sessions_dagster.api`` logger is forwarded by nothing."""
 
-import dataclasses
+import contextlib
 import os
-from typing import Any
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from contextvars import ContextVar
+from typing import Any, Protocol
 
 import dagster as dg
 from pydantic import Field, field_validator
 
 from ..api import API_KEY_ENV, DEFAULT_BASE_URL, RetryPolicy, RLSessionsClient, ServerClock
+from ..api.retries import RetryEvent
 from ..storage.urls import check_target
-from .retry_log import Log, RetryLog, current_tick_retry_log
 
 #: Read when ``database_url`` is unset: where every table of the library goes.
 TABLES_URL_ENV = "RL_TABLES_URL"
 
-_SECRET: dict[str, Any] = {"dagster__is_secret": True}
+
+def _secret(description: str) -> Any:
+    """Masked in the UI, never in a repr."""
+    extra: dict[str, Any] = {"dagster__is_secret": True}
+    return Field(default=None, repr=False, json_schema_extra=extra, description=description)
+
+
+class Log(Protocol):
+    """``logging.Logger``, Dagster's ``context.log`` and its log manager all qualify."""
+
+    def warning(self, msg: str, *args: Any, **kwargs: Any) -> Any: ...
+
+    def info(self, msg: str, *args: Any, **kwargs: Any) -> Any: ...
+
+
+class RetryLog:
+    """An ``on_retry`` hook: one WARNING per retry, counted per endpoint; thread-safe, so one
+    serves every client of a tick."""
+
+    def __init__(self, log: Log) -> None:
+        self.log = log
+        self.by_endpoint: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    @property
+    def count(self) -> int:
+        return self.by_endpoint.total()
+
+    def __call__(self, event: RetryEvent) -> None:
+        with self._lock:
+            self.by_endpoint[event.endpoint] += 1
+        self.log.warning(event.describe())  # no args: a '%' in a path is never formatted
+
+    def summary(self) -> str:
+        parts = ", ".join(f"{endpoint} ({n})" for endpoint, n in self.by_endpoint.most_common())
+        return f"{self.count} API request(s) retried this tick: {parts}"
+
+
+_TICK: ContextVar[RetryLog | None] = ContextVar("rl_sessions_dagster_tick_retry_log", default=None)
+
+
+@contextlib.contextmanager
+def tick_retry_log(log: Log) -> Iterator[RetryLog]:
+    """While a tick is evaluated, the resource's clients log retries to ``log``: a context
+    variable, so nothing process-wide changes and a tick in another thread keeps its own."""
+    retries = RetryLog(log)
+    token = _TICK.set(retries)
+    try:
+        yield retries
+    finally:
+        _TICK.reset(token)
 
 
 class TogetherRLResource(dg.ConfigurableResource):
@@ -23,22 +78,15 @@ class TogetherRLResource(dg.ConfigurableResource):
     ``TogetherRLResource(api_key=dg.EnvVar("TOGETHER_API_KEY"))``; in tests, point ``base_url``
     at :class:`rl_sessions_dagster.testing.RLSimulator`."""
 
-    api_key: str | None = Field(
-        default=None,
-        repr=False,
-        json_schema_extra=_SECRET,
-        description=(
-            "Together API key, e.g. dg.EnvVar('TOGETHER_API_KEY'). Masked in the UI and never "
-            f"printed. When unset, the {API_KEY_ENV} environment variable is read at use time."
-        ),
+    api_key: str | None = _secret(
+        "Together API key, e.g. dg.EnvVar('TOGETHER_API_KEY'). Masked in the UI and never "
+        f"printed. When unset, the {API_KEY_ENV} environment variable is read at use time."
     )
     base_url: str | None = Field(
         default=None,
-        description=(
-            f"API origin (default {DEFAULT_BASE_URL}, or the TOGETHER_BASE_URL environment "
-            "variable as in the official SDK); request paths carry /v1. http:// is accepted "
-            "only for loopback hosts (the local simulator)."
-        ),
+        description=f"API origin (default {DEFAULT_BASE_URL}, or the TOGETHER_BASE_URL "
+        "environment variable as in the official SDK); request paths carry /v1. http:// is "
+        "accepted only for loopback hosts (the local simulator).",
     )
     request_timeout: float = Field(
         default=30.0, description="Seconds for one HTTP attempt (connect, read, write, pool)."
@@ -64,17 +112,12 @@ class TogetherRLResource(dg.ConfigurableResource):
         description="Total seconds one call may take, retries and sleeps included (None: no "
         "limit beyond max_attempts). Sensors pass their own tick budget on top of this.",
     )
-    database_url: str | None = Field(
-        default=None,
-        repr=False,
-        json_schema_extra=_SECRET,
-        description=(
-            "Where every table of the library goes (sessions, checkpoints, spend): a SQLAlchemy "
-            f"URL or a file path, e.g. dg.EnvVar('{TABLES_URL_ENV}'). Masked in the UI. When "
-            f"unset: ${TABLES_URL_ENV}, else the Dagster instance's PostgreSQL (schema "
-            "together_rl), else <DAGSTER_HOME>/together_rl_sync.sqlite. Never connected to at "
-            "definitions load."
-        ),
+    database_url: str | None = _secret(
+        "Where every table of the library goes (sessions, checkpoints, spend): a SQLAlchemy "
+        f"URL or a file path, e.g. dg.EnvVar('{TABLES_URL_ENV}'). Masked in the UI. When "
+        f"unset: ${TABLES_URL_ENV}, else the Dagster instance's PostgreSQL (schema "
+        "together_rl), else <DAGSTER_HOME>/together_rl_sync.sqlite. Never connected to at "
+        "definitions load."
     )
 
     @field_validator("database_url")
@@ -86,8 +129,8 @@ class TogetherRLResource(dg.ConfigurableResource):
         return value
 
     def tables_url(self) -> tuple[str, str] | None:
-        """The configured tables' URL or path and the setting it came from, or None when
-        neither ``database_url`` nor ``$RL_TABLES_URL`` is set (the instance then decides)."""
+        """The configured tables' URL or path and the setting it came from; None: the instance
+        decides."""
         if self.database_url:
             return self.database_url, "TogetherRLResource.database_url"
         env = os.environ.get(TABLES_URL_ENV)
@@ -97,16 +140,15 @@ class TogetherRLResource(dg.ConfigurableResource):
 
     def retry_policy(self, *, log: Log | None = None) -> RetryPolicy:
         """The configured policy, for your own HTTP calls too (retries logged as the client's)."""
-        policy = RetryPolicy(
+        return RetryPolicy(
             max_attempts=self.max_attempts,
             backoff_initial=self.backoff_initial,
             backoff_max=self.backoff_max,
             jitter=self.backoff_jitter,
             retry_after_cap=self.retry_after_cap,
             deadline=self.call_deadline,
+            on_retry=self._retry_log(log),
         )
-        retries = self._retry_log(log)
-        return policy if retries is None else dataclasses.replace(policy, on_retry=retries)
 
     def get_client(
         self, *, server_clock: ServerClock | None = None, log: Log | None = None
@@ -124,13 +166,11 @@ class TogetherRLResource(dg.ConfigurableResource):
     def _retry_log(self, log: Log | None) -> RetryLog | None:
         """``log``; else the tick being evaluated; else the run's log Dagster gave the resource.
         None outside Dagster (the ``rl_sessions_dagster.api`` logger still has the retries)."""
-        if log is not None:
-            return RetryLog(log)
-        tick = current_tick_retry_log()
-        if tick is not None:
+        if log is None and (tick := _TICK.get()) is not None:
             return tick
-        try:
-            run_log = self.get_resource_context().log
-        except Exception:  # built by hand, never initialised by Dagster
-            return None
-        return None if run_log is None else RetryLog(run_log)
+        if log is None:
+            try:
+                log = self.get_resource_context().log
+            except Exception:  # built by hand, never initialised by Dagster
+                return None
+        return None if log is None else RetryLog(log)

@@ -1,7 +1,6 @@
-"""The champion of each sweep: its best evaluated checkpoint, kept by a sensor folding each
-evaluation materialization into its sweep's standings in landing order (no API call). A sensor,
-not a run per evaluation: ticks are serial, so two evaluations never race to write one sweep.
-"""
+"""The champion of each sweep, kept by a sensor folding each evaluation materialization into its
+sweep's standings in landing order (no API call). A sensor, not a run per evaluation: ticks are
+serial, so two evaluations never race to write one sweep."""
 
 import json
 from collections.abc import Sequence
@@ -46,6 +45,7 @@ def candidate(partition: str, meta: dict[str, Any], metric: str) -> Candidate | 
 class SweepState:
     """One sweep while a tick folds its evaluations, one at a time, in landing order."""
 
+    sweep: str
     candidates: list[Candidate]
     champion_id: str = ""  # the champion now
     before_id: str = ""  # the champion before the latest change
@@ -53,124 +53,81 @@ class SweepState:
     announced_id: str = ""  # the champion when the tick began
 
     @classmethod
-    def read(cls, meta: dict[str, Any] | None) -> "SweepState":
+    def read(cls, sweep: str, meta: dict[str, Any] | None) -> "SweepState":
         if not meta:
-            return cls([])
+            return cls(sweep, [])
         raw = metadata_value(meta, "candidate_list") or []
         cands = [c for r in raw if isinstance(r, dict) and (c := Candidate.from_dict(r))]
         champion = str(metadata_value(meta, "champion_checkpoint_id") or "")
         return cls(
-            cands, champion, str(metadata_value(meta, "previous_champion_id") or ""),
+            sweep, cands, champion, str(metadata_value(meta, "previous_champion_id") or ""),
             int(metadata_value(meta, "changes") or 0), champion
         )  # fmt: skip
 
+    def fold(
+        self, landed: list[tuple[str, Candidate | None]], rule: ChampionRule, key: dg.AssetKey
+    ) -> list[dg.AssetMaterialization]:
+        """Fold each evaluation in landing order: one materialization per change of champion
+        (the history does not depend on how many evaluations a tick sees), plus one with the
+        final standings when evaluations after the last change moved them."""
+        events = []
+        pending = False
+        for partition, cand in landed:
+            self.candidates = fold(self.candidates, {partition: cand})
+            result = standing(self.candidates, rule.direction, rule.min_candidates)
+            now = result.champion.checkpoint_id if result.champion else ""
+            pending = not now or now == self.champion_id
+            if now != self.champion_id:  # to "": re-evaluations left too few candidates
+                self.before_id, self.champion_id = self.champion_id, now
+                if now:
+                    self.changes += 1
+                    events.append(self.record(result, rule, key, changed=True))
+        if pending:
+            result = standing(self.candidates, rule.direction, rule.min_candidates)
+            events.append(self.record(result, rule, key, changed=False))
+        return events
 
-def _leaderboard(ranked: list[Candidate], metric: str) -> dg.MetadataValue:
-    columns = [("rank", "int"), ("checkpoint", "string"), (metric, "float"), ("step", "int")]
-    columns.append(("model_name", "string"))
-    rows = [
-        (i + 1, c.partition, c.value, c.step if c.step is not None else -1, c.model_name or "")
-        for i, c in enumerate(ranked[:_LEADERBOARD_ROWS])
-    ]
-    return dg.MetadataValue.table(
-        [dg.TableRecord(dict(zip([n for n, _ in columns], row, strict=True))) for row in rows],
-        schema=dg.TableSchema([dg.TableColumn(n, t) for n, t in columns]),
-    )
-
-
-def fold_sweep(
-    sweep: str,
-    state: SweepState,
-    landed: list[tuple[str, Candidate | None]],
-    rule: ChampionRule,
-    key: dg.AssetKey,
-) -> list[dg.AssetMaterialization]:
-    """Fold each evaluation in landing order: one materialization per change of champion
-    (the history does not depend on how many evaluations a tick sees), plus one with the final
-    standings when evaluations after the last change moved them."""
-    events = []
-    pending = False
-    for partition, cand in landed:
-        state.candidates = fold(state.candidates, {partition: cand})
-        result = standing(state.candidates, rule.direction, rule.min_candidates)
-        now = result.champion.checkpoint_id if result.champion else ""
-        pending = not now or now == state.champion_id
-        if now != state.champion_id:  # to "": re-evaluations left too few candidates
-            state.before_id, state.champion_id = state.champion_id, now
-            if now:
-                state.changes += 1
-                events.append(_materialization(sweep, state, result, rule, key, changed=True))
-    if pending:
-        result = standing(state.candidates, rule.direction, rule.min_candidates)
-        events.append(_materialization(sweep, state, result, rule, key, changed=False))
-    return events
-
-
-def _materialization(
-    sweep: str,
-    state: SweepState,
-    result: Standing,
-    rule: ChampionRule,
-    key: dg.AssetKey,
-    *,
-    changed: bool,
-) -> dg.AssetMaterialization:
-    """The sweep's partition: champion, score, margin, leaderboard, and the candidates (so a
-    tick reads one record per touched sweep)."""
-    champ, runner = result.champion, result.runner_up
-    meta: dict[str, Any] = {
-        "sweep": dg.MetadataValue.text(sweep),
-        "metric": dg.MetadataValue.text(rule.metric),
-        "direction": dg.MetadataValue.text(rule.direction),
-        "candidates": dg.MetadataValue.int(result.candidates),
-        "champion_checkpoint_id": dg.MetadataValue.text(champ.checkpoint_id if champ else ""),
-        "previous_champion_id": dg.MetadataValue.text(state.before_id),
-        "changed": dg.MetadataValue.bool(changed),
-        "changes": dg.MetadataValue.int(state.changes),
-        "leaderboard": _leaderboard(rank(state.candidates, rule.direction), rule.metric),
-        "candidate_list": dg.MetadataValue.json([c.to_dict() for c in state.candidates]),
-    }
-    if champ is not None:
-        meta["champion_partition"] = dg.MetadataValue.text(champ.partition)
-        meta["model_name"] = dg.MetadataValue.text(champ.model_name or "")
-        meta["score"] = dg.MetadataValue.float(champ.value)
-        if champ.step is not None:
-            meta["step"] = dg.MetadataValue.int(champ.step)
-    if runner is not None and result.margin is not None:
-        meta["margin"] = dg.MetadataValue.float(round(result.margin, 9))
-        meta["runner_up_checkpoint_id"] = dg.MetadataValue.text(runner.checkpoint_id)
-        meta["runner_up_score"] = dg.MetadataValue.float(runner.value)
-    what = f"{champ.checkpoint_id} ({rule.metric} {champ.value:g})" if champ else "none yet"
-    return dg.AssetMaterialization(
-        asset_key=key,
-        partition=sweep,
-        metadata=meta,
-        description=f"champion of {sweep}: {what}" + (" (changed)" if changed else ""),
-    )
-
-
-def champion_changed_request(
-    sweep: str, champ: Candidate, state: SweepState, partitioned: bool
-) -> dg.RunRequest:
-    """For the champion a tick ended with, so a deploy never races a superseded one. ``n`` in
-    ``champion_changed:<sweep>:<checkpoint id>:<n>`` counts the sweep's changes: exactly once
-    per change, even when the title goes back to an earlier champion."""
-    changes = state.changes
-    return dg.RunRequest(
-        run_key=f"{CHAMPION_CHANGED}:{sweep}:{champ.checkpoint_id}:{changes}",
-        tags=run_tags(
-            event=CHAMPION_CHANGED,
-            sweep=sweep,
-            checkpoint_id=champ.checkpoint_id,
-            score=repr(champ.value),
-            change=changes,
-            model_name=champ.model_name,
-            session_id=champ.session_id,
-            step=champ.step,
-            previous_checkpoint_id=state.announced_id,
-        ),
-        partition_key=champ.partition if partitioned else None,
-    )
+    def record(
+        self, result: Standing, rule: ChampionRule, key: dg.AssetKey, *, changed: bool
+    ) -> dg.AssetMaterialization:
+        """The sweep's partition: champion, score, margin, leaderboard, and the candidates (so
+        a tick reads one record per touched sweep)."""
+        champ, runner, sweep = result.champion, result.runner_up, self.sweep
+        columns = [("rank", "int"), ("checkpoint", "string"), (rule.metric, "float")]
+        columns += [("step", "int"), ("model_name", "string")]
+        rows = [
+            (i + 1, c.partition, c.value, c.step if c.step is not None else -1, c.model_name or "")
+            for i, c in enumerate(rank(self.candidates, rule.direction)[:_LEADERBOARD_ROWS])
+        ]
+        names = [n for n, _ in columns]
+        meta: dict[str, Any] = {
+            "sweep": dg.MetadataValue.text(sweep),
+            "metric": dg.MetadataValue.text(rule.metric),
+            "direction": dg.MetadataValue.text(rule.direction),
+            "candidates": dg.MetadataValue.int(result.candidates),
+            "champion_checkpoint_id": dg.MetadataValue.text(champ.checkpoint_id if champ else ""),
+            "previous_champion_id": dg.MetadataValue.text(self.before_id),
+            "changed": dg.MetadataValue.bool(changed),
+            "changes": dg.MetadataValue.int(self.changes),
+            "leaderboard": dg.MetadataValue.table(
+                [dg.TableRecord(dict(zip(names, row, strict=True))) for row in rows],
+                schema=dg.TableSchema([dg.TableColumn(n, t) for n, t in columns]),
+            ),
+            "candidate_list": dg.MetadataValue.json([c.to_dict() for c in self.candidates]),
+        }
+        if champ is not None:
+            meta["champion_partition"] = dg.MetadataValue.text(champ.partition)
+            meta["model_name"] = dg.MetadataValue.text(champ.model_name or "")
+            meta["score"] = dg.MetadataValue.float(champ.value)
+            if champ.step is not None:
+                meta["step"] = dg.MetadataValue.int(champ.step)
+        if runner is not None and result.margin is not None:
+            meta["margin"] = dg.MetadataValue.float(round(result.margin, 9))
+            meta["runner_up_checkpoint_id"] = dg.MetadataValue.text(runner.checkpoint_id)
+            meta["runner_up_score"] = dg.MetadataValue.float(runner.value)
+        what = f"{champ.checkpoint_id} ({rule.metric} {champ.value:g})" if champ else "none yet"
+        what += " (changed)" if changed else ""
+        return dg.AssetMaterialization(key, f"champion of {sweep}: {what}", meta, partition=sweep)
 
 
 def _unrecorded(metric: str, records: Sequence[Any]) -> str:
@@ -189,14 +146,6 @@ def _unrecorded(metric: str, records: Sequence[Any]) -> str:
         f"champion metric '{metric}' is recorded by none of these {len(records)} evaluation(s), "
         f"so no checkpoint can become champion; their numeric entries: {', '.join(found) or '-'}"
     )
-
-
-def _read_cursor(cursor: str | None) -> int | None:
-    try:
-        after = json.loads(cursor)["after"] if cursor else None
-    except (ValueError, KeyError, TypeError):
-        return None
-    return after if isinstance(after, int) else None
 
 
 def build_champion_definitions(
@@ -227,9 +176,15 @@ def build_champion_definitions(
     partitioned = options.partitioned_job
 
     def evaluate(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
-        instance, after = context.instance, _read_cursor(context.cursor)
+        instance = context.instance
+        try:
+            after = json.loads(context.cursor)["after"] if context.cursor else None
+        except (ValueError, KeyError, TypeError):
+            after = None
         records = instance.fetch_materializations(
-            dg.AssetRecordsFilter(asset_key=evaluation_key, after_storage_id=after),
+            dg.AssetRecordsFilter(
+                asset_key=evaluation_key, after_storage_id=after if isinstance(after, int) else None
+            ),
             limit=_BATCH,
             ascending=True,
         ).records
@@ -260,8 +215,8 @@ def build_champion_definitions(
                 SWEEP_PARTITIONS.name or "", sweep
             ):
                 new_sweeps.append(sweep)
-            state = SweepState.read(previous.get(sweep))
-            events += fold_sweep(sweep, state, by_sweep[sweep], rule, key)
+            state = SweepState.read(sweep, previous.get(sweep))
+            events += state.fold(by_sweep[sweep], rule, key)
             if state.champion_id == state.announced_id or not state.champion_id:
                 continue
             champ = next(c for c in state.candidates if c.checkpoint_id == state.champion_id)
@@ -269,8 +224,25 @@ def build_champion_definitions(
                 f"sweep {sweep}: champion {champ.checkpoint_id} ({rule.metric} "
                 f"{champ.value:g}), was {state.announced_id or '-'}"
             )
-            if job is not None:
-                requests.append(champion_changed_request(sweep, champ, state, partitioned))
+            if job is None:
+                continue
+            # For the champion a tick ended with, so a deploy never races a superseded one. The
+            # sweep's change count in the run key: exactly once per change, even when the title
+            # goes back to an earlier champion.
+            tags = run_tags(
+                event=CHAMPION_CHANGED,
+                sweep=sweep,
+                checkpoint_id=champ.checkpoint_id,
+                score=repr(champ.value),
+                change=state.changes,
+                model_name=champ.model_name,
+                session_id=champ.session_id,
+                step=champ.step,
+                previous_checkpoint_id=state.announced_id,
+            )
+            run_key = f"{CHAMPION_CHANGED}:{sweep}:{champ.checkpoint_id}:{state.changes}"
+            pkey = champ.partition if partitioned else None
+            requests.append(dg.RunRequest(run_key=run_key, tags=tags, partition_key=pkey))
         context.log.info(
             f"{len(records)} evaluation(s) folded into {len(by_sweep)} sweep(s); "
             f"{len(requests)} champion_changed run(s)"

@@ -1,10 +1,9 @@
 """The idle guard: stop READY model resources unused for too long (one run per stop), or only
 report it (dry run, the default). The one part that destroys something, so it decides twice (on
-the sensor's reads, again in the run) and errs towards leaving a GPU up (``core/idle.py``).
-"""
+the sensor's reads, again in the run) and errs towards leaving a GPU up (``core/idle.py``)."""
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import dagster as dg
@@ -13,12 +12,11 @@ from ..api import RLSessionsClient, ServerClock
 from ..api.clock import to_ms
 from ..api.enums import ModelResourceStatus
 from ..api.lifecycle import PriceCache, monotonic_deadline, stop_resource
-from ..core.idle import Decision, IdlePolicy, IdleVerdict, ResourceUse, decide, resource_use
-from ..core.idle import worth_a_look as _worth_a_look
+from ..core.idle import IdlePolicy, IdleVerdict, ResourceUse, decide, resource_use, worth_a_look
+from ..core.spend import observe_span
 from ..core.state import CursorError
-from ..resource import TogetherRLResource
+from ..resource import TogetherRLResource, open_table_store
 from .options import IdleGuardOptions
-from .spend_spans import record_stop
 from .tick import TAG_PREFIX, Tick, TickOutcome, local_now_ms, run_tags, tick_sensor
 
 _RID_TAG = f"{TAG_PREFIX}model_resources_id"
@@ -29,8 +27,8 @@ _CURSOR_KIND = "idle_guard"
 
 @dataclass
 class GuardState:
-    """The guard's cursor: no resource (each tick decides from the API and the guard's runs),
-    only when the ticks began failing to read the API."""
+    """The guard's cursor: only when the ticks began failing to read the API (each tick decides
+    from the API and the guard's runs)."""
 
     failing_since_ms: int | None = None
     initialized: bool = True
@@ -69,25 +67,6 @@ def read_use(client: RLSessionsClient, rid: str, *, force: bool, deadline: float
     return resource_use(sessions, unreadable=len(skipped), force=force)
 
 
-def find_idle(tick: Tick, policy: IdlePolicy) -> list[Decision]:
-    """A decision for every READY resource listed (reads only), each judged on the API's clock
-    (HTTP ``Date``) right after its sessions were read, else on the local clock."""
-    client, deadline = tick.client, tick.deadline
-    ready = client.list_model_resources(
-        status=[ModelResourceStatus.READY], created_by=policy.created_by, deadline=deadline
-    )
-    decisions = []
-    for r in list(ready):
-        # Sessions can only move the idle start later: not worth a request unless idle already.
-        use = (
-            read_use(client, r.id, force=policy.force, deadline=deadline)
-            if _worth_a_look(r, policy, now_ms=tick.clock.last_ms or local_now_ms())
-            else ResourceUse()
-        )
-        decisions.append(decide(r, use, policy, now_ms=tick.clock.last_ms or local_now_ms()))
-    return decisions
-
-
 def build_idle_guard(
     *,
     name: str = "together_rl_idle_guard",
@@ -100,11 +79,9 @@ def build_idle_guard(
 ) -> tuple[dg.JobDefinition, dg.SensorDefinition]:
     """A job stopping one idle resource per run (``name``), and the sensor requesting those
     runs (``<name>_sensor``). Default ``policy``: your own resources unused 30 min, not forced.
-
     A run key is ``idle_stop:<id>:<idle since ms>`` (``idle_report`` in dry run): stable while
     the resource stays idle, so Dagster runs it once. A failed or cancelled run is requested
-    again under ``…:retry<n>``, up to ``stop_attempts`` runs; then each tick logs a give-up.
-    """
+    again under ``…:retry<n>``, up to ``stop_attempts`` runs; then each tick logs a give-up."""
     policy = policy or IdlePolicy()
     options = options or IdleGuardOptions()
     resource_key, idle_seconds = options.resource_key, policy.idle_seconds
@@ -147,18 +124,21 @@ def build_idle_guard(
             "live_sessions": len(decision.use.live),
             "unreadable_sessions": decision.use.unreadable,
             "price_per_hour": price[0],
+            "detail": (outcome.detail or None) if outcome is not None else None,
         }
-        if outcome is not None and outcome.detail:
-            meta["detail"] = outcome.detail
         expires = to_ms(r.expires_at)
         if price[0] is not None and expires is not None:
             hours_left = max(0, expires - now) / 3_600_000
             meta["saves_until_expiry"] = round(price[0] * hours_left, 4)
-        try:
-            after = outcome.resource if outcome is not None else None
-            span = record_stop(
-                resource, context.instance, options.spend_db_path, r, after, now_ms=now, price=price
-            )
+        try:  # the billed span: READY as read before the stop, ended when STOPPING began
+            db = options.spend_db_path
+            with open_table_store(resource, context.instance, db, url_setting="spend_db_path") as s:
+                span = observe_span(s.load_spans().get(rid), r, now_ms=now)
+                if outcome is not None and outcome.resource is not None:
+                    span = observe_span(span, outcome.resource, now_ms=now)
+                if span.price_per_hour is None and price[0] is not None:
+                    span = replace(span, price_per_hour=price[0], currency=price[1])
+                s.save_spans([span], now_ms=now)
             meta["billed_until"] = span.ready_until_ms
         except Exception as exc:  # a spend table that cannot be written never undoes a stop
             context.log.warning(f"idle guard: could not record the billed span of {rid}: {exc}")
@@ -173,27 +153,19 @@ def build_idle_guard(
     mode = "dry_run" if dry_run else "stop"
     prefix = "idle_report" if dry_run else "idle_stop"
 
-    def _request(d: Decision, since: int, attempt: int) -> dg.RunRequest:
-        r = d.resource
-        config = dict(
-            model_resources_id=r.id, idle_since_ms=since, dry_run=dry_run, force=policy.force
-        )
-        return dg.RunRequest(
-            run_key=f"{prefix}:{r.id}:{since}" + (f":retry{attempt - 1}" if attempt > 1 else ""),
-            run_config={"ops": {op_name: {"config": config}}},
-            tags=run_tags(
-                event="resource_idle",
-                model_resources_id=r.id,
-                idle_since_ms=since,
-                guard_mode=mode,
-                guard_attempt=attempt,
-                idle_minutes=d.idle_ms // 60000,
-                base_model=r.base_model,
-            ),
-        )
-
     def body(tick: Tick, state: GuardState) -> TickOutcome[GuardState]:
-        decisions = find_idle(tick, policy)
+        client, deadline = tick.client, tick.deadline
+        ready = client.list_model_resources(
+            status=[ModelResourceStatus.READY], created_by=policy.created_by, deadline=deadline
+        )
+        decisions = []
+        for r in list(ready):
+            # Sessions can only move the idle start later: not worth a request unless idle
+            # already. Judged on the API's clock (HTTP Date) right after the sessions were read.
+            use = ResourceUse()
+            if worth_a_look(r, policy, now_ms=tick.clock.last_ms or local_now_ms()):
+                use = read_use(client, r.id, force=policy.force, deadline=deadline)
+            decisions.append(decide(r, use, policy, now_ms=tick.clock.last_ms or local_now_ms()))
         requests, gave_up, kept = [], [], []
         for d in decisions:
             if not d.stop:
@@ -210,7 +182,24 @@ def build_idle_guard(
             if failed >= options.stop_attempts:
                 gave_up.append(f"{d.resource.id} ({failed} failed runs)")
                 continue
-            requests.append(_request(d, since, failed + 1))
+            r = d.resource
+            config = dict(
+                model_resources_id=r.id, idle_since_ms=since, dry_run=dry_run, force=policy.force
+            )
+            request = dg.RunRequest(
+                run_key=f"{prefix}:{r.id}:{since}" + (f":retry{failed}" if failed else ""),
+                run_config={"ops": {op_name: {"config": config}}},
+                tags=run_tags(
+                    event="resource_idle",
+                    model_resources_id=r.id,
+                    idle_since_ms=since,
+                    guard_mode=mode,
+                    guard_attempt=failed + 1,
+                    idle_minutes=d.idle_ms // 60000,
+                    base_model=r.base_model,
+                ),
+            )
+            requests.append(request)
         stops = [d for d in decisions if d.stop]
         summary = f"{len(stops)} idle resource(s) of {len(decisions)} READY ({mode})" + (
             ": " + ", ".join(d.explain() for d in stops) if stops else ""

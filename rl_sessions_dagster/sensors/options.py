@@ -1,6 +1,5 @@
 """The typed, frozen inputs of every sensor builder, checked when built (a mistake fails at
-definitions load). Each knob is spelled once, here; the Component's YAML copies these fields.
-"""
+definitions load). Each knob is spelled once, here; the Component's YAML copies these fields."""
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field

@@ -1,5 +1,7 @@
 """The model-resource sensor: one run per resource event, exactly once. Each tick lists every
-model resource (few per account) and runs the pure tracker (``core/resources.py``)."""
+model resource (few per account) and runs the pure tracker (``core/resources.py``). Each status
+change also folds the resource's billed span, on the API's clock: the spend asset alone would
+price a span it never saw begin or end wrong."""
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -7,18 +9,16 @@ from dataclasses import dataclass
 import dagster as dg
 
 from ..api.models import ModelResource
-from ..core.events import ResourceEvent, ResourceEventKind
 from ..core.resources import (
     ResourceObservation,
-    ResourceTrackerConfig,
     ResourceTrackerState,
     advance_resources,
     status_changes,
 )
+from ..core.spend import observe_spans
+from ..resource import open_table_store
 from .options import ResourceRoute, ResourceSensorOptions
-from .spend_spans import record_spans
 from .tick import (
-    RouteTarget,
     Tick,
     TickOutcome,
     resolve_routes,
@@ -44,23 +44,6 @@ class ResourceFilter:
         return self.predicate is None or bool(self.predicate(resource))
 
 
-def resource_event_tags(event: ResourceEvent) -> dict[str, str]:
-    r = event.resource
-    expires = event.expires_at_ms is not None and r.expires_at is not None
-    return run_tags(
-        event=event.kind.value,
-        model_resources_id=r.id,
-        resource_status=status_tag(r.status, r.raw_status),
-        base_model=r.base_model,
-        previous_status=event.previous_status,
-        error_code=event.error_code,
-        error_message=event.error_message,
-        queue_position=event.queue_position,
-        queued_seconds=event.queued_ms // 1000 if event.queued_ms is not None else None,
-        expires_at=r.expires_at.isoformat() if expires and r.expires_at else None,
-    )
-
-
 def build_model_resource_sensor(
     *,
     name: str = "together_rl_model_resource_sensor",
@@ -79,27 +62,8 @@ def build_model_resource_sensor(
     targets = resolve_routes(name, routes)
     route_of = {kind: t for t in targets for kind in t.route.kinds}
     flt = resource_filter or ResourceFilter()
-    return tick_sensor(
-        ResourceTrackerState,
-        resource_tick(options, flt, route_of, name_jobs=len(targets) > 1),
-        options,
-        name=name,
-        jobs=[t.job for t in targets],
-        minimum_interval_seconds=minimum_interval_seconds,
-        default_status=default_status,
-        description=description
-        or f"Together RL model-resource events ({', '.join(sorted(k.value for k in route_of))}).",
-    )
-
-
-def resource_tick(
-    options: ResourceSensorOptions,
-    flt: ResourceFilter,
-    route_of: dict[ResourceEventKind, RouteTarget[ResourceRoute]],
-    *,
-    name_jobs: bool,
-) -> Callable[[Tick, ResourceTrackerState], TickOutcome[ResourceTrackerState]]:
-    config: ResourceTrackerConfig = options.tracker_config(frozenset(route_of))
+    config = options.tracker_config(frozenset(route_of))
+    name_jobs = len(targets) > 1
 
     def body(tick: Tick, state: ResourceTrackerState) -> TickOutcome[ResourceTrackerState]:
         rows = tick.client.list_model_resources(created_by=flt.created_by, deadline=tick.deadline)
@@ -109,10 +73,11 @@ def resource_tick(
         if moved := status_changes(state, listed):
             try:
                 resource = getattr(tick.context.resources, options.resource_key)
-                db_path = options.spend_db_path
-                changed = record_spans(
-                    resource, tick.context.instance, db_path, moved, now_ms=obs.clock_ms
-                )
+                db, instance = options.spend_db_path, tick.context.instance
+                with open_table_store(resource, instance, db, url_setting="spend_db_path") as store:
+                    changed = observe_spans(store.load_spans(), moved, now_ms=obs.clock_ms)
+                    if changed:  # only changed spans are written
+                        store.save_spans(changed, now_ms=obs.clock_ms)
                 spans = f"; {len(changed)} billed span(s) updated" if changed else ""
             except Exception as exc:  # spend is a side record: never block the events
                 tick.context.log.warning(f"could not record billed spans: {exc}")
@@ -121,7 +86,22 @@ def resource_tick(
             tick.context.log.warning(note)
         requests: list[dg.RunRequest] = []
         for event in outcome.events:
-            default = dg.RunRequest(run_key=event.key, tags=resource_event_tags(event))
+            r = event.resource
+            tags = run_tags(
+                event=event.kind.value,
+                model_resources_id=r.id,
+                resource_status=status_tag(r.status, r.raw_status),
+                base_model=r.base_model,
+                previous_status=event.previous_status,
+                error_code=event.error_code,
+                error_message=event.error_message,
+                queue_position=event.queue_position,
+                queued_seconds=event.queued_ms // 1000 if event.queued_ms is not None else None,
+                expires_at=r.expires_at.isoformat()
+                if event.expires_at_ms is not None and r.expires_at
+                else None,
+            )
+            default = dg.RunRequest(run_key=event.key, tags=tags)
             request = route_request(route_of[event.kind], default, event, name_job=name_jobs)
             if request is not None:
                 requests.append(request)
@@ -135,4 +115,14 @@ def resource_tick(
             )
         return TickOutcome(outcome.state, summary, requests)
 
-    return body
+    return tick_sensor(
+        ResourceTrackerState,
+        body,
+        options,
+        name=name,
+        jobs=[t.job for t in targets],
+        minimum_interval_seconds=minimum_interval_seconds,
+        default_status=default_status,
+        description=description
+        or f"Together RL model-resource events ({', '.join(sorted(k.value for k in route_of))}).",
+    )

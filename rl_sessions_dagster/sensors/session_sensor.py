@@ -1,23 +1,19 @@
 """The session-event sensor: one poll of the API per tick (the core's ``collect`` →
-``advance``), each event kind routed to a job or an asset selection, one cursor for all.
-"""
+``advance``), each event kind routed to a job or an asset selection, one cursor for all."""
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import dagster as dg
 
 from ..core import SessionEvent, TrackerState, advance
 from ..core.events import CHECKPOINT_EVENTS, EventKind, SessionFilter
-from ..core.reading import (
-    collect,
-)
+from ..core.reading import collect
 from ..partitions import CHECKPOINT_PARTITIONS_NAME, checkpoint_metadata, checkpoint_partition_key
 from ..resource.session_source import ClientSessionSource
 from .options import EventRoute, PollingOptions
 from .options import event_kinds as parse_event_kinds
 from .tick import (
     TRANSIENT_ERRORS,
-    RouteTarget,
     Tick,
     TickOutcome,
     check_at_tick,
@@ -29,23 +25,6 @@ from .tick import (
 )
 
 DISCOVERY_PAGES_PER_TICK = 50  # of the unfiltered list, for discovery (after the first tick)
-
-
-def default_run_request(event: SessionEvent, *, partitioned: bool) -> dg.RunRequest:
-    """``run_key`` is the event's key, unique per fact: Dagster dedupes a replayed tick."""
-    session, checkpoint = event.session, event.checkpoint
-    tags = run_tags(
-        event=event.kind.value,
-        session_id=session.id,
-        session_status=status_tag(session.status, session.raw_status),
-        checkpoint_id=checkpoint.id if checkpoint is not None else None,
-        step=checkpoint.step if checkpoint is not None else session.step,
-        base_model=session.base_model,
-        display_name=session.display_name,
-        previous_status=event.previous_status,
-    )
-    key = checkpoint_partition_key(session, checkpoint) if checkpoint and partitioned else None
-    return dg.RunRequest(run_key=event.key, tags=tags, partition_key=key)
 
 
 def build_session_sensor(
@@ -60,12 +39,9 @@ def build_session_sensor(
     description: str | None = None,
 ) -> dg.SensorDefinition:
     """One sensor, one poll of the API per tick, each event kind routed to its own target.
-
-    ``name`` is also its cursor's key (rename = start over), the Component's by default.
-    ``announce``: checkpoint kinds whose partition and runless materialization are recorded
-    even when no route runs them (with ``routes=[]``, downstream assets follow with
-    ``AutomationCondition.eager()``). Mistakes raise ``DagsterInvalidDefinitionError`` at load.
-    """
+    ``name`` is also its cursor's key (rename = start over). ``announce``: checkpoint kinds whose
+    partition and runless materialization are recorded even when no route runs them (with
+    ``routes=[]``, downstream assets follow with ``AutomationCondition.eager()``)."""
     options = options or PollingOptions()
     announced = parse_event_kinds(announce) if announce else frozenset()
     if not routes and not announced:
@@ -81,43 +57,13 @@ def build_session_sensor(
         )
     targets = resolve_routes(name, routes)
     kinds = frozenset().union(announced, *(route.kinds for route in routes))
-    named = ", ".join(sorted(k.value for k in kinds))
-    shown = asset_key.to_user_string() if asset_key else "the checkpoint asset"
-    return tick_sensor(
-        TrackerState,
-        session_tick(name, session_filter or SessionFilter(), options, targets, kinds, announced),
-        options,
-        name=name,
-        jobs=[t.job for t in targets],
-        minimum_interval_seconds=minimum_interval_seconds,
-        default_status=default_status,
-        description=description
-        or (
-            f"Together RL events ({named}) → runs."
-            if targets
-            else f"Together RL checkpoints ({named}) → partitions and runless "
-            f"materializations of {shown}."
-        ),
-    )
-
-
-def session_tick(
-    name: str,
-    session_filter: SessionFilter,
-    options: PollingOptions,
-    targets: tuple[RouteTarget[EventRoute], ...],
-    kinds: frozenset[EventKind],
-    announce: frozenset[EventKind],  # checkpoint kinds announced with no route
-) -> Callable[[Tick, TrackerState], TickOutcome[TrackerState]]:
     config = options.tracker_config(kinds)
-    asset_key = options.checkpoint_asset_key
+    flt = session_filter or SessionFilter()
 
     def body(tick: Tick, state: TrackerState) -> TickOutcome[TrackerState]:
         context = tick.context
         check_at_tick(context, name, list(targets))
-        source = ClientSessionSource(
-            tick.client, session_filter, tick.deadline, options.page_size, tick.clock
-        )
+        source = ClientSessionSource(tick.client, flt, tick.deadline, options.page_size, tick.clock)
         reserve = min(5.0, (tick.deadline - tick.started) / 4)
         collected = collect(
             state,
@@ -157,11 +103,25 @@ def session_tick(
         for event in outcome.events:
             target = next((t for t in targets if event.kind in t.route.kinds), None)
             if target is None:
-                if event.kind in announce:
+                if event.kind in announced:
                     announce_checkpoint(event)
                 continue
-            route = target.route
-            default = default_run_request(event, partitioned=route.partitioned)
+            route, session, checkpoint = target.route, event.session, event.checkpoint
+            tags = run_tags(
+                event=event.kind.value,
+                session_id=session.id,
+                session_status=status_tag(session.status, session.raw_status),
+                checkpoint_id=checkpoint.id if checkpoint is not None else None,
+                step=checkpoint.step if checkpoint is not None else session.step,
+                base_model=session.base_model,
+                display_name=session.display_name,
+                previous_status=event.previous_status,
+            )
+            key = None
+            if checkpoint is not None and route.partitioned:
+                key = checkpoint_partition_key(session, checkpoint)
+            # run_key: the event's key, unique per fact, so Dagster dedupes a replayed tick.
+            default = dg.RunRequest(run_key=event.key, tags=tags, partition_key=key)
             request = route_request(target, default, event, name_job=len(targets) > 1)
             if request is None:
                 continue
@@ -195,4 +155,21 @@ def session_tick(
             requests=collected.requests,
         )
 
-    return body
+    named = ", ".join(sorted(k.value for k in kinds))
+    shown = asset_key.to_user_string() if asset_key else "the checkpoint asset"
+    return tick_sensor(
+        TrackerState,
+        body,
+        options,
+        name=name,
+        jobs=[t.job for t in targets],
+        minimum_interval_seconds=minimum_interval_seconds,
+        default_status=default_status,
+        description=description
+        or (
+            f"Together RL events ({named}) → runs."
+            if targets
+            else f"Together RL checkpoints ({named}) → partitions and runless "
+            f"materializations of {shown}."
+        ),
+    )

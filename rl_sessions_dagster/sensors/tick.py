@@ -1,8 +1,7 @@
 """What every sensor shares. The tick: one deadline under the daemon's gRPC timeout, transient
 failures as skips that keep the cursor, an outage alarm, cursor recovery from the tick history,
-one log line per tick; a family supplies only its body. The routes: where their runs go, checked
-at definitions load (Dagster would fail only at the first run) or at the first tick for a user's
-asset job, and the ``together/`` run tags."""
+one log line; a family supplies only its body. The routes: where runs go, checked at definitions
+load (Dagster would fail only at the first run), and the ``together/`` run tags."""
 
 import os
 import time
@@ -14,13 +13,11 @@ from typing import AbstractSet, Any, Generic, Protocol, Self, TypeVar  # noqa: U
 import dagster as dg
 
 from ..api import RLSessionsClient, ServerClock
-from ..api.errors import (
-    TRANSIENT_ERRORS,
-)
+from ..api.errors import TRANSIENT_ERRORS
 from ..core.state import CursorError
 from ..partitions import Job
 from ..resource import TogetherRLResource
-from ..resource.retry_log import tick_retry_log
+from ..resource.together_rl import tick_retry_log
 from .options import EventRoute, ResourceRoute, TickOptions
 
 UNAVAILABLE = "Together RL API unavailable"
@@ -72,8 +69,7 @@ class Tick:
     clock: ServerClock
     started: float
     deadline: float
-    #: the local clock when the tick began (``clock.last_ms`` is the API's).
-    now_ms: int
+    now_ms: int  # the local clock when the tick began (``clock.last_ms`` is the API's)
 
     def out_of_time(self, reserve: float = 0.0) -> bool:
         return time.monotonic() > self.deadline - reserve
@@ -88,8 +84,7 @@ class TickOutcome(Generic[S]):
     run_requests: list[dg.RunRequest] = field(default_factory=list)
     partition_requests: Sequence[dg.AddDynamicPartitionsRequest] = ()
     asset_events: Sequence[dg.AssetMaterialization] = ()
-    #: API requests the body counts itself (default: the client's HTTP attempts).
-    requests: int | None = None
+    requests: int | None = None  # API requests the body counts itself (default: HTTP attempts)
 
 
 Body = Callable[[Tick, S], TickOutcome[S]]
@@ -98,10 +93,9 @@ Body = Callable[[Tick, S], TickOutcome[S]]
 def tick_sensor(
     state_type: type[S], body: Body[S], options: TickOptions, *, jobs: Sequence[Job], **sensor: Any
 ) -> dg.SensorDefinition:
-    """A sensor running ``body`` in the skeleton (``sensor``: its name, interval, status and
+    """A sensor running ``body`` in the skeleton (``sensor``: name, interval, status and
     description). The resource is a requirement Dagster resolves at tick time, never a
-    closed-over object (an unresolved ``EnvVar`` would be sent as the key). Each API retry is a
-    WARNING line of the tick's log, stored with the tick."""
+    closed-over object (an unresolved ``EnvVar`` would be sent as the key)."""
     budget = tick_budget(options.tick_budget_seconds)
 
     def evaluate(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
@@ -118,24 +112,23 @@ def tick_sensor(
             except TRANSIENT_ERRORS as exc:
                 alarm = options.unavailable_alarm_seconds
                 result = unavailable(context, state, exc, now_ms, alarm, url)
-            else:
-                out.state.failing_since_ms = None
-                elapsed_ms = int((time.monotonic() - started) * 1000)
-                retried = retries.take_count()  # each retry is a WARNING line above this one
-                requests = out.requests if out.requests is not None else client.stats.requests
-                summary = f"{out.summary}; {requests} API request(s) ({retried} retried) in "
-                summary += f"{elapsed_ms} ms"
-                context.log.info(summary)
-                result = dg.SensorResult(
-                    run_requests=out.run_requests,
-                    skip_reason=None if out.run_requests else dg.SkipReason(summary),
-                    cursor=out.state.to_cursor(),
-                    dynamic_partitions_requests=list(out.partition_requests) or None,
-                    asset_events=list(out.asset_events) or None,
-                )
-        if retries.count and not retries.summarised:
-            context.log.info(retries.summary())
-        return result
+                if retries.count:
+                    context.log.info(retries.summary())
+                return result
+        out.state.failing_since_ms = None
+        elapsed_ms = int((time.monotonic() - started) * 1000)
+        requests = out.requests if out.requests is not None else client.stats.requests
+        # Each retry is a WARNING line above this one.
+        summary = f"{out.summary}; {requests} API request(s) ({retries.count} retried) in "
+        summary += f"{elapsed_ms} ms"
+        context.log.info(summary)
+        return dg.SensorResult(
+            run_requests=out.run_requests,
+            skip_reason=None if out.run_requests else dg.SkipReason(summary),
+            cursor=out.state.to_cursor(),
+            dynamic_partitions_requests=list(out.partition_requests) or None,
+            asset_events=list(out.asset_events) or None,
+        )
 
     return dg.SensorDefinition(
         evaluation_fn=evaluate, jobs=jobs, required_resource_keys={options.resource_key}, **sensor
@@ -148,7 +141,7 @@ def unavailable(
     exc: Exception,
     now_ms: int,
     alarm_after_s: float,
-    base_url: str = "the resource's base_url",
+    base_url: str,
 ) -> dg.SensorResult | dg.SkipReason:
     """A transient failure skips the tick (cursor kept); a lasting one fails one tick loudly per
     ``alarm_after_s`` window. Both name the URL tried (never the key) and what to check."""
@@ -196,9 +189,8 @@ def stored_ticks(context: dg.SensorEvaluationContext, limit: int = HISTORY_DEPTH
 
 
 def read_state(context: dg.SensorEvaluationContext, state_type: type[S]) -> S:
-    """The state from the cursor, else from the tick history (Dagster stores each tick's cursor:
-    events since the restored tick are announced again, and a run_key with a run is skipped;
-    starting over would drop them all), else a fresh start (logged)."""
+    """The state from the cursor, else from the tick history (events since are announced again
+    and Dagster skips a run_key that has a run; starting over would drop them), else afresh."""
     try:
         return state_type.from_cursor(context.cursor)
     except CursorError as exc:
@@ -320,12 +312,7 @@ class RouteTarget(Generic[R]):
 
     route: R
     job: Job
-    #: False for a user's asset job, whose partitioning only the asset graph knows.
-    checked_at_load: bool = True
-
-    @property
-    def job_name(self) -> str:
-        return self.job.name
+    checked_at_load: bool = True  # False for a user's asset job: only its asset graph knows
 
 
 def resolve_route(sensor: str, index: int, route: R) -> RouteTarget[R]:
@@ -361,7 +348,7 @@ def resolve_routes(sensor: str, routes: Sequence[R]) -> tuple[RouteTarget[R], ..
             "route; route each event kind to one target (one selection can hold several assets)"
         )
     targets = tuple(resolve_route(sensor, i, route) for i, route in enumerate(routes))
-    names = [t.job_name for t in targets]
+    names = [t.job.name for t in targets]
     if len(set(names)) != len(names):
         raise dg.DagsterInvalidDefinitionError(
             f"sensor '{sensor}': two routes run the same job {names}; merge them into one route"
@@ -380,9 +367,9 @@ def check_at_tick(
         expected = expected_partitions(target.route)
         if target.checked_at_load or expected is None:
             continue
-        found = repo.get_job(target.job_name).partitions_def
+        found = repo.get_job(target.job.name).partitions_def
         if not partitioned_by(found, expected):
-            raise misrouted_error(sensor, target.job_name, expected, found)
+            raise misrouted_error(sensor, target.job.name, expected, found)
 
 
 def route_request(
@@ -391,6 +378,6 @@ def route_request(
     """The RunRequest naming its job when a sensor has several, then the route's
     ``run_request_fn``."""
     if name_job:
-        default = default.with_replaced_attrs(job_name=target.job_name)
+        default = default.with_replaced_attrs(job_name=target.job.name)
     fn: Callable[[Any, dg.RunRequest], dg.RunRequest | None] | None = target.route.run_request_fn
     return default if fn is None else fn(event, default)

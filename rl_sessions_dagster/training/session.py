@@ -1,11 +1,9 @@
-"""Launch a training session from a Dagster op and make sure it is stopped when the run ends:
-success, an exception, or a run cancelled from the UI (``DagsterExecutionInterruptedError``), so
-a failed run never leaves a GPU billing.
-
-No ``from __future__ import annotations`` here: Dagster must see the real ``context`` type.
-"""
+"""Launch a training session from a Dagster op, stopped however the run ends (success, an
+exception, a cancel from the UI), so a failed run never leaves a GPU billing. No ``from
+__future__ import annotations``: Dagster must see the real ``context`` type."""
 
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -29,8 +27,6 @@ from ..api.lifecycle import (
 )
 from ..api.models import ModelResource, TrainingSession
 from ..resource.together_rl import TogetherRLResource
-
-__all__ = ["LaunchedSession", "TrainingLaunchConfig", "launched_session"]
 
 _log = logging.getLogger(__name__)
 
@@ -81,24 +77,21 @@ def launched_session(
     owned = not isinstance(source, RLSessionsClient)
     client = source if isinstance(source, RLSessionsClient) else source.get_client()
     resource: ModelResource | None = None
-    created = False
+    created, ok = False, False
     session_id: str | None = None
     handle: LaunchedSession | None = None
-    #: resources a create-session request may have reached without an answer
-    unsure: list[str] = []
-    ok = False
+    unsure: list[str] = []  # resources a create-session request may have reached unanswered
+    session_kwargs: dict[str, Any] = dict(
+        display_name=display_name,
+        metadata=metadata,
+        lora_config=lora_config,
+        resume_from_checkpoint_id=resume_from_checkpoint_id,
+        load_optimizer=load_optimizer,
+    )
     try:
-        if reuse_ready_resource:
-            resource = find_ready_resource(client, spec)
-            if resource is not None:
-                logger.info(f"reusing READY model resource {resource.id}")
-        session_kwargs: dict[str, Any] = {
-            "display_name": display_name,
-            "metadata": metadata,
-            "lora_config": lora_config,
-            "resume_from_checkpoint_id": resume_from_checkpoint_id,
-            "load_optimizer": load_optimizer,
-        }
+        resource = find_ready_resource(client, spec) if reuse_ready_resource else None
+        if resource is not None:
+            logger.info(f"reusing READY model resource {resource.id}")
         session = None
         if resource is not None:
             try:
@@ -129,12 +122,11 @@ def launched_session(
             session_id = _find_unanswered_session(
                 client, unsure[-1], display_name, any_of_mine=created, logger=logger
             )
+        stop_resource_id = resource.id if created and resource else None
         outcomes = _cleanup(
             client,
             session_id=None if (ok and keep_session) else session_id,
-            resource_id=resource.id
-            if (created and resource and not (ok and keep_resource))
-            else None,
+            resource_id=None if (ok and keep_resource) else stop_resource_id,
             logger=logger,
         )
         if handle is not None:
@@ -161,15 +153,11 @@ def _create_resource(client: RLSessionsClient, spec: ResourceSpec, logger: Any) 
         if isinstance(exc, TransportError) and not exc.may_have_reached_server:
             raise
         try:
-            new = [
-                r.id
-                for r in client.list_model_resources(
-                    status=_PROVISIONING,
-                    created_by="me",
-                    deadline=monotonic_deadline(CLEANUP_SECONDS / 4),
-                )
-                if r.id not in before and spec.matches(r)
-            ]
+            deadline = monotonic_deadline(CLEANUP_SECONDS / 4)
+            found = client.list_model_resources(
+                status=_PROVISIONING, created_by="me", deadline=deadline
+            )
+            new = [r.id for r in found if r.id not in before and spec.matches(r)]
         except TogetherRLError as lookup:
             logger.error(f"could not look for the unanswered model resource: {lookup}")
             raise exc from None
@@ -212,16 +200,14 @@ def _find_unanswered_session(
         )
         return None
     try:
-        found = [
-            s
-            for s in client.list_sessions(
-                model_resources_id=resource_id,
-                status=ACTIVE_SESSION_STATUSES,
-                created_by="me",
-                deadline=monotonic_deadline(CLEANUP_SECONDS / 4),
-            )
-            if display_name is None or s.display_name == display_name
-        ]
+        deadline = monotonic_deadline(CLEANUP_SECONDS / 4)
+        mine = client.list_sessions(
+            model_resources_id=resource_id,
+            status=ACTIVE_SESSION_STATUSES,
+            created_by="me",
+            deadline=deadline,
+        )
+        found = [s for s in mine if display_name is None or s.display_name == display_name]
     except TogetherRLError as exc:
         logger.error(f"could not look for the unanswered session on {resource_id}: {exc}")
         return None
@@ -292,44 +278,31 @@ class TrainingLaunchConfig(dg.Config):
         default=False, description="Leave a resource created by this run up after success."
     )
 
-    def spec(self) -> ResourceSpec:
-        return ResourceSpec(
-            base_model=self.base_model,
-            lora_enabled=self.lora_enabled,
-            gpu_type=self.gpu_type,
-            num_generator_replicas=self.num_generator_replicas,
-            inactive_timeout=self.inactive_timeout,
-            base_weights_ref=self.base_weights_ref,
-        )
-
-    def session_kwargs(self) -> dict[str, Any]:
-        wandb = {k: getattr(self, f"wandb_{k}") for k in ("entity", "project", "group", "run_name")}
-        wandb = {k: v for k, v in wandb.items() if v is not None}
-        lora = {k: v for k, v in {"rank": self.lora_rank, "alpha": self.lora_alpha}.items() if v}
-        return {
-            "display_name": self.display_name,
-            "metadata": {"wandb": wandb} if wandb else None,
-            "lora_config": lora or None,
-            "resume_from_checkpoint_id": self.resume_from_checkpoint_id,
-            "load_optimizer": self.load_optimizer,
-        }
-
     @contextlib.contextmanager
     def launch(
         self, context: dg.OpExecutionContext, together: TogetherRLResource
     ) -> Iterator[LaunchedSession]:
         """:func:`launched_session` as this config says, logging to the run; the run gets the
         ``together/session_id`` and ``together/model_resources_id`` tags once they exist."""
+        fields = {f.name for f in dataclasses.fields(ResourceSpec)} & type(self).model_fields.keys()
+        spec = ResourceSpec(**self.model_dump(include=fields))
+        wandb = {k: getattr(self, f"wandb_{k}") for k in ("entity", "project", "group", "run_name")}
+        wandb = {k: v for k, v in wandb.items() if v is not None}
+        lora = {k: v for k, v in {"rank": self.lora_rank, "alpha": self.lora_alpha}.items() if v}
         with launched_session(
             together,
-            self.spec(),
+            spec,
+            display_name=self.display_name,
+            metadata={"wandb": wandb} if wandb else None,
+            lora_config=lora or None,
+            resume_from_checkpoint_id=self.resume_from_checkpoint_id,
+            load_optimizer=self.load_optimizer,
             reuse_ready_resource=self.reuse_ready_resource,
             ready_timeout=self.ready_timeout_seconds,
             running_timeout=self.running_timeout_seconds,
             poll_interval=self.poll_interval_seconds,
             keep_resource=self.keep_resource,
             log=context.log,
-            **self.session_kwargs(),
         ) as launched:
             context.instance.add_run_tags(
                 context.run_id,
