@@ -28,9 +28,10 @@ from typing import Any
 
 from rl_sessions_dagster.api import RLSessionsClient
 from rl_sessions_dagster.api.checkpoints import deployment_target
+from rl_sessions_dagster.evaluation import EvaluationSpec
 from rl_sessions_dagster.evaluation.dataset import load_dataset
 from rl_sessions_dagster.evaluation.graders import resolve_grader
-from rl_sessions_dagster.evaluation.runner import RunSettings, run_evaluation
+from rl_sessions_dagster.evaluation.runner import run_evaluation
 
 from .machine import describe
 from .simproc import SimProcess, simulator
@@ -100,7 +101,7 @@ def run(args: argparse.Namespace, log: Any = print) -> dict[str, Any]:
             out["sequential"] = {"calls": seq_n, "wall": time.perf_counter() - started,
                                  "ideal": seq_n * args.delay}  # fmt: skip
 
-        settings = RunSettings(concurrency=args.concurrency, max_tokens=16)
+        settings = EvaluationSpec(items=items, concurrency=args.concurrency, max_tokens=16)
         for name, rate in (("runner", 0.0), ("faults", args.fault_rate)):
             _faults(sim, args.delay, rate)
             sim.reset_requests()

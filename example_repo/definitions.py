@@ -209,7 +209,9 @@ status_sensor = build_session_sensor(
 # PostgreSQL, else $DAGSTER_HOME/together_rl_sync.sqlite), with the spend tables.
 sync_asset = build_session_sync_asset()
 sync_job = dg.define_asset_job("together__rl_sessions_table_sync_job", selection=[sync_asset])
-sync_schedule = dg.ScheduleDefinition(job=sync_job, cron_schedule="*/15 * * * *")
+sync_schedule = dg.ScheduleDefinition(
+    job=sync_job, cron_schedule="*/15 * * * *", default_status=dg.DefaultScheduleStatus.RUNNING
+)
 
 # The GPUs, as in defs.yaml: each model-resource event runs gpu_notices and refreshes spend;
 # the idle guard stops this key's READY resources left with no session.

@@ -467,6 +467,8 @@ def main(argv: list[str] | None = None) -> int:
             sweep.stop()
             _say("materializing the sync table and the spend asset once more")
             _run_sync(home, env)
+            # the sync schedule runs too: let a run it started meanwhile end before the daemon does
+            wait_until(lambda: all(r.status in _DONE for r in _runs(instance)), 120)
             summary = summarize(instance, sim, sweep, home)
             pgid = daemon.pid
         left = group_alive(pgid)

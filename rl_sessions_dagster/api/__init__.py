@@ -1,8 +1,5 @@
-"""Typed HTTP client for Together AI's RL (post-training) API. No Dagster in this package.
-
-Here: the client, its retry policy and clock, the objects a user meets first and the base
-error; everything else comes from the module that defines it (``api.models``, ``api.errors``...).
-"""
+"""Typed HTTP client for Together AI's RL (post-training) API, without Dagster: here the objects a
+user meets first; everything else from the module that defines it (``api.models``...)."""
 
 from ._http import API_KEY_ENV, DEFAULT_BASE_URL
 from .client import RLSessionsClient

@@ -1,9 +1,9 @@
 """The HTTP core under ``RLSessionsClient``: configuration, one call with retries and decoding,
-and auto-pagination, so each endpoint method in ``client.py`` is a few lines of path-and-body.
-"""
+and pagination, so each endpoint method is a few lines of path and body."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import ipaddress
 import json
@@ -42,9 +42,8 @@ T = TypeVar("T")
 
 @dataclass
 class ClientStats:
-    """Counters for benchmarks and tests: ``requests`` counts HTTP attempts, retries included;
-    ``skipped_items`` counts list items that could not be read (see ``Page.skipped``);
-    ``repaired_items`` counts objects read with some fields left None (``invalid_fields``)."""
+    """``requests`` counts HTTP attempts, retries included; ``skipped_items`` the list items
+    that could not be read; ``repaired_items`` the objects read with ``invalid_fields``."""
 
     calls: int = 0
     requests: int = 0
@@ -56,21 +55,9 @@ class ClientStats:
         return self.requests - self.calls
 
 
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":  # not "*.localhost": glibc would ask DNS for those
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def normalise_base_url(raw: str) -> str:
-    """Validate a base URL and return it without a trailing ``/`` or ``/v1``.
-
-    Plain ``http`` is refused except on loopback (the simulator): the bearer key would travel
-    in clear text. Credentials, queries and fragments are refused too, and never echoed back.
-    """
+    """A base URL without a trailing ``/`` or ``/v1``. Plain ``http`` is refused except on
+    loopback (the key would travel in clear text), credentials, query and fragment always."""
     try:
         url = httpx.URL(raw.strip())
     except httpx.InvalidURL:
@@ -82,21 +69,16 @@ def normalise_base_url(raw: str) -> str:
         raise ConfigurationError("base URL has no host")
     if url.userinfo or url.query or url.fragment:
         raise ConfigurationError(f"base URL must not carry credentials, query or fragment: {safe}")
-    if url.scheme == "http" and not _is_loopback(url.host):
+    loopback = url.host == "localhost"  # not "*.localhost": glibc would ask DNS for those
+    with contextlib.suppress(ValueError):
+        loopback = loopback or ipaddress.ip_address(url.host).is_loopback
+    if url.scheme == "http" and not loopback:
         raise ConfigurationError(
             f"refusing plain http:// for non-loopback host {url.host!r}: the API key would be "
             "sent unencrypted; use https://"
         )
     path = url.path.rstrip("/").removesuffix("/v1")
     return str(url.copy_with(path=path or "/")).rstrip("/")
-
-
-def user_agent(extra: str | None = None) -> str:
-    agent = (
-        f"rl-sessions-dagster/{__version__} httpx/{httpx.__version__} "
-        f"python/{platform.python_version()}"
-    )
-    return f"{agent} {extra}" if extra else agent
 
 
 def segment(value: str, name: str) -> str:
@@ -123,19 +105,10 @@ def compact(**fields: Any) -> dict[str, Any]:
     return out
 
 
-def _describe(exc: pydantic.ValidationError) -> str:
-    problems = [
-        f"{'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg']}"
-        for e in exc.errors(include_url=False, include_input=False)[:3]
-    ]
-    more = exc.error_count() - len(problems)
-    return "; ".join(problems) + (f" (+{more} more)" if more > 0 else "")
-
-
 @functools.cache
 def _ssl_context() -> ssl.SSLContext:
-    """One verified TLS context per process: building one loads the CA bundle (~25 ms), and
-    a sensor makes a new client every tick."""
+    """One per process: building one loads the CA bundle (~25 ms), and a sensor makes a new
+    client every tick."""
     return httpx.create_ssl_context()
 
 
@@ -156,11 +129,11 @@ class BaseClient:
         key = api_key or os.environ.get(API_KEY_ENV)
         if not key:
             raise ConfigurationError(f"no API key: pass api_key= or set {API_KEY_ENV}")
-        self._api_key = key
+        self._secrets = (key,)
         self.base_url = normalise_base_url(
             base_url or os.environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL
         )
-        self._timeout = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
+        self._timeout = httpx.Timeout(timeout)
         self.retry = retry or RetryPolicy()
         self.stats = ClientStats()
         self._owns_http = http_client is None
@@ -171,12 +144,10 @@ class BaseClient:
         if on_response is not None:
             # e.g. reading the server's Date header; runs on every response, retries included
             http_client.event_hooks["response"].append(on_response)
+        agent = f"rl-sessions-dagster/{__version__} httpx/{httpx.__version__} python/"
+        agent += platform.python_version() + (f" {user_agent_extra}" if user_agent_extra else "")
         http_client.headers.update(
-            {
-                "Authorization": f"Bearer {key}",
-                "User-Agent": user_agent(user_agent_extra),
-                "Accept": "application/json",
-            }
+            {"Authorization": f"Bearer {key}", "User-Agent": agent, "Accept": "application/json"}
         )
         self._http = http_client
 
@@ -206,20 +177,20 @@ class BaseClient:
         idempotent: bool | None = None,
         deadline: float | None = None,
     ) -> M:
-        """Send one logical call (with retries) and parse the body as ``model``.
-
-        ``idempotent`` defaults to True for GET only (see ``retries.py``); ``deadline`` is
-        absolute, on ``self.retry.clock``.
-        """
+        """One logical call (with retries), its body parsed as ``model``. ``idempotent`` defaults
+        to True for GET only; ``deadline`` is absolute, on ``self.retry.clock``."""
         url = self.base_url + path
         self.stats.calls += 1
 
         def attempt(budget: float | None) -> M:
             self.stats.requests += 1
+            t = self._timeout
+            if budget is not None:  # every phase clipped to the call's remaining budget
+                clip = {k: budget if v is None else min(v, budget) for k, v in t.as_dict().items()}
+                t = httpx.Timeout(**clip)
             request = self._http.build_request(
-                method, url, params=params, json=json, headers=headers,
-                timeout=self._attempt_timeout(budget),
-            )  # fmt: skip
+                method, url, params=params, json=json, headers=headers, timeout=t
+            )
             try:
                 response = self._http.send(request)
             except httpx.RequestError as exc:
@@ -244,23 +215,6 @@ class BaseClient:
             deadline=deadline,
         )
 
-    @property
-    def _secrets(self) -> tuple[str]:
-        return (self._api_key,)
-
-    def _attempt_timeout(self, budget: float | None) -> httpx.Timeout:
-        """The client timeout, with every phase clipped to the call's remaining budget."""
-        if budget is None:
-            return self._timeout
-        t = self._timeout
-
-        def clip(value: float | None) -> float:
-            return budget if value is None else min(value, budget)
-
-        return httpx.Timeout(
-            connect=clip(t.connect), read=clip(t.read), write=clip(t.write), pool=clip(t.pool)
-        )
-
     def _decode(self, response: httpx.Response, model: type[M]) -> M:
         if not response.is_success:
             raise error_from_response(
@@ -269,16 +223,35 @@ class BaseClient:
         try:
             return model.model_validate_json(response.content)
         except pydantic.ValidationError as exc:
-            problem = _describe(exc)
-        # The slow path, only for a response that did not parse as a whole.
-        recovered = self._recover(response.content, model)
-        if recovered is not None:
-            return recovered
+            error = exc
+        # The slow path, for a response that did not parse as a whole: a page item by item, an
+        # object with its unparseable optional fields as None (models with ``invalid_fields``).
+        page = parse_page(model, response.content, self._secrets)  # type: ignore[arg-type]
+        if page is not None:
+            self.stats.skipped_items += len(page.skipped)
+            self.stats.repaired_items += sum(
+                1 for i in page.data if getattr(i, "invalid_fields", 0)
+            )
+            return page  # type: ignore[return-value]
+        if "invalid_fields" in model.model_fields:
+            try:
+                instance, _ = salvage(model, json.loads(response.content))
+            except ValueError:
+                instance = None
+            if instance is not None:
+                self.stats.repaired_items += 1
+                return instance
+        problems = [
+            f"{'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg']}"
+            for e in error.errors(include_url=False, include_input=False)[:3]
+        ]
+        if (more := error.error_count() - len(problems)) > 0:
+            problems[-1] += f" (+{more} more)"
         request = response.request
         raise DecodeError(
             scrub(
                 f"{request.method} {request.url.path} → {response.status_code}: response is not "
-                f"a valid {model.__name__}: {problem}",
+                f"a valid {model.__name__}: {'; '.join(problems)}",
                 self._secrets,
             ),
             status_code=response.status_code,
@@ -286,27 +259,6 @@ class BaseClient:
             url=scrub(path_and_query(request.url), self._secrets),
             retryable=True,
         )
-
-    def _recover(self, content: bytes, model: type[M]) -> M | None:
-        """Read a response that failed the one-pass parse: a page item by item, an object
-        with its unparseable optional fields as None (only models with ``invalid_fields``)."""
-        page = parse_page(model, content, self._secrets)  # type: ignore[arg-type]
-        if page is not None:
-            self.stats.skipped_items += len(page.skipped)
-            self.stats.repaired_items += sum(
-                1 for item in page.data if getattr(item, "invalid_fields", None)
-            )
-            return page  # type: ignore[return-value]
-        if "invalid_fields" not in model.model_fields:
-            return None
-        try:
-            raw = json.loads(content)
-        except ValueError:
-            return None
-        instance, _ = salvage(model, raw)
-        if instance is not None:
-            self.stats.repaired_items += 1
-        return instance
 
     def _poll(
         self,
@@ -359,10 +311,9 @@ class BaseClient:
         deadline: float | None,
         on_skipped: Callable[[SkippedItem], None] | None = None,
     ) -> Iterator[T]:
-        """Every item of a list endpoint. Arguments are checked now; pages are fetched lazily,
-        one held at a time. Unreadable items go to ``on_skipped`` (before the page's good items
-        are yielded). A server that repeats a cursor is a :class:`DecodeError`.
-        """
+        """Every item of a list endpoint: arguments checked now, pages fetched lazily, one held
+        at a time; unreadable items go to ``on_skipped`` first; a repeated cursor is a
+        :class:`DecodeError`."""
         check_page_size(page_size)
 
         def items() -> Iterator[T]:

@@ -1,8 +1,6 @@
-"""Checkpoints after training made them: save one and wait for it, and go from its
-registration to what deployment and evaluation need (the ``model`` name for chat completions,
-the registry ids, the files), failing with an error that says *why* a checkpoint cannot be
-deployed instead of a ``None`` surfacing as an HTTP 404 three steps later.
-"""
+"""Checkpoints after training: save one and wait for it, and go from its registration to what
+deployment and evaluation need, with an error that says *why* one cannot be deployed (not a
+``None`` surfacing as an HTTP 404 three steps later)."""
 
 from __future__ import annotations
 
@@ -47,12 +45,9 @@ class CheckpointNotDownloadableError(_CheckpointError):
 
 @dataclass(frozen=True)
 class DeploymentTarget:
-    """Everything needed to serve a checkpoint, whatever registration shape the API sent.
-
-    ``inference_model`` is the ``model`` for ``/v1/chat/completions``: the adapter id, else the
-    merged model's id, else (before Aug 2026) the legacy model name; ``kind`` says which one
-    (``None`` only for an unregistered checkpoint read with ``required=False``).
-    """
+    """Everything needed to serve a checkpoint. ``inference_model`` is the ``model`` for chat
+    completions: the adapter id, else the model id, else the legacy name; ``kind`` says which
+    (``None`` only for an unregistered checkpoint read with ``required=False``)."""
 
     checkpoint_id: str | None
     model_id: str | None = None
@@ -70,7 +65,7 @@ class DeploymentTarget:
 
     @property
     def registry_id(self) -> str | None:
-        """The registry object to deploy on a dedicated endpoint (adapter first, then model)."""
+        """The registry object to deploy on a dedicated endpoint."""
         return self.adapter_id or self.model_id
 
     @property
@@ -78,25 +73,14 @@ class DeploymentTarget:
         return self.adapter_revision_id if self.adapter_id else self.model_revision_id
 
 
-def _kind(reg: Registration) -> DeploymentKind | None:
-    if reg.adapter_id:
-        return "adapter"
-    if reg.model_id:
-        return "model"
-    if reg.legacy_model_name:
-        return "legacy"
-    return None
-
-
 def deployment_target(
     checkpoint: InferenceCheckpoint | Checkpoint | Registration | None,
     *,
     required: bool = True,
 ) -> DeploymentTarget:
-    """The deployment target of a session's or a listed inference checkpoint, or of a bare
-    registration. Nothing deployable (no or an empty registration) raises
-    :class:`CheckpointNotRegisteredError`, or with ``required=False`` gives ``kind=None``; a
-    training checkpoint always raises."""
+    """The deployment target of an inference checkpoint or a registration. Nothing deployable
+    raises :class:`CheckpointNotRegisteredError` (``required=False``: ``kind=None``); a training
+    checkpoint always raises."""
     checkpoint_id: str | None = None
     reg: Registration | None
     if isinstance(checkpoint, Registration) or checkpoint is None:
@@ -119,7 +103,9 @@ def deployment_target(
             "deployment_target() takes an InferenceCheckpoint, Checkpoint or Registration, "
             f"not {type(checkpoint).__name__}"
         )
-    kind = _kind(reg) if reg is not None else None
+    kind: DeploymentKind | None = None
+    if reg is not None and reg.is_registered:
+        kind = "adapter" if reg.adapter_id else "model" if reg.model_id else "legacy"
     if reg is None or kind is None:
         if required:
             what = f"checkpoint {checkpoint_id}" if checkpoint_id else "this checkpoint"
@@ -148,8 +134,7 @@ def _is_lora(checkpoint: Checkpoint) -> bool:
 
 
 def choose_variant(checkpoint: Checkpoint) -> CheckpointVariant:
-    """ADAPTER for LoRA checkpoints (``lora_rank`` set, or an adapter registration): the small
-    download, loadable on the base model; MERGED (full weights) otherwise."""
+    """ADAPTER (the small download) for LoRA checkpoints, MERGED (full weights) otherwise."""
     return CheckpointVariant.ADAPTER if _is_lora(checkpoint) else CheckpointVariant.MERGED
 
 
@@ -160,9 +145,8 @@ def download_urls(
     *,
     deadline: float | None = None,
 ) -> list[CheckpointFile]:
-    """Presigned URLs of an inference checkpoint's files (registered or not), by id (one more
-    request) or :class:`Checkpoint`; ``variant=None`` uses :func:`choose_variant`. Fetch them
-    without the API key. A training checkpoint, or ADAPTER of a full-weight one, raises
+    """Presigned URLs of an inference checkpoint's files (``variant=None``: :func:`choose_variant`);
+    a training checkpoint, or ADAPTER of a full-weight one, raises
     :class:`CheckpointNotDownloadableError` before any download request."""
     ck = (
         checkpoint
@@ -234,8 +218,8 @@ def create_inference_checkpoint_and_wait(
     poll_interval: float = 2.0,
     idempotency_key: str | None = None,
 ) -> InferenceCheckpoint:
-    """Save deployable weights and return the typed checkpoint (checkpoints of large models
-    take well over five minutes, hence the two-hour default, as in the SDK)."""
+    """Save deployable weights and return the checkpoint (large models take well over five
+    minutes, hence the SDK's two-hour default)."""
     data = _checkpoint_op(
         client, session_id, "inference-checkpoint", timeout=timeout, deadline=deadline,
         poll_interval=poll_interval, idempotency_key=idempotency_key,
@@ -252,7 +236,6 @@ def create_training_checkpoint_and_wait(
     poll_interval: float = 2.0,
     idempotency_key: str | None = None,
 ) -> TrainingCheckpoint:
-    """Save the full training state (for ``resume_from_checkpoint_id``) and return it."""
     data = _checkpoint_op(
         client, session_id, "training-checkpoint", timeout=timeout, deadline=deadline,
         poll_interval=poll_interval, idempotency_key=idempotency_key,

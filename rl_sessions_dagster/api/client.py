@@ -1,10 +1,6 @@
-"""``RLSessionsClient``: typed methods for the 29 endpoints of Together's RL API (operations
-and chat completions are in ``operations.py`` and ``inference.py``).
-
-Every method takes ``deadline=``, an absolute ``time.monotonic()`` value (on
-``RetryPolicy.clock``) by which the call, retries and sleeps included, must be done: a sensor
-passes its tick's end. For list iterators it bounds every page request, i.e. the iteration.
-"""
+"""``RLSessionsClient``: typed methods for the endpoints of Together's RL API. Every method takes
+``deadline=``, an absolute ``RetryPolicy.clock`` value by which the call, retries and sleeps
+included, must be done (a sensor passes its tick's end); for iterators, every page request's."""
 
 from __future__ import annotations
 
@@ -44,8 +40,8 @@ _RESOURCES = "/v1/rl/model-resources"
 
 
 def _constant(value: LenientEnum | str, enum: type[LenientEnum], name: str) -> str:
-    """A short or full enum name as the full wire constant. Unknown strings are refused (typos
-    would match nothing) unless spelled in full with the enum's prefix (a newer value)."""
+    """A short or full enum name as the wire constant; an unknown one is refused (a typo would
+    match nothing) unless spelled in full with the enum's prefix (a newer value)."""
     member = enum.parse(value)
     if member.name not in ("UNKNOWN", "UNSPECIFIED"):
         return member.value
@@ -56,10 +52,10 @@ def _constant(value: LenientEnum | str, enum: type[LenientEnum], name: str) -> s
 
 
 def _status_query(values: Any, enum: type[LenientEnum]) -> str | None:
-    """The SDK's wire form for array filters: ONE comma-joined value, deduplicated in order."""
+    """The SDK's wire form for array filters: one comma-joined value, deduplicated in order."""
     if values is None:
         return None
-    if isinstance(values, str):  # also LenientEnum members: a lone value, not characters
+    if isinstance(values, str):  # also enum members: a lone value, not characters
         values = [values]
     joined = list(dict.fromkeys(_constant(v, enum, "status") for v in values))
     if not joined:
@@ -68,11 +64,8 @@ def _status_query(values: Any, enum: type[LenientEnum]) -> str | None:
 
 
 class RLSessionsClient(OperationsAPI, InferenceAPI):
-    """Synchronous client for ``/v1/rl/*``. Use as a context manager or call :meth:`close`.
-
-    The key falls back to ``TOGETHER_API_KEY``, the base URL to ``TOGETHER_BASE_URL`` then
-    ``https://api.together.ai``. Errors are ``TogetherRLError`` subclasses.
-    """
+    """Synchronous client for ``/v1/rl/*``; a context manager. The key falls back to
+    ``TOGETHER_API_KEY``, the base URL to ``TOGETHER_BASE_URL`` then ``https://api.together.ai``."""
 
     def create_session(
         self,
@@ -142,8 +135,8 @@ class RLSessionsClient(OperationsAPI, InferenceAPI):
         created_by: str | None = None,
         deadline: float | None = None,
     ) -> Page[TrainingSession]:
-        """One page of sessions; pass ``page.next_cursor`` as ``after`` for the next one.
-        ``status`` takes members or short/full names; ``created_by`` a user id or ``"me"``."""
+        """One page of sessions (``page.next_cursor`` is the next ``after``); ``status`` takes
+        members or short/full names, ``created_by`` a user id or ``"me"``."""
         filters = self._session_filters(status, model_resources_id, created_by)
         return self._list_page(
             _SESSIONS, Page[TrainingSession], filters, after=after, limit=limit, deadline=deadline
@@ -159,8 +152,7 @@ class RLSessionsClient(OperationsAPI, InferenceAPI):
         deadline: float | None = None,
         on_skipped: Callable[[SkippedItem], None] | None = None,
     ) -> Iterator[TrainingSession]:
-        """Every matching session (order undocumented), pages fetched as the iterator is
-        consumed; arguments are validated now, the first request is sent on the first ``next()``."""
+        """Every matching session (order undocumented), pages fetched as it is consumed."""
         filters = self._session_filters(status, model_resources_id, created_by)
         return self._iterate(
             _SESSIONS, Page[TrainingSession], filters, page_size, deadline, on_skipped
@@ -202,7 +194,7 @@ class RLSessionsClient(OperationsAPI, InferenceAPI):
         deadline: float | None = None,
         on_skipped: Callable[[SkippedItem], None] | None = None,
     ) -> Iterator[Checkpoint]:
-        """Every matching checkpoint, newest first, fetched lazily page by page."""
+        """Every matching checkpoint, newest first."""
         filters = self._checkpoint_filters(session_id, type, base_model)
         return self._iterate(
             _CHECKPOINTS, Page[Checkpoint], filters, page_size, deadline, on_skipped
@@ -219,8 +211,8 @@ class RLSessionsClient(OperationsAPI, InferenceAPI):
         *,
         deadline: float | None = None,
     ) -> CheckpointDownload:
-        """Presigned URLs of an inference checkpoint's files (ADAPTER needs a LoRA session);
-        they carry their own auth: download them without this client's headers."""
+        """Presigned URLs of an inference checkpoint's files (ADAPTER needs a LoRA session); they
+        carry their own auth."""
         path = f"{_CHECKPOINTS}/{segment(checkpoint_id, 'checkpoint_id')}/download"
         params = {"variant": _constant(variant, CheckpointVariant, "variant")}
         return self._request("GET", path, CheckpointDownload, params=params, deadline=deadline)
@@ -257,7 +249,7 @@ class RLSessionsClient(OperationsAPI, InferenceAPI):
         base_weights_ref: str | None = None,
         deadline: float | None = None,
     ) -> CostEstimate:
-        """Price of a resource with this configuration (the same body as a create)."""
+        """Price of a resource with this configuration."""
         body = compact(
             base_model=base_model, lora_enabled=lora_enabled, compute_config=compute_config,
             optimizer_config=optimizer_config, inactive_timeout=inactive_timeout,
@@ -298,7 +290,6 @@ class RLSessionsClient(OperationsAPI, InferenceAPI):
         deadline: float | None = None,
         on_skipped: Callable[[SkippedItem], None] | None = None,
     ) -> Iterator[ModelResource]:
-        """Every matching model resource, fetched lazily page by page."""
         filters = compact(status=_status_query(status, ModelResourceStatus), created_by=created_by)
         return self._iterate(
             _RESOURCES, Page[ModelResource], filters, page_size, deadline, on_skipped
@@ -319,8 +310,8 @@ class RLSessionsClient(OperationsAPI, InferenceAPI):
     def stop_model_resource(
         self, model_resources_id: str, *, force: bool = False, deadline: float | None = None
     ) -> ModelResource:
-        """Stop a resource; ``force=True`` also stops every attached session, anyone's. An
-        already stopped resource is a 400 (:class:`BadRequestError`)."""
+        """Stop a resource (``force=True``: every attached session too, anyone's); an already
+        stopped one is a 400."""
         path = f"{_RESOURCES}/{segment(model_resources_id, 'model_resources_id')}/stop"
         params = {"force": "true"} if force else None
         return self._request(

@@ -15,11 +15,8 @@ def to_ms(ts: datetime | None) -> int | None:
 
 
 class ServerClock:
-    """Remembers the API's clock (HTTP ``Date``) from the last response.
-
-    The sensor uses it, not the local clock, to decide what is history on its first tick, so a
-    skewed machine clock cannot hide sessions created just after the sensor started.
-    """
+    """The API's clock (HTTP ``Date``) at the last response: what a first tick calls history, so
+    a skewed machine clock cannot hide sessions created just after the sensor started."""
 
     def __init__(self) -> None:
         self.last_ms: int | None = None

@@ -1,9 +1,5 @@
-"""Lenient enums for the RL API's status and type constants.
-
-The API sends full proto constants (``TRAINING_SESSION_STATUS_RUNNING``); docs use short names
-(``RUNNING``). New values appear without notice, so an unknown string parses to the ``UNKNOWN``
-member instead of raising, and models keep the raw string beside the enum.
-"""
+"""Lenient enums for the RL API's constants: full (``TRAINING_SESSION_STATUS_RUNNING``) or short
+(``RUNNING``) names parse, and a new value parses to ``UNKNOWN`` instead of raising."""
 
 import functools
 import os
@@ -21,8 +17,6 @@ def _prefix(enum: type[Enum]) -> str:
 
 
 class LenientEnum(str, Enum):
-    """A string enum that accepts full or short constant names and never raises on new values."""
-
     @classmethod
     def _prefix(cls) -> str:
         """What every wire constant of the enum starts with, e.g. ``TRAINING_SESSION_STATUS_``."""
@@ -30,7 +24,7 @@ class LenientEnum(str, Enum):
 
     @classmethod
     def parse(cls: type[E], raw: Any) -> E:
-        """Map a wire value to a member; unknown values map to ``UNKNOWN``."""
+        """A wire value's member; ``UNKNOWN`` for a value this library does not know."""
         if isinstance(raw, cls):
             return raw
         text = str(raw or "").strip().upper()

@@ -1,10 +1,6 @@
-"""Typed errors of the RL API client, and how an HTTP failure becomes one.
-
-The errors are safe to log and to show in Dagster, which serialises an exception *and its
-chained causes*: an ``httpx`` exception carries the request and its ``Authorization`` header, so
-transport errors are rebuilt here, never chained, and every outside text (error bodies, URLs; a
-proxy may echo the headers back) goes through :func:`scrub` before it is stored.
-"""
+"""Typed errors of the RL API client, and how an HTTP failure becomes one. Safe to log: Dagster
+shows an exception *and its chained causes*, and an ``httpx`` one holds the ``Authorization``
+header, so transport errors are rebuilt, never chained, and every outside text is scrubbed."""
 
 from __future__ import annotations
 
@@ -20,7 +16,7 @@ import httpx
 _REDACTED = "***"
 _BEARER = re.compile(r"(?i)\b(bearer)\s+[^\s\"',;]+")
 #: Shorter "secrets" are not masked: a real key is longer, and masking a one-letter test key
-#: would garble every message ("Name or service not known" → "Name or service not ***nown").
+#: would garble every message.
 MIN_SECRET_CHARS = 8
 #: Longest excerpt of a response body kept in an error message (proxy pages can be huge).
 BODY_EXCERPT_CHARS = 400
@@ -33,11 +29,8 @@ _GRPC_CODES = (
 
 
 def scrub(text: str, secrets: Iterable[str | None] = ()) -> str:
-    """Mask every secret (and any ``Bearer <token>``) in ``text``.
-
-    A secret is masked where it stands as a whole token: not preceded or followed by a letter
-    or digit (``key=SECRET&``, ``t-SECRET`` are masked; ``xSECRETx`` is another token).
-    """
+    """Mask every secret where it stands as a whole token (not beside a letter or digit), and
+    any ``Bearer <token>``."""
     for secret in secrets:
         if secret and len(secret) >= MIN_SECRET_CHARS and secret in text:
             text = re.sub(rf"(?<![A-Za-z0-9]){re.escape(secret)}(?![A-Za-z0-9])", _REDACTED, text)
@@ -73,8 +66,7 @@ class TogetherRLError(Exception):
         self.method = method
         self.url = url
         self.retryable = retryable
-        #: Seconds the server asked us to wait (``Retry-After``/``retry-after-ms``), if any.
-        self.retry_after = retry_after
+        self.retry_after = retry_after  # seconds the server asked us to wait
         self.body_excerpt = body_excerpt
         #: HTTP attempts made for the call that raised this (set by the retry layer).
         self.attempts = 1
@@ -83,8 +75,8 @@ class TogetherRLError(Exception):
         return self.message
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # Keyword-only constructors do not survive the default pickling; keep errors picklable
-        # for executors that ship exceptions between processes.
+        # Executors ship exceptions between processes; the default ``cls(*args)`` would fail on
+        # the keyword-only constructors.
         return (_rebuild, (type(self), self.message, self.__dict__))
 
 
@@ -109,13 +101,11 @@ class _HostError(ConfigurationError):
 
 
 class UnreachableHostError(_HostError):
-    """The base URL's host name does not exist (DNS says so): a typo, not an outage; not
-    retried. A resolver that is temporarily down (``EAI_AGAIN``) is a :class:`TransportError`."""
+    """The base URL's host name does not exist (DNS says so): a typo, not an outage."""
 
 
 class TLSCertificateError(_HostError):
-    """The server's TLS certificate does not verify (wrong host, self-signed, intercepted).
-    Not retried: the same certificate will fail the same way."""
+    """The server's TLS certificate does not verify; retrying would fail the same way."""
 
 
 class BadRequestError(TogetherRLError):
@@ -155,9 +145,8 @@ class APIStatusError(TogetherRLError):
 
 
 class TransportError(TogetherRLError):
-    """The HTTP exchange itself failed. ``may_have_reached_server`` is False only when the
-    request surely never left (refused, connect or pool timeout): only then may a
-    non-idempotent request be sent again without risking a duplicate."""
+    """The HTTP exchange failed. ``may_have_reached_server`` is False only when the request
+    surely never left: only then may a non-idempotent one be sent again."""
 
     def __init__(self, message: str, *, may_have_reached_server: bool, **kwargs: Any) -> None:
         super().__init__(message, retryable=True, **kwargs)
@@ -169,8 +158,8 @@ class DecodeError(TogetherRLError):
 
 
 class DeadlineExceeded(TogetherRLError):
-    """The call's time budget ran out; ``last_error`` is the last attempt's failure (None if
-    none could start). Retryable: only transient failures are retried into a deadline."""
+    """The call's time budget ran out; ``last_error`` is the last attempt's failure, if any.
+    Retryable: only transient failures are retried into a deadline."""
 
     def __init__(self, message: str, *, last_error: TogetherRLError | None = None, **kw: Any):
         super().__init__(message, retryable=True, **kw)
@@ -180,8 +169,6 @@ class DeadlineExceeded(TogetherRLError):
 #: Failures a later read may not meet: a tick or a sync run ends early, keeping what it read.
 TRANSIENT_ERRORS = (TransportError, ServerError, RateLimitError, DeadlineExceeded, DecodeError)
 
-
-# -- from an HTTP failure to one of these ---------------------------------------------------------
 
 _STATUS_CLASSES: dict[int, type[TogetherRLError]] = {
     400: BadRequestError,
@@ -238,8 +225,7 @@ def error_from_response(
     response: httpx.Response, *, secrets: Iterable[str | None], retry_after: float | None = None
 ) -> TogetherRLError:
     """The typed, scrubbed error for a non-2xx response, e.g. ``GET /v1/rl/… → 401
-    authentication_error (code=invalid_api_key): Invalid API key [request_id=req_x]``; without
-    a parseable body, a capped excerpt of it."""
+    authentication_error (code=invalid_api_key): Invalid API key [request_id=req_x]``."""
     secrets = tuple(secrets)
     request = response.request
     status = response.status_code
@@ -276,8 +262,8 @@ def error_from_response(
 def transport_error(
     exc: httpx.RequestError, *, method: str, url: httpx.URL, secrets: Iterable[str | None]
 ) -> TransportError:
-    """An ``httpx`` failure as a :class:`TransportError` that holds no httpx objects. Raise it
-    *outside* the ``except`` block, so the original (whose request has the key) is not chained."""
+    """An ``httpx`` failure as a :class:`TransportError` holding no httpx objects; raise it
+    outside the ``except`` block, so the original (whose request has the key) is not chained."""
     not_sent = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
     secrets = tuple(secrets)
     return TransportError(
@@ -288,8 +274,7 @@ def transport_error(
     )
 
 
-#: getaddrinfo answers meaning "this name has no address": a typo or a wrong base URL.
-#: ``EAI_AGAIN`` (resolver temporarily unreachable) and ``EAI_FAIL`` are not here: transient.
+#: getaddrinfo answers meaning "this name has no address" (``EAI_AGAIN`` is transient).
 _NO_SUCH_HOST = frozenset(
     code
     for code in (getattr(socket, "EAI_NONAME", None), getattr(socket, "EAI_NODATA", None))
@@ -310,8 +295,8 @@ def configuration_failure(
     base_url: str,
     secrets: Iterable[str | None],
 ) -> ConfigurationError | None:
-    """An :class:`UnreachableHostError` or :class:`TLSCertificateError` when ``exc`` is one
-    (retrying cannot help); None for a transient failure. Raise it outside the ``except``."""
+    """An :class:`UnreachableHostError` or :class:`TLSCertificateError` when ``exc`` is one;
+    None for a transient failure. Raise it outside the ``except``."""
     if not isinstance(exc, httpx.ConnectError):
         return None
     secrets = tuple(secrets)

@@ -1,7 +1,5 @@
-"""Chat completions on a registered checkpoint (``POST /v1/chat/completions``, OpenAI-style):
-what an evaluation calls, with the same retries and key-free errors as every endpoint. It is
-retried like a GET: it changes nothing on the server, and a repeat costs only tokens.
-"""
+"""Chat completions on a registered checkpoint (OpenAI-style), what an evaluation calls; retried
+like a GET: it changes nothing on the server, and a repeat costs only tokens."""
 
 from __future__ import annotations
 
@@ -9,37 +7,33 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from ._http import BaseClient, compact
+from .models import APIModel
 
 
-class _Wire(BaseModel):
-    model_config = ConfigDict(extra="allow", populate_by_name=True, defer_build=True)
-
-
-class ChatMessage(_Wire):
+class ChatMessage(APIModel):
     """One message of a conversation (``role`` is ``system``, ``user``, ``assistant``, ...)."""
 
     role: str
     content: str | None = None
 
 
-class ChatChoice(_Wire):
+class ChatChoice(APIModel):
     index: int = 0
     message: ChatMessage = Field(default_factory=lambda: ChatMessage(role="assistant"))
     finish_reason: str | None = None
 
 
-class ChatUsage(_Wire):
+class ChatUsage(APIModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
 
 
-class ChatCompletion(_Wire):
-    """The response, plus ``latency_s``: seconds the call took on this side, retries and
-    their sleeps included (what a caller waiting for the answer experiences)."""
+class ChatCompletion(APIModel):
+    """The response, plus ``latency_s``: seconds the call took here, retries included."""
 
     id: str | None = None
     model: str | None = None
@@ -64,17 +58,6 @@ class ChatCompletion(_Wire):
 MessageLike = ChatMessage | dict[str, Any]
 
 
-def message_wire(m: MessageLike) -> dict[str, Any]:
-    if isinstance(m, ChatMessage):
-        return m.model_dump(mode="json", exclude_none=True)
-    if not isinstance(m, dict) or not isinstance(m.get("role"), str):
-        raise ValueError(f"a chat message is a ChatMessage or a dict with a 'role', not {m!r}")
-    return m
-
-
-_CHAT = "/v1/chat/completions"
-
-
 class InferenceAPI(BaseClient):
     """The inference method of :class:`~rl_sessions_dagster.api.client.RLSessionsClient`."""
 
@@ -91,11 +74,19 @@ class InferenceAPI(BaseClient):
         seed: int | None = None,
         deadline: float | None = None,
     ) -> ChatCompletion:
-        """Ask ``model`` (``DeploymentTarget.inference_model``) to answer ``messages``.
-        Arguments left at None are not sent; an unknown model is a :class:`NotFoundError`."""
+        """Ask ``model`` (``DeploymentTarget.inference_model``) to answer ``messages``; an
+        unknown model is a :class:`NotFoundError`."""
         if not isinstance(model, str) or not model:
             raise ValueError(f"model must be a non-empty string, got {model!r}")
-        wire = [message_wire(m) for m in messages]
+        wire = []
+        for m in messages:
+            if isinstance(m, ChatMessage):
+                m = m.model_dump(mode="json", exclude_none=True)
+            elif not isinstance(m, dict) or not isinstance(m.get("role"), str):
+                raise ValueError(
+                    f"a chat message is a ChatMessage or a dict with a 'role', not {m!r}"
+                )
+            wire.append(m)
         if not wire:
             raise ValueError("messages must not be empty")
         body = compact(
@@ -104,7 +95,12 @@ class InferenceAPI(BaseClient):
         )  # fmt: skip
         started = time.perf_counter()
         result = self._request(
-            "POST", _CHAT, ChatCompletion, json=body, idempotent=True, deadline=deadline
+            "POST",
+            "/v1/chat/completions",
+            ChatCompletion,
+            json=body,
+            idempotent=True,
+            deadline=deadline,
         )
         result.latency_s = time.perf_counter() - started
         return result

@@ -1,9 +1,6 @@
-"""Provision, wait, stop: lifecycle helpers over :class:`RLSessionsClient`.
-
-Every wait is bounded: ``timeout`` seconds and/or an absolute ``deadline`` on the client's retry
-clock (the earlier wins). A wait that sees its object fail raises a typed error carrying the
-object, so callers can report the API's own code and message.
-"""
+"""Provision, wait, stop: lifecycle helpers over :class:`RLSessionsClient`. Every wait is
+bounded (``timeout`` and/or an absolute ``deadline``, the earlier wins); one that sees its
+object fail raises a typed error carrying the object and the API's own code and message."""
 
 from __future__ import annotations
 
@@ -15,7 +12,7 @@ from typing import Any, Literal
 
 from ._http import compact
 from .client import RLSessionsClient
-from .enums import ModelResourceStatus, SessionStatus
+from .enums import TERMINAL_SESSION_STATUSES, ModelResourceStatus, SessionStatus
 from .errors import (
     BadRequestError,
     ConflictError,
@@ -25,30 +22,16 @@ from .errors import (
 )
 from .models import ComputeConfig, ModelResource, TrainingSession
 
-__all__ = [
-    "ResourceFailed",
-    "ResourceSpec",
-    "SessionFailed",
-    "StopOutcome",
-    "find_ready_resource",
-    "stop_resource",
-    "stop_session",
-    "wait_for_resource_ready",
-    "wait_for_session_running",
-]
-
-_RESOURCE_DONE = (ModelResourceStatus.STOPPED, ModelResourceStatus.ERROR)
-_RESOURCE_GONE = (*_RESOURCE_DONE, ModelResourceStatus.STOPPING)
-_SESSION_NOT_USABLE = (
-    SessionStatus.STOPPING,
-    SessionStatus.STOPPED,
-    SessionStatus.ERROR,
-    SessionStatus.EXPIRED,
+_RESOURCE_GONE = (
+    ModelResourceStatus.STOPPED,
+    ModelResourceStatus.ERROR,
+    ModelResourceStatus.STOPPING,
 )
+_SESSION_ENDED = TERMINAL_SESSION_STATUSES | {SessionStatus.STOPPING}
 
 
 class WaitFailed(TogetherRLError):
-    """An awaited object ended badly: its own error code and message become the error's."""
+    """An awaited object ended badly; its error code and message become this error's."""
 
     def __init__(self, message: str, error: Any) -> None:
         super().__init__(
@@ -76,9 +59,8 @@ class SessionFailed(WaitFailed):
 
 @dataclass(frozen=True)
 class ResourceSpec:
-    """A model-resource configuration: what to create, what a reusable resource must match, what
-    ``estimate-cost`` prices. ``None`` takes the API's default and matches anything (except
-    ``base_weights_ref``, which must be equal)."""
+    """A model-resource configuration: what to create, match for reuse, and price. ``None`` takes
+    the API's default and matches anything (but ``base_weights_ref`` must be equal)."""
 
     base_model: str
     lora_enabled: bool = True
@@ -89,8 +71,7 @@ class ResourceSpec:
     base_weights_ref: str | None = None
 
     def request_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments of ``create_model_resource`` / ``estimate_model_resource_cost``
-        (without ``base_model``)."""
+        """Keyword arguments of ``create_model_resource`` and ``estimate_model_resource_cost``."""
         compute = compact(
             gpu_type=self.gpu_type, num_generator_replicas=self.num_generator_replicas
         )
@@ -114,7 +95,7 @@ class ResourceSpec:
         )
 
     def price_key(self) -> str:
-        """Identifies the configuration for price caching (everything ``estimate-cost`` sees)."""
+        """The configuration as ``estimate-cost`` sees it, for price caching."""
         return json.dumps(
             {"base_model": self.base_model, **self.request_kwargs()},
             sort_keys=True,
@@ -137,8 +118,8 @@ class ResourceSpec:
 
 
 class PriceCache:
-    """``price_per_hour`` per configuration, from ``estimate-cost``. A failure is kept as
-    ``(None, None)`` (one request per unpriceable configuration), its message in :attr:`errors`."""
+    """``price_per_hour`` per configuration; a failure is kept as ``(None, None)`` (one request
+    per unpriceable configuration), its message in :attr:`errors`."""
 
     def __init__(self, client: RLSessionsClient) -> None:
         self.client = client
@@ -147,7 +128,6 @@ class PriceCache:
         self.errors: list[str] = []
 
     def price(self, resource: ModelResource) -> tuple[float | None, str | None]:
-        """``(price_per_hour, currency)`` of ``resource``'s configuration, or ``(None, None)``."""
         spec = ResourceSpec.of(resource)
         key = spec.price_key()
         if key not in self.prices:
@@ -164,13 +144,13 @@ class PriceCache:
 
 
 def _optimizer_dict(resource: ModelResource) -> dict[str, Any] | None:
-    """The resource's optimizer configuration as sent on create (wire names, no nulls)."""
+    """As sent on create (wire names, no nulls)."""
     config = resource.optimizer_config
     return None if config is None else config.model_dump(by_alias=True, exclude_none=True)
 
 
 def monotonic_deadline(seconds: float) -> float:
-    """An absolute deadline on the clock the client's retry policy uses."""
+    """An absolute deadline on the retry policy's default clock."""
     return time.monotonic() + seconds
 
 
@@ -197,8 +177,8 @@ def find_ready_resource(
     created_by: str | None = "me",
     deadline: float | None = None,
 ) -> ModelResource | None:
-    """The oldest READY resource matching ``spec`` (the caller's own by default), or None.
-    Whether it has a free session slot is not visible: creating the session tells (429)."""
+    """The oldest READY resource matching ``spec`` (the caller's own by default), or None; a
+    free session slot is not visible (creating the session tells, with a 429)."""
     ready = [
         r
         for r in client.list_model_resources(
@@ -219,7 +199,7 @@ def wait_for_resource_ready(
     poll_interval: float = 10.0,
     on_poll: Callable[[ModelResource], None] | None = None,
 ) -> ModelResource:
-    """Poll until READY. Raises :class:`ResourceFailed` on ERROR/STOPPING/STOPPED and
+    """Poll until READY; :class:`ResourceFailed` on ERROR/STOPPING/STOPPED,
     :class:`DeadlineExceeded` when the time is up (a PENDING resource may queue for long)."""
 
     def fetch(until: float) -> ModelResource:
@@ -249,12 +229,12 @@ def wait_for_session_running(
     deadline: float | None = None,
     poll_interval: float = 5.0,
 ) -> TrainingSession:
-    """Poll until RUNNING. Raises :class:`SessionFailed` if the session ends first (the SDK
-    treats STOPPING as "never became usable" too) and :class:`DeadlineExceeded` on time-out."""
+    """Poll until RUNNING; :class:`SessionFailed` if it ends first (STOPPING too, as in the
+    SDK), :class:`DeadlineExceeded` on time-out."""
 
     def fetch(until: float) -> TrainingSession:
         s = client.get_session(session_id, deadline=until)
-        if s.status in _SESSION_NOT_USABLE:
+        if s.status in _SESSION_ENDED:
             raise SessionFailed(_ended(f"session {session_id}", s), s)
         return s
 
@@ -272,8 +252,8 @@ StopResult = Literal[
 
 @dataclass(frozen=True)
 class StopOutcome:
-    """What a stop call achieved; ``"refused_active_sessions"`` (stop without force while
-    sessions are active) is reported, never retried blindly; ``"not_permitted"`` is a 403."""
+    """What a stop call achieved (``"refused_active_sessions"``: without force while sessions
+    are active; ``"not_permitted"``: a 403)."""
 
     target_id: str
     result: StopResult
@@ -293,7 +273,7 @@ def stop_session(
         s = client.get_session(session_id, deadline=deadline)
     except NotFoundError:
         return StopOutcome(session_id, "not_found")
-    if s.status.is_terminal or s.status is SessionStatus.STOPPING:
+    if s.status in _SESSION_ENDED:
         return StopOutcome(session_id, "already_stopped", s.raw_status)
     try:
         client.stop_session(session_id, deadline=deadline)
@@ -304,7 +284,7 @@ def stop_session(
     except (BadRequestError, ConflictError) as exc:
         # Raced with an end of the session (e.g. it expired): check rather than guess.
         again = client.get_session(session_id, deadline=deadline)
-        if again.status.is_terminal or again.status is SessionStatus.STOPPING:
+        if again.status in _SESSION_ENDED:
             return StopOutcome(session_id, "already_stopped", again.raw_status)
         raise exc
     return StopOutcome(session_id, "stopped")
@@ -317,8 +297,7 @@ def stop_resource(
     force: bool = False,
     deadline: float | None = None,
 ) -> StopOutcome:
-    """Stop a model resource and say what happened, without raising for the expected refusals
-    (active sessions without ``force``, no permission, already stopped, gone)."""
+    """Stop a model resource and say what happened, raising for none of the expected refusals."""
     try:
         r = client.get_model_resource(resource_id, deadline=deadline)
     except NotFoundError:

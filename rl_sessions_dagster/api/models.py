@@ -1,10 +1,6 @@
-"""Typed, drift-tolerant views of the RL API's objects, and the supported-model catalogue.
-
-Every model keeps unknown fields, accepts int64 fields sent as strings, and treats every block
-but ``id`` as optional: the API has added required fields several times, and a monitoring
-library must not crash on the next one. Statuses keep the raw wire string; the typed enum maps
-new values to ``UNKNOWN``.
-"""
+"""Typed, drift-tolerant views of the RL API's objects, and the supported-model catalogue. Every
+model keeps unknown fields and treats every block but ``id`` as optional (the API has added
+required fields several times); statuses keep the raw string beside a lenient enum."""
 
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -22,8 +18,7 @@ from .pages import EmptyIsNone, LazyList, ListOrNull, RawEnum, Timestamp
 
 
 class APIModel(BaseModel):
-    """Base: keep unknown fields, allow names and aliases. Schemas are built on first use
-    (``defer_build``): building all of them at import was most of the package's import time."""
+    """Keeps unknown fields; schemas are built on first use, not at import (most of its time)."""
 
     model_config = ConfigDict(extra="allow", populate_by_name=True, frozen=False, defer_build=True)
 
@@ -31,14 +26,12 @@ class APIModel(BaseModel):
 class TopLevelModel(APIModel):
     """An object the API returns on its own or as a list item."""
 
-    #: Raw values of optional fields that did not parse and read as None, by dotted path
-    #: (``{"updated_at": "not-a-date"}``); only ever set on the slow path (``pages.salvage``).
+    #: Raw values of optional fields that did not parse and read as None, by dotted path.
     invalid_fields: dict[str, Any] | None = None
 
 
 class RegistryArtifact(APIModel):
-    """A revision of a model in the Together model registry. ``id`` is optional: a half-filled
-    registration must not make the enclosing checkpoint (and its page) unparseable."""
+    """A model registry revision; ``id`` is optional, so a half-filled one cannot fail a page."""
 
     id: str | None = None
     revision_id: str | None = None
@@ -48,10 +41,9 @@ RegistrationShape = Literal["current", "object_ids", "legacy", "unknown"]
 
 
 class Registration(APIModel):
-    """A checkpoint's model-registry registration, whatever shape the API sent: ``{model_name,
-    registered_at}`` (≤ May 2026), plus ``model_object_id``/``adapter_object_id`` (Aug 2026), or
-    the current ``{model: {id, revision_id}, adapter: {...}}``. Parsed natively; the properties
-    give the normalised view."""
+    """A checkpoint's registry registration in any of its shapes (``{model_name, registered_at}``,
+    ``*_object_id`` fields, or ``{model: {id, revision_id}, adapter: {...}}``), read through the
+    properties."""
 
     model: RegistryArtifact | None = None
     adapter: RegistryArtifact | None = None
@@ -104,7 +96,7 @@ class Registration(APIModel):
 
 
 class InferenceCheckpoint(APIModel):
-    """An inference checkpoint as embedded in a session (deployable weights)."""
+    """Deployable weights, as embedded in a session."""
 
     id: str
     created_at: Timestamp = None
@@ -117,18 +109,17 @@ class InferenceCheckpoint(APIModel):
 
 
 class TrainingCheckpoint(APIModel):
-    """A training checkpoint (full training state, for resuming; not deployable)."""
+    """Full training state, for resuming; not deployable."""
 
     id: str
     created_at: Timestamp = None
     step: int | None = None
-    #: As sent: ``{}`` (proto-JSON of an unset message) is kept here; read :attr:`registration`.
+    #: As sent, ``{}`` (an unset message) included; read :attr:`registration`.
     registration_artifact: RegistryArtifact | None = Field(default=None, alias="registration")
 
     @property
     def registration(self) -> RegistryArtifact | None:
-        """The registry artifact holding this training state; None when not registered (a
-        property, not a validator: one per checkpoint was a measurable share of a page)."""
+        """The registry artifact holding this training state; None when not registered."""
         reg = self.registration_artifact
         return None if reg is None or (not reg.model_fields_set and not reg.model_extra) else reg
 
@@ -143,8 +134,7 @@ class WandbMetadata(APIModel):
 
 
 class SessionMetadata(APIModel):
-    """A session's ``metadata``. Frozen, so that every session without one shares
-    :data:`NO_METADATA` (a model built for each was a tenth of reading a page)."""
+    """Frozen, so every session without ``metadata`` shares :data:`NO_METADATA`."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -202,7 +192,6 @@ class TrainingSession(TopLevelModel):
     display_name: str | None = None
     metadata: MetadataOrNull = NO_METADATA  # hashable, so pydantic shares it instead of copying
     error: SessionError | None = None
-    #: Read-only lists; from JSON the models are built on first use (see ``pages.LazyList``).
     inference_checkpoints: LazyList[InferenceCheckpoint] = Field(
         default_factory=lambda: LazyList.empty(InferenceCheckpoint)
     )
@@ -259,7 +248,7 @@ class CheckpointFile(APIModel):
 
 
 class CheckpointDownload(APIModel):
-    """Presigned URLs for a checkpoint's files. The URLs carry their own auth."""
+    """Presigned URLs for a checkpoint's files (they carry their own auth)."""
 
     data: ListOrNull[CheckpointFile] = Field(default_factory=list)
 
@@ -274,7 +263,7 @@ class StatusDetails(APIModel):
 
 
 class ModelResourceError(APIModel):
-    """Why a model resource is in ERROR; the raw code is kept beside the typed one."""
+    """Why a model resource is in ERROR."""
 
     code_raw: str | None = Field(default=None, alias="code")
     message: str | None = None
@@ -286,7 +275,7 @@ class ModelResourceError(APIModel):
 
 
 class AdamConfig(APIModel):
-    """Adam optimizer (the SDK declares no settings)."""
+    """Adam (the SDK declares no settings)."""
 
 
 class MuonConfig(APIModel):
@@ -341,7 +330,7 @@ class SamplingDefaults(APIModel):
 
 
 class GeneratorConfig(APIModel):
-    """Inference limits of a GPU type (set when generator replicas can run on it)."""
+    """Inference limits of a GPU type."""
 
     context_length: int | None = None
     sampling_defaults: SamplingDefaults | None = None
@@ -359,7 +348,7 @@ class LoraTrainerConfig(APIModel):
 
 
 class TrainerConfig(APIModel):
-    """Training limits of a GPU type, per mode (a mode is absent when unsupported)."""
+    """Training limits of a GPU type per mode (absent when unsupported)."""
 
     full: FullTrainerConfig | None = None
     lora: LoraTrainerConfig | None = None

@@ -1,7 +1,5 @@
-"""Asynchronous training operations (endpoints 6-19): submit, poll and wait, and the typed
-results of finished ones (SDK 3.1.1 ``*Result`` shapes). ``Operation.output`` stays the raw dict
-(nothing is lost when the shape drifts); :attr:`Operation.result` reads it as the kind's model.
-"""
+"""Asynchronous training operations: submit, poll, wait, and the typed results of finished ones
+(SDK 3.1.1 shapes). ``Operation.output`` stays the raw dict, so nothing is lost when it drifts."""
 
 from __future__ import annotations
 
@@ -25,38 +23,28 @@ class TensorData(APIModel):
 
 
 class LossFnOutput(APIModel):
-    """Per-sample loss-function tensors, e.g. ``tensors["logprobs"]``."""
-
     tensors: dict[str, TensorData] | None = None
 
 
 class ForwardBackwardResult(APIModel):
-    """Result of ``forward-backward``: the loss and loss-specific metrics (KL, clip fraction)."""
-
     loss: float | None = None
     metrics: dict[str, float] | None = None
     loss_fn_outputs: list[LossFnOutput] | None = None
 
 
 class CustomForwardBackwardResult(APIModel):
-    """Result of ``custom-forward-backward`` (the SDK declares no fields)."""
+    """The SDK declares no fields."""
 
 
 class OptimStepResult(APIModel):
-    """Result of ``optim-step``: the optimizer step now reached."""
-
     step: int | None = None
 
 
 class WeightsSyncResult(APIModel):
-    """Result of ``weights-sync``: the policy version now (or soon) served for sampling."""
-
     weights_version: int | None = None
 
 
 class PolicyVersionSegment(APIModel):
-    """A span of a sampled sequence generated under one policy version."""
-
     start_token: int | None = None
     version: int | None = None
 
@@ -67,8 +55,6 @@ class PromptTopLogprobs(APIModel):
 
 
 class SampledSequence(APIModel):
-    """One generated completion: tokens, their logprobs and why generation stopped."""
-
     tokens: list[int] = Field(default_factory=list)
     logprobs: list[float] | None = None
     raw_stop_reason: str | None = Field(default=None, alias="stop_reason")
@@ -77,13 +63,10 @@ class SampledSequence(APIModel):
 
     @property
     def stop_reason(self) -> StopReason | None:
-        """The typed stop reason; ``UNKNOWN`` for a new value (the raw one is kept)."""
         return StopReason.parse(self.raw_stop_reason) if self.raw_stop_reason else None
 
 
 class SampleResult(APIModel):
-    """The completions generated for one model input."""
-
     sequences: list[SampledSequence] = Field(default_factory=list)
     policy_segments: list[PolicyVersionSegment] | None = None
     prompt_logprobs: list[float] | None = None
@@ -91,7 +74,7 @@ class SampleResult(APIModel):
 
 
 class SampleOutput(APIModel):
-    """Result of ``sample``: one :class:`SampleResult` per model input, in request order."""
+    """One :class:`SampleResult` per model input, in request order."""
 
     results: list[SampleResult] = Field(default_factory=list)
 
@@ -130,8 +113,6 @@ RESULT_MODELS: dict[str, type[APIModel]] = dict(
 
 
 class OperationError(APIModel):
-    """Why an operation FAILED; the raw code is kept beside the typed one."""
-
     code_raw: str | None = Field(default=None, alias="code")
     message: str | None = None
 
@@ -141,8 +122,6 @@ class OperationError(APIModel):
 
 
 class Operation(TopLevelModel):
-    """An asynchronous training operation (forward-backward, optim-step, checkpoint, ...)."""
-
     id: str
     raw_status: RawEnum = Field(default="", alias="status")
     output: dict[str, Any] | None = None
@@ -159,8 +138,8 @@ class Operation(TopLevelModel):
 
     @property
     def result(self) -> OperationResult | None:
-        """``output`` as the typed result of ``kind`` (None before it is done, or for an unknown
-        kind); a field that does not parse reads as None (its raw value stays in ``output``)."""
+        """``output`` as the typed result of ``kind`` (None if not done or an unknown kind); a
+        field that does not parse reads as None."""
         model = RESULT_MODELS.get(self.kind or "")
         if model is None or self.output is None:
             return None
@@ -171,8 +150,7 @@ class Operation(TopLevelModel):
 
     @property
     def checkpoint(self) -> InferenceCheckpoint | TrainingCheckpoint | None:
-        """For checkpoint operations: the checkpoint saved, a :class:`TrainingCheckpoint` for a
-        ``training-checkpoint`` operation, else an :class:`InferenceCheckpoint`."""
+        """For checkpoint operations, the checkpoint saved."""
         data = (self.output or {}).get("checkpoint")
         if not isinstance(data, dict):
             return None
@@ -203,9 +181,8 @@ class OperationsAPI(BaseClient):
         idempotency_key: str | None = None,
         deadline: float | None = None,
     ) -> Operation:
-        """Submit an async operation with an ``Idempotency-Key`` (a new uuid4 unless given),
-        reused on every retry: the server returns the original operation instead of running it
-        twice, which makes submits safe to retry."""
+        """Submit with an ``Idempotency-Key`` (a new uuid4 unless given) reused on every retry:
+        the server returns the original operation instead of running it twice."""
         path = f"{_SESSIONS}/{segment(session_id, 'session_id')}/operations/{_check_kind(kind)}"
         headers = {"Idempotency-Key": idempotency_key or str(uuid.uuid4())}
         op = self._request(
@@ -272,8 +249,7 @@ class OperationsAPI(BaseClient):
         idempotency_key: str | None = None,
         deadline: float | None = None,
     ) -> Operation:
-        """Publish the trainer's weights to the generator. ``weight_sync_type`` takes a member
-        or a short/full name; a string this library does not know is sent as given."""
+        """Publish the trainer's weights to the generator; an unknown type is sent as given."""
         member = WeightSyncType.parse(weight_sync_type)
         wire = member.value if member is not WeightSyncType.UNKNOWN else str(weight_sync_type)
         body = {"weight_sync_type": wire}
@@ -306,7 +282,6 @@ class OperationsAPI(BaseClient):
     def create_inference_checkpoint(
         self, session_id: str, *, idempotency_key: str | None = None, deadline: float | None = None
     ) -> Operation:
-        """Save deployable weights; the finished operation's ``.checkpoint`` is the one saved."""
         return self.submit_operation(
             session_id, "inference-checkpoint", idempotency_key=idempotency_key, deadline=deadline
         )
@@ -314,7 +289,6 @@ class OperationsAPI(BaseClient):
     def create_training_checkpoint(
         self, session_id: str, *, idempotency_key: str | None = None, deadline: float | None = None
     ) -> Operation:
-        """Save the full training state (for ``resume_from_checkpoint_id``; not deployable)."""
         return self.submit_operation(
             session_id, "training-checkpoint", idempotency_key=idempotency_key, deadline=deadline
         )
@@ -345,8 +319,8 @@ class OperationsAPI(BaseClient):
         timeout: float = 300.0,
         deadline: float | None = None,
     ) -> Operation:
-        """Poll until COMPLETED or FAILED (which does not raise) and return the operation;
-        :class:`DeadlineExceeded` when ``timeout`` seconds (or ``deadline``) pass first."""
+        """Poll until COMPLETED or FAILED (not raised); :class:`DeadlineExceeded` when
+        ``timeout`` (or ``deadline``) comes first."""
         now = self.retry.clock()
         return self._poll(
             lambda until: self.get_operation(session_id, kind, operation_id, deadline=until),

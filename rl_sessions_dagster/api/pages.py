@@ -1,8 +1,6 @@
-"""Reading the API's JSON fast and tolerantly: field types, lazy lists, pages, the slow path.
-
-A page is parsed in one native pass; only when that fails does :func:`parse_page` read it item
-by item, so one malformed session cannot stop a sensor at that page forever.
-"""
+"""Reading the API's JSON fast and tolerantly: field types, lazy lists, pages, the slow path. A
+page is parsed in one native pass; only when that fails is it read item by item, so one
+malformed session cannot stop a sensor at that page forever."""
 
 from __future__ import annotations
 
@@ -23,10 +21,9 @@ from .errors import scrub
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
 
-# Field types for the API's "not set" spellings (``null`` list, ``{}`` block, ``""`` timestamp).
-# ``Timestamp``/``RawEnum`` convert in pydantic-core (a before validator per field was ~7% of a
-# page); no union at the top, whose branch names would enter the error locations ``salvage``
-# follows. After validators on lists/objects: a before one makes pydantic-core build them twice.
+# Field types for the API's "not set" spellings (``null`` list, ``{}`` block, ``""`` timestamp),
+# converted in pydantic-core; no union at the top, whose branch names would enter the error
+# locations ``salvage`` follows; after validators, since a before one builds the value twice.
 
 
 def _empty_is_none(value: Any) -> Any:
@@ -45,12 +42,9 @@ class _Spelling:
     def __get_pydantic_core_schema__(
         self, source: Any, handler: pydantic.GetCoreSchemaHandler
     ) -> cs.CoreSchema:
-        """The type's schema, except that the spelling (which it rejects) reads as ``value``.
-
-        Step 1 never fails: the schema, else ``value`` for the spelling (natively: no input is a
+        """Step 1 never fails: the schema, else ``value`` for the spelling (no input is a
         ``_Spelling``, so the default applies), else the input as is. Step 2 is the schema
-        again, so a rejected input gets the schema's own error and location.
-        """
+        again, so a rejected input gets the schema's own error and location."""
         schema = handler(source)
         spelling = cs.none_schema() if self.null else cs.literal_schema([""])
         never = cs.is_instance_schema(_Spelling)
@@ -80,21 +74,15 @@ else:
     EmptyIsNone = Annotated[M | Literal[""] | None, AfterValidator(_empty_is_none)]
 
 
-#: Validators that see the model's value (a dict here): one under a deferred model fails loudly.
-_UNSUPPORTED = frozenset({"function-after", "function-wrap", "function-plain", "model-fields"})
-
-
 @functools.cache
 def _adapter(model: type[BaseModel]) -> pydantic.TypeAdapter[list[Any]]:
     return pydantic.TypeAdapter(list[model])  # type: ignore[valid-type]
 
 
 class LazyList(Sequence[M], Generic[M]):
-    """A read-only list of ``M``: the validated dicts until first use, then the models. Equal
-    to a list (or tuple) of the same models; ``len`` does not build them. A 100-session page
-    embeds ~3,000 checkpoints most readers never look at, and every object a page leaves alive
-    slows the collector in a code server. From JSON they are validated natively as typed dicts
-    (a bad checkpoint still fails its page); from Python they are built at once."""
+    """A read-only list of ``M``, kept as validated dicts until first use (a bad item still
+    fails its page): a page embeds ~1,000 checkpoints most readers never look at, and as models
+    they make paging ~2.4x slower (more for the collector to walk in a code server's heap)."""
 
     __slots__ = ("_items", "_model", "_raw")
 
@@ -146,21 +134,19 @@ class LazyList(Sequence[M], Generic[M]):
     def __get_pydantic_core_schema__(
         cls, source: Any, handler: pydantic.GetCoreSchemaHandler
     ) -> cs.CoreSchema:
-        (model,) = get_args(source) or (None,)
-        if not (isinstance(model, type) and issubclass(model, BaseModel)):
-            raise TypeError(f"LazyList needs a model type argument, got {source!r}")
+        (model,) = get_args(source)
         models = handler.generate_schema(list[model])  # type: ignore[valid-type]
         schema = model.__pydantic_core_schema__
         if not isinstance(schema, dict):  # a placeholder until first use (``defer_build``)
             model.model_rebuild(force=True)
             schema = model.__pydantic_core_schema__
-        dicts = cs.list_schema(_as_dicts(schema, {}, 0))
+        dicts = cs.list_schema(_as_dicts(schema, {}))
 
         def deferred(raw: list[dict[str, Any]] | None) -> LazyList[Any]:
-            return cls(model, raw) if raw else cls.empty(model)  # type: ignore[arg-type]
+            return cls(model, raw) if raw else cls.empty(model)
 
         def built(items: list[Any] | None) -> LazyList[Any]:
-            return cls(model, None, items)  # type: ignore[arg-type]
+            return cls(model, None, items)
 
         return cs.json_or_python_schema(
             json_schema=cs.no_info_after_validator_function(deferred, cs.nullable_schema(dicts)),
@@ -179,39 +165,30 @@ def _as_list(value: Any) -> Any:
     return value._built() if isinstance(value, LazyList) else value
 
 
-def _as_dicts(node: Any, defs: dict[str, Any], depth: int) -> Any:
+def _as_dicts(node: Any, defs: dict[str, Any]) -> Any:
     """A core schema with every model as a typed dict of the same fields; missing fields stay
-    missing, so the model built later has the same ``model_fields_set``."""
-    if depth > 50:
-        raise TypeError("LazyList: recursive models are not supported")
+    missing, so the model built later has the same ``model_fields_set``. The items' models
+    must be plain (no validators that would see a dict, no custom ``__init__``)."""
     if isinstance(node, list):
-        return [_as_dicts(n, defs, depth + 1) for n in node]
+        return [_as_dicts(n, defs) for n in node]
     if not isinstance(node, dict):
         return node
     kind = node.get("type")
-    if kind in _UNSUPPORTED:
+    if kind in ("function-after", "function-wrap", "function-plain", "model-fields"):
         raise TypeError(f"LazyList: a {kind} validator under a deferred model")
     if kind == "definitions":
-        local = dict(defs)
-        local.update((d["ref"], d) for d in node["definitions"])
-        return _as_dicts(node["schema"], local, depth + 1)
+        local = {**defs, **{d["ref"]: d for d in node["definitions"]}}
+        return _as_dicts(node["schema"], local)
     if kind == "definition-ref":  # inlined, converted where it is used
-        return _as_dicts(defs[node["schema_ref"]], defs, depth + 1)
+        return _as_dicts(defs[node["schema_ref"]], defs)
     if kind != "model":
-        return {
-            key: _as_dicts(value, defs, depth + 1) if key.endswith("schema") else value
-            for key, value in node.items()
-        }
-    inner = node["schema"]
-    custom = node.get("custom_init") or node.get("post_init") or node.get("root_model")
-    if custom or inner.get("type") != "model-fields" or inner.get("computed_fields"):
-        raise TypeError(f"LazyList: {node['cls'].__name__} has custom construction or fields")
+        return {k: _as_dicts(v, defs) if k.endswith("schema") else v for k, v in node.items()}
     fields = {}
-    for field_name, field in inner["fields"].items():
+    for field_name, field in node["schema"]["fields"].items():
         schema = field["schema"]
         required = schema.get("type") != "default"
         fields[field_name] = cs.typed_dict_field(
-            _as_dicts(schema if required else schema["schema"], defs, depth + 1),
+            _as_dicts(schema if required else schema["schema"], defs),
             required=required,  # a missing field stays missing
             validation_alias=field.get("validation_alias"),
         )
@@ -275,16 +252,7 @@ class Page(BaseModel, Generic[T]):
         return None if self.meta.has_more is False else self.meta.next_cursor or None
 
 
-def _loc(loc: Iterable[Any]) -> str:
-    return ".".join(map(str, loc))
-
-
-def _readable_id(raw: Any) -> str | None:
-    value = raw.get("id") if isinstance(raw, dict) else None
-    return None if isinstance(value, bool) or not isinstance(value, str | int) else str(value)
-
-
-def _navigable(obj: Any, loc: tuple[Any, ...]) -> tuple[Any, ...]:
+def _navigable(obj: Any, loc: Iterable[Any]) -> tuple[Any, ...]:
     """The longest prefix of ``loc`` that addresses real keys/indices of ``obj``."""
     out: list[Any] = []
     for part in loc:
@@ -295,10 +263,6 @@ def _navigable(obj: Any, loc: tuple[Any, ...]) -> tuple[Any, ...]:
         obj = obj[part]
         out.append(part)
     return tuple(out)
-
-
-def _edit_order(loc: tuple[Any, ...]) -> tuple[int, int]:
-    return (len(loc), loc[-1] if isinstance(loc[-1], int) else -1)
 
 
 def salvage(
@@ -326,16 +290,17 @@ def salvage(
         edits: dict[tuple[Any, ...], Any] = {}
         for e in error.errors(include_url=False, include_input=False):
             # A missing key leaves its parent unreadable; otherwise the deepest real location.
-            target = _navigable(obj, tuple(e["loc"]))
+            target = _navigable(obj, e["loc"])
             while target in nulled:  # nulled and still rejected: a required field
                 target = target[:-1]
             if not target:
                 return None, error
             edits[target] = _REMOVE if isinstance(target[-1], int) else None
         # Deepest first, then highest index first: no edit moves a location still to edit.
-        for loc in sorted(edits, key=_edit_order, reverse=True):
+        order = sorted(edits, key=lambda t: (len(t), t[-1] if isinstance(t[-1], int) else -1))
+        for loc in reversed(order):
             parent = functools.reduce(lambda o, part: o[part], loc[:-1], obj)
-            invalid[_loc(loc)] = parent[loc[-1]]
+            invalid[".".join(map(str, loc))] = parent[loc[-1]]
             if edits[loc] is _REMOVE:
                 del parent[loc[-1]]
             else:
@@ -387,8 +352,10 @@ def skipped_item(
     raw: Any, error: pydantic.ValidationError | None, secrets: Iterable[str | None] = ()
 ) -> SkippedItem:
     """The record of an unreadable item: its id if readable, the first failing field, why."""
+    value = raw.get("id") if isinstance(raw, dict) else None
+    item_id = None if isinstance(value, bool) or not isinstance(value, str | int) else str(value)
     if error is None:
-        return SkippedItem(_readable_id(raw), "", "item is not a JSON object")
+        return SkippedItem(item_id, "", "item is not a JSON object")
     first = error.errors(include_url=False, include_input=False)[0]
     reason = first["msg"]
     if error.error_count() > 1:
@@ -396,4 +363,4 @@ def skipped_item(
     reason = scrub(reason, secrets)
     if len(reason) > REASON_CHARS:
         reason = reason[: REASON_CHARS - 1] + "…"
-    return SkippedItem(_readable_id(raw), _loc(first["loc"]), reason)
+    return SkippedItem(item_id, ".".join(map(str, first["loc"])), reason)

@@ -1,9 +1,6 @@
-"""Retry policy for RL API calls, on tenacity. Unlike the SDK (every method on 408/409/429/5xx):
-4xx but 408/429 is never retried; a non-idempotent request (create, stop, PATCH) only when it
-surely never reached the server, since a retried create could start a second billed session;
-the server's ``Retry-After`` beats backoff; a call has one total budget (``deadline``), and
-running out raises :class:`DeadlineExceeded` carrying the last error.
-"""
+"""Retry policy for RL API calls, on tenacity. Unlike the SDK, 4xx but 408/429 is never retried,
+nor a non-idempotent request (create, stop, PATCH) that may have reached the server (a second
+billed session); ``Retry-After`` beats backoff; a call has one budget (``deadline``)."""
 
 from __future__ import annotations
 
@@ -36,7 +33,6 @@ class RetryEvent:
     error: TogetherRLError
     delay: float
     delay_source: DelaySource
-    #: The policy's attempt limit (None when the event was built without one).
     max_attempts: int | None = None
 
     @property
@@ -53,12 +49,11 @@ class RetryEvent:
 
     @property
     def retry_after_honoured(self) -> bool:
-        """Whether the wait is the server's ``Retry-After`` rather than our backoff."""
         return self.delay_source == "retry-after"
 
     def describe(self) -> str:
-        """One key-free line for a run's or a tick's log. The error's message is left out (it
-        can quote a long server body); the request id is kept, since support asks for it."""
+        """One key-free line for a log: no error message (it can quote a long server body), but
+        the request id, which support asks for."""
         kind = type(self.error).__name__
         failure = kind if self.status_code is None else f"HTTP {self.status_code} ({kind})"
         of = f"/{self.max_attempts}" if self.max_attempts else ""
@@ -96,11 +91,8 @@ def parse_retry_after(headers: httpx.Headers) -> float | None:
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """How hard one API call tries. Immutable; share one instance freely.
-
-    A fake ``sleep`` makes retry tests instant, a fake ``clock`` makes deadline tests
-    deterministic; an absolute ``deadline`` passed to a client method is read on ``clock``.
-    """
+    """How hard one API call tries. Immutable; share one instance freely. A fake ``sleep`` and
+    ``clock`` make retry and deadline tests instant and deterministic."""
 
     max_attempts: int = 4
     backoff_initial: float = 0.5
@@ -128,13 +120,11 @@ class RetryPolicy:
     def resolve_deadline(self, deadline: float | None) -> float | None:
         """The absolute deadline of a call starting now: the earlier of the two budgets."""
         own = None if self.deadline is None else self.clock() + self.deadline
-        if deadline is None or own is None:
-            return deadline if own is None else own
-        return min(deadline, own)
+        return own if deadline is None else deadline if own is None else min(deadline, own)
 
-    def delay_for(self, error: BaseException | None) -> tuple[float | None, DelaySource]:
-        """The server-requested delay (capped), or ``(None, "backoff")`` to use the backoff."""
-        after = getattr(error, "retry_after", None)
+    def _delay(self, state: tenacity.RetryCallState) -> tuple[float | None, DelaySource]:
+        """The server-requested delay (capped), or ``(None, "backoff")``."""
+        after = _failure(state).retry_after
         if after is not None and after > 0:
             return min(after, self.retry_after_cap), "retry-after"
         return None, "backoff"
@@ -152,30 +142,14 @@ class RetryPolicy:
         deadline = self.resolve_deadline(deadline)
         if deadline is not None and deadline - self.clock() < self.min_attempt_budget:
             raise DeadlineExceeded(f"{endpoint}: deadline already passed; no request sent")
-
-        def budget() -> float | None:
-            return None if deadline is None else max(deadline - self.clock(), 0.0)
-
-        # The first attempt runs outside tenacity: most calls succeed at once, and building
-        # and driving a ``Retrying`` was most of this client's per-request overhead.
-        try:
-            return attempt(budget())
-        except TogetherRLError as exc:
-            exc.attempts = 1
-            if self.max_attempts == 1 or not should_retry(exc, idempotent=idempotent):
-                raise
-            first: TogetherRLError | None = exc
-        # Tenacity takes over and sees that failure as its attempt 1 (replayed, not re-sent).
-        attempts = 1
+        attempts = 0
+        by_deadline = False
 
         def run() -> T:
-            nonlocal attempts, first
-            if first is not None:
-                replay, first = first, None
-                raise replay
+            nonlocal attempts
             attempts += 1
             try:
-                return attempt(budget())
+                return attempt(None if deadline is None else max(deadline - self.clock(), 0.0))
             except TogetherRLError as exc:
                 exc.attempts = attempts  # also right for a 404 that follows two 503s
                 raise
@@ -185,10 +159,8 @@ class RetryPolicy:
         ) + tenacity.wait_random(0, self.jitter)  # == wait_exponential_jitter on 8.2 and 9.x
 
         def wait(state: tenacity.RetryCallState) -> float:
-            delay, _ = self.delay_for(_failure(state))
+            delay, _ = self._delay(state)
             return backoff(state) if delay is None else delay
-
-        by_deadline = False
 
         def stop(state: tenacity.RetryCallState) -> bool:
             # Attempts first, then the deadline: no sleep plus minimal attempt past it.
@@ -200,45 +172,42 @@ class RetryPolicy:
                 by_deadline = next_start + self.min_attempt_budget > deadline
             return by_deadline
 
+        def before_sleep(state: tenacity.RetryCallState) -> None:
+            error, (_, source) = _failure(state), self._delay(state)
+            n, delay = state.attempt_number, state.upcoming_sleep
+            log.info(
+                "%s: attempt %d/%d failed (%s); retrying in %.2f s (%s)",
+                endpoint, n, self.max_attempts, error, delay, source,
+            )  # fmt: skip
+            if self.on_retry is not None:
+                self.on_retry(RetryEvent(endpoint, n, error, delay, source, self.max_attempts))
+
+        def give_up(state: tenacity.RetryCallState) -> NoReturn:
+            error = _failure(state)
+            if not by_deadline:
+                raise error
+            exc = DeadlineExceeded(
+                f"{endpoint}: deadline reached after {state.attempt_number} attempt(s); "
+                f"last error: {error}",
+                last_error=error,
+                status_code=error.status_code,
+                method=error.method,
+                url=error.url,
+                request_id=error.request_id,
+                retry_after=error.retry_after,
+            )
+            exc.attempts = state.attempt_number
+            raise exc
+
         retrying = tenacity.Retrying(
             stop=stop,
             wait=wait,
             retry=tenacity.retry_if_exception(lambda e: should_retry(e, idempotent=idempotent)),
             sleep=self.sleep,
-            before_sleep=lambda state: self._before_sleep(state, endpoint),
-            retry_error_callback=lambda state: self._give_up(state, endpoint, by_deadline),
+            before_sleep=before_sleep,
+            retry_error_callback=give_up,
         )
         return retrying(run)
-
-    def _before_sleep(self, state: tenacity.RetryCallState, endpoint: str) -> None:
-        error = _failure(state)
-        _, source = self.delay_for(error)
-        log.info(
-            "%s: attempt %d/%d failed (%s); retrying in %.2f s (%s)",
-            endpoint, state.attempt_number, self.max_attempts, error, state.upcoming_sleep, source,
-        )  # fmt: skip
-        if self.on_retry is not None:
-            delay, n = state.upcoming_sleep, state.attempt_number
-            self.on_retry(RetryEvent(endpoint, n, error, delay, source, self.max_attempts))
-
-    def _give_up(
-        self, state: tenacity.RetryCallState, endpoint: str, by_deadline: bool
-    ) -> NoReturn:
-        error = _failure(state)
-        if not by_deadline:
-            raise error
-        exc = DeadlineExceeded(
-            f"{endpoint}: deadline reached after {state.attempt_number} attempt(s); "
-            f"last error: {error}",
-            last_error=error,
-            status_code=error.status_code,
-            method=error.method,
-            url=error.url,
-            request_id=error.request_id,
-            retry_after=error.retry_after,
-        )
-        exc.attempts = state.attempt_number
-        raise exc
 
 
 def should_retry(error: BaseException, *, idempotent: bool) -> bool:

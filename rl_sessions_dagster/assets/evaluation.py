@@ -1,7 +1,7 @@
 """``build_evaluation_asset``: each registered checkpoint's model answers the dataset; a run
-records the score (also as ``score <session label>``, so the Overview plots one line per
-session), per-grader scores, an items table, latency, tokens and cost, and a check compares the
-score with baselines (the previous checkpoint, the sweep's champion)."""
+records the score (also as ``score <session label>`` and, as one line of text, the session's
+scores by step so far), an items table, latency, tokens and cost, and a check compares the score
+with baselines."""
 
 import json
 from collections.abc import Callable, Sequence
@@ -24,7 +24,9 @@ from ..partitions import (
     checkpoint_id_for_partition,
     checkpoint_sweeps,
     latest_metadata,
+    metadata_table,
     metadata_value,
+    score_line,
 )
 from ..resource import TogetherRLResource
 
@@ -67,35 +69,42 @@ def _step_of(partition_key: str) -> int | None:
     return int(parts[1]) if len(parts) == 3 and parts[1].isdigit() else None
 
 
-def previous_checkpoint_baseline(
+def session_scores(
     context: dg.AssetExecutionContext, key: dg.AssetKey, current: EvaluatedCheckpoint
-) -> Baseline | None:
-    """The latest evaluation of the same session's closest earlier checkpoint (lower step)
-    made on the same dataset. Candidates come from the partition keys
-    (``<session label>/<step>/<id>``), so one event-log query serves any history length."""
+) -> list[tuple[str, int, float]]:
+    """(partition, step, score) of the session's earlier checkpoints evaluated on the same
+    dataset, latest step first. Candidates come from the partition keys, so one event-log query
+    serves any history length."""
     if current.session_label is None or current.step is None:
-        return None
+        return []
     prefix = f"{current.session_label}/"
-    name = CHECKPOINT_PARTITIONS.name
-    partitions_def = context.assets_def.partitions_def
-    if isinstance(partitions_def, dg.DynamicPartitionsDefinition) and partitions_def.name:
-        name = partitions_def.name
+    name = getattr(context.assets_def.partitions_def, "name", None) or CHECKPOINT_PARTITIONS.name
     earlier = [
-        k
+        (s, k)
         for k in context.instance.get_dynamic_partitions(name)
         if k.startswith(prefix) and (s := _step_of(k)) is not None and s < current.step
     ]
-    earlier.sort(key=lambda k: _step_of(k) or 0, reverse=True)
-    candidates = earlier[:_BASELINE_CANDIDATES]
+    candidates = [k for _, k in sorted(earlier, reverse=True)[:_BASELINE_CANDIDATES]]
     latest = latest_metadata(context.instance, key, candidates)
+    out = []
     for partition in candidates:
-        meta = latest.get(partition)
-        if not meta or metadata_value(meta, "session_id") != current.session_id:
-            continue
+        meta = latest.get(partition) or {}
         score, digest = metadata_value(meta, "score"), metadata_value(meta, "dataset_digest")
-        if digest == current.dataset_digest and isinstance(score, float):
-            return Baseline("previous checkpoint", score, partition, _step_of(partition))
-    return None
+        same = metadata_value(meta, "session_id") == current.session_id
+        if same and digest == current.dataset_digest and isinstance(score, float):
+            out.append((partition, _step_of(partition) or 0, score))
+    return out
+
+
+def previous_checkpoint_baseline(
+    context: dg.AssetExecutionContext, key: dg.AssetKey, current: EvaluatedCheckpoint
+) -> Baseline | None:
+    """The latest evaluation, on the same dataset, of the session's closest earlier checkpoint."""
+    earlier = session_scores(context, key, current)
+    if not earlier:
+        return None
+    partition, step, score = earlier[0]
+    return Baseline("previous checkpoint", score, partition, step)
 
 
 def champion_baseline(
@@ -104,8 +113,8 @@ def champion_baseline(
     checkpoint_asset_key: dg.AssetKey = CHECKPOINT_ASSET_KEY,
     separator: str = "-",
 ) -> BaselineFinder:
-    """A baseline of the checkpoint's sweep champion (the latest materialization of ``key`` for
-    the sweep), when it is another checkpoint and its metric is ``score``, higher is better."""
+    """The checkpoint's sweep champion (``key``'s latest materialization for the sweep), when it
+    is another checkpoint and its metric is ``score``, higher is better."""
 
     def _champion(
         context: dg.AssetExecutionContext, _: dg.AssetKey, current: EvaluatedCheckpoint
@@ -115,14 +124,11 @@ def champion_baseline(
         sweep = checkpoint_sweeps(
             instance, [partition], checkpoint_asset_key=checkpoint_asset_key, separator=separator
         )[partition]
-        meta = latest_metadata(instance, key, [sweep]).get(sweep)
-        if not meta or metadata_value(meta, "metric") != "score":
+        meta = latest_metadata(instance, key, [sweep]).get(sweep) or {}
+        score, champion = metadata_value(meta, "score"), metadata_value(meta, "champion_partition")
+        if metadata_value(meta, "metric") != "score" or not isinstance(score, float):
             return None
-        if metadata_value(meta, "direction") != "higher":
-            return None
-        score = metadata_value(meta, "score")
-        champion = metadata_value(meta, "champion_partition")
-        if not isinstance(score, float) or not champion or champion == partition:
+        if metadata_value(meta, "direction") != "higher" or not champion or champion == partition:
             return None
         step = metadata_value(meta, "step")
         return Baseline("sweep champion", score, champion, step if isinstance(step, int) else None)
@@ -130,16 +136,18 @@ def champion_baseline(
     return _champion
 
 
+_ITEM_COLUMNS: dict[str, str | tuple[str, str]] = {
+    "item": "string",
+    "sample": "int",
+    "verdict": ("string", "fail, unreadable or pass"),
+    "expected": "string",
+    "answer": "string",
+    "graders": ("string", "each grader's verdict and detail"),
+    "latency_ms": "float",
+}
+
+
 def _table(result: "EvaluationResult", rows: int) -> dg.MetadataValue:
-    columns = [
-        dg.TableColumn("item", "string"),
-        dg.TableColumn("sample", "int"),
-        dg.TableColumn("verdict", "string", description="fail, unreadable or pass"),
-        dg.TableColumn("expected", "string"),
-        dg.TableColumn("answer", "string"),
-        dg.TableColumn("graders", "string", description="each grader's verdict and detail"),
-        dg.TableColumn("latency_ms", "float"),
-    ]
     records = []
     for r in result.rows[:rows]:
         grades = "; ".join(
@@ -148,27 +156,15 @@ def _table(result: "EvaluationResult", rows: int) -> dg.MetadataValue:
         )
         expected = r.item.expected
         expected = expected if isinstance(expected, str) else json.dumps(expected)
-        records.append(
-            dg.TableRecord(
-                {
-                    "item": r.item.id,
-                    "sample": r.sample,
-                    "verdict": r.verdict,
-                    "expected": expected[:_TEXT_CHARS],
-                    "answer": r.answer[:_TEXT_CHARS],
-                    "graders": grades[:_TEXT_CHARS],
-                    "latency_ms": round(r.latency_s * 1000, 1),
-                }
-            )
-        )
-    return dg.MetadataValue.table(records, schema=dg.TableSchema(columns))
+        texts = [t[:_TEXT_CHARS] for t in (expected, r.answer, grades)]
+        records.append((r.item.id, r.sample, r.verdict, *texts, round(r.latency_s * 1000, 1)))
+    return metadata_table(_ITEM_COLUMNS, records)
 
 
 def evaluation_metadata(
     result: "EvaluationResult", loaded: LoadedEvaluation, current: EvaluatedCheckpoint
 ) -> dict[str, Any]:
-    """Everything the evaluation measured, as materialization metadata (no secrets: the
-    model name, ids and counts only)."""
+    """Everything the evaluation measured (no secrets: the model name, ids and counts only)."""
     meta: dict[str, Any] = {}
     if result.score is not None:
         meta["score"] = dg.MetadataValue.float(result.score)
@@ -225,19 +221,17 @@ def build_evaluation_asset(
     """A checkpoint-partitioned asset evaluating each registered checkpoint, with a score check.
 
     ``spec`` is loaded now (``base_dir`` resolves a relative dataset path), so a bad dataset
-    fails the definitions' load with a :class:`~rl_sessions_dagster.evaluation.DatasetError`.
-    A chat call the resource's retries cannot save fails the run; ``retry_policy`` reruns it.
-    While it runs, the run's log shows its progress every ``progress_seconds``."""
+    fails the definitions' load. A chat call the resource's retries cannot save fails the run;
+    ``retry_policy`` reruns it."""
     loaded = spec if isinstance(spec, LoadedEvaluation) else spec.load(base_dir)
     asset_key = dg.AssetKey.from_coercible(key)
     tolerance = loaded.spec.tolerance
-    finders = list(baselines)
+    finders = list(baselines)  # read at every run: not a one-shot iterator
 
     def _check(
         context: dg.AssetExecutionContext, current: EvaluatedCheckpoint
     ) -> dg.AssetCheckResult:
-        """Fails when the score is more than ``tolerance`` below any baseline found (or when no
-        answer could be read at all)."""
+        """Fails when the score is more than ``tolerance`` below a baseline, or unreadable."""
         meta: dict[str, Any] = {"tolerance": tolerance}
         passed = current.score is not None
         if current.score is None:
@@ -291,12 +285,12 @@ def build_evaluation_asset(
                 model = deployment_target(checkpoint).inference_model or ""
             except CheckpointNotRegisteredError as exc:
                 raise dg.Failure(f"{where}: {exc}", allow_retries=False) from None
-            calls = len(loaded.dataset) * loaded.settings.samples
+            calls = len(loaded.dataset) * loaded.spec.samples
             context.log.info(f"{where}: asking {model} {calls} time(s), "
-                             f"{loaded.settings.concurrency} at a time")  # fmt: skip
+                             f"{loaded.spec.concurrency} at a time")  # fmt: skip
             try:
                 result = run_engine(client, model, loaded.dataset, loaded.graders,
-                                    loaded.settings, clock=client.retry.clock,
+                                    loaded.spec, clock=client.retry.clock,
                                     on_progress=lambda p: context.log.info(p.line()),
                                     progress_seconds=progress_seconds)  # fmt: skip
             except EvaluationFailed as exc:
@@ -319,8 +313,13 @@ def build_evaluation_asset(
             f"{where}: score {score} ({result.passed} passed, {result.failed} failed, "
             f"{result.unreadable} unreadable) in {result.wall_seconds:.1f} s"
         )
+        metadata = evaluation_metadata(result, loaded, current)
+        if result.score is not None and current.step is not None:
+            points = [(step, v) for _, step, v in session_scores(context, asset_key, current)]
+            line = score_line([*points, (current.step, result.score)])
+            metadata["score by step"] = dg.MetadataValue.text(line)
         return dg.MaterializeResult(
-            metadata=evaluation_metadata(result, loaded, current),
+            metadata=metadata,
             check_results=[_check(context, current)],
         )
 

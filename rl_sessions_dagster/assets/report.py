@@ -1,7 +1,6 @@
-"""``build_session_report_asset``: one report per finished session (the event sensor's run is
-tagged ``together/session_id``): the session from the API, each checkpoint's latest score from
-the evaluation's materializations, the spend from the spend tables. A missing score or spend is
-said in the report, never a failure."""
+"""``build_session_report_asset``: one report per finished session: the session from the API,
+each checkpoint's latest score from the evaluation, the spend from the spend tables. A missing
+score or spend is said in the report, never a failure."""
 
 import os
 from collections.abc import Sequence
@@ -16,7 +15,9 @@ from ..partitions import (
     EVALUATION_ASSET_KEY,
     checkpoint_partition_key,
     latest_metadata,
+    metadata_table,
     metadata_value,
+    score_line,
 )
 from ..resource import TogetherRLResource
 from ..resource.tables import expand_target, open_table_store
@@ -58,8 +59,7 @@ def _checkpoint_rows(
     session: "TrainingSession", scores: dict[str, dict[str, Any]], metric: str
 ) -> list[dict[str, Any]]:
     rows = []
-    ckpts = sorted(session.inference_checkpoints, key=lambda c: (c.step or 0, c.id))
-    for c in ckpts:
+    for c in sorted(session.inference_checkpoints, key=lambda c: (c.step or 0, c.id)):
         partition = checkpoint_partition_key(session, c)
         value = metadata_value(scores.get(partition, {}), metric)
         reg = c.registration
@@ -106,6 +106,9 @@ def report_markdown(
     if not rows:
         lines.append("No inference checkpoint was saved.")
     else:
+        line = score_line((r["step"], r[metric]) for r in rows if r[metric] is not None)
+        if line:
+            lines += [f"{metric} by step: `{line}`", ""]
         lines += [f"| step | checkpoint | model | {metric} |", "|---:|---|---|---:|"]
         for r in rows:
             value = r[metric]
@@ -114,6 +117,15 @@ def report_markdown(
                 f"| {r['step']} | `{r['partition']}` | {r['model_name'] or '-'} | {shown} |"
             )
     return "\n".join(lines)
+
+
+_CHECKPOINT_COLUMNS = {
+    "step": "int",
+    "checkpoint_id": "string",
+    "partition": "string",
+    "registered": "bool",
+    "model_name": "string",
+}
 
 
 def report_metadata(
@@ -131,22 +143,14 @@ def report_metadata(
         "steps": dg.MetadataValue.int(session.step or 0),
         "checkpoint_count": dg.MetadataValue.int(len(rows)),
         "evaluated_checkpoints": dg.MetadataValue.int(len(evaluated)),
-        "checkpoints": dg.MetadataValue.table(
-            [dg.TableRecord(r) for r in rows],
-            schema=dg.TableSchema(
-                [
-                    dg.TableColumn("step", "int"),
-                    dg.TableColumn("checkpoint_id", "string"),
-                    dg.TableColumn("partition", "string"),
-                    dg.TableColumn("registered", "bool"),
-                    dg.TableColumn("model_name", "string"),
-                    dg.TableColumn(metric, "float", description="empty: not evaluated"),
-                ]
-            ),
+        "checkpoints": metadata_table(
+            {**_CHECKPOINT_COLUMNS, metric: ("float", "empty: not evaluated")}, rows
         ),
         "spend_recorded": dg.MetadataValue.bool(spend is not None),
     }
     if evaluated:
+        line = score_line((r["step"], r[metric]) for r in evaluated)
+        meta[f"{metric} by step"] = dg.MetadataValue.text(line)
         best = max(evaluated, key=lambda r: (r[metric], -r["step"]))
         meta[f"best_{metric}"] = dg.MetadataValue.float(best[metric])
         meta["best_checkpoint"] = dg.MetadataValue.text(best["partition"])
@@ -169,9 +173,9 @@ def build_session_report_asset(
     group_name: str | None = "together_rl",
     description: str | None = None,
 ) -> dg.AssetsDefinition:
-    """An asset whose each materialization reports one finished session (the run's
-    ``together/session_id`` tag names it). Scores are ``evaluation_key``'s ``metric`` metadata;
-    spend comes from the library's tables, or ``spend_db_path`` if the spend asset has its own."""
+    """An asset reporting one finished session per materialization (named by the run's
+    ``together/session_id`` tag). Scores are ``evaluation_key``'s ``metric`` metadata; spend
+    comes from the library's tables, or ``spend_db_path`` if the spend asset has its own."""
 
     @dg.asset(
         key=dg.AssetKey.from_coercible(key),

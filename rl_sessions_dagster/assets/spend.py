@@ -1,7 +1,6 @@
-"""The spend asset: estimated GPU cost per model resource, session and sweep. Each run folds
-what it lists into the billed spans kept in the tables, prices each resource once with
-``estimate-cost`` and writes the spend tables: price x observed READY time, as precise as the
-schedule is frequent. :func:`run_spend` is the pass without Dagster."""
+"""The spend asset: estimated GPU cost (price x observed READY time) per model resource, session
+and sweep. Each run folds what it lists into the billed spans kept in the tables, so the spend is
+as precise as the schedule is frequent; :func:`run_spend` is the pass without Dagster."""
 
 import time
 from collections.abc import Callable, Sequence
@@ -25,6 +24,7 @@ from ..core.spend import (
     sweep_of_auto,
     sweep_totals,
 )
+from ..partitions import metadata_table
 from ..resource import TogetherRLResource
 from ..resource.tables import TableConfig, db_metadata, open_table_store, table_kinds
 from ..storage import SpendStore
@@ -138,7 +138,6 @@ def run_spend(
     resources = list(client.list_model_resources(created_by=created_by))
     if now_ms is None:
         now_ms = (clock.last_ms if clock is not None else None) or int(time.time() * 1000)
-    now = now_ms
     ids = {r.id for r in resources}
     # Every session on these resources counts, whoever created it: a share of the GPUs.
     attachments = [
@@ -154,18 +153,18 @@ def run_spend(
     spans: list[ResourceSpan] = []
     for r in resources:
         span = observe_span(
-            known.get(r.id), r, now_ms=now, first_session_ms=first_session.get(r.id)
+            known.get(r.id), r, now_ms=now_ms, first_session_ms=first_session.get(r.id)
         )
         if span.price_per_hour is None and span.ready_from_ms is not None:
             price, currency = prices.price(r)
             span = replace(span, price_per_hour=price, currency=currency)
         spans.append(span)
-    spend = compute_spend(spans, attachments, now_ms=now)
+    spend = compute_spend(spans, attachments, now_ms=now_ms)
     rows = [
         ResourceSpendRow(
             s,
             spend.resource_ms.get(s.resource_id, 0) / 1000,
-            None if s.resource_id not in spend.idle_ms else spend.idle_ms[s.resource_id] / 1000,
+            spend.idle_ms[s.resource_id] / 1000 if s.resource_id in spend.idle_ms else None,
             spend.resource_cost.get(s.resource_id),
             spend.idle_cost.get(s.resource_id),
         )
@@ -183,34 +182,16 @@ def run_spend(
         for a in attachments
         if a.session_id in spend.session_ms
     ]
-    store.save(rows, session_rows, now_ms=now)
-    return SpendReport(
-        spend,
-        spans,
-        attachments,
-        dict(sweep_totals(spend, attachments, sweep_of)),
-        prices.requests,
-        prices.errors,
-        now,
-    )
+    store.save(rows, session_rows, now_ms=now_ms)
+    sweeps = dict(sweep_totals(spend, attachments, sweep_of))
+    return SpendReport(spend, spans, attachments, sweeps, prices.requests, prices.errors, now_ms)
 
 
 _RESOURCE_COLUMNS = {
-    "resource_id": "string",
-    "status": "string",
-    "base_model": "string",
-    "ready_from": "string",
-    "billed_hours": "float",
-    "price_per_hour": "float",
-    "cost": "float",
-    "idle_cost": "float",
+    **dict.fromkeys(["resource_id", "status", "base_model", "ready_from"], "string"),
+    **dict.fromkeys(["billed_hours", "price_per_hour", "cost", "idle_cost"], "float"),
 }
 _SWEEP_COLUMNS = {"sweep": "string", "sessions": "int", "billed_hours": "float", "cost": "float"}
-
-
-def _table(records: list[dg.TableRecord], columns: dict[str, str]) -> dg.MetadataValue:
-    schema = dg.TableSchema([dg.TableColumn(name, kind) for name, kind in columns.items()])
-    return dg.MetadataValue.table(records, schema=schema)
 
 
 def _iso(ms: int | None) -> str | None:
@@ -221,40 +202,33 @@ def spend_metadata(report: SpendReport, *, rows: int, path: str) -> dict[str, An
     """Totals plus two tables the UI renders: resources by cost, sweeps by cost."""
     spend = report.spend
     ranked = sorted(report.spans, key=lambda s: -(spend.resource_cost.get(s.resource_id) or 0))
-    resource_records = [
-        dg.TableRecord(
-            {
-                "resource_id": s.resource_id,
-                "status": s.raw_status.removeprefix("MODEL_RESOURCES_STATUS_"),
-                "base_model": s.base_model or "",
-                "ready_from": _iso(s.ready_from_ms) or "",
-                "billed_hours": round(spend.resource_ms.get(s.resource_id, 0) / HOUR_MS, 4),
-                "price_per_hour": s.price_per_hour,
-                "cost": round(spend.resource_cost.get(s.resource_id, 0.0), 4),
-                "idle_cost": round(spend.idle_cost.get(s.resource_id, 0.0), 4),
-            }
+    resources = [
+        (
+            s.resource_id,
+            s.raw_status.removeprefix("MODEL_RESOURCES_STATUS_"),
+            s.base_model or "",
+            _iso(s.ready_from_ms) or "",
+            round(spend.resource_ms.get(s.resource_id, 0) / HOUR_MS, 4),
+            s.price_per_hour,
+            round(spend.resource_cost.get(s.resource_id, 0.0), 4),
+            round(spend.idle_cost.get(s.resource_id, 0.0), 4),
         )
         for s in ranked[:rows]
     ]
-    sweep_records = [
-        dg.TableRecord(
-            {"sweep": k, "sessions": n, "billed_hours": round(h, 4), "cost": round(c, 4)}
-        )
-        for k, (n, h, c) in list(report.sweeps.items())[:rows]
+    sweeps = [
+        (k, n, round(h, 4), round(c, 4)) for k, (n, h, c) in list(report.sweeps.items())[:rows]
     ]
     return {
         "total_cost": dg.MetadataValue.float(float(round(spend.total_cost, 4))),
         "idle_cost": dg.MetadataValue.float(float(round(sum(spend.idle_cost.values()), 4))),
-        "billed_hours": dg.MetadataValue.float(
-            float(round(sum(spend.resource_ms.values()) / HOUR_MS, 4))
-        ),
+        "billed_hours": dg.MetadataValue.float(round(sum(spend.resource_ms.values()) / HOUR_MS, 4)),
         "billing_now": dg.MetadataValue.int(
-            sum(1 for s in report.spans if s.ready_from_ms is not None and s.ready_until_ms is None)
+            sum(s.ready_from_ms is not None and s.ready_until_ms is None for s in report.spans)
         ),
         "unpriced_resources": dg.MetadataValue.int(len(spend.unpriced)),
         "estimate_cost_requests": dg.MetadataValue.int(report.price_requests),
-        "resources": _table(resource_records, _RESOURCE_COLUMNS),
-        "sweeps": _table(sweep_records, _SWEEP_COLUMNS),
+        "resources": metadata_table(_RESOURCE_COLUMNS, resources),
+        "sweeps": metadata_table(_SWEEP_COLUMNS, sweeps),
         "computed_at": dg.MetadataValue.text(_iso(report.now_ms) or ""),
         "db_path": db_metadata(path),
     }

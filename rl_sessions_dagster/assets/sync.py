@@ -1,11 +1,7 @@
-"""The scheduled sync: a flat copy of every RL session and the checkpoints it embeds, for
-dashboards, notebooks and audits (the sensors react to changes). A run costs what changed: it
-reads only what can have changed since the last run (see ``sync_reading``), with the state for
-that saved beside the rows; a full walk (the first run, ``full: true``, the reconciliation
-schedule) lists everything, never a request per session, and marks what the API no longer lists.
-Rows are upserted in batches and only changed rows rewritten, so a re-run is idempotent; the
-state is saved only after a run's rows are written, so a failure half-way loses nothing.
-"""
+"""The scheduled sync: a flat copy of every RL session and its checkpoints, for dashboards and
+audits. A run reads only what can have changed (``sync_reading``); a full walk lists everything
+and marks what the API no longer lists. Upserts are idempotent, and the state is saved only
+after the rows are written, so a failure half-way loses nothing."""
 
 import contextlib
 import dataclasses
@@ -91,65 +87,51 @@ class SyncConfig(TableConfig):
     )
 
 
-def _flush(
-    store: "SessionStore",
-    sessions: "list[SessionRow]",
-    checkpoints: "list[CheckpointRow]",
-    stats: SyncStats,
-) -> None:
-    # Sessions first: a reader never sees a checkpoint whose session row is missing.
-    if sessions:
-        stats.sessions_written += store.upsert_sessions(sessions)
-        sessions.clear()
-    if checkpoints:
-        stats.checkpoints_written += store.upsert_checkpoints(checkpoints)
-        checkpoints.clear()
-
-
 def run_sync(
     sessions: "Iterable[TrainingSession]",
     store: "SessionStore",
     *,
-    batch_size: int = 2000,
-    include_training_checkpoints: bool = True,
-    keep: "Callable[[TrainingSession], bool] | None" = None,
-    newest_limit: int = 10,
+    config: SyncConfig = SyncConfig(),
     synced_at: datetime | None = None,
     mark_missing: bool = False,
     on_progress: Callable[[SyncStats], None] | None = None,
-    progress_seconds: float = 10.0,
     stats: SyncStats | None = None,
     seen: set[str] | None = None,
 ) -> SyncStats:
-    """Upsert every session of ``sessions`` (and its embedded checkpoints) into ``store``,
-    holding one API page plus one batch. A session listed twice (pages shifting under a create)
-    is written once; ``keep`` drops sessions client-side; ``mark_missing`` (an unfiltered walk
-    only) marks stored sessions it did not list; ``on_progress`` sees the running stats, which
-    ``stats`` and ``seen`` (ids already written this run) carry over from an earlier call."""
+    """Upsert ``sessions`` and their checkpoints into ``store``, holding one page plus one batch.
+    A session listed twice is written once; ``mark_missing`` (an unfiltered walk only) marks
+    stored sessions not listed; ``stats`` and ``seen`` carry over from an earlier call."""
     now = synced_at or datetime.now(UTC)
-    stats = stats if stats is not None else SyncStats(newest_limit)
+    stats = stats if stats is not None else SyncStats(config.newest_sessions)
     started = last_progress = time.perf_counter()
     seen = set() if seen is None else seen
     session_buf: list[SessionRow] = []
     checkpoint_buf: list[CheckpointRow] = []
+
+    def flush() -> None:  # sessions first: never a checkpoint whose session row is missing
+        if session_buf:
+            stats.sessions_written += store.upsert_sessions(session_buf)
+            session_buf.clear()
+        if checkpoint_buf:
+            stats.checkpoints_written += store.upsert_checkpoints(checkpoint_buf)
+            checkpoint_buf.clear()
+
     for session in sessions:
-        if keep is not None and not keep(session):
-            continue
         if session.id in seen:
             stats.duplicates_skipped += 1
             continue
         seen.add(session.id)
         row = session_row(session, now)
-        rows = checkpoint_rows(session, now, include_training=include_training_checkpoints)
+        rows = checkpoint_rows(session, now, include_training=config.include_training_checkpoints)
         stats.observe(row, len(rows))
         session_buf.append(row)
         checkpoint_buf.extend(rows)
-        if on_progress is not None and time.perf_counter() - last_progress >= progress_seconds:
+        if on_progress and time.perf_counter() - last_progress >= config.progress_seconds:
             on_progress(stats)
             last_progress = time.perf_counter()
-        if len(session_buf) >= batch_size or len(checkpoint_buf) >= batch_size:
-            _flush(store, session_buf, checkpoint_buf, stats)
-    _flush(store, session_buf, checkpoint_buf, stats)
+        if max(len(session_buf), len(checkpoint_buf)) >= config.batch_size:
+            flush()
+    flush()
     if mark_missing and hasattr(store, "mark_missing"):  # optional for a store
         stats.sessions_marked_missing += store.mark_missing(seen, now)
     stats.seconds += time.perf_counter() - started
@@ -186,11 +168,10 @@ def build_session_sync_asset(
     kinds: set[str] | None = None,
     description: str | None = None,
 ) -> dg.AssetsDefinition:
-    """An asset syncing every (matching) RL session and its checkpoints into ``rl_sessions``
-    and ``rl_checkpoints``. ``db_path`` overrides the tables' database of every asset;
-    ``store_factory`` builds another :class:`~rl_sessions_dagster.storage.SessionStore` from it.
-    ``created_by``/``model_resources_id`` (shortcuts or the filter's) go to the API; the rest of
-    ``session_filter`` is checked per session."""
+    """An asset syncing every (matching) RL session into ``rl_sessions`` and ``rl_checkpoints``.
+    ``db_path`` overrides the tables' database; ``store_factory`` builds another
+    :class:`~rl_sessions_dagster.storage.SessionStore` from it. ``created_by`` and
+    ``model_resources_id`` go to the API; the rest of ``session_filter`` is checked per session."""
     flt = _build_filter(session_filter, created_by, model_resources_id)
     scope = [
         f"{name}={value}"
@@ -219,12 +200,7 @@ def build_session_sync_asset(
         },
     )
     def _sync_asset(context: dg.AssetExecutionContext, config: SyncConfig) -> dg.MaterializeResult:
-        resource = getattr(context.resources, resource_key)
-        if not isinstance(resource, TogetherRLResource):
-            raise dg.DagsterInvariantViolationError(
-                f"resource {resource_key!r} must be a TogetherRLResource, got "
-                f"{type(resource).__name__}"
-            )
+        resource: TogetherRLResource = getattr(context.resources, resource_key)
         path, setting = config.override(db_path)
         skipped: list[SkippedItem] = []
         clock = ServerClock()
@@ -271,7 +247,7 @@ def build_session_sync_asset(
 @dataclasses.dataclass
 class _Run:
     """One sync run: a full walk, an incremental read, or (``full`` with a saved state) both, so
-    the sessions the tracker still waits for stay watched across the reconciliation."""
+    the sessions the tracker waits for stay watched across the reconciliation."""
 
     log: Any
     client: RLSessionsClient
@@ -315,16 +291,17 @@ class _Run:
         except CursorError as exc:
             return None, f"the saved state is unreadable ({exc}): walking the whole list"
 
-    def _options(self, stats: SyncStats) -> dict[str, Any]:
-        return {
-            "batch_size": self.config.batch_size,
-            "include_training_checkpoints": self.config.include_training_checkpoints,
-            "synced_at": self.now,
-            "on_progress": self.progress,
-            "progress_seconds": self.config.progress_seconds,
-            "stats": stats,
-            "seen": self.seen,
-        }
+    def _write(self, sessions: Iterable[TrainingSession], stats: SyncStats, mark: bool) -> None:
+        run_sync(
+            sessions,
+            self.store,
+            config=self.config,
+            synced_at=self.now,
+            mark_missing=mark,
+            on_progress=self.progress,
+            stats=stats,
+            seen=self.seen,
+        )
 
     def _walk(self, walk: WalkWatch, stats: SyncStats) -> None:
         flt = self.flt
@@ -336,7 +313,7 @@ class _Run:
         )
         if flt is not None:  # the list is filtered by the API: its word holds for what it filtered
             listing = (s for s in listing if flt.matches(s, listed=True))
-        run_sync(walk.watch(listing), self.store, mark_missing=flt is None, **self._options(stats))
+        self._write(walk.watch(listing), stats, mark=flt is None)
 
     def _read_changes(self, state: TrackerState, stats: SyncStats) -> TrackerState:
         flt = self.flt or SessionFilter()
@@ -353,7 +330,7 @@ class _Run:
         )
         self.skipped.extend(source.skipped)
         obs = collected.observation
-        run_sync(observed_sessions(obs), self.store, **self._options(stats))
+        self._write(observed_sessions(obs), stats, mark=False)
         gone = gone_ids(obs)
         if gone and hasattr(self.store, "mark_sessions_missing"):  # optional for a store
             stats.sessions_marked_missing += self.store.mark_sessions_missing(gone, self.now)

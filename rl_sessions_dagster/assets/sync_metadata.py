@@ -1,5 +1,4 @@
-"""What one sync run shows: its counts (:class:`SyncStats`), the materialization's metadata and
-the column schema of the sessions table."""
+"""What one sync run shows: its counts, the materialization's metadata, the table's schema."""
 
 import heapq
 from collections.abc import Sequence
@@ -19,8 +18,7 @@ class SyncStats:
     """What one sync did: rows written per table, the newest sessions seen, API requests."""
 
     newest_limit: int = 10
-    #: "full" (the whole list walked) or "incremental" (only what can have changed read).
-    mode: str = "full"
+    mode: str = "full"  # or "incremental"
     sessions_seen: int = 0
     checkpoints_seen: int = 0
     duplicates_skipped: int = 0
@@ -28,10 +26,9 @@ class SyncStats:
     sessions_written: UpsertResult = field(default_factory=UpsertResult)
     checkpoints_written: UpsertResult = field(default_factory=UpsertResult)
     api_requests: int = 0
-    #: Requests sent again after a transient failure (each one is a WARNING in the run log).
-    api_retries: int = 0
+    api_retries: int = 0  # each one is a WARNING in the run's log
     seconds: float = 0.0
-    #: List items the API sent that could not be read (not in the table; see metadata).
+    #: List items the API sent that could not be read (not in the table).
     skipped: list[SkippedItem] = field(default_factory=list)
     _newest: list[tuple[str, str, SessionRow]] = field(default_factory=list, repr=False)
 

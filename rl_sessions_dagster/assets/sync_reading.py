@@ -1,9 +1,7 @@
 """What a sync run reads. A full walk lists every session; an incremental run reads only what can
 have changed, with the sensors' core (``collect`` → ``advance``) on the sync's own
-:class:`TrackerState`, kept in the tables' database: the active list, the finished sessions born
-since the last run, the sessions that left the active list (by id) and those whose pending
-registrations the checkpoint list shows landing. One way to find changes, sensors and sync alike.
-"""
+:class:`TrackerState`, kept in the tables' database: one way to find changes, sensors and sync
+alike."""
 
 import hashlib
 from collections.abc import Iterable, Iterator
@@ -53,8 +51,8 @@ def state_key(asset_key: dg.AssetKey, flt: SessionFilter | None) -> str:
 
 @dataclass
 class WalkWatch:
-    """What a full walk saw that the tracker needs to start from it (its baseline) or to confirm
-    the list's order: the live sessions, the newest one, the order of creation times."""
+    """What a full walk saw that the tracker needs for its baseline or to confirm the list's
+    order."""
 
     clock: ServerClock
     now_ms: int
@@ -96,7 +94,7 @@ class WalkWatch:
 
     def confirm_order(self, state: TrackerState) -> None:
         """A complete walk checks the order as a complete scan pass would: newest first lets the
-        next runs stop at the floor; any other verdict makes the next run's pass check again."""
+        next runs stop at the floor; any other verdict makes the next pass check again."""
         if not self.complete or state.scan is not None:
             return
         if self.evidence.verdict() is ListOrder.NEWEST_FIRST:

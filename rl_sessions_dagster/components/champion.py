@@ -1,6 +1,8 @@
 """The ``champion:`` section of ``TogetherRLComponent``: the best evaluated checkpoint of each
 sweep, its sensor, and (``baseline: true``) the champion as a baseline of the score check."""
 
+from pathlib import Path
+
 import dagster as dg
 from pydantic import Field
 
@@ -9,7 +11,7 @@ from ..assets.evaluation import BaselineFinder
 from ..core.sweeps import ChampionRule, Direction
 from ..partitions import CHAMPION_ASSET_KEY
 from ..sensors import ChampionOptions, build_champion_definitions
-from ..sensors.tick import CheckedSelection
+from .checks import LocatedSelection
 from .schema import Section
 from .sensors import copied_field, interval_field, running_field, sensor_status
 
@@ -108,7 +110,11 @@ class ChampionSection(Section):
         ]
 
     def build(
-        self, evaluation_key: str, checkpoint_asset_key: dg.AssetKey, group_name: str | None
+        self,
+        folder: Path | None,
+        evaluation_key: str,
+        checkpoint_asset_key: dg.AssetKey,
+        group_name: str | None,
     ) -> dg.Definitions:
         if not self.enabled:
             return dg.Definitions()
@@ -122,11 +128,12 @@ class ChampionSection(Section):
             partitioned_job=route.partitioned if route else False,
             group_name=group_name,
         )
-        # checked when the job resolves, as the routes are: a selection matching no asset
-        # fails `dg check defs` instead of every change running an empty job
+        # checked when the job resolves: a selection matching no asset fails `dg check defs`
         assets = (
-            CheckedSelection(
+            LocatedSelection(
                 dg.AssetSelection.from_string(route.assets),
+                folder,
+                ["champion", "on_change", "assets"],
                 sensor=self.sensor_name,
                 job=route.job_name,
                 expected=None,

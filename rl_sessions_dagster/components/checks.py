@@ -1,7 +1,9 @@
-"""Checks across the sections of ``TogetherRLComponent`` that its JSON schema cannot make: run
-when the definitions build, so ``dg check defs`` names the dotted fields at fault before
-Dagster refuses the merged definitions with a stack trace of its own."""
+"""Checks the JSON schema cannot make, run as the definitions build: ``dg check defs`` then
+names the ``defs.yaml`` line at fault. Dagster prints every load error under its own wrapper with
+a "Stack Trace:" block (public API has no way around it), so the located line is logged first.
+"""
 
+import re
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -13,8 +15,10 @@ from dagster_shared.yaml_utils import parse_yamls_with_source_position
 from pydantic import ValidationError
 
 from ..evaluation.dataset import DatasetError
+from ..sensors.tick import CheckedSelection
+from .schema import CRON_HELP, CRON_PATTERN
 
-__all__ = ["check_unique_names", "located", "located_errors"]
+__all__ = ["LocatedSelection", "check_crons", "check_unique_names", "located", "located_errors"]
 
 
 def _where(folder: Path | None, path: Sequence[str | int], message: str) -> str | None:
@@ -48,6 +52,7 @@ def located(folder: Path | None, path: Sequence[str | int], error: Exception | s
     except Exception:  # the position is a courtesy: never hide the error behind another one
         text = None
     text = text or ".".join(str(p) for p in ["attributes", *path]) + f": {message}"
+    dg.get_dagster_logger().error(text)  # before Dagster's wrapper and its stack trace
     if isinstance(error, str):
         return dg.DagsterInvalidDefinitionError(text)
     error.args = (text,)
@@ -68,6 +73,30 @@ def located_errors(folder: Path | None, section: str, config: Any) -> Iterator[N
     except ValueError as exc:
         at = [section, "graders"] if str(exc).startswith("grader") else [section]
         raise located(folder, at, exc) from None
+
+
+class LocatedSelection(CheckedSelection):
+    """A checked selection whose refusal names the field of ``defs.yaml`` that set it."""
+
+    def __init__(self, selection: dg.AssetSelection, folder: Path | None, path: list[str], **kw):
+        super().__init__(selection, **kw)
+        self.folder, self.path = folder, path
+
+    def resolve_inner(self, asset_graph: Any, allow_missing: bool) -> Any:
+        try:
+            return super().resolve_inner(asset_graph, allow_missing)
+        except dg.DagsterInvalidDefinitionError as exc:
+            raise located(self.folder, self.path, exc) from None
+
+
+def check_crons(component: Any, folder: Path | None) -> None:
+    """A templated cron, once resolved, checked as ``dg check yaml`` checks a literal one."""
+    for key in type(component).model_fields:
+        section = getattr(component, key)
+        for name in getattr(type(section), "model_fields", ()) if _on(section) else ():
+            value = getattr(section, name) if name.endswith("cron_schedule") else None
+            if isinstance(value, str) and not re.fullmatch(CRON_PATTERN, value):
+                raise located(folder, [key, name], f"{value!r} is not {CRON_HELP}")
 
 
 def _on(section: Any) -> bool:

@@ -1,10 +1,10 @@
-"""The ``idle_guard:`` and ``spend:`` sections of ``TogetherRLComponent`` (model-resource events
-are the ``model_resources:`` sensor section). Each is off unless written in the YAML."""
+"""The ``idle_guard:`` and ``spend:`` sections of ``TogetherRLComponent``, each off unless written."""
 
 import dagster as dg
 from pydantic import Field
 
 from ..assets import build_spend_asset
+from ..assets.schedules import table_job_and_schedule
 from ..core.idle import IdlePolicy
 from ..sensors import IdleGuardOptions, build_idle_guard
 from .schema import Section
@@ -13,7 +13,7 @@ from .sensors import (
     interval_field,
     options_section,
     running_field,
-    scheduled,
+    schedule_status,
     sensor_status,
 )
 
@@ -107,10 +107,10 @@ class SpendScheduleConfig(Section):
             db_path=self.db_path,
             group_name=group_name,
         )
-        return scheduled(
+        job, schedule = table_job_and_schedule(
             asset,
             job_name=self.job_name,
             cron_schedule=self.cron_schedule,
-            running=self.running,
-            schedule_name=f"{self.job_name}_schedule",
+            default_status=schedule_status(self.running),
         )
+        return dg.Definitions(assets=[asset], jobs=[job], schedules=[schedule])

@@ -1,9 +1,6 @@
-"""Kept because Dagster 1.13's model of a section breaks ``dg check yaml``: it drops the fields'
-descriptions and lets every non-string field take any string (for ``{{ env.X }}`` templates),
-which makes each nested section an ``anyOf`` whose errors are reported at the parent's line,
-without the misspelled key. :func:`exact` narrows that to "a template, else exactly the
-declared type" (``if``/``else``), so each error keeps its own path and line.
-"""
+"""Dagster 1.13's model of a section drops the fields' descriptions and lets every field take
+any string (for ``{{ env.X }}`` templates), so ``dg check yaml`` reports a nested section's errors
+at the parent's line. :func:`exact` narrows that to "a template, else the declared type"."""
 
 import types
 import typing
@@ -21,8 +18,7 @@ TEMPLATE = {
 _ANY_STRING = {"type": "string"}
 _NULL = {"type": "null"}
 
-#: Keys a YAML user plausibly writes in the wrong section, and where each belongs: a section
-#: without the key says so at the key's line instead of only "'graders' was unexpected".
+#: Keys a YAML user plausibly writes in the wrong section, and where each belongs.
 HOME: dict[str, str] = {
     **dict.fromkeys(("dataset", "items", "prompt_template", "graders", "tolerance"), "evaluation"),
     **dict.fromkeys(("metric", "direction", "min_candidates", "on_change"), "champion"),
@@ -53,39 +49,21 @@ _CRON_FIELDS = (
     r"(?:0?[1-9]|1[0-2]|[A-Za-z]{3})",
     r"(?:[0-7]|[A-Za-z]{3})",
 )
-#: Five cron fields in their ranges (or @hourly, @daily, ...): a bad string fails ``dg check
-#: yaml`` at its line instead of a stack trace when the schedule is built.
-CRON = {
-    "if": {
-        "pattern": "^(?:@(?:yearly|annually|monthly|weekly|daily|midnight|hourly)|"
-        + " +".join(f"{_FIELD.format(v=v)}(?:,{_FIELD.format(v=v)})*" for v in _CRON_FIELDS)
-        + ")$"
-    },
-    "then": True,
-    "else": {
-        "const": "a cron string: minute (0-59) hour (0-23) day (1-31) month (1-12) weekday "
-        "(0-7), each *, a value, a range or a list, with an optional /step; or @hourly, @daily, "
-        "@weekly, @monthly, @yearly"
-    },
-}
-
-
-#: The sections directly under ``attributes:``, where a misplaced key of :data:`HOME` is named.
-_SECTIONS: set[type] = set()
-
-
-def sections(*classes: type) -> None:
-    """Mark ``classes`` as the sections directly under ``attributes:``."""
-    _SECTIONS.update(classes)
-
-
-def refusal(text: str) -> dict[str, Any]:
-    """A key the YAML must not hold: the error says ``text`` and never echoes the value."""
-    return {"const": text}
+#: Five cron fields in their ranges (or @hourly, @daily, ...), checked at the field's line.
+CRON_PATTERN = (
+    "^(?:@(?:yearly|annually|monthly|weekly|daily|midnight|hourly)|"
+    + " +".join(f"{_FIELD.format(v=v)}(?:,{_FIELD.format(v=v)})*" for v in _CRON_FIELDS)
+    + ")$"
+)
+CRON_HELP = (
+    "a cron string: minute (0-59) hour (0-23) day (1-31) month (1-12) weekday (0-7), each *, "
+    "a value, a range or a list, with an optional /step; or @hourly, @daily, @weekly, @monthly, "
+    "@yearly"
+)
+CRON = {"if": {"pattern": CRON_PATTERN}, "then": True, "else": {"const": CRON_HELP}}
 
 
 def _takes_strings(annotation: Any) -> bool:
-    """True when the field itself is typed to take a string (then ``string`` is no escape hatch)."""
     if annotation is str:
         return True
     origin = typing.get_origin(annotation)
@@ -95,8 +73,7 @@ def _takes_strings(annotation: Any) -> bool:
 
 
 def _tighten(prop: dict[str, Any]) -> None:
-    """``anyOf: [declared, string]`` → if template then valid else declared; ``null`` is split
-    off the same way, so errors inside the declared type keep their own path."""
+    """``anyOf: [declared, string]`` → if template then valid else declared (``null`` likewise)."""
     branches = prop.get("anyOf")
     if not branches or _ANY_STRING not in branches or len(branches) < 2:
         return
@@ -113,10 +90,9 @@ def _tighten(prop: dict[str, Any]) -> None:
 
 
 def exact(derived: type[BaseModel], section: type[BaseModel]) -> type[BaseModel]:
-    """``derived`` (Dagster's model of ``section``) with the descriptions put back, the string
-    escape hatch narrowed to templates, and bounds (``ge``, ``min_length``...) kept only on the
-    declared type: on the field itself a template string hits ``>=`` and fails the load with a
-    ``TypeError``; its value is checked when the section resolves. Mutates ``derived`` once."""
+    """``derived`` (Dagster's model of ``section``) with the descriptions back, the string escape
+    narrowed to templates, and bounds only on the declared type (a template string would hit
+    ``>=`` with a ``TypeError``; its value is checked as the section resolves)."""
     if getattr(derived, "__rl_exact__", False):
         return derived
     for field in derived.model_fields.values():
@@ -139,14 +115,15 @@ def exact(derived: type[BaseModel], section: type[BaseModel]) -> type[BaseModel]
             prop.update(getattr(section, "schema_overrides", {}).get(name, {}))
         if across := getattr(section, "schema_all_of", ()):
             schema.setdefault("allOf", []).extend(across)
-        # dependentSchemas, not properties: these are no fields (readers list properties), and
-        # "'x' was unexpected" stays as Dagster words it, beside the hint
-        refused: dict[str, Any] = {}
-        for name, home in HOME.items() if top or section in _SECTIONS else ():
-            if name not in section.model_fields and not (top and home == "attributes"):
-                refused[name] = refusal(f"'{name}' belongs under '{home}'")
+        # dependentSchemas, not properties: no fields, and "'x' was unexpected" stays beside
+        # the hint; a const never echoes the value
+        refused: dict[str, Any] = {
+            name: {"const": f"'{name}' belongs under '{home}'"}
+            for name, home in HOME.items()
+            if name not in section.model_fields and not (top and home == "attributes")
+        }
         for name, text in getattr(section, "refused", {}).items():
-            refused[name] = refusal(text)
+            refused[name] = {"const": text}
         if refused:
             schema["dependentSchemas"] = {
                 name: {"properties": {name: rule}} for name, rule in refused.items()
@@ -159,7 +136,7 @@ def exact(derived: type[BaseModel], section: type[BaseModel]) -> type[BaseModel]
 
 
 class Section(dg.Model, dg.Resolvable):
-    """Base of the Component's YAML sections; Dagster's model of each is made :func:`exact`."""
+    """Base of the Component's YAML sections."""
 
     model_config = ConfigDict(defer_build=True)
     #: Keys refused in the YAML, each with what to write instead.

@@ -1,6 +1,5 @@
-"""The Component's sections for sensors, one shape for both event families (``name``,
-``running``, ``filter``, ``options``, ``routes``), and the helpers every section shares. Each
-``options:`` section copies its Python options class's fields (:func:`options_section`)."""
+"""The Component's sensor sections, one shape for both event families (``name``, ``running``,
+``filter``, ``options``, ``routes``), and the helpers every section shares."""
 
 import copy
 from collections.abc import Collection, Sequence
@@ -10,7 +9,6 @@ import dagster as dg
 from pydantic import Field, create_model
 from pydantic_core import PydanticUndefined
 
-from ..assets.schedules import table_job_and_schedule
 from ..core.events import CHECKPOINT_EVENTS, EventKind, SessionFilter
 from ..partitions import CHECKPOINT_PARTITIONS
 from ..sensors import (
@@ -35,9 +33,8 @@ __all__ = [
 
 
 def copied_field(owner: Any, name: str) -> Any:
-    """A copy of one field of a pydantic dataclass (options, rules, policies) for a YAML
-    section: its type's bounds, default and description, spelled where the class is. A set
-    default reads as a list in YAML."""
+    """One field of a pydantic dataclass (options, rules, policies) for a YAML section: bounds,
+    default and description as the class spells them; a set default reads as a list."""
     info = copy.copy(owner.__pydantic_fields__[name])
     if isinstance(info.default, frozenset):
         info.default, info.default_factory = PydanticUndefined, list
@@ -47,8 +44,7 @@ def copied_field(owner: Any, name: str) -> Any:
 def options_section(
     options: Any, name: str, doc: str, *, exclude: Collection[str]
 ) -> type[Section]:
-    """The YAML section of an options class: its fields (type, default, bounds, description)
-    minus ``exclude``, the ones the Component sets itself (the resource key, the asset keys)."""
+    """The YAML section of an options class: its fields minus the ones the Component sets."""
     fields: dict[str, Any] = {
         field: (info.annotation, copied_field(options, field))
         for field, info in options.__pydantic_fields__.items()
@@ -77,14 +73,12 @@ ResourceEventKindName = Literal[
 
 
 def interval_field(default: int = 30) -> Any:
-    """``minimum_interval_seconds`` of a sensor section."""
     return Field(
         default=default, ge=1, le=86_400, description="Seconds between ticks (1 to 86400)."
     )
 
 
 def running_field() -> Any:
-    """``running`` of a sensor or schedule section."""
     return Field(default=False, description="Default status RUNNING (else STOPPED).")
 
 
@@ -92,25 +86,8 @@ def sensor_status(running: bool) -> dg.DefaultSensorStatus:
     return dg.DefaultSensorStatus.RUNNING if running else dg.DefaultSensorStatus.STOPPED
 
 
-def scheduled(
-    asset: dg.AssetsDefinition,
-    *,
-    job_name: str | None,
-    cron_schedule: str,
-    running: bool,
-    schedule_name: str | None = None,
-) -> dg.Definitions:
-    """``asset`` with the job and schedule that refresh it."""
-    job, schedule = table_job_and_schedule(
-        asset,
-        job_name=job_name,
-        cron_schedule=cron_schedule,
-        schedule_name=schedule_name,
-        default_status=(
-            dg.DefaultScheduleStatus.RUNNING if running else dg.DefaultScheduleStatus.STOPPED
-        ),
-    )
-    return dg.Definitions(assets=[asset], jobs=[job], schedules=[schedule])
+def schedule_status(running: bool) -> dg.DefaultScheduleStatus:
+    return dg.DefaultScheduleStatus.RUNNING if running else dg.DefaultScheduleStatus.STOPPED
 
 
 def section_route(
@@ -120,8 +97,8 @@ def section_route(
     job_name: str,
     existing: Sequence[EventRoute],
 ) -> list[EventRoute]:
-    """The route a section (``evaluation:``, ``report:``) adds to the session sensor; raises
-    when the YAML routes one of its kinds under ``sessions.routes:`` already."""
+    """The route a section (``evaluation:``, ``report:``) adds to the session sensor, unless
+    ``sessions.routes:`` routes one of its kinds already."""
     wanted = event_kinds(kinds)
     taken = sorted(k.value for r in existing for k in r.kinds & wanted)
     if taken:
@@ -208,8 +185,7 @@ PollingConfig = options_section(
 
 
 class SessionSensorSection(SensorSection):
-    """The session-event sensor: one poll of the API per interval, each event kind routed to
-    its own asset selection."""
+    """The session-event sensor: one API poll per interval, each event kind to its selection."""
 
     name: str = _name_field("together_rl_events")
     filter: SessionFilterConfig = Field(
@@ -233,8 +209,7 @@ class SessionSensorSection(SensorSection):
     def build(
         self, resource_key: str, checkpoint_asset_key: dg.AssetKey | None, routes: list[EventRoute]
     ) -> dg.Definitions:
-        """The sensor of ``routes`` (this section's and the other sections'); none when it is
-        off or has nothing to run or announce."""
+        """The sensor of ``routes`` (this section's and the others'); none with nothing to do."""
         if not self.enabled or (not routes and not self.announce):
             return dg.Definitions()
         options = PollingOptions(
@@ -285,8 +260,7 @@ ResourceOptionsConfig = options_section(
 
 
 class ResourceSensorSection(SensorSection):
-    """The model-resource sensor: one poll of the model-resource list per interval, each event
-    kind routed to its own asset selection."""
+    """The model-resource sensor: one poll of the list per interval, each kind to its selection."""
 
     name: str = _name_field("together_rl_resource_events")
     filter: ResourceFilterConfig = Field(

@@ -7,7 +7,7 @@ from pydantic import Field
 from ..assets import build_session_sync_asset
 from ..assets.schedules import reconcile_schedule, table_job_and_schedule
 from .schema import Section
-from .sensors import running_field
+from .sensors import running_field, schedule_status
 
 
 class SyncConfig(Section):
@@ -42,9 +42,7 @@ class SyncConfig(Section):
         if not self.enabled:
             return dg.Definitions()
         asset = build_session_sync_asset(resource_key=resource_key, db_path=self.db_path)
-        status = (
-            dg.DefaultScheduleStatus.RUNNING if self.running else dg.DefaultScheduleStatus.STOPPED
-        )
+        status = schedule_status(self.running)
         job, schedule = table_job_and_schedule(
             asset, job_name=self.job_name, cron_schedule=self.cron_schedule, default_status=status
         )

@@ -16,11 +16,11 @@ from ..assets import CHECKPOINT_ASSET_SPEC
 from ..partitions import CHECKPOINT_ASSET_KEY, EVALUATION_ASSET_KEY
 from ..resource import TogetherRLResource
 from .champion import ChampionSection, recorded_metrics
-from .checks import check_unique_names, located_errors
+from .checks import check_crons, check_unique_names, located_errors
 from .evaluation import EvaluationSection
 from .gpus import IdleGuardConfig, SpendScheduleConfig
 from .report import ReportSection
-from .schema import Section, exact, sections
+from .schema import Section, exact
 from .sensors import ResourceSensorSection, SessionSensorSection
 from .sync import SyncConfig
 from .translation import (
@@ -28,7 +28,6 @@ from .translation import (
     ResolvedTogetherRLTranslationFn,
     TogetherRLAssetProps,
     TogetherRLTranslator,
-    YamlTranslator,
     schedule_freshness,
     translate,
 )
@@ -200,20 +199,6 @@ class CheckpointAssetConfig(Section):
         )
 
 
-sections(
-    ResourceSection,
-    CheckpointAssetConfig,
-    SessionSensorSection,
-    SyncConfig,
-    ResourceSensorSection,
-    IdleGuardConfig,
-    SpendScheduleConfig,
-    EvaluationSection,
-    ReportSection,
-    ChampionSection,
-)
-
-
 class TogetherRLScaffolder(Scaffolder):
     """Writes a defs.yaml that loads as is, with the routes to fill in shown as comments."""
 
@@ -227,7 +212,7 @@ class TogetherRLScaffolder(Scaffolder):
 
 
 @scaffold_with(TogetherRLScaffolder)
-class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
+class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable, TogetherRLTranslator):
     """Together AI RL sessions in Dagster: resource, checkpoint asset, the session-event sensor
     (checkpoint registered, session stopped/error/expired → asset runs, one API poll per
     interval) and a scheduled sync table; optionally the GPUs: the model-resource sensor (the
@@ -303,19 +288,8 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
         return exact(super().model(), cls)
 
     def get_asset_spec(self, props: TogetherRLAssetProps) -> dg.AssetSpec:
-        """The spec of each asset the Component makes: ``translation:`` applied to the
-        library's spec. Override in a subclass to rewrite specs in Python."""
-        return YamlTranslator(self.translation).get_asset_spec(props)
-
-    @property
-    def translator(self) -> TogetherRLTranslator:
-        component = self
-
-        class _ComponentTranslator(TogetherRLTranslator):
-            def get_asset_spec(self, props: TogetherRLAssetProps) -> dg.AssetSpec:
-                return component.get_asset_spec(props)
-
-        return _ComponentTranslator()
+        """Each asset's spec: ``translation:`` over the library's. Override to rewrite in Python."""
+        return self.translation(props.spec, props) if self.translation else props.spec
 
     def _translated(
         self,
@@ -326,10 +300,11 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
     ) -> dg.Definitions:
         if fresh is not None or deps:
             defs = translate(defs, role, Derived(fresh, deps))
-        return translate(defs, role, self.translator)
+        return translate(defs, role, self)
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
         check_unique_names(self, context.path)
+        check_crons(self, context.path)
         rk, group = self.resource_key, self.checkpoint_asset.group_name
         key = dg.AssetKey.from_user_string(self.checkpoint_asset.key)
         eval_key = (self.evaluation.key if self.evaluation is not None else None) or (
@@ -371,7 +346,11 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable):
             reads = [dg.AssetKey.from_user_string(k) for k in spends]  # each session's spend row
             parts.append(self._translated(report, "report", deps=reads))
         if self.champion is not None:
-            parts.append(self._translated(self.champion.build(eval_key, key, group), "champion"))
+            parts.append(
+                self._translated(
+                    self.champion.build(context.path, eval_key, key, group), "champion"
+                )
+            )
         announced = key if self.checkpoint_asset.materialize_on_event else None
         parts.append(self.sessions.build(rk, announced, routes))
         return dg.Definitions.merge(*parts)

@@ -1,10 +1,9 @@
 """Every asset spec the Component makes, rewritten by the user: a ``translation:`` block in YAML
-(as dagster-fivetran's and dagster-dbt's Components have) or a :class:`TogetherRLTranslator`
-subclass in Python. Applied to the built definitions, so each section keeps its own builder.
-Keys stay each section's own ``key:`` field: the sensors' routes and jobs are built on them."""
+(as dagster-fivetran's Component has) or a :class:`TogetherRLTranslator` in Python, applied to
+the built definitions. Keys stay each section's ``key:``: the routes and jobs are built on them."""
 
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Annotated, NamedTuple, TypeAlias
 
@@ -36,13 +35,10 @@ class TogetherRLTranslator:
         return props.spec
 
 
-_KEY_HELP = (
-    "The asset key: refused here, as the sensors' routes and jobs are built on each section's own key: field "
-    "(checkpoint_asset.key, evaluation.key, report.key, champion.key, spend.key)."
-)
+_KEYS = "checkpoint_asset.key, evaluation.key, report.key, champion.key, spend.key"
+_KEY_HELP = f"Refused here: set each asset's key in its own section ({_KEYS})."
 _FIELDS = dg.AssetAttributesModel.model_fields
-#: Dagster's AssetSpec attributes without ``partitions_def`` (the sensors add each partition),
-#: every field described for ``dg utils inspect-component``.
+#: Dagster's AssetSpec attributes, each described, without ``partitions_def`` (the sensors'own).
 TranslationModel = create_model(  # type: ignore[call-overload]
     "TogetherRLTranslationModel",
     __base__=dg.Model,
@@ -68,21 +64,6 @@ ResolvedTogetherRLTranslationFn: TypeAlias = Annotated[
 ]
 
 
-class YamlTranslator(TogetherRLTranslator):
-    """The ``translation:`` block applied after ``base`` (the library's own spec, by default)."""
-
-    def __init__(
-        self,
-        fn: TranslationFn[TogetherRLAssetProps] | None,
-        base: Callable[[TogetherRLAssetProps], dg.AssetSpec] | None = None,
-    ):
-        self._fn, self._base = fn, base
-
-    def get_asset_spec(self, props: TogetherRLAssetProps) -> dg.AssetSpec:
-        spec = self._base(props) if self._base is not None else props.spec
-        return self._fn(spec, props._replace(spec=spec)) if self._fn is not None else spec
-
-
 def translate(defs: dg.Definitions, role: str, translator: TogetherRLTranslator) -> dg.Definitions:
     """``defs`` with each asset spec replaced by ``translator.get_asset_spec``; a changed key is
     refused, naming the section field that sets it."""
@@ -92,8 +73,7 @@ def translate(defs: dg.Definitions, role: str, translator: TogetherRLTranslator)
         if new.key != spec.key:
             raise dg.DagsterInvalidDefinitionError(
                 f"translation: the {role} asset's key {spec.key.to_user_string()!r} cannot "
-                f"become {new.key.to_user_string()!r}: set the key in its own section "
-                "(checkpoint_asset.key, evaluation.key, report.key, champion.key, spend.key), "
+                f"become {new.key.to_user_string()!r}: set the key in its own section ({_KEYS}), "
                 "where the sensors' routes and jobs read it"
             )
         return new
@@ -113,9 +93,8 @@ def translate(defs: dg.Definitions, role: str, translator: TogetherRLTranslator)
 
 
 class Derived(TogetherRLTranslator):
-    """What the library derives from the sections together (a schedule's freshness window, an
-    edge to a table an asset reads), declared before the user's translation, which may replace
-    it."""
+    """What the library derives across sections (a schedule's freshness window, an edge to a
+    table an asset reads), applied before the user's translation, which may replace it."""
 
     def __init__(self, policy: dg.FreshnessPolicy | None = None, deps: Sequence[dg.AssetKey] = ()):
         self._policy, self._deps = policy, list(deps)

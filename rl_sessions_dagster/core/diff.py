@@ -1,8 +1,9 @@
-"""One session, or one pass over a list, against what the tracker remembers: the events
-between. Each event goes through a :class:`Budget` (the cap on runs per tick); when it stops a
-diff part-way, the state holds exactly what was announced and the rest follows next tick."""
+"""One session, or one pass over a list, against what the tracker remembers: the events between.
+Each event goes through a :class:`Budget` (the cap on runs per tick); when it stops a diff
+part-way, the state holds exactly what was announced and the rest follows next tick."""
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 from ..api.clock import to_ms
 from ..api.models import InferenceCheckpoint, TrainingSession
@@ -24,13 +25,13 @@ def checkpoint_key(c: InferenceCheckpoint) -> tuple[int, str]:
     return (c.step or 0) if ms is None else ms, short_id(c.id)
 
 
+@dataclass
 class Budget:
     """Counts wanted events against the cap; the first one over it stops the tick."""
 
-    def __init__(self, config: TrackerConfig) -> None:
-        self.config = config
-        self.events: list[SessionEvent] = []
-        self.exhausted = False
+    config: TrackerConfig
+    events: list[SessionEvent] = field(default_factory=list)
+    exhausted: bool = False
 
     def admit(self, event: SessionEvent) -> bool:
         if event.kind not in self.config.kinds:
@@ -47,8 +48,8 @@ def diff_session(
     entry: TrackedSession, session: TrainingSession, now_ms: int, budget: Budget, wait: bool = True
 ) -> bool:
     """Emit the events between ``entry`` and ``session``, updating ``entry`` as each is admitted;
-    False when the budget stopped it part-way. ``wait=False`` (history in a backfill) waits for
-    no registration of checkpoints unregistered now: old ones stay that way."""
+    False when the budget stopped it part-way. ``wait=False`` (backfilled history): unregistered
+    checkpoints are not awaited, old ones stay that way."""
     if budget.config.tracks_checkpoints and not _diff_checkpoints(
         entry, session, now_ms, budget, wait
     ):
@@ -82,15 +83,13 @@ def _diff_checkpoints(
     for ckpt in fresh:
         if not budget.admit(SessionEvent(EventKind.CHECKPOINT_CREATED, session, ckpt)):
             return False
+        entry.announce(checkpoint_key(ckpt))
         if ckpt.is_registered:
             if not budget.admit(SessionEvent(EventKind.CHECKPOINT_REGISTERED, session, ckpt)):
-                # Announced as created but not yet as registered: re-check it next tick.
-                entry.announce(checkpoint_key(ckpt))
-                entry.pending.append(pending_of(ckpt, now_ms))
+                entry.pending.append(pending_of(ckpt, now_ms))  # re-checked next tick
                 return False
         elif wait:
             entry.pending.append(pending_of(ckpt, now_ms))
-        entry.announce(checkpoint_key(ckpt))
     return True
 
 
@@ -102,7 +101,7 @@ def history_entry(
     session: TrainingSession, config: TrackerConfig, now_ms: int, cutoff_ms: int | None
 ) -> TrackedSession:
     """A live session older than the first tick: its status and checkpoints created before
-    ``cutoff_ms`` (None: all) are history, never announced; unregistered ones are awaited."""
+    ``cutoff_ms`` (None: all) are history, not announced; unregistered ones are awaited."""
     entry = TrackedSession(status=session.raw_status)
     if not config.tracks_checkpoints:
         return entry
@@ -122,8 +121,7 @@ def adopt(
     now_ms: int,
     first_tick: bool = False,
 ) -> TrackedSession:
-    """The entry for a live session first met: empty for a new one (every fact is an event),
-    its history for one created before the first tick."""
+    """A live session first met: empty if new (every fact is an event), else its history."""
     if first_tick:
         return history_entry(session, config, now_ms, None)
     created = to_ms(session.created_at)
@@ -135,28 +133,23 @@ def adopt(
 def remember_checkpoints(
     state: TrackerState, config: TrackerConfig, session: TrainingSession
 ) -> None:
-    """A checkpoint sensor remembers a session done by its newest checkpoint, which the list
-    may still show (forgotten below the checkpoint floor)."""
-    if not config.checkpoints_only:
-        return
-    newest = max(
-        (ms for c in session.inference_checkpoints if (ms := to_ms(c.created_at)) is not None),
-        default=None,
-    )
-    if newest is not None:
-        state.recent_checkpoints[session.id] = newest
+    """A checkpoint sensor remembers a session done by its newest checkpoint, which the list may
+    still show (forgotten below the checkpoint floor)."""
+    times = [ms for c in session.inference_checkpoints if (ms := to_ms(c.created_at)) is not None]
+    if config.checkpoints_only and times:
+        state.recent_checkpoints[session.id] = max(times)
 
 
 def run_pass(
     position: ScanPosition, pages: Sequence[ScannedPage], handle: Callable[[TrainingSession], bool]
 ) -> tuple[ScanPosition, bool]:
-    """Feed the sessions after ``position`` to ``handle`` in list order, until it returns False
-    (a cap). Returns (the new position, stopped early). Positions name a page and the last item
-    done on it, never a count, so items inserted meanwhile neither repeat nor vanish."""
+    """Feed the sessions after ``position`` to ``handle`` in list order until it returns False (a
+    cap): (the new position, stopped early). A position names a page and the last item done on
+    it, not a count, so items inserted meanwhile neither repeat nor vanish."""
     position = position.model_copy(deep=True)
     for page in pages:
-        if page.after != position.after:
-            continue  # a page from a different position (should not happen); ignore it
+        if page.after != position.after:  # a page from another position: ignored
+            continue
         ids = [s.id for s in page.sessions]
         start = ids.index(position.done_through) + 1 if position.done_through in ids else 0
         for session in page.sessions[start:]:
@@ -174,8 +167,7 @@ BACKFILL_MEMORY = 200
 def scan_finished(
     state: TrackerState, obs: Observation, budget: Budget, floor: int, now: int
 ) -> ScanPosition | None:
-    """Process the scanned pages; where the pass ended if it is complete (its evidence decides
-    an unverified order). An oldest-first list's tail is kept."""
+    """Process the scanned pages; where a complete pass ended (its evidence decides the order)."""
     if obs.scan_rejected:
         return None
     if state.scan is None:
@@ -199,8 +191,8 @@ def scan_finished(
 
 def _tail_anchor(pages: Sequence[ScannedPage], threshold_ms: int) -> ScanPosition | None:
     """Where the next pass over an oldest-first list resumes: after the last item created before
-    ``threshold_ms`` (the next floor), so sessions inserted later at their creation time (created
-    before a tick, ended after it) are still met, as the look-back does when newest first."""
+    ``threshold_ms`` (the next floor), so sessions inserted later at their creation time are still
+    met, as the look-back does when newest first."""
     anchor: ScanPosition | None = None
     for page in pages:
         for s in page.sessions:
@@ -233,9 +225,7 @@ def _discover(
         state.recent_terminal[sid] = created
     elif created is None:
         state.recent_terminal[sid] = state.seen_max_ms
-    else:
-        # History backfilled. Sessions that end meanwhile are inserted and can push a done item
-        # onto the page the pass resumes on: about two pages' worth are remembered.
+    else:  # backfilled history: inserted sessions can push it onto the page a pass resumes on
         state.backfilled = [*state.backfilled, sid][-BACKFILL_MEMORY:]
     return True
 

@@ -1,6 +1,5 @@
-"""The core's vocabulary: what a tick read (:class:`Observation`, of the sessions a
-:class:`SessionFilter` admits, under a :class:`TrackerConfig`) and what the core says about it
-(events, whose ``key`` is unique per fact and stable across ticks and restarts: the run key)."""
+"""The core's vocabulary: what a tick read (:class:`Observation`) and what the core says about
+it (events, whose ``key`` is unique per fact and stable across ticks and restarts: the run key)."""
 
 import fnmatch
 from collections.abc import Callable, Mapping, Sequence
@@ -71,8 +70,6 @@ class SessionEvent:
 
 
 class ResourceEventKind(str, Enum):
-    """What happened to a model resource."""
-
     RESOURCE_READY = "resource_ready"
     RESOURCE_ERROR = "resource_error"
     RESOURCE_STOPPED = "resource_stopped"
@@ -82,7 +79,7 @@ class ResourceEventKind(str, Enum):
 
 @dataclass(frozen=True)
 class ResourceEvent:
-    """One fact about a model resource, with the snapshot it was seen in."""
+    """One fact about a model resource, with the snapshot it was seen in (``key`` as above)."""
 
     kind: ResourceEventKind
     resource: ModelResource
@@ -101,7 +98,7 @@ class ResourceEvent:
 
     @property
     def error_code(self) -> str | None:
-        """The raw error code (a code newer than this library is passed through as sent)."""
+        """As sent (a code newer than this library is passed through)."""
         return self.resource.error.code_raw if self.resource.error is not None else None
 
     @property
@@ -153,7 +150,7 @@ class OrderEvidence:
         self.newest_ms = ms if self.newest_ms is None else max(self.newest_ms, ms)
 
     def verdict(self) -> ListOrder:
-        """The order a complete pass showed (none for tied times: the next pass checks again)."""
+        """The order a complete pass showed (tied times show none: the next pass checks again)."""
         if not self.not_newest_first and self.went_older:
             return ListOrder.NEWEST_FIRST
         if not self.not_oldest_first and self.went_newer:
@@ -174,12 +171,11 @@ class OrderEvidence:
 
 @dataclass
 class ScannedPage:
-    """One page of a session list, with the ``after`` it was requested with."""
+    """One page of a session list: the ``after`` it was read with, and the order seen up to it."""
 
     after: str | None
     sessions: Sequence[TrainingSession]
     next_after: str | None = None
-    #: what the pass saw of the order up to the end of this page.
     evidence: OrderEvidence | None = None
 
 
@@ -193,13 +189,8 @@ class CheckpointRead:
     complete: bool = False
 
     @property
-    def trusted(self) -> bool:
-        """The list was newest first throughout the read."""
+    def trusted(self) -> bool:  # newest first throughout
         return not self.times.not_newest_first
-
-    @property
-    def by_id(self) -> dict[str, Checkpoint]:
-        return {c.id: c for c in self.items}
 
 
 @dataclass(frozen=True)
@@ -226,27 +217,19 @@ class SessionFilter:
         """``user_id`` is who "me" is, when known. ``listed``: the session came from a list the
         API filtered by resource and creator, so a value it left out (or "me" unresolved) is
         taken on the server's word; a session fetched by id must show the value itself."""
-        if self.model_resources_id is not None and not _same(
-            session.model_resources_id, self.model_resources_id, listed
-        ):
-            return False
-        if self.created_by is not None:
-            wanted = user_id if self.needs_user_id else self.created_by
-            if not _same(session.created_by, wanted, listed):
-                return False
-        if self.display_name is not None and not fnmatch.fnmatchcase(
-            session.display_name or "", self.display_name
-        ):
-            return False
-        if self.wandb_project is not None or self.wandb_group is not None:
-            wandb = session.metadata.wandb
-            if wandb is None:
-                return False
-            if self.wandb_project is not None and wandb.project != self.wandb_project:
-                return False
-            if self.wandb_group is not None and wandb.group != self.wandb_group:
-                return False
-        return self.predicate is None or bool(self.predicate(session))
+        creator = user_id if self.needs_user_id else self.created_by
+        wandb = session.metadata.wandb
+        checks = (
+            self.model_resources_id is None
+            or _same(session.model_resources_id, self.model_resources_id, listed),
+            self.created_by is None or _same(session.created_by, creator, listed),
+            self.display_name is None
+            or fnmatch.fnmatchcase(session.display_name or "", self.display_name),
+            self.wandb_project is None
+            or (wandb is not None and wandb.project == self.wandb_project),
+            self.wandb_group is None or (wandb is not None and wandb.group == self.wandb_group),
+        )
+        return all(checks) and (self.predicate is None or bool(self.predicate(session)))
 
 
 def _same(actual: str | None, wanted: str | None, listed: bool) -> bool:
@@ -264,10 +247,9 @@ class TrackerConfig:
     lookback_ms: int = 10 * 60 * 1000
     registration_wait_ms: int = 60 * 60 * 1000
     backfill: bool = False
-    #: how often a complete pass re-checks that the session list is still newest first.
+    #: how often a complete pass re-checks the finished-session list's order.
     order_recheck_ms: int = 6 * 60 * 60 * 1000
-    #: pages per tick of an unordered finished-session list, so a quiet tick stays cheap at any
-    #: history size (a session born and ended between ticks is reported within two passes).
+    #: pages per tick of an unordered finished-session list: a quiet tick stays cheap.
     unordered_pages_per_tick: int | None = 8
     #: how often the unfiltered list is read again for sessions in statuses never seen yet.
     rediscover_ms: int = 6 * 60 * 60 * 1000
@@ -277,8 +259,7 @@ class TrackerConfig:
         return bool(self.kinds & CHECKPOINT_EVENTS)
 
     @property
-    def checkpoints_only(self) -> bool:
-        """Sessions born between ticks are then found through the checkpoint list."""
+    def checkpoints_only(self) -> bool:  # new sessions are then found by the checkpoint list
         return self.kinds <= CHECKPOINT_EVENTS
 
 
@@ -291,11 +272,12 @@ class Observation:
     server_now_ms: int | None = None
     active: Sequence[TrainingSession] = ()
     pages: Sequence[ScannedPage] = ()
-    #: True when the scan pass reached its end (last page, or below the newest-first floor).
+    #: the scan pass reached its end (last page, or below the newest-first floor).
     scan_complete: bool = False
     order_violation: bool = False
-    #: sessions fetched by id; None means the API answered 404.
+    #: sessions fetched by id (None: 404), and those the sensor's filter excludes.
     fetched: dict[str, TrainingSession | None] = field(default_factory=dict)
+    excluded: list[str] = field(default_factory=list)
     #: pages of the unfiltered list read for the discovery pass, and whether it ended.
     discovery_pages: Sequence[ScannedPage] = ()
     discovery_complete: bool = False
@@ -304,14 +286,12 @@ class Observation:
     #: the API refused the saved ``after`` of the scan / of the discovery pass.
     scan_rejected: bool = False
     discovery_rejected: bool = False
-    #: checkpoint mode: sessions with a new checkpoint (to adopt), the newest checkpoint time of
-    #: a complete read of the list, and whether it was out of order.
+    #: checkpoint mode: sessions with a new checkpoint (to adopt), the newest time of a complete
+    #: read of the list, whether it was out of order, and the newest listed checkpoint of each
+    #: session adopted or remembered.
     adopt: Sequence[str] = ()
     checkpoints_read_newest_ms: int | None = None
     checkpoint_list_untrusted: bool = False
-    #: sessions fetched by id that the sensor's filter excludes: never tracked.
-    excluded: list[str] = field(default_factory=list)
-    #: checkpoint mode: the newest listed checkpoint of each session adopted or remembered.
     listed_checkpoint_ms: Mapping[str, int] = field(default_factory=dict)
 
 

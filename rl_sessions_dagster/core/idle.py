@@ -1,8 +1,7 @@
-"""Which READY model resources sit idle and billing: the idle guard's pure rules. The guard
-destroys something, so every rule errs towards *not* stopping: a session keeps its resource
-unless its status is a known terminal one (unknown and unreadable ones keep it too); the idle
-start is the latest use (READY, published activity, any session's start or end); the API's
-clock judges; allow and deny lists bound it (deny wins); ``force`` only frees STOPPING ones."""
+"""The idle guard's pure rules: which READY model resources sit idle and billing. The guard
+destroys something, so every rule errs towards *not* stopping: any session not known to be
+finished keeps its resource; the idle start is the latest use; the API's clock judges; allow
+and deny lists bound it (deny wins); ``force`` only frees STOPPING ones."""
 
 from __future__ import annotations
 
@@ -20,8 +19,7 @@ from ..api.models import ModelResource, TrainingSession
 
 @checked_dataclass(frozen=True)
 class IdlePolicy:
-    """What the guard may stop, checked when built. Its fields are also the YAML's
-    ``idle_guard:`` policy fields, so every knob is spelled here once."""
+    """What the guard may stop, checked when built; also the YAML's ``idle_guard:`` fields."""
 
     idle_seconds: float = Field(
         default=1800.0,
@@ -79,9 +77,8 @@ class IdlePolicy:
 
 @dataclass(frozen=True)
 class ResourceUse:
-    """What all the sessions on one resource say: ``(id, raw status)`` of each one not known to
-    be finished, list items unreadable, the latest session start or end (None: never used),
-    and the STOPPING sessions ``force`` lets the guard interrupt."""
+    """What the sessions on one resource say: ``(id, raw status)`` of each not known to be
+    finished, unreadable items, the latest start or end, and the STOPPING ones ``force`` frees."""
 
     live: tuple[tuple[str, str], ...] = ()
     unreadable: int = 0
@@ -100,9 +97,7 @@ def resource_use(
     live: list[tuple[str, str]] = []
     marks: list[int] = []
     interruptible = 0
-    for s in sessions:
-        # A STOPPING session is safe to interrupt with ``force`` (its owner already asked it to
-        # stop): like a finished one, its last update is a use.
+    for s in sessions:  # with ``force``, a STOPPING one counts as finished at its last update
         done = s.status.is_terminal or (force and s.status is SessionStatus.STOPPING)
         times = (to_ms(s.created_at), to_ms(s.updated_at) if done else None)
         marks += [t for t in times if t is not None]
@@ -110,8 +105,7 @@ def resource_use(
             live.append((s.id, s.raw_status or s.status.value))
         elif not s.status.is_terminal:
             interruptible += 1
-    last = max(marks) if marks else None
-    return ResourceUse(tuple(sorted(live)), unreadable, last, interruptible)
+    return ResourceUse(tuple(sorted(live)), unreadable, max(marks, default=None), interruptible)
 
 
 def idle_since(resource: ModelResource, last_use_ms: int | None = None) -> int | None:
@@ -120,13 +114,10 @@ def idle_since(resource: ModelResource, last_use_ms: int | None = None) -> int |
     expires = to_ms(resource.expires_at)
     if expires is not None and resource.inactive_timeout:
         marks.append(expires - resource.inactive_timeout * 1000)
-    known = [m for m in marks if m is not None]
-    return max(known) if known else None
+    return max((m for m in marks if m is not None), default=None)
 
 
 class IdleVerdict(str, Enum):
-    """Why the guard stops a resource or leaves it."""
-
     STOP = "stop"
     NOT_READY = "not_ready"
     NOT_PERMITTED = "not_in_policy"
@@ -138,7 +129,7 @@ class IdleVerdict(str, Enum):
 
 @dataclass(frozen=True)
 class Decision:
-    """One decision about one resource, with the facts it rests on (for logs and metadata)."""
+    """One decision about one resource, with the facts it rests on."""
 
     resource: ModelResource
     verdict: IdleVerdict
@@ -155,29 +146,24 @@ class Decision:
         return 0 if self.idle_since_ms is None else max(0, self.now_ms - self.idle_since_ms)
 
     def explain(self) -> str:
-        rid = self.resource.id
-        if self.verdict is IdleVerdict.STOP:
-            return f"{rid}: idle {self.idle_ms // 1000} s"
-        if self.verdict is IdleVerdict.NOT_READY:
-            return f"{rid}: not READY ({self.resource.raw_status})"
-        if self.verdict is IdleVerdict.BUSY:
-            shown = ", ".join(f"{sid} {status}" for sid, status in self.use.live[:3])
-            more = len(self.use.live) - 3
-            return f"{rid}: live session(s) {shown}" + (f" and {more} more" if more > 0 else "")
-        if self.verdict is IdleVerdict.UNREADABLE:
-            return f"{rid}: {self.use.unreadable} session(s) could not be read, treated as live"
-        if self.verdict is IdleVerdict.RECENTLY_USED:
-            return f"{rid}: used {self.idle_ms // 1000} s ago"
-        if self.verdict is IdleVerdict.IDLE_UNKNOWN:
-            return f"{rid}: no time of last use known"
-        return f"{rid}: outside the guard's allow/deny lists"
+        live, more, unreadable = self.use.live, len(self.use.live) - 3, self.use.unreadable
+        busy = ", ".join(f"{sid} {status}" for sid, status in live[:3])
+        why = {
+            IdleVerdict.STOP: f"idle {self.idle_ms // 1000} s",
+            IdleVerdict.NOT_READY: f"not READY ({self.resource.raw_status})",
+            IdleVerdict.NOT_PERMITTED: "outside the guard's allow/deny lists",
+            IdleVerdict.BUSY: f"live session(s) {busy}" + (f" and {more} more" if more > 0 else ""),
+            IdleVerdict.UNREADABLE: f"{unreadable} session(s) could not be read, treated as live",
+            IdleVerdict.RECENTLY_USED: f"used {self.idle_ms // 1000} s ago",
+            IdleVerdict.IDLE_UNKNOWN: "no time of last use known",
+        }
+        return f"{self.resource.id}: {why[self.verdict]}"
 
 
 def decide(
     resource: ModelResource, use: ResourceUse, policy: IdlePolicy, *, now_ms: int
 ) -> Decision:
-    """Stop only a READY, permitted resource with no live or unreadable session whose last
-    use is at least ``policy.idle_seconds`` before ``now_ms`` (the API's clock)."""
+    """Stop only a READY, permitted, idle resource with no live or unreadable session."""
     since = idle_since(resource, use.last_use_ms)
 
     def verdict(v: IdleVerdict) -> Decision:
@@ -199,8 +185,7 @@ def decide(
 
 
 def worth_a_look(resource: ModelResource, policy: IdlePolicy, *, now_ms: int) -> bool:
-    """A cheap first pass on the resource's own fields: READY, permitted, and idle by what the
-    resource itself says (sessions can only make the idle start later, never earlier)."""
+    """A cheap first pass on the resource's own fields (sessions only make the idle start later)."""
     if resource.status is not ModelResourceStatus.READY or not policy.permits(resource):
         return False
     since = idle_since(resource)

@@ -1,9 +1,8 @@
-"""Reading one tick against any :class:`SessionSource` (the HTTP client, or an in-memory world
-in property tests), which does the I/O: this module decides what to read. A transient failure
-or a spent budget ends collection early, keeping what was read (the rest follows next tick);
-only a failure to list the active sessions aborts the tick, as nothing can be concluded then."""
+"""What one tick reads from a :class:`SessionSource` (the HTTP client, or an in-memory world in
+property tests). A transient failure or a spent budget ends collection early, keeping what was
+read; only a failure to list the active sessions aborts the tick: nothing can be concluded then."""
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Protocol, TypeVar
@@ -11,16 +10,8 @@ from typing import Protocol, TypeVar
 from ..api.clock import to_ms
 from ..api.models import Checkpoint, TrainingSession
 from .events import CheckpointRead, ListOrder, Observation, ScannedPage, TrackerConfig
-from .state import ScanPosition, TrackerState
-from .tracker import (
-    active_filter,
-    checkpoint_floor,
-    newest_listed,
-    oldest_pending_ms,
-    plan_scan,
-    registration_fetches,
-    sessions_with_new_checkpoints,
-)
+from .state import PendingCheckpoint, ScanPosition, TrackerState
+from .tracker import checkpoint_floor, floor_ms
 
 Page = tuple[list[TrainingSession], str | None]
 
@@ -47,11 +38,9 @@ class ListCursorRejected(Exception):
 
 
 class SessionSource(Protocol):
-    """What the tracker reads. Pages are ``(items, next_after or None)``; the list reads raise
-    :class:`ListCursorRejected` for a refused ``after``, the active one
-    :class:`StatusFilterRejected` for refused ``extra_statuses`` (raw constants), and
-    ``get_session`` returns None on a 404, raises :class:`ItemUnreadable` or
-    :class:`SessionExcluded`. ``server_time_ms``: the API's clock at the last response."""
+    """Pages are ``(items, next_after or None)``; list reads raise :class:`ListCursorRejected`
+    (and the active one :class:`StatusFilterRejected`); ``get_session`` returns None on a 404 or
+    raises :class:`ItemUnreadable`/:class:`SessionExcluded`. ``server_time_ms``: the API's clock."""
 
     def list_active_page(self, after: str | None, extra_statuses: Sequence[str] = ()) -> Page: ...
     def list_terminal_page(self, after: str | None) -> Page: ...
@@ -72,11 +61,11 @@ class Collected:
     """What one tick read. Every read goes through ``read``: counted, budgeted, interruptible."""
 
     observation: Observation
-    #: why collection stopped early ("" when it did not): budget, or the transient error.
+    #: why collection stopped early (budget, or the transient error); "" when it did not.
     interrupted: str = ""
     requests: int = 0
     fetched_ids: list[str] = field(default_factory=list)
-    #: sessions whose fetch returned something unreadable (kept tracked, retried next tick).
+    #: sessions whose fetch was unreadable (kept tracked, retried next tick).
     unreadable: list[str] = field(default_factory=list)
     out_of_time: Callable[[], bool] = field(default=lambda: False, repr=False)
     transient: tuple[type[BaseException], ...] = field(default=(), repr=False)
@@ -92,6 +81,80 @@ class Collected:
             raise Interrupted from None
         self.requests += 1
         return value
+
+
+@dataclass(frozen=True)
+class ScanPlan:
+    """How to page the finished-session list this tick."""
+
+    start: ScanPosition
+    #: newest first: stop once an item was created before this.
+    stop_below_ms: int | None
+    #: 1 on a first tick without backfill (its newest page is history), or when unordered.
+    max_pages: int | None = None
+    #: the order the pass relies on (a violation sends the tracker back to verifying).
+    expect: ListOrder = ListOrder.UNVERIFIED
+
+
+def plan_scan(state: TrackerState, config: TrackerConfig) -> ScanPlan:
+    if not state.initialized:
+        return ScanPlan(ScanPosition(), None, max_pages=None if config.backfill else 1)
+    start = state.scan or ScanPosition()
+    if state.backfilling:
+        return ScanPlan(start, None)
+    if state.order is ListOrder.NEWEST_FIRST:
+        return ScanPlan(start, floor_ms(state, config), expect=ListOrder.NEWEST_FIRST)
+    if state.order is ListOrder.OLDEST_FIRST:
+        # Follow the tail: new sessions are appended after where the last pass ended.
+        return ScanPlan(state.scan or state.tail or start, None, expect=ListOrder.OLDEST_FIRST)
+    if state.order is ListOrder.UNORDERED:
+        return ScanPlan(start, None, max_pages=config.unordered_pages_per_tick)
+    return ScanPlan(start, None)
+
+
+def oldest_pending_ms(state: TrackerState, sessions: Iterable[str]) -> int | None:
+    times = [p.created_ms for sid in sessions for p in state.tracked[sid].pending]
+    return min((t for t in times if t is not None), default=None)
+
+
+def registration_fetches(
+    state: TrackerState, sessions: Sequence[str], read: CheckpointRead | None
+) -> list[str]:
+    """Those of ``sessions`` (waiting for registrations) with a checkpoint registered now, or
+    one the read cannot vouch for (not listed, time unknown, list out of order, not read)."""
+    listed = {c.id: c for c in read.items} if read is not None and read.trusted else {}
+
+    def vouched(p: PendingCheckpoint) -> bool:
+        c = listed.get(p.checkpoint_id)
+        return c is not None and not c.is_registered
+
+    return [sid for sid in sessions if not all(vouched(p) for p in state.tracked[sid].pending)]
+
+
+def sessions_with_new_checkpoints(
+    state: TrackerState, read: CheckpointRead, floor: int, shown: set[str]
+) -> list[str]:
+    """Sessions not followed with a checkpoint above the floor: born since the last tick, to adopt."""
+    known = {*shown, *state.tracked, *state.recent_checkpoints}
+    return list(
+        dict.fromkeys(
+            c.session_id
+            for c in read.items
+            if c.session_id is not None and c.session_id not in known
+            if (ms := to_ms(c.created_at)) is not None and ms >= floor
+        )
+    )
+
+
+def newest_listed(read: CheckpointRead, sessions: set[str]) -> dict[str, int]:
+    """The newest listed checkpoint of each of ``sessions``: a remembered session (retired, or
+    outside the filter) that still produces checkpoints stays remembered, never fetched again."""
+    newest: dict[str, int] = {}
+    for c in read.items:
+        sid, ms = c.session_id, to_ms(c.created_at)
+        if sid in sessions and ms is not None:
+            newest[sid] = max(ms, newest.get(sid, ms))
+    return newest
 
 
 def collect(
@@ -111,12 +174,13 @@ def collect(
 
     active: list[TrainingSession] = []
     after: str | None = None
-    extra = active_filter(state)
+    # Unknown live statuses join the active-list filter (only full constants can be sent).
+    prefix = "TRAINING_SESSION_STATUS_"
+    extra = [s for s in state.extra_active if s.startswith(prefix) and s not in state.unfilterable]
     while True:
         try:
             page, after = source.list_active_page(after, extra)
-        except StatusFilterRejected:
-            # Sessions in those statuses stay tracked and are fetched by id instead.
+        except StatusFilterRejected:  # sessions in those statuses are fetched by id instead
             result.requests += 1
             obs.unfilterable, extra = list(extra), []
             page, after = source.list_active_page(after, extra)
@@ -124,26 +188,21 @@ def collect(
         active.extend(page)
         if after is None:
             break
-        if out_of_time():
-            # Without the whole active list, departures cannot be told apart: keep what we
-            # saw (new checkpoints still count) and skip the rest of the tick.
+        if out_of_time():  # departures cannot be told apart: keep what was seen, stop
             obs.active = active
             result.interrupted = "time budget used up while listing active sessions"
             return result
     obs.active = active
     obs.server_now_ms = source.server_time_ms()
     try:
-        # Departures first: they have events due, which a slow scan must not starve (the
-        # scan's finds are only delayed: the watermark waits for a complete pass).
-        # Finished sessions that only wait for registrations need no fetch unless one of their
-        # checkpoints changed, which the checkpoint list tells for all of them at once.
+        # Departures first: their events are due, and a slow scan only delays its finds. Finished
+        # sessions waiting for registrations need no fetch unless the checkpoint list says so.
         lists = config.tracks_checkpoints and not state.checkpoint_list_untrusted
         waiting = [sid for sid, entry in state.tracked.items() if lists and entry.lingering]
         shown = {s.id for s in active}
         departed = [sid for sid in state.tracked if sid not in shown and sid not in waiting]
         _fetch(result, source, departed)
-        # New checkpoints are found through the checkpoint list in checkpoint mode, else by
-        # the scan (on a first tick the newest finished sessions are history, read first).
+        # New checkpoints: through the checkpoint list in checkpoint mode, else by the scan.
         by_list = config.checkpoints_only and not (
             state.backfilling or state.checkpoint_list_untrusted
         )
@@ -151,10 +210,14 @@ def collect(
             _read_checkpoint_list(result, state, config, source, waiting)
         else:
             _scan_pages(result, state, config, source)
-        # Events first; the discovery pass (upkeep) gets what is left of the budget.
-        _discover_pages(
-            result, state, source, discovery_pages_per_tick if state.initialized else None
-        )
+        # The discovery pass (upkeep) gets what is left of the budget.
+        start = state.discovery if state.initialized else ScanPosition()
+        if start is not None:
+            pages = obs.discovery_pages = []
+            limit = discovery_pages_per_tick if state.initialized else None
+            what = "discovering sessions in unknown statuses"
+            ended = _page(result, what, source.list_all_page, pages, start.after, limit)
+            obs.discovery_complete, obs.discovery_rejected = ended == "end", ended == "rejected"
         if state.initialized and not by_list:
             shown = {s.id for s in active} | {s.id for p in obs.pages for s in p.sessions}
             due = [sid for sid in waiting if sid not in shown]
@@ -165,7 +228,6 @@ def collect(
                     read = read_checkpoints(
                         result, source, need_below_ms=below, max_pages=RECHECK_PAGES
                     )
-                    obs.checkpoint_list_untrusted = not read.trusted
                 _fetch(result, source, registration_fetches(state, due, read))
     except Interrupted:
         pass
@@ -188,7 +250,6 @@ def _read_checkpoint_list(
     below = oldest_pending_ms(state, due)
     need = floor if below is None else min(floor, below)
     read = read_checkpoints(result, source, need_below_ms=need, max_pages=None)
-    obs.checkpoint_list_untrusted = not read.trusted
     if read.trusted:
         obs.adopt = sessions_with_new_checkpoints(state, read, floor, shown)
         obs.listed_checkpoint_ms = newest_listed(read, {*state.recent_checkpoints, *obs.adopt})
@@ -203,17 +264,12 @@ def _fetch(result: Collected, source: SessionSource, ids: Sequence[str]) -> None
     for sid in ids:
         if sid in fetched or sid in excluded:
             continue
-        done = len(fetched) + len(excluded)
+        what = f"fetching sessions ({len(fetched) + len(excluded)} of {len(ids)} done)"
         try:
-            fetched[sid] = result.read(
-                f"fetching sessions ({done} of {len(ids)} done)", partial(source.get_session, sid)
-            )
-        except ItemUnreadable:
+            fetched[sid] = result.read(what, partial(source.get_session, sid))
+        except (ItemUnreadable, SessionExcluded) as exc:
             result.requests += 1
-            result.unreadable.append(sid)
-        except SessionExcluded:
-            result.requests += 1
-            excluded.append(sid)
+            (result.unreadable if isinstance(exc, ItemUnreadable) else excluded).append(sid)
 
 
 def _page(
@@ -239,37 +295,19 @@ def _page(
     return ""
 
 
-def _discover_pages(
-    result: Collected, state: TrackerState, source: SessionSource, max_pages: int | None
-) -> None:
-    """Continue the discovery pass over the unfiltered list, if one is due."""
-    start = state.discovery if state.initialized else ScanPosition()
-    if start is None:
-        return
-    obs = result.observation
-    pages: list[ScannedPage] = []
-    obs.discovery_pages = pages
-    what = "discovering sessions in unknown statuses"
-    ended = _page(result, what, source.list_all_page, pages, start.after, max_pages)
-    obs.discovery_complete, obs.discovery_rejected = ended == "end", ended == "rejected"
-
-
 def _scan_pages(
     result: Collected, state: TrackerState, config: TrackerConfig, source: SessionSource
 ) -> None:
     """Page the finished-session list as planned, gathering evidence of its order."""
-    plan = plan_scan(state, config)
-    obs = result.observation
-    pages: list[ScannedPage] = []
-    obs.pages = pages
+    plan, obs = plan_scan(state, config), result.observation
+    pages = obs.pages = []
     evidence = replace(plan.start.evidence)
 
     def last(page: ScannedPage) -> bool:
         stop_here = False
         fresh = page.sessions
         if len(pages) == 1 and plan.start.done_through is not None:
-            # A page read again (resumed pass, or an oldest-first tail): only what follows
-            # the last item done is new evidence.
+            # A page read again (resumed pass, oldest-first tail): only what follows is new.
             ids = [s.id for s in fresh]
             if plan.start.done_through in ids:
                 fresh = fresh[ids.index(plan.start.done_through) + 1 :]
@@ -294,9 +332,9 @@ def _scan_pages(
 
 
 def read_checkpoints(
-    result: Collected, source: SessionSource, *, need_below_ms: int | None, max_pages: int | None
+    result: Collected, source: SessionSource, *, need_below_ms: int, max_pages: int | None
 ) -> CheckpointRead:
-    """Page from the top until an item is older than ``need_below_ms`` (None: one page)."""
+    """Page from the top until an item is older than ``need_below_ms``; notes an order break."""
     read = CheckpointRead()
     after: str | None = None
     pages = 0
@@ -309,11 +347,9 @@ def read_checkpoints(
         for c in items:
             if (ms := to_ms(c.created_at)) is not None:
                 read.times.see(ms)
-        if after is None:
+        oldest = read.times.oldest_ms
+        if after is None or (oldest is not None and oldest < need_below_ms):
             read.complete = True
             break
-        oldest = read.times.oldest_ms
-        if need_below_ms is None or (oldest is not None and oldest < need_below_ms):
-            read.complete = need_below_ms is not None
-            break
+    result.observation.checkpoint_list_untrusted = not read.trusted
     return read

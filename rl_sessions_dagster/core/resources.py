@@ -1,18 +1,13 @@
-"""The model-resource tracker: the whole (small) resource list + cursor → events + cursor,
-with the session tracker's guarantees: one event per fact (``resource_expiring`` once per
-``expires_at`` deadline, as activity moves it later), a quiet first tick, a cursor holding only
-live resources (terminal ones by id inside the look-back), a cap that defers the rest to the
-next tick, and drift kept raw (unknown statuses are tracked, no event; nor for STOPPING)."""
+"""The model-resource tracker: the whole (small) resource list + cursor → events + cursor, with
+the session tracker's guarantees: one event per fact (``resource_expiring`` once per deadline), a
+quiet first tick, only live resources in the cursor, a cap that defers the rest to the next tick,
+and drift kept raw (unknown statuses are tracked, with no event)."""
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, ClassVar
 
-from pydantic import (
-    BeforeValidator,
-    Field,
-    PlainSerializer,
-)
+from pydantic import BeforeValidator, Field, PlainSerializer
 
 from ..api.clock import to_ms
 from ..api.enums import ModelResourceStatus
@@ -41,10 +36,10 @@ _STATUS_EVENTS = {
 
 
 class TrackedResource(StateModel):
-    """A resource still moving: the last raw status applied, the last expiry announced (0: none),
-    whether the long-queue event is out; ``first_seen_ms`` stands in for a missing created_at."""
+    """A resource still moving; ``first_seen_ms`` stands in for a missing created_at."""
 
     status: _Status = Field("", alias="s")
+    #: the last expiry announced (0: none), and whether the long-queue event is out.
     expiring_ms: int = Field(0, alias="e")
     queued: bool = Field(False, alias="q")
     first_seen_ms: int = Field(0, alias="f")
@@ -82,11 +77,10 @@ class ResourceTrackerConfig:
 
 @dataclass
 class ResourceObservation:
-    """One tick's complete list of (filtered) model resources."""
+    """One tick's complete (filtered) resource list; the API's clock is preferred to ``now_ms``."""
 
     now_ms: int
     resources: Sequence[ModelResource] = ()
-    #: the API's clock (HTTP ``Date``), preferred over ``now_ms`` for deadlines and baselines.
     server_now_ms: int | None = None
 
     @property
@@ -95,21 +89,19 @@ class ResourceObservation:
 
 
 def is_terminal(resource: ModelResource) -> bool:
-    """STOPPED and ERROR are never left (there is no restart endpoint)."""
+    """STOPPED and ERROR are never left (there is no restart)."""
     return resource.status in (ModelResourceStatus.STOPPED, ModelResourceStatus.ERROR)
 
 
 def status_changes(
     state: ResourceTrackerState, resources: Sequence[ModelResource]
 ) -> list[ModelResource]:
-    """Resources whose status changed since last applied, and new live ones: where a billed
-    span can begin or end (one unseen until terminal is left to the spend run)."""
+    """Resources whose status changed, and new live ones: where a billed span can begin or end."""
     out = []
     for r in resources:
         known = state.tracked.get(r.id)
-        if (known is not None and known.status != r.raw_status) or (
-            known is None and not is_terminal(r) and r.id not in state.recent_terminal
-        ):
+        new = known is None and not is_terminal(r) and r.id not in state.recent_terminal
+        if new or (known is not None and known.status != r.raw_status):
             out.append(r)
     return out
 
@@ -121,8 +113,7 @@ def _floor(state: ResourceTrackerState, config: ResourceTrackerConfig) -> int:
 def _due(
     entry: TrackedResource, r: ModelResource, now: int, config: ResourceTrackerConfig
 ) -> list[ResourceEvent]:
-    """The events between ``entry`` and ``r``; a status change that is no event (PENDING,
-    CREATING, STOPPING, unknown) is applied at once."""
+    """The events between ``entry`` and ``r``; a status change that is no event is applied."""
     out: list[ResourceEvent] = []
     status = r.status
     if r.raw_status != entry.status:
@@ -133,11 +124,7 @@ def _due(
             out.append(ResourceEvent(kind, r, previous_status=entry.status or None))
     if status is ModelResourceStatus.READY:
         expires = to_ms(r.expires_at)
-        if (
-            expires is not None
-            and expires > entry.expiring_ms
-            and expires - now <= config.expiring_lead_ms
-        ):
+        if expires is not None and entry.expiring_ms < expires <= now + config.expiring_lead_ms:
             out.append(ResourceEvent(ResourceEventKind.RESOURCE_EXPIRING, r, expires_at_ms=expires))
     if status is ModelResourceStatus.PENDING and not entry.queued:
         since = to_ms(r.created_at) or entry.first_seen_ms or now
@@ -159,8 +146,7 @@ def _apply(entry: TrackedResource, event: ResourceEvent) -> None:
 
 def _remember(
     state: ResourceTrackerState, r: ModelResource, now: int, config: ResourceTrackerConfig
-) -> None:
-    """Track ``r`` as already announced (first tick, history)."""
+) -> None:  # tracked as already announced (first tick, history)
     entry = state.tracked[r.id] = TrackedResource(first_seen_ms=now)
     for event in _due(entry, r, now, config):
         _apply(entry, event)
@@ -169,21 +155,17 @@ def _remember(
 def _entry_for(
     state: ResourceTrackerState,
     r: ModelResource,
-    created: int | None,
     floor: int,
     now: int,
     config: ResourceTrackerConfig,
 ) -> TrackedResource | None:
     """The entry to diff ``r`` against (a new one is registered); None for history or done."""
-    known = state.tracked.get(r.id)
-    if known is not None:
-        return known
-    if r.id in state.recent_terminal:
-        return None
-    if created is None and is_terminal(r):
-        return None  # no creation time: cannot be told from history; never re-announce
-    if created is not None and created < floor:
-        # History (or a resource the filter just let in): known, not news.
+    created = to_ms(r.created_at)
+    if r.id in state.tracked:
+        return state.tracked[r.id]
+    if r.id in state.recent_terminal or (created is None and is_terminal(r)):
+        return None  # without a creation time it cannot be told from history
+    if created is not None and created < floor:  # history, or just let in by the filter
         if not is_terminal(r):
             _remember(state, r, now, config)
         return None
@@ -223,7 +205,7 @@ def advance_resources(
     deferred = False
     ordered = sorted(by_id.values(), key=lambda r: (created[r.id] or 0, r.id))
     for i, r in enumerate(ordered):
-        entry = _entry_for(state, r, created.get(r.id), floor, now, config)
+        entry = _entry_for(state, r, floor, now, config)
         if entry is None:
             continue
         for event in _due(entry, r, now, config):
@@ -233,11 +215,9 @@ def advance_resources(
                     break
                 events.append(event)
             _apply(entry, event)
-        if deferred:
-            # Track every new resource not reached yet, so the window moving past its
-            # creation time cannot turn it into history: its events follow next tick.
+        if deferred:  # track the rest, so the window cannot turn them into history
             for rest in ordered[i + 1 :]:
-                _entry_for(state, rest, created.get(rest.id), floor, now, config)
+                _entry_for(state, rest, floor, now, config)
             break
         if is_terminal(r) and entry.status == r.raw_status:
             del state.tracked[r.id]

@@ -1,8 +1,7 @@
-"""What the GPUs cost, pure: a resource is billed (the one assumption) from when it becomes
-READY until it leaves READY, at ``estimate-cost``'s ``price_per_hour``. The API says neither
-moment, so the glue folds each observation into a :class:`ResourceSpan` (:func:`observe_span`).
-Billed time is split in equal shares between the sessions attached at each instant; time with
-none attached is idle, so session costs plus idle cost add up to the resource's cost."""
+"""What the GPUs cost, pure: a resource is billed (the one assumption) while READY, at
+``estimate-cost``'s ``price_per_hour``; observations are folded into a :class:`ResourceSpan`, as
+the API says neither moment. Billed time is shared equally by the sessions attached at each
+instant; time with none is idle, so session plus idle costs add up to the resource's cost."""
 
 from __future__ import annotations
 
@@ -47,10 +46,9 @@ def observe_span(
     now_ms: int,
     first_session_ms: int | None = None,
 ) -> ResourceSpan:
-    """Fold one observation of ``resource`` into its span (``previous`` may be None). First seen
-    READY, it starts at ``updated_at`` (the READY transition); first seen in another status
-    after that, it ends at ``updated_at`` (exact if seen STOPPING, else the STOPPING time is
-    included). Never seen READY but a session ran on it: it starts at ``first_session_ms``."""
+    """Fold one observation into the span. First seen READY, it starts at ``updated_at`` (the
+    READY transition); first seen in another status, it ends at ``updated_at`` (exact if seen
+    STOPPING). Never seen READY but a session ran on it: it starts at ``first_session_ms``."""
     span = previous or ResourceSpan(resource.id)
     span = replace(span, raw_status=resource.raw_status, base_model=resource.base_model)
     updated = to_ms(resource.updated_at)
@@ -79,8 +77,7 @@ def observe_spans(
     now_ms: int,
     price_of: Callable[[ModelResource], tuple[float | None, str | None]] | None = None,
 ) -> list[ResourceSpan]:
-    """The spans that ``resources`` change (a quiet tick writes nothing); ``price_of`` prices a
-    span that begins billing without a price."""
+    """The spans that ``resources`` change; ``price_of`` prices one that begins billing."""
     changed = []
     for r in resources:
         before = known.get(r.id)
@@ -152,19 +149,16 @@ def compute_spend(
                 out.unpriced.append(span.resource_id)
         else:
             out.resource_cost[span.resource_id] = billed / HOUR_MS * price
-        if span.ready_from_ms is None:
+        if (lo := span.ready_from_ms) is None:
             continue
-        lo = span.ready_from_ms
-        hi = span.ready_until_ms if span.ready_until_ms is not None else now_ms
-        shares, idle = _split(lo, hi, by_resource.get(span.resource_id, []), now_ms)
+        shares, idle = _split(lo, lo + billed, by_resource.get(span.resource_id, []), now_ms)
         out.idle_ms[span.resource_id] = idle
         if price is not None:
             out.idle_cost[span.resource_id] = idle / HOUR_MS * price
         for sid, ms in shares.items():
             out.session_ms[sid] = out.session_ms.get(sid, 0.0) + ms
             if price is not None:
-                cost = ms / HOUR_MS * price
-                out.session_cost[sid] = out.session_cost.get(sid, 0.0) + cost
+                out.session_cost[sid] = out.session_cost.get(sid, 0.0) + ms / HOUR_MS * price
     return out
 
 
@@ -193,8 +187,7 @@ def _split(
     return shares, idle
 
 
-def sweep_of_auto(a: Attachment, separator: str = "-") -> str:
-    """The sweep of a session, as the champion sees it (:func:`~.sweeps.sweep_name`)."""
+def sweep_of_auto(a: Attachment, separator: str = "-") -> str:  # as the champion sees it
     return sweep_name(a.wandb_group, a.display_name, separator)
 
 

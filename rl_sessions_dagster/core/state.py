@@ -1,7 +1,6 @@
-"""The trackers' state, which is also their cursor (pydantic, short aliases). Dagster copies
-the cursor into every tick row, so it stays small: only sessions still moving, epoch ms, one
-letter per known status, UUIDs in 23 characters. One format from 0.2.0 on; any other is
-refused (``CursorError``) and the sensor rebuilds its state from its tick history."""
+"""The trackers' state, which is also their cursor. Dagster copies the cursor into every tick
+row, so it stays small: short aliases, only sessions still moving, epoch ms, one letter per known
+status, UUIDs in 23 characters. Any format but 0.2.0's is refused (``CursorError``)."""
 
 import base64
 import hashlib
@@ -28,15 +27,15 @@ from .events import ListOrder, OrderEvidence
 
 
 class CursorError(ValueError):
-    """The cursor could not be read (corrupt, foreign, or from another version)."""
+    """Corrupt, foreign, or of another version."""
 
 
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 
 def compact_id(value: str) -> str:
-    """A canonical UUID as ``~`` + base64url of its bytes; any other id as itself (with one
-    more ``~`` in front if it starts with one, so the two never meet)."""
+    """A canonical UUID as ``~`` + base64url of its bytes; any other id as itself (``~``-prefixed
+    ones get one more ``~``, so the two never meet)."""
     if _UUID.match(value):
         return "~" + base64.urlsafe_b64encode(bytes.fromhex(value.replace("-", ""))).decode()[:22]
     return "~" + value if value.startswith("~") else value
@@ -65,8 +64,7 @@ Id = Annotated[str, BeforeValidator(_read_id), PlainSerializer(compact_id, when_
 
 
 def letter_codes(codes: dict[str, str]) -> tuple[Callable[[str], str], Callable[[str], str]]:
-    """(encode, decode): known raw statuses as one letter each; any other (newer) status is
-    written as sent, so drift never breaks a cursor."""
+    """(encode, decode): known raw statuses as one letter; a newer one as sent (drift is fine)."""
     raws = {code: raw for raw, code in codes.items()}
     return (lambda raw: codes.get(raw, raw)), (lambda code: raws.get(code, code))
 
@@ -80,9 +78,8 @@ class StateModel(BaseModel):
 
 
 class CursorState(StateModel):
-    """A tracker's whole state: :meth:`to_cursor` writes it, :meth:`from_cursor` reads it.
-    Written with its version first (and its ``kind``, when set), so a cursor of another tracker
-    or version is refused rather than misread."""
+    """A tracker's whole state, written with its version (and ``kind``) first, so a cursor of
+    another tracker or version is refused rather than misread."""
 
     #: False until the first tick has run (not written: a cursor exists only after one).
     initialized: bool = Field(False, exclude=True)
@@ -159,9 +156,8 @@ def short_id(checkpoint_id: str) -> str:
 
 
 class PendingCheckpoint(NamedTuple):
-    """An inference checkpoint seen without a registration, re-checked until a deadline.
-    ``created_ms`` bounds how far down the checkpoint list a re-check pages (None: unknown, the
-    session is fetched instead). Written as ``[id, first seen ms, created ms or null]``."""
+    """An inference checkpoint seen without a registration, re-checked until a deadline;
+    ``created_ms`` bounds how far down the checkpoint list a re-check pages (None: fetched)."""
 
     checkpoint_id: Id
     first_seen_ms: int
@@ -169,9 +165,8 @@ class PendingCheckpoint(NamedTuple):
 
 
 class CheckpointMark(StateModel):
-    """The newest checkpoint time announced, with the short ids announced *at* that time:
-    timestamps tie (the API may round them), so time alone cannot tell old from new. Written
-    as ``[time, short id, ...]``."""
+    """The newest checkpoint time announced, and the short ids announced *at* that time (times
+    tie, so time alone cannot tell old from new). Written as ``[time, short id, ...]``."""
 
     time: int
     ids: list[str] = Field(default_factory=list)
@@ -189,9 +184,8 @@ class CheckpointMark(StateModel):
 
 
 class TrackedSession(StateModel):
-    """A session the tracker still watches: the last raw status applied ("" before the first),
-    which checkpoints were announced (``mark``), and ``terminal_ms`` once the terminal event is
-    out and it only lingers for pending registrations."""
+    """A session still watched: the last raw status applied, the checkpoints announced, and
+    ``terminal_ms`` once the terminal event is out and it only lingers for registrations."""
 
     status: Status = Field("", alias="s")
     mark: CheckpointMark | None = Field(None, alias="m")
@@ -214,9 +208,8 @@ class TrackedSession(StateModel):
 
 
 class ScanPosition(StateModel):
-    """Where a paged pass stands: the page's ``after`` and the id of the last item done on it
-    (not a count: sessions that end meanwhile are inserted and would shift it), with the order
-    evidence so far, flat (its times and bits)."""
+    """Where a paged pass stands: the page's ``after`` and the last item done on it (not a count:
+    inserted sessions would shift it), with the order evidence so far, flat."""
 
     after: Id | None = Field(None, alias="a")
     done_through: Id | None = Field(None, alias="d")
@@ -268,8 +261,8 @@ class TrackerState(CursorState):
     discovered_ms: int = Field(0, alias="dt")
     #: the last history sessions announced by a running backfill pass.
     backfilled: list[Id] = Field(default_factory=list, alias="bf")
-    #: checkpoint sensors: newest time of the last complete read of the checkpoint list, retired
-    #: sessions it may still show (newest time), and whether it was ever seen out of order.
+    #: checkpoint sensors: newest time of the last complete checkpoint-list read, retired sessions
+    #: it may still show (newest time), and whether it was ever seen out of order.
     checkpoint_watermark_ms: int = Field(0, alias="cw")
     recent_checkpoints: dict[Id, int] = Field(default_factory=dict, alias="rc")
     checkpoint_list_untrusted: bool = Field(False, alias="cu")
@@ -278,9 +271,8 @@ class TrackerState(CursorState):
 
     _version: ClassVar[int] = CURSOR_VERSION
 
-    # Finished sessions that only wait for registrations (the bulk of a busy cursor) are
-    # written grouped by what they share (``pr``): fifty fit in 4 KB.
-
+    # Finished sessions waiting for registrations (the bulk of a busy cursor) are written grouped
+    # by what they share (``pr``): fifty fit in 4 KB.
     @classmethod
     def _unpack(cls, doc: dict[str, Any]) -> dict[str, Any]:
         if "pr" in doc:
@@ -314,7 +306,6 @@ def _waiting_key(t: TrackedSession) -> tuple[int, str, int] | None:
 
 
 def _write_waiting(tracked: dict[str, TrackedSession]) -> tuple[list[list[Any]], list[str]]:
-    """The ``pr`` groups, and the sessions they hold."""
     groups: dict[tuple[int, str, int], dict[str, list[Any]]] = {}
     done = []
     for sid, t in tracked.items():
@@ -331,8 +322,7 @@ def _write_waiting(tracked: dict[str, TrackedSession]) -> tuple[list[list[Any]],
     return out, done
 
 
-def _read_waiting(groups: Any) -> dict[str, Any]:
-    """The ``pr`` groups as ``t`` entries, ids still compact (the model expands them)."""
+def _read_waiting(groups: Any) -> dict[str, Any]:  # as ``t`` entries, ids still compact
     out: dict[str, Any] = {}
     first_seen = 0
     try:

@@ -1,6 +1,6 @@
-"""Sweeps and their champions, pure. One definition of a sweep, shared by the spend asset and
-the champion. The champion is the best evaluated checkpoint by one metric; ties go to the
-earliest step, then the smallest id, so the same scores always name the same champion."""
+"""Sweeps (one definition, for the spend asset and the champion) and their champion: the best
+evaluated checkpoint by one metric; ties go to the earliest step, then the smallest id, so the
+same scores always name the same champion."""
 
 import math
 from collections.abc import Iterable
@@ -14,8 +14,8 @@ Direction = Literal["higher", "lower"]
 
 
 def sweep_name(wandb_group: str | None, display_name: str | None, separator: str = "-") -> str:
-    """The W&B group, else the display name up to the last ``separator``
-    (``"gsm8k-lr3e-5-seed2"`` → ``"gsm8k-lr3e-5"``), else ``"(none)"``."""
+    """The W&B group, else the display name up to the last ``separator`` (``"gsm8k-lr3-seed2"`` →
+    ``"gsm8k-lr3"``), else ``"(none)"``."""
     if wandb_group:
         return wandb_group
     if display_name:

@@ -1,7 +1,6 @@
-"""Evaluation datasets: items of chat messages (``messages``, a ``prompt``, or the dataset's
-``prompt_template`` filled from the item's keys) with the ``expected`` answer and an optional
-unique ``id``. Read and validated whole when the definitions load, so a bad file fails
-``dg check defs`` naming the file and line, not the first run hours later."""
+"""Evaluation datasets: items of chat messages (``messages``, a ``prompt``, or ``prompt_template``
+filled from the item's keys), each with its ``expected`` answer. Validated whole when the
+definitions load, so a bad file fails ``dg check defs`` naming the line, not a run hours later."""
 
 from __future__ import annotations
 
@@ -81,9 +80,7 @@ def _messages(raw: Any) -> tuple[dict[str, str], ...]:
     return tuple(out)
 
 
-def _item(
-    raw: Any, *, default_id: str, template: str | None, system_prompt: str | None
-) -> EvalItem:
+def _item(raw: Any, line: int, template: str | None, system_prompt: str | None) -> EvalItem:
     """One item from its JSON object; ValueError says what is wrong (the caller adds where)."""
     if not isinstance(raw, dict):
         raise ValueError(f"an item must be a JSON object, not {type(raw).__name__}")
@@ -111,10 +108,10 @@ def _item(
         raise ValueError("no 'messages' or 'prompt', and the dataset has no prompt_template")
     if system_prompt and not any(m["role"] == "system" for m in messages):
         messages = ({"role": "system", "content": system_prompt}, *messages)
-    item_id = raw.get("id", default_id)
+    item_id = raw.get("id", str(line))
     if not isinstance(item_id, str | int) or isinstance(item_id, bool) or item_id == "":
         raise ValueError("'id' must be a non-empty string or an integer")
-    return EvalItem(str(item_id), messages, raw["expected"], fields)
+    return EvalItem(str(item_id), messages, raw["expected"], fields, line)
 
 
 def _digest(items: Iterable[EvalItem]) -> str:
@@ -166,28 +163,26 @@ def load_dataset(
         raise DatasetError("give exactly one of a file path or inline items", source="dataset")
     if prompt_template is not None:
         _template_fields(prompt_template)  # a bad template fails once, not once per item
-    rows: list[tuple[int, Any]]
-    if path is not None:
-        shown = str(path)
-        rows = _read_jsonl(Path(base_dir or "") / path, shown)
-    else:
-        shown = "inline items"
-        rows = list(enumerate(items or [], start=1))
     inline = path is None
+    shown = "inline items" if inline else str(path)
+    rows = (
+        list(enumerate(items or [], 1))
+        if inline
+        else _read_jsonl(Path(base_dir or "") / str(path), shown)
+    )
     label = "item" if inline else "line"
     out: list[EvalItem] = []
     seen: dict[str, int] = {}
     for number, raw in rows:
         try:
-            item = _item(raw, default_id=str(number), template=prompt_template,
-                         system_prompt=system_prompt)  # fmt: skip
+            item = _item(raw, number, prompt_template, system_prompt)
         except ValueError as exc:
             raise item_error(str(exc), shown, number, inline) from None
         if item.id in seen:
             message = f"duplicate id {item.id!r} (first at {label} {seen[item.id]})"
             raise DatasetError(message, source=shown, line=None if inline else number)
         seen[item.id] = number
-        out.append(EvalItem(item.id, item.messages, item.expected, item.fields, number))
+        out.append(item)
     if not out:
         raise DatasetError("no items", source=shown)
     return Dataset(tuple(out), shown, _digest(out))

@@ -1,12 +1,7 @@
-"""Graders: does an answer match an item's ``expected``? Built-ins ``exact``, ``contains``,
-``regex``, ``numeric`` (with tolerances) and ``json_field`` (a dotted path into a JSON answer);
-``package.module:function`` for anything else: ``function(answer, item)`` returning a bool, a
-number in [0, 1] (≥ 0.5 passes), a :class:`Grade`, or None. It runs in the runner's worker
-threads, so it must be thread-safe (a pure function is).
-
-``unreadable`` (no number for ``numeric``, a grader that raised...) is never folded into
-"wrong": a formatting regression and a reasoning regression call for different fixes.
-"""
+"""Graders: does an answer match an item's ``expected``? Built-ins, or ``package.module:function``
+called as ``function(answer, item)`` in the runner's threads (so thread-safe), returning a bool, a
+number in [0, 1] (≥ 0.5 passes), a :class:`Grade` or None. ``unreadable`` is never folded into
+"wrong": a formatting regression and a reasoning regression call for different fixes."""
 
 from __future__ import annotations
 
@@ -15,7 +10,7 @@ import math
 import pkgutil
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -48,46 +43,41 @@ class GraderSpec(BaseModel):
 
     type: GraderType = Field(description="exact, contains, regex, numeric, json_field, function.")
     name: str | None = Field(
-        default=None, description="Name in the results (default: the type or the function)."
+        None, description="Name in the results (default: the type or the function)."
     )
     case_sensitive: bool = Field(
-        default=False, description="exact, contains, regex: compare letter case too."
+        False, description="exact, contains, regex: compare letter case too."
     )
     pattern: str | None = Field(
         default=None,
         description="regex: the pattern the answer must match (default: the item's expected).",
     )
-    abs_tol: float = Field(
-        default=0.0, ge=0, description="numeric, json_field: absolute tolerance."
-    )
-    rel_tol: float = Field(
-        default=0.0, ge=0, description="numeric, json_field: relative tolerance."
-    )
+    abs_tol: float = Field(0.0, ge=0, description="numeric, json_field: absolute tolerance.")
+    rel_tol: float = Field(0.0, ge=0, description="numeric, json_field: relative tolerance.")
     pick: Literal["first", "last"] = Field(
-        default="last", description="numeric: which number of the answer is its answer."
+        "last", description="numeric: which number of the answer is its answer."
     )
     path: str | None = Field(
-        default=None, description="json_field: dotted path into the answer's JSON, e.g. 'a.0.b'."
+        None, description="json_field: dotted path into the answer's JSON, e.g. 'a.0.b'."
     )
-    function: str | None = Field(
-        default=None, description="function: 'package.module:function' to import."
-    )
+    function: str | None = Field(None, description="function: 'package.module:function' to import.")
 
 
+@dataclass(frozen=True)
 class Grader:
-    """A configured grader: ``grade(answer, item)`` and ``check(item)`` (load-time)."""
+    """A configured grader: ``grade(answer, item)``, and ``check(item)`` when the dataset loads."""
 
-    def __init__(self, spec: GraderSpec, fn: Callable[[str, EvalItem], Grade]) -> None:
-        self.spec = spec
-        self.name = spec.name or (spec.function if spec.type == "function" else spec.type) or ""
-        self._fn = fn
+    spec: GraderSpec
+    fn: Callable[[str, EvalItem], Grade] = field(repr=False)
 
-    def __repr__(self) -> str:
-        return f"Grader({self.name!r})"
+    @property
+    def name(self) -> str:
+        spec = self.spec
+        return spec.name or (spec.function if spec.type == "function" else spec.type) or ""
 
     def grade(self, answer: str, item: EvalItem) -> Grade:
         try:
-            return self._fn(answer, item)
+            return self.fn(answer, item)
         except Exception as exc:  # a grader bug is shown per item, not a crashed run
             return Grade("unreadable", f"grader raised {type(exc).__name__}: {exc}")
 
@@ -111,17 +101,13 @@ class Grader:
 
 
 def _as_number(value: Any) -> float | None:
-    if isinstance(value, bool):
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
         return None
-    if isinstance(value, int | float):
-        return float(value) if math.isfinite(value) else None
-    if isinstance(value, str):
-        try:
-            number = float(value.replace(",", "").strip())
-        except ValueError:
-            return None
-        return number if math.isfinite(number) else None
-    return None
+    try:
+        number = float(value.replace(",", "").strip() if isinstance(value, str) else value)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def _close(a: float, b: float, spec: GraderSpec) -> bool:
@@ -218,24 +204,19 @@ def _json_field(spec: GraderSpec) -> Callable[[str, EvalItem], Grade]:
     return grade
 
 
-def _import(ref: str) -> Callable[..., Any]:
-    """Import ``package.module:function`` (at load time, so a typo fails there)."""
+def _function(spec: GraderSpec) -> Callable[[str, EvalItem], Grade]:
+    ref = spec.function or ""  # imported now, at load time, so a typo fails there
     module_name, _, attr = ref.partition(":")
     if not module_name or not attr:
         raise ValueError(f"grader function {ref!r} must look like 'package.module:function'")
     try:
-        target = pkgutil.resolve_name(ref)
+        fn = pkgutil.resolve_name(ref)
     except ImportError as exc:
         raise ValueError(f"grader function {ref!r}: cannot import {module_name!r}: {exc}") from None
     except AttributeError:
         raise ValueError(f"grader function {ref!r}: {module_name!r} has no {attr!r}") from None
-    if not callable(target):
+    if not callable(fn):
         raise ValueError(f"grader function {ref!r} is not callable")
-    return target
-
-
-def _function(spec: GraderSpec) -> Callable[[str, EvalItem], Grade]:
-    fn = _import(spec.function or "")
 
     def grade(answer: str, item: EvalItem) -> Grade:
         out = fn(answer, item)

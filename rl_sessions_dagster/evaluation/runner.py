@@ -1,7 +1,6 @@
-"""Run a dataset against a model: a thread pool of ``concurrency`` workers sharing one client
-(inference waits on the network; ``httpx.Client`` is thread-safe), samples, a call cap, and the
-summary. A call that still fails after the client's retries fails the whole evaluation: a score
-over the items that happened to answer would be a different measurement."""
+"""Run a dataset against a model: ``concurrency`` threads share one client (``httpx.Client`` is
+thread-safe). A call that still fails after the client's retries fails the whole evaluation: a
+score over the items that happened to answer would be a different measurement."""
 
 from __future__ import annotations
 
@@ -15,47 +14,18 @@ from ..api import RLSessionsClient
 from ..api.errors import TogetherRLError
 from .dataset import Dataset, EvalItem
 from .graders import Grade, Grader, Verdict
+from .spec import EvaluationSpec
 
-__all__ = [
-    "EvaluationFailed",
-    "EvaluationResult",
-    "ItemResult",
-    "Progress",
-    "RunSettings",
-    "run_evaluation",
-]
+__all__ = ["EvaluationFailed", "EvaluationResult", "ItemResult", "Progress", "run_evaluation"]
 
 
 class EvaluationFailed(RuntimeError):
-    """Inference kept failing (after the client's retries), or the run would pass its call cap.
-    ``cause`` is the client's typed, key-free error when there is one."""
+    """Inference kept failing, or the run would pass its call cap. ``cause`` is the client's
+    typed, key-free error when there is one."""
 
     def __init__(self, message: str, *, cause: TogetherRLError | None = None) -> None:
         super().__init__(message)
         self.cause = cause
-
-
-@dataclass(frozen=True)
-class RunSettings:
-    """How one evaluation runs (described and bounded in :class:`~.spec.EvaluationSpec`)."""
-
-    samples: int = 1
-    temperature: float = 0.0
-    max_tokens: int = 256
-    concurrency: int = 8
-    max_calls: int | None = None
-    timeout_seconds: float = 60.0
-    price_prompt_per_million: float = 0.0
-    price_completion_per_million: float = 0.0
-
-    def check_cap(self, dataset: Dataset) -> None:
-        """Raise ValueError when the dataset needs more calls than ``max_calls``."""
-        needed = len(dataset) * self.samples
-        if self.max_calls is not None and needed > self.max_calls:
-            raise ValueError(
-                f"{len(dataset)} items x {self.samples} samples = {needed} calls, more than "
-                f"max_calls={self.max_calls}"
-            )
 
 
 @dataclass(frozen=True)
@@ -77,9 +47,8 @@ _ORDER: dict[str, int] = {"fail": 0, "unreadable": 1, "pass": 2}
 
 @dataclass(frozen=True)
 class EvaluationResult:
-    """What an evaluation measured. ``score`` is passed / (passed + failed) over every answer;
-    unreadable answers are counted in ``unreadable``, not as failures (None: nothing readable).
-    ``rows`` are ordered failures first, then unreadable, then passes."""
+    """``score`` is passed / (passed + failed): unreadable answers are not failures (None: nothing
+    was readable). ``rows`` are ordered failures first, then unreadable, then passes."""
 
     model: str
     score: float | None
@@ -100,9 +69,7 @@ class EvaluationResult:
 
 @dataclass(frozen=True)
 class Progress:
-    """How far a running evaluation is, reported every ``progress_seconds`` while it runs.
-    ``errors`` counts the failed attempts the client retried (one that is not retried fails the
-    run)."""
+    """How far a running evaluation is. ``errors`` counts the attempts the client retried."""
 
     model: str
     done: int
@@ -114,7 +81,6 @@ class Progress:
 
     @property
     def rate(self) -> float:
-        """Answers per second so far."""
         return self.done / self.elapsed_s if self.elapsed_s > 0 else 0.0
 
     def line(self) -> str:
@@ -154,17 +120,16 @@ def run_evaluation(
     model: str,
     dataset: Dataset,
     graders: Sequence[Grader],
-    settings: RunSettings = RunSettings(),
+    spec: EvaluationSpec,
     *,
     clock: Callable[[], float] = time.monotonic,
     on_progress: Callable[[Progress], None] | None = None,
     progress_seconds: float = 10.0,
 ) -> EvaluationResult:
-    """Ask every item ``samples`` times, grade each answer with every grader, summarise.
+    """Ask every item ``spec.samples`` times and grade each answer with every grader.
 
-    ``clock`` must be the client's retry clock (deadlines are absolute on it). While calls are
-    outstanding, ``on_progress`` hears how far the run is every ``progress_seconds``, so a long
-    run is not minutes of silence in its log.
+    ``clock`` must be the client's retry clock (deadlines are absolute on it); ``on_progress``
+    hears how far the run is every ``progress_seconds``, so a long run is not silent.
 
     Raises:
         EvaluationFailed: a call failed after its retries (the remaining calls are cancelled),
@@ -173,72 +138,59 @@ def run_evaluation(
     if not graders:
         raise ValueError("an evaluation needs at least one grader")
     try:
-        settings.check_cap(dataset)
+        spec.check_cap(dataset)
     except ValueError as exc:
         raise EvaluationFailed(f"call cap: {exc}") from None
     started = time.perf_counter()
     stop = threading.Event()
-    stats = getattr(client, "stats", None)
-    retried = stats.retries if stats is not None else 0
+    retried = client.stats.retries
 
     def report(futures: Sequence[Future[ItemResult]]) -> Progress:
         finished = [f for f in futures if f.done()]
-        verdicts = [f.result().verdict for f in finished]  # a failed call ends the loop first
-        errors = stats.retries - retried if stats is not None else 0
-        return Progress(model, len(finished), len(futures), errors, verdicts.count("fail"),
-                        verdicts.count("unreadable"), time.perf_counter() - started)  # fmt: skip
+        verdicts = [f.result().verdict for f in finished if f.exception() is None]
+        return Progress(model, len(finished), len(futures), client.stats.retries - retried,
+                        verdicts.count("fail"), verdicts.count("unreadable"),
+                        time.perf_counter() - started)  # fmt: skip
 
     def ask(item: EvalItem, sample: int) -> ItemResult:
         if stop.is_set():
             raise _Cancelled
-        out = client.chat_completion(
-            model, [dict(m) for m in item.messages], temperature=settings.temperature,
-            max_tokens=settings.max_tokens, deadline=clock() + settings.timeout_seconds,
-        )  # fmt: skip
-        answer = out.text
-        grades = {g.name: g.grade(answer, item) for g in graders}
-        return ItemResult(item, sample, answer, _overall(grades), grades, out.latency_s,
+        try:
+            out = client.chat_completion(
+                model, [dict(m) for m in item.messages], temperature=spec.temperature,
+                max_tokens=spec.max_tokens, deadline=clock() + spec.timeout_seconds,
+            )  # fmt: skip
+        except BaseException:
+            stop.set()  # the queued calls are dropped now, not when the main thread next runs
+            raise
+        grades = {g.name: g.grade(out.text, item) for g in graders}
+        return ItemResult(item, sample, out.text, _overall(grades), grades, out.latency_s,
                           out.prompt_tokens, out.completion_tokens)  # fmt: skip
 
-    jobs = [(item, s) for item in dataset.items for s in range(settings.samples)]
-    pool = ThreadPoolExecutor(max(1, settings.concurrency), thread_name_prefix="rl-eval")
+    jobs = [(item, s) for item in dataset.items for s in range(spec.samples)]
+    pool = ThreadPoolExecutor(spec.concurrency, thread_name_prefix="rl-eval")
     try:
         futures: list[Future[ItemResult]] = [pool.submit(ask, it, s) for it, s in jobs]
         every = max(progress_seconds, 0.01)
-        while wait(futures, every, return_when=FIRST_EXCEPTION).not_done:
-            if any(f.done() and f.exception() for f in futures):
-                break
+        while wait(futures, every, return_when=FIRST_EXCEPTION).not_done and not stop.is_set():
             if on_progress is not None:
                 on_progress(report(futures))
-        error = next((f.exception() for f in futures if f.done() and f.exception()), None)
-        if isinstance(error, TogetherRLError):
-            raise EvaluationFailed(
-                f"model {model!r}: inference failed after {error.attempts} attempt(s): {error}",
-                cause=error,
-            ) from None
-        if error is not None:
-            raise error
-        results = [f.result() for f in futures]
     finally:
         # On a failure or an interrupt (a run terminated from the UI), queued calls are
         # dropped; only the ones in flight finish, each bounded by timeout_seconds.
         stop.set()
         pool.shutdown(wait=True, cancel_futures=True)
-    return summarise(model, results, graders, settings, time.perf_counter() - started)
+    errors = (f.exception() for f in futures if not f.cancelled())
+    error = next((e for e in errors if e is not None and not isinstance(e, _Cancelled)), None)
+    if isinstance(error, TogetherRLError):
+        raise EvaluationFailed(
+            f"model {model!r}: inference failed after {error.attempts} attempt(s): {error}",
+            cause=error,
+        ) from None
+    if error is not None:
+        raise error
+    results = [f.result() for f in futures]
 
-
-class _Cancelled(Exception):
-    """A queued call skipped because another one failed."""
-
-
-def summarise(
-    model: str,
-    results: list[ItemResult],
-    graders: Sequence[Grader],
-    settings: RunSettings,
-    wall_seconds: float = 0.0,
-) -> EvaluationResult:
-    """Counts, scores, percentiles and cost of a list of answers."""
     count = {v: sum(r.verdict == v for r in results) for v in ("pass", "fail", "unreadable")}
     per_grader: dict[str, float | None] = {}
     unreadable: dict[str, int] = {}
@@ -249,13 +201,17 @@ def summarise(
     latencies = [r.latency_s for r in results]
     prompt = sum(r.prompt_tokens for r in results)
     completion = sum(r.completion_tokens for r in results)
-    cost = (prompt * settings.price_prompt_per_million
-            + completion * settings.price_completion_per_million) / 1e6  # fmt: skip
+    cost = (prompt * spec.price_prompt_per_million
+            + completion * spec.price_completion_per_million) / 1e6  # fmt: skip
     rows = sorted(results, key=lambda r: (_ORDER[r.verdict], r.item.line or 0, r.sample))
     return EvaluationResult(
         model=model, score=_score(count["pass"], count["fail"]), grader_scores=per_grader,
         passed=count["pass"], failed=count["fail"], unreadable=count["unreadable"], rows=rows,
         latency_p50_s=percentile(latencies, 0.5), latency_p95_s=percentile(latencies, 0.95),
         prompt_tokens=prompt, completion_tokens=completion, cost_usd=cost, calls=len(results),
-        wall_seconds=wall_seconds, grader_unreadable=unreadable,
+        wall_seconds=time.perf_counter() - started, grader_unreadable=unreadable,
     )  # fmt: skip
+
+
+class _Cancelled(Exception):
+    """A queued call skipped because another one failed."""

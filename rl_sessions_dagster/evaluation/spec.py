@@ -1,11 +1,9 @@
-"""``EvaluationSpec``: one checkpoint evaluation as configuration, the argument of
-``build_evaluation_asset`` and (the same model) the YAML ``evaluation:`` section, so the two
-cannot drift. :meth:`EvaluationSpec.load` reads and checks everything when the definitions load.
-"""
+"""``EvaluationSpec``: one checkpoint evaluation as configuration, for Python and (the same
+model) the YAML ``evaluation:`` section, so the two cannot drift; its fields are the runner's
+only defaults. :meth:`EvaluationSpec.load` checks everything when the definitions load."""
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,18 +12,16 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .dataset import Dataset, DatasetError, item_error, load_dataset
 from .graders import Grader, GraderSpec, resolve_grader
-from .runner import RunSettings
 
 __all__ = ["EvaluationSpec", "LoadedEvaluation"]
 
 
 @dataclass(frozen=True)
 class LoadedEvaluation:
-    """A spec made real: validated items, built graders, run settings."""
+    """A spec made real: validated items and built graders."""
 
     dataset: Dataset
     graders: tuple[Grader, ...]
-    settings: RunSettings
     spec: EvaluationSpec
 
 
@@ -100,10 +96,14 @@ class EvaluationSpec(BaseModel):
             raise ValueError("give exactly one of dataset (a JSONL file) or items (inline)")
         return self
 
-    def settings(self) -> RunSettings:
-        return RunSettings(
-            **{f.name: getattr(self, f.name) for f in dataclasses.fields(RunSettings)}
-        )
+    def check_cap(self, dataset: Dataset) -> None:
+        """Raise ValueError when the dataset needs more calls than ``max_calls``."""
+        needed = len(dataset) * self.samples
+        if self.max_calls is not None and needed > self.max_calls:
+            raise ValueError(
+                f"{len(dataset)} items x {self.samples} samples = {needed} calls, more than "
+                f"max_calls={self.max_calls}"
+            )
 
     def load(self, base_dir: str | Path | None = None) -> LoadedEvaluation:
         """Read the dataset, build the graders and check every item against every grader.
@@ -123,9 +123,8 @@ class EvaluationSpec(BaseModel):
                 if problem is not None:
                     inline = self.items is not None
                     raise item_error(problem, dataset.source, item.line or 0, inline)
-        settings = self.settings()
         try:
-            settings.check_cap(dataset)
+            self.check_cap(dataset)
         except ValueError as exc:
             raise DatasetError(str(exc), source=dataset.source) from None
-        return LoadedEvaluation(dataset, graders, settings, self)
+        return LoadedEvaluation(dataset, graders, self)

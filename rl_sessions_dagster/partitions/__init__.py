@@ -2,7 +2,7 @@
 partitions, a checkpoint's partition key and page metadata, and the job types."""
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeAlias
 
 import dagster as dg
@@ -56,7 +56,7 @@ def checkpoint_partition_key(session: TrainingSession, checkpoint: InferenceChec
 
 
 class CheckpointPartitionError(LookupError):
-    """A partition key whose checkpoint id cannot be found (no run tag, no recorded event)."""
+    """A partition key whose checkpoint id is neither in a run tag nor in a recorded event."""
 
 
 def checkpoint_id_for_partition(
@@ -66,9 +66,8 @@ def checkpoint_id_for_partition(
     checkpoint_asset_key: dg.AssetKey = CHECKPOINT_ASSET_KEY,
 ) -> str:
     """The full checkpoint id of a partition (default: the run's): a key without ``/`` is the
-    id itself; else the run's ``together/checkpoint_id`` tag when the run is for this partition;
-    else the ``checkpoint_id`` the sensor recorded on the checkpoint asset (UI re-runs,
-    backfills, ``AutomationCondition.eager()``)."""
+    id; else the run's ``together/checkpoint_id`` tag if the run is for this partition; else the
+    ``checkpoint_id`` recorded on the checkpoint asset (UI re-runs, backfills, eager automation)."""
     key = partition_key if partition_key is not None else context.partition_key
     if "/" not in key:
         return key
@@ -79,9 +78,9 @@ def checkpoint_id_for_partition(
         dg.AssetRecordsFilter(asset_key=checkpoint_asset_key, asset_partitions=[key]), limit=1
     ).records
     mat = records[0].asset_materialization if records else None
-    value = mat.metadata.get("checkpoint_id") if mat is not None else None
-    if value is not None and isinstance(value.value, str):
-        return value.value
+    value = metadata_value(mat.metadata, "checkpoint_id") if mat is not None else None
+    if isinstance(value, str):
+        return value
     raise CheckpointPartitionError(
         f"no checkpoint id recorded for partition {key!r}: it comes from the run's "
         f"together/checkpoint_id tag or the {checkpoint_asset_key.to_user_string()} "
@@ -128,6 +127,38 @@ def metadata_value(meta: Mapping[str, Any], name: str) -> Any:
     """The plain value of a metadata entry (None when absent)."""
     v = meta.get(name)
     return v.value if isinstance(v, dg.MetadataValue) else v
+
+
+def metadata_table(
+    columns: Mapping[str, str | tuple[str, str]], rows: Iterable[Sequence[Any] | Mapping[str, Any]]
+) -> dg.MetadataValue:
+    """A table the UI renders: ``columns`` maps each name to its type (or type, description); a
+    row is a tuple in their order or a mapping."""
+    schema = [dg.TableColumn(n, *((t,) if isinstance(t, str) else t)) for n, t in columns.items()]
+    records = [
+        dg.TableRecord(dict(r) if isinstance(r, Mapping) else dict(zip(columns, r, strict=True)))
+        for r in rows
+    ]
+    return dg.MetadataValue.table(records, schema=dg.TableSchema(schema))
+
+
+_BARS = "▁▂▃▄▅▆▇█"
+
+
+def score_line(points: Iterable[tuple[int, float]]) -> str:
+    """A session's scores by step as one line of text (``▂▅▇ 0.400 → 0.900, steps 20-60``):
+    Dagster plots a metadata key over every partition, so one session's scores never join up
+    there while other sessions train beside it."""
+    ordered = sorted(points)
+    if not ordered:
+        return ""
+    values = [v for _, v in ordered]
+    low, span = min(values), (max(values) - min(values)) or 1.0
+    bars = "".join(_BARS[round((v - low) / span * (len(_BARS) - 1))] for v in values)
+    steps = (
+        f"step {ordered[0][0]}" if len(ordered) == 1 else f"steps {ordered[0][0]}-{ordered[-1][0]}"
+    )
+    return f"{bars} {values[0]:.3f} → {values[-1]:.3f}, {steps}"
 
 
 def latest_metadata(

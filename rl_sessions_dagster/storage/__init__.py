@@ -5,9 +5,4 @@ pass its own store."""
 from .rows import SessionRow, SessionStore, SpendStore
 from .sql import SQLAlchemyTableStore
 
-__all__ = [
-    "SQLAlchemyTableStore",
-    "SessionRow",
-    "SessionStore",
-    "SpendStore",
-]
+__all__ = ["SQLAlchemyTableStore", "SessionRow", "SessionStore", "SpendStore"]

@@ -1,13 +1,10 @@
-"""The rows of the library's tables, how API objects map to them, and what a store must do.
-
-Flat tables analysts query with plain SQL; every store (SQLite, any SQLAlchemy database, a
-user's own) writes these same rows. Pure: no database, no Dagster.
-"""
+"""The rows of the library's flat tables (plain SQL for analysts), how API objects map to them,
+and what a store must do: every store writes these same rows. Pure: no database, no Dagster."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, astuple, dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol, runtime_checkable
 
@@ -20,11 +17,9 @@ SCHEMA_VERSION = 4
 
 def iso_utc(value: datetime | None) -> str | None:
     """ISO 8601 UTC text: sortable, and readable in any SQL client."""
-    if value is None:
-        return None
-    if value.tzinfo is not None:
+    if value is not None and value.tzinfo is not None:
         value = value.astimezone(UTC)
-    return value.isoformat()
+    return None if value is None else value.isoformat()
 
 
 @dataclass(frozen=True)
@@ -73,18 +68,12 @@ class CheckpointRow:
     synced_at: str
 
 
-def _error_code(session: TrainingSession) -> str | None:
-    """Short code (``TIMED_OUT``) when known, else the raw string the API sent."""
-    error = session.error
-    if error is None or error.code is None:
-        return None
-    return error.code_raw if error.code.name == "UNKNOWN" else error.code.short
-
-
 def session_row(session: TrainingSession, synced_at: datetime) -> SessionRow:
     """The ``rl_sessions`` row of a session as the API returned it."""
-    wandb = session.metadata.wandb
-    error = session.error
+    wandb, error = session.metadata.wandb, session.error
+    code = None
+    if error is not None and error.code is not None:  # short when known, else as sent
+        code = error.code_raw if error.code.name == "UNKNOWN" else error.code.short
     return SessionRow(
         id=session.id,
         display_name=session.display_name,
@@ -96,7 +85,7 @@ def session_row(session: TrainingSession, synced_at: datetime) -> SessionRow:
         created_at=iso_utc(session.created_at),
         updated_at=iso_utc(session.updated_at),
         step=session.step,
-        error_code=_error_code(session),
+        error_code=code,
         error_message=error.message if error is not None else None,
         wandb_url=wandb.url if wandb is not None else None,
         wandb_project=wandb.project if wandb is not None else None,
@@ -105,46 +94,14 @@ def session_row(session: TrainingSession, synced_at: datetime) -> SessionRow:
     )
 
 
-def _inference_row(
-    session: TrainingSession, ck: InferenceCheckpoint, synced_at: str
-) -> CheckpointRow:
-    reg = ck.registration
-    return CheckpointRow(
-        id=ck.id,
-        session_id=session.id,
-        type="INFERENCE",
-        step=ck.step,
-        created_at=iso_utc(ck.created_at),
-        base_model=session.base_model,
-        model_id=reg.model_id if reg else None,
-        model_revision_id=reg.model_revision_id if reg else None,
-        adapter_id=reg.adapter_id if reg else None,
-        adapter_revision_id=reg.adapter_revision_id if reg else None,
-        legacy_model_name=reg.legacy_model_name if reg else None,
-        registered=int(ck.is_registered),
-        synced_at=synced_at,
-    )
-
-
-def _training_row(
-    session: TrainingSession, ck: TrainingCheckpoint, synced_at: str
-) -> CheckpointRow:
-    reg = ck.registration
-    return CheckpointRow(
-        id=ck.id,
-        session_id=session.id,
-        type="TRAINING",
-        step=ck.step,
-        created_at=iso_utc(ck.created_at),
-        base_model=session.base_model,
-        model_id=reg.id if reg else None,
-        model_revision_id=reg.revision_id if reg else None,
-        adapter_id=None,
-        adapter_revision_id=None,
-        legacy_model_name=None,
-        registered=int(bool(reg and reg.id)),
-        synced_at=synced_at,
-    )
+#: ``rl_checkpoints`` columns an inference checkpoint's registration fills (same names).
+_REGISTRY = (
+    "model_id",
+    "model_revision_id",
+    "adapter_id",
+    "adapter_revision_id",
+    "legacy_model_name",
+)
 
 
 def checkpoint_rows(
@@ -152,9 +109,30 @@ def checkpoint_rows(
 ) -> list[CheckpointRow]:
     """The ``rl_checkpoints`` rows of the checkpoints a session embeds (no extra request)."""
     at = iso_utc(synced_at) or ""
-    rows = [_inference_row(session, ck, at) for ck in session.inference_checkpoints]
-    if include_training:
-        rows.extend(_training_row(session, ck, at) for ck in session.training_checkpoints)
+
+    def row(
+        ck: InferenceCheckpoint | TrainingCheckpoint, registered: bool, **registry: str | None
+    ) -> CheckpointRow:
+        return CheckpointRow(
+            id=ck.id,
+            session_id=session.id,
+            type="INFERENCE" if isinstance(ck, InferenceCheckpoint) else "TRAINING",
+            step=ck.step,
+            created_at=iso_utc(ck.created_at),
+            base_model=session.base_model,
+            **{**dict.fromkeys(_REGISTRY), **registry},
+            registered=int(registered),
+            synced_at=at,
+        )
+
+    rows = []
+    for ck in session.inference_checkpoints:
+        reg = ck.registration
+        rows.append(row(ck, ck.is_registered, **{c: getattr(reg, c) for c in _REGISTRY if reg}))
+    for tk in session.training_checkpoints if include_training else ():
+        art = tk.registration
+        ids = {"model_id": art.id, "model_revision_id": art.revision_id} if art else {}
+        rows.append(row(tk, bool(art and art.id), **ids))
     return rows
 
 
@@ -194,20 +172,15 @@ class UpsertResult:
         return self.inserted + self.updated + self.unchanged
 
     def __add__(self, other: UpsertResult) -> UpsertResult:
-        return UpsertResult(
-            self.inserted + other.inserted,
-            self.updated + other.updated,
-            self.unchanged + other.unchanged,
-        )
+        return UpsertResult(*(a + b for a, b in zip(astuple(self), astuple(other), strict=True)))
 
     def as_dict(self) -> dict[str, int]:
-        return {"inserted": self.inserted, "updated": self.updated, "unchanged": self.unchanged}
+        return asdict(self)
 
 
 @dataclass(frozen=True)
 class StoreCounts:
-    """Row counts of the whole store (not just the last sync). ``sessions_missing`` counts
-    the rows marked missing (they stay in ``sessions`` and ``sessions_by_status``)."""
+    """Row counts of the whole store; rows marked missing are in the other counts too."""
 
     sessions: int
     checkpoints: int
@@ -228,11 +201,9 @@ class SessionStore(Protocol):
 
     def close(self) -> None: ...
 
-    # Optional: ``mark_missing(seen_ids, at) -> int`` sets ``missing_since`` on the unmarked rows
-    # not in ``seen_ids`` (one transaction) and says how many; a complete sync calls it.
-    # ``mark_sessions_missing(ids, at) -> int`` marks these ids (the API answered 404).
-    # ``load_sync_state(key) -> str | None`` and ``save_sync_state(key, state, mode, at)`` keep
-    # the incremental sync's state with the rows; without them every run walks the whole list.
+    # Optional (as in SQLAlchemyTableStore): ``mark_missing(seen_ids, at)`` and
+    # ``mark_sessions_missing(ids, at)`` (-> rows marked), ``load_sync_state(key)`` and
+    # ``save_sync_state(key, state, mode, at)`` (without them every sync walks the whole list).
 
 
 @runtime_checkable
@@ -249,8 +220,6 @@ class SpendStore(Protocol):
         now_ms: int,
     ) -> None:
         """Replace the rows of these resources and sessions (one transaction)."""
-        ...
 
     def save_spans(self, spans: Iterable[ResourceSpan], *, now_ms: int) -> None:
         """Upsert only the span columns; billed and cost columns of existing rows are kept."""
-        ...

@@ -1,7 +1,6 @@
 """Every table the library writes, and :func:`upgrade`, run in one locked transaction by every
-store that opens a database (so the first sync and spend may open it at once). Versions: 1
-sessions, checkpoints; 2 ``missing_since``, spend (SQLite); 3 ``rl_schema_version``, all tables
-everywhere; 4 ``rl_sync_state``. Older tables are upgraded in place; a newer release's are refused."""
+store that opens a database (the first sync and spend may open it at once). Older tables are
+upgraded in place (missing tables and ``_ADDED_COLUMNS`` added); a newer release's are refused."""
 
 from datetime import UTC, datetime
 from typing import NamedTuple
@@ -14,9 +13,13 @@ from .rows import SCHEMA_VERSION
 from .urls import TableStoreError
 
 #: Columns added after a table's first release (all nullable): added to older tables on open.
-_ADDED_COLUMNS = {"sessions": ("missing_since",)}
+_ADDED_COLUMNS = [("sessions", "missing_since")]
 #: Key of the PostgreSQL advisory lock that serialises upgrades ("rl_tbls" in ASCII).
 _LOCK_KEY = 0x726C5F74626C73
+
+
+def _text(*names: str) -> list[sa.Column[str]]:
+    return [sa.Column(name, sa.Text) for name in names]
 
 
 class Tables(NamedTuple):
@@ -41,16 +44,11 @@ def define_tables(schema: str | None = None) -> Tables:
             "status", sa.String(64), nullable=False, index=True, doc="Short status, e.g. RUNNING."
         ),
         sa.Column("raw_status", sa.Text, nullable=False, doc="Status constant as sent by the API."),
-        sa.Column("base_model", sa.Text),
-        sa.Column("model_resources_id", sa.Text),
-        sa.Column("created_by", sa.Text),
+        *_text("base_model", "model_resources_id", "created_by"),
         sa.Column("created_at", sa.String(64), index=True, doc="ISO 8601 UTC."),
         sa.Column("updated_at", sa.String(64), doc="ISO 8601 UTC."),
         sa.Column("step", sa.BigInteger),
-        sa.Column("error_code", sa.Text),
-        sa.Column("error_message", sa.Text),
-        sa.Column("wandb_url", sa.Text),
-        sa.Column("wandb_project", sa.Text),
+        *_text("error_code", "error_message", "wandb_url", "wandb_project"),
         sa.Column("n_inference_checkpoints", sa.Integer, nullable=False),
         sa.Column(
             "synced_at", sa.String(64), nullable=False, doc="When a sync last wrote this row."
@@ -65,11 +63,7 @@ def define_tables(schema: str | None = None) -> Tables:
         sa.Column("type", sa.String(32), nullable=False),
         sa.Column("step", sa.BigInteger),
         sa.Column("created_at", sa.String(64)),
-        sa.Column("base_model", sa.Text),
-        sa.Column("model_id", sa.Text),
-        sa.Column("model_revision_id", sa.Text),
-        sa.Column("adapter_id", sa.Text),
-        sa.Column("adapter_revision_id", sa.Text),
+        *_text("base_model", "model_id", "model_revision_id", "adapter_id", "adapter_revision_id"),
         sa.Column("legacy_model_name", sa.Text),
         sa.Column("registered", sa.Integer, nullable=False),
         sa.Column("synced_at", sa.String(64), nullable=False),
@@ -122,8 +116,7 @@ def define_tables(schema: str | None = None) -> Tables:
 
 
 def upgrade(conn: Connection, tables: Tables) -> int:
-    """Create or upgrade every table in ``conn``'s transaction; returns the version found (0:
-    none). Idempotent: a database already at :data:`SCHEMA_VERSION` costs one read."""
+    """Create or upgrade every table in ``conn``'s transaction: the version found (0: none)."""
     schema = tables.meta.schema
     if conn.dialect.name == "postgresql":
         conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _LOCK_KEY})
@@ -144,15 +137,12 @@ def upgrade(conn: Connection, tables: Tables) -> int:
         return found
     tables.meta.create_all(conn, checkfirst=True)
     inspector = sa.inspect(conn)
-    preparer = conn.dialect.identifier_preparer
-    for attr, added in _ADDED_COLUMNS.items():
+    for attr, name in _ADDED_COLUMNS:
         table = getattr(tables, attr)
-        have = {c["name"] for c in inspector.get_columns(table.name, schema=table.schema)}
-        for name in added:
-            if name not in have:
-                ddl = table.c[name].type.compile(dialect=conn.dialect)
-                target = preparer.format_table(table)
-                conn.execute(sa.text(f"ALTER TABLE {target} ADD COLUMN {name} {ddl}"))
+        if name not in {c["name"] for c in inspector.get_columns(table.name, schema=table.schema)}:
+            ddl = table.c[name].type.compile(dialect=conn.dialect)
+            target = conn.dialect.identifier_preparer.format_table(table)
+            conn.execute(sa.text(f"ALTER TABLE {target} ADD COLUMN {name} {ddl}"))
     values = {
         "version": SCHEMA_VERSION,
         "library_version": __version__,

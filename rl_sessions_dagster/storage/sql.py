@@ -1,17 +1,21 @@
-"""The one table store: what it reads and writes in every table of the library (sessions and
-checkpoints for the sync, spend spans and rows for the spend asset and the GPU sensors)."""
+"""The one table store: every table of the library, one transaction per call. A write reads the
+stored rows of its ids, inserts new and updates changed ones: no dialect's upsert syntax, exact
+counts. SQLite runs in WAL mode with ``BEGIN IMMEDIATE`` (DDL too): a concurrent writer waits."""
 
+import importlib.util
 import operator
-from collections.abc import Collection, Iterable, Sequence
+import os
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, fields
 from datetime import datetime
-from typing import Any
+from pathlib import Path
+from typing import Any, Self
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import URL, Connection, make_url
 
 from ..core.spend import ResourceSpan
-from .engine import TableDatabase, id_chunks
 from .rows import (
     CheckpointRow,
     ResourceSpendRow,
@@ -21,6 +25,41 @@ from .rows import (
     UpsertResult,
     iso_utc,
 )
+from .schema import define_tables, upgrade
+from .urls import TableStoreConfigError, TableStoreError, check_target, is_database_url, redact_url
+
+#: Ids per ``IN (...)`` list: small enough for every dialect.
+_CHUNK = 900
+
+
+def _driver_url(url: URL) -> URL:
+    """Plain ``postgresql://`` means psycopg 3 from SQLAlchemy 2.1 on; dagster-postgres installs
+    psycopg2. Use the driver that is installed, so the URL a team already has works."""
+    if (
+        url.drivername == "postgresql"
+        and importlib.util.find_spec("psycopg") is None
+        and importlib.util.find_spec("psycopg2") is not None
+    ):
+        return url.set(drivername="postgresql+psycopg2")
+    return url
+
+
+def _insert_many(conn: Connection, table: sa.Table, rows: list[dict[str, Any]]) -> None:
+    # One executemany of a statement compiled once: SQLAlchemy's per-row parameter processing
+    # tripled a first sync's time, and these columns (text, numbers) need none on any driver.
+    stmt = sa.insert(table).values({c: sa.bindparam(c) for c in rows[0]})
+    compiled = stmt.compile(dialect=conn.dialect)
+    if compiled.positional:
+        names = compiled.positiontup or []
+        conn.exec_driver_sql(compiled.string, [tuple(r[n] for n in names) for r in rows])
+    else:
+        conn.exec_driver_sql(compiled.string, rows)
+
+
+def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
+    for i in range(0, len(items), _CHUNK):
+        yield items[i : i + _CHUNK]
+
 
 _SESSION_COLUMNS = tuple(f.name for f in fields(SessionRow))
 _CHECKPOINT_COLUMNS = tuple(f.name for f in fields(CheckpointRow))
@@ -35,60 +74,212 @@ _SPAN_COLUMNS = {
     "currency": "currency",
 }
 
+#: the :class:`ResourceSpendRow` columns beside the span.
+_SPEND_COLUMNS = ("billed_seconds", "idle_seconds", "cost", "idle_cost")
+
 
 def _span_values(span: ResourceSpan) -> dict[str, Any]:
     return {column: getattr(span, attr) for column, attr in _SPAN_COLUMNS.items()}
 
 
-class SQLAlchemyTableStore(TableDatabase):
+class SQLAlchemyTableStore:
     """Every table of the library on one database URL or SQLite file path, e.g.
-    ``SQLAlchemyTableStore("postgresql://rl:PASSWORD@db:5432/analytics", schema="together_rl")``.
-    """
+    ``SQLAlchemyTableStore("postgresql://rl:PASSWORD@db:5432/analytics", schema="together_rl")``,
+    created or upgraded on open. The URL's password never shows (``repr``, :attr:`display`,
+    errors). ``connect_timeout`` bounds a PostgreSQL connect, ``timeout`` SQLite's lock wait."""
 
-    def upsert_sessions(self, rows: Sequence[SessionRow]) -> UpsertResult:
-        with self._transaction("writing rl_sessions") as conn:
-            return self._upsert(conn, self._tables.sessions, _SESSION_COLUMNS, rows)
-
-    def upsert_checkpoints(self, rows: Sequence[CheckpointRow]) -> UpsertResult:
-        with self._transaction("writing rl_checkpoints") as conn:
-            return self._upsert(conn, self._tables.checkpoints, _CHECKPOINT_COLUMNS, rows)
-
-    def _upsert(
+    def __init__(
         self,
+        url: "str | Path | URL",
+        *,
+        schema: str | None = None,
+        setting: str = "the tables' database URL",
+        connect_timeout: float = 10.0,
+        timeout: float = 30.0,
+        engine_options: dict[str, Any] | None = None,
+    ) -> None:
+        self.setting = setting
+        self.url = parsed = self._parse(url)
+        self._password = parsed.password if isinstance(parsed.password, str) else None
+        backend = parsed.get_backend_name()
+        self.schema = schema if backend != "sqlite" else None
+        options: dict[str, Any] = {"pool_pre_ping": True, "hide_parameters": True}
+        if backend == "postgresql":
+            options["connect_args"] = {"connect_timeout": max(1, int(connect_timeout))}
+        elif backend == "sqlite":
+            options["connect_args"] = {"timeout": timeout}
+            if not parsed.database or parsed.database == ":memory:":
+                options["poolclass"] = sa.pool.StaticPool  # one connection: one database
+            else:
+                Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        options.update(engine_options or {})
+        with self._guard("opening it"):
+            #: for ad-hoc reads (do not write behind the store's back).
+            self.engine = sa.create_engine(parsed, **options)
+        if backend == "sqlite":
+            self._sqlite_transactions(self.engine, wal=bool(parsed.database))
+        self._tables = define_tables(self.schema)
+        with self._transaction("creating or upgrading its tables") as conn:
+            upgrade(conn, self._tables)
+
+    def _parse(self, url: "str | Path | URL") -> URL:
+        if isinstance(url, URL):
+            return _driver_url(url)
+        text = str(url)
+        check_target(text, self.setting)
+        if text == ":memory:":  # a private in-memory database
+            return URL.create("sqlite")
+        if not is_database_url(text):
+            return URL.create("sqlite", database=os.path.abspath(os.path.expanduser(text)))
+        try:
+            return _driver_url(make_url(text))
+        except Exception as exc:  # the message may quote the URL: say only what kind it is
+            raise TableStoreConfigError(
+                f"{self.setting} is not a SQLAlchemy database URL: {redact_url(text)} "
+                f"({type(exc).__name__})"
+            ) from None
+
+    @staticmethod
+    def _sqlite_transactions(engine: sa.Engine, *, wal: bool) -> None:
+        """pysqlite opens transactions lazily and not for DDL: take them over (SQLAlchemy's
+        documented recipe) so every call, DDL included, is one ``BEGIN IMMEDIATE``."""
+
+        @sa.event.listens_for(engine, "connect")
+        def _connect(dbapi_connection: Any, _record: Any) -> None:
+            dbapi_connection.isolation_level = None
+            if wal:
+                dbapi_connection.execute("PRAGMA journal_mode=WAL")
+                dbapi_connection.execute("PRAGMA synchronous=NORMAL")
+
+        @sa.event.listens_for(engine, "begin")
+        def _begin(conn: Connection) -> None:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.display!r})"
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @property
+    def display(self) -> str:
+        """Where the tables are, safe to show: the file path, or the URL with ``***``."""
+        if self.url.get_backend_name() == "sqlite":
+            return self.url.database or ":memory:"
+        shown = redact_url(self.url)
+        return f"{shown} (schema {self.schema})" if self.schema else shown
+
+    @property
+    def is_file(self) -> bool:
+        """True for a SQLite file: a process with another filesystem will not see it."""
+        return self.url.get_backend_name() == "sqlite" and bool(self.url.database)
+
+    def table(self, name: str) -> sa.Table:
+        """One of the tables by name (``rl_sessions``, ...), for ad-hoc reads."""
+        return self._tables.meta.tables[f"{self.schema}.{name}" if self.schema else name]
+
+    @contextmanager
+    def _guard(self, action: str) -> Iterator[None]:
+        """A database error becomes a :class:`TableStoreError` saying it happened while
+        ``action`` (``from None``: the driver's chain, which may quote the URL, is dropped)."""
+        try:
+            yield
+        except TableStoreError:
+            raise
+        except (sa.exc.SQLAlchemyError, ImportError) as exc:
+            orig = getattr(exc, "orig", None) or exc
+            detail = " ".join(str(orig).split())  # one line; no statement, no parameters
+            unreachable = isinstance(exc, sa.exc.OperationalError | sa.exc.InterfaceError)
+            what = "cannot reach" if unreachable else "error from"
+            message = (
+                f"{what} the tables' database {redact_url(self.url)} while {action} "
+                f"(nothing of this call was written; it is set by {self.setting}): "
+                f"{type(orig).__name__}: {detail}"
+            )
+            if self._password:
+                message = message.replace(self._password, "***")
+            raise TableStoreError(message) from None
+
+    @contextmanager
+    def _transaction(self, action: str) -> Iterator[Connection]:
+        """One transaction: nothing of it is written if it fails."""
+        with self._guard(action), self.engine.begin() as conn:
+            yield conn
+
+    @staticmethod
+    def _write(
         conn: Connection,
         table: sa.Table,
-        columns: Sequence[str],
-        rows: Sequence[SessionRow] | Sequence[CheckpointRow],
+        key: str,
+        by_id: dict[str, dict[str, Any]],
+        *,
+        ignore: Collection[str] = (),
+    ) -> tuple[int, int]:
+        """Insert new ids, update ids whose values (but the ``ignore``d) differ; (new, changed).
+        The rows of one call have the same columns; an update sets only those."""
+        if not by_id:
+            return 0, 0
+        some = next(iter(by_id.values()))
+        data = [c for c in some if c != key and c not in ignore]
+        stored: dict[str, tuple[Any, ...]] = {}
+        selected = [table.c[key], *(table.c[c] for c in data)]
+        for chunk in _chunks(list(by_id)):
+            for rec in conn.execute(sa.select(*selected).where(table.c[key].in_(chunk))):
+                stored[rec[0]] = tuple(rec[1:])
+        new: list[dict[str, Any]] = []
+        changed: list[dict[str, Any]] = []
+        for rid, values in by_id.items():
+            before = stored.get(rid)
+            if before is None:
+                new.append({key: rid, **values})
+            elif before != tuple(values[c] for c in data):
+                changed.append({"_key": rid, **{c: v for c, v in values.items() if c != key}})
+        if new:
+            _insert_many(conn, table, new)
+        if changed:
+            conn.execute(sa.update(table).where(table.c[key] == sa.bindparam("_key")), changed)
+        return len(new), len(changed)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def upsert_sessions(self, rows: Sequence[SessionRow]) -> UpsertResult:
+        return self._upsert(self._tables.sessions, _SESSION_COLUMNS, rows)
+
+    def upsert_checkpoints(self, rows: Sequence[CheckpointRow]) -> UpsertResult:
+        return self._upsert(self._tables.checkpoints, _CHECKPOINT_COLUMNS, rows)
+
+    def _upsert(
+        self, table: sa.Table, columns: Sequence[str], rows: Sequence[SessionRow | CheckpointRow]
     ) -> UpsertResult:
         # Last row wins for a repeated id, so the counts describe distinct rows.
         values = operator.attrgetter(*columns)  # not dataclasses.asdict: it deep-copies (8x)
         by_id = {row.id: dict(zip(columns, values(row), strict=True)) for row in rows}
-        new, changed = self._write(conn, table, "id", by_id, ignore=("synced_at",))
+        with self._transaction(f"writing {table.name}") as conn:
+            new, changed = self._write(conn, table, "id", by_id, ignore=("synced_at",))
         return UpsertResult(new, changed, len(by_id) - new - changed)
 
     def mark_missing(self, seen_ids: Collection[str], at: datetime) -> int:
         """Flag live rows whose id the last complete sync did not list."""
         with self._transaction("marking missing sessions") as conn:
-            seen = set(seen_ids)
-            table = self._tables.sessions
-            live = conn.execute(sa.select(table.c.id).where(table.c.missing_since.is_(None)))
-            gone = [rid for (rid,) in live if rid not in seen]
-            for chunk in id_chunks(gone):
-                conn.execute(
-                    sa.update(table).where(table.c.id.in_(chunk)).values(missing_since=iso_utc(at))
-                )
-            return len(gone)
+            t, seen = self._tables.sessions, set(seen_ids)
+            live = conn.scalars(sa.select(t.c.id).where(t.c.missing_since.is_(None)))
+            return self._mark(conn, [rid for rid in live if rid not in seen], at)
 
     def mark_sessions_missing(self, ids: Collection[str], at: datetime) -> int:
         """Flag these live rows (a session fetched by id answered 404)."""
         with self._transaction("marking missing sessions") as conn:
-            table, n = self._tables.sessions, 0
-            for chunk in id_chunks(sorted(set(ids))):
-                live = sa.and_(table.c.id.in_(chunk), table.c.missing_since.is_(None))
-                n += conn.execute(
-                    sa.update(table).where(live).values(missing_since=iso_utc(at))
-                ).rowcount
-            return n
+            return self._mark(conn, sorted(set(ids)), at)
+
+    def _mark(self, conn: Connection, ids: Sequence[str], at: datetime) -> int:
+        t, n = self._tables.sessions, 0
+        for chunk in _chunks(ids):
+            live = sa.and_(t.c.id.in_(chunk), t.c.missing_since.is_(None))
+            n += conn.execute(sa.update(t).where(live).values(missing_since=iso_utc(at))).rowcount
+        return n
 
     def load_sync_state(self, key: str) -> str | None:
         """The state the last completed sync run of ``key`` saved, if any."""
@@ -104,19 +295,14 @@ class SQLAlchemyTableStore(TableDatabase):
 
     def counts(self) -> StoreCounts:
         with self._transaction("counting rows") as conn:
-            s, c = self._tables.sessions, self._tables.checkpoints
-            sessions = conn.execute(sa.select(sa.func.count()).select_from(s)).scalar_one()
-            checkpoints = conn.execute(sa.select(sa.func.count()).select_from(c)).scalar_one()
-            by_status = {
-                status: n
-                for status, n in conn.execute(
-                    sa.select(s.c.status, sa.func.count()).group_by(s.c.status).order_by(s.c.status)
-                )
-            }
-            missing = conn.execute(
-                sa.select(sa.func.count()).select_from(s).where(s.c.missing_since.is_not(None))
-            ).scalar_one()
-            return StoreCounts(sessions, checkpoints, by_status, missing)
+            s, c, n = self._tables.sessions, self._tables.checkpoints, sa.func.count()
+            grouped = sa.select(s.c.status, n).group_by(s.c.status).order_by(s.c.status)
+            return StoreCounts(
+                conn.execute(sa.select(n).select_from(s)).scalar_one(),
+                conn.execute(sa.select(n).select_from(c)).scalar_one(),
+                {status: count for status, count in conn.execute(grouped)},
+                conn.execute(sa.select(n).where(s.c.missing_since.is_not(None))).scalar_one(),
+            )
 
     def load_spans(self) -> dict[str, ResourceSpan]:
         with self._transaction("reading rl_resource_spend") as conn:
@@ -147,10 +333,7 @@ class SQLAlchemyTableStore(TableDatabase):
             by_resource = {
                 r.span.resource_id: {
                     **_span_values(r.span),
-                    "billed_seconds": r.billed_seconds,
-                    "idle_seconds": r.idle_seconds,
-                    "cost": r.cost,
-                    "idle_cost": r.idle_cost,
+                    **{c: getattr(r, c) for c in _SPEND_COLUMNS},
                     "computed_at_ms": now_ms,
                 }
                 for r in resources
@@ -166,7 +349,7 @@ class SQLAlchemyTableStore(TableDatabase):
             values = {s.resource_id: _span_values(s) for s in spans}
             table = self._tables.resource_spend
             stored: set[str] = set()
-            for chunk in id_chunks(list(values)):
+            for chunk in _chunks(list(values)):
                 stored.update(conn.scalars(sa.select(table.c.id).where(table.c.id.in_(chunk))))
             old = {k: v for k, v in values.items() if k in stored}
             fresh = {

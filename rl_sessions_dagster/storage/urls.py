@@ -1,7 +1,5 @@
-"""Which database the tables go to: a URL (anything with ``://``, which must name a backend the
-store can use, never taken for a path) or a plain file path. The URL usually holds a password,
-so everything shown goes through :func:`redact_url`.
-"""
+"""Which database the tables go to: a URL (anything with ``://``, never taken for a path) or a
+plain file path. The URL usually holds a password: everything shown goes through :func:`redact_url`."""
 
 import re
 
@@ -22,7 +20,6 @@ class TableStoreConfigError(TableStoreError):
 
 
 def is_database_url(target: str) -> bool:
-    """True for anything with ``scheme://`` (a URL), False for a file path."""
     return _SCHEME.match(target) is not None
 
 

@@ -293,9 +293,9 @@ def test_a_503_then_a_200_is_retried_once_with_one_event(
     assert client.stats.retries == 1
 
 
-def test_the_first_failure_is_replayed_to_the_retry_loop_not_resent() -> None:
-    """The first attempt runs before the retry machinery; a retryable failure there is that
-    machinery's attempt 1 (one call, one event, the same error object), not an extra send."""
+def test_a_first_retryable_failure_is_attempt_one_not_an_extra_send() -> None:
+    """A retryable failure of the first attempt counts as attempt 1 (one call, one event, the
+    same error object), never as a send outside the retry budget."""
     sent: list[float | None] = []
     events: list[RetryEvent] = []
     first = status_error(ServerError, 503)

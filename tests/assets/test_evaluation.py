@@ -74,6 +74,10 @@ def test_metadata_table_and_check_against_the_previous_checkpoint(sim, resource)
     score1, score2 = meta["score"].value, meta2["score"].value
     assert score2 > score1  # the simulator's answers improve with the step
     assert meta["score sweep-a"].value == score1  # one plot per session
+    # the session's scores by step, as one line: the second joins the first
+    assert meta["score by step"].value.endswith(f"{score1:.3f} → {score1:.3f}, step 5")
+    line = meta2["score by step"].value
+    assert line == f"▁█ {score1:.3f} → {score2:.3f}, steps 5-600"
     assert {"score [numeric]", "score [contains]"} <= set(meta)
     assert meta["passed"].value + meta["failed"].value == 30 and meta["answers"].value == 30
     assert meta["checkpoint_id"].value == cid1 and meta["step"].value == 5
@@ -125,8 +129,11 @@ def test_previous_checkpoint_of_another_session_or_dataset_is_not_a_baseline(sim
         cid_b, key_b = new_checkpoint(sim, instance, resource, b, 20)
         evaluate(asset, instance, resource, cid_b, key_b)  # other session, same label
         cid2, key2 = new_checkpoint(sim, instance, resource, a, 30)
-        check = check_of(evaluate(asset, instance, resource, cid2, key2))
+        result = evaluate(asset, instance, resource, cid2, key2)
+        check = check_of(result)
+        meta = result.asset_materializations_for_node(asset.op.name)[0].metadata
     assert "previous checkpoint score" not in check.metadata
+    assert meta["score by step"].value.endswith(", step 30")  # only its own session's scores
 
 
 def test_unreadable_answers_are_counted_shown_and_fail_the_check(sim, resource):

@@ -70,6 +70,8 @@ def test_report_of_a_stopped_session_with_scores_and_spend(sim, tmp_path):
     text = meta["report"]
     assert "**STOPPED**" in text and "$1.2500" in text and "not evaluated" in text
     assert f"{score:.4f}" in text and WANDB["url"] in text and KEY not in text
+    assert meta["score by step"] == f"▁ {score:.3f} → {score:.3f}, step 40"
+    assert f"score by step: `{meta['score by step']}`" in text
 
 
 def test_report_of_an_errored_session_without_evaluation_or_spend(sim, tmp_path):

@@ -1,4 +1,5 @@
-"""What the Component tests share: Definitions from a YAML string, and `dg` in a subprocess."""
+"""What the Component tests share: Definitions from a YAML string, `dg` in a subprocess, and a
+project made by ``create-dagster`` to run it in."""
 
 import os
 import subprocess
@@ -31,3 +32,23 @@ def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     }
     env.pop("TOGETHER_API_KEY", None)
     return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=180)
+
+
+def scaffolded_project(root: Path, name: str) -> Path:
+    """A project made by ``create-dagster`` (offline: ``--no-uv-sync``) under ``root``."""
+    made = run([str(BIN / "create-dagster"), "project", "--no-uv-sync", name], root)
+    assert made.returncode == 0, made.stdout + made.stderr
+    return root / name
+
+
+def component_folder(project: Path) -> Path:
+    """``defs/rl`` of a scaffolded project, the folder its ``defs.yaml`` goes in."""
+    folder = project / "src" / project.name.replace("-", "_") / "defs" / "rl"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def dg_check(project: Path, text: str, what: str) -> subprocess.CompletedProcess[str]:
+    """``dg check <what>`` with ``text`` as the project's ``defs/rl/defs.yaml``."""
+    (component_folder(project) / "defs.yaml").write_text(text)
+    return run([str(BIN / "dg"), "check", what], project)

@@ -5,12 +5,12 @@ misspelled key at any depth, a wrong type, an unknown event kind, an out-of-boun
 that matches no asset, a kind routed twice)."""
 
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.components.support import BIN, run
+from tests.components.support import dg_check as check
+from tests.components.support import scaffolded_project
 
 pytestmark = pytest.mark.slow
 
@@ -86,17 +86,7 @@ CASES = [
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("bad_yaml")
-    made = run([str(BIN / "create-dagster"), "project", "--no-uv-sync", "rl-bad"], root)
-    assert made.returncode == 0, made.stdout + made.stderr
-    project = root / "rl-bad"
-    (project / "src" / "rl_bad" / "defs" / "rl").mkdir(parents=True)
-    return project
-
-
-def check(project: Path, text: str, what: str) -> subprocess.CompletedProcess[str]:
-    (project / "src" / "rl_bad" / "defs" / "rl" / "defs.yaml").write_text(text)
-    return run([str(BIN / "dg"), "check", what], project)
+    return scaffolded_project(tmp_path_factory.mktemp("bad_yaml"), "rl-bad")
 
 
 def test_the_base_yaml_passes_both_checks(project):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.components.support import BIN, run
+from tests.components.support import BIN, run, scaffolded_project
 
 pytestmark = pytest.mark.slow
 
@@ -39,10 +39,7 @@ ROUTES = """
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("dg")
-    made = run([str(BIN / "create-dagster"), "project", "--no-uv-sync", "rl-dg"], root)
-    assert made.returncode == 0, made.stdout + made.stderr
-    return root / "rl-dg"
+    return scaffolded_project(tmp_path_factory.mktemp("dg"), "rl-dg")
 
 
 def dg(project: Path, *args: str) -> subprocess.CompletedProcess[str]:

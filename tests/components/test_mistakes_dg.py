@@ -4,7 +4,6 @@ loading can tell at ``dg check defs``, naming the file or dotted field and what 
 ``dg check yaml`` reports every schema error of a file at once, so one file holds them all."""
 
 import re
-import subprocess
 from pathlib import Path
 
 import dagster as dg
@@ -13,7 +12,8 @@ import pytest
 from rl_sessions_dagster import CHECKPOINT_PARTITIONS
 from rl_sessions_dagster.partitions import CHECKPOINT_ASSET_KEY, EVALUATION_ASSET_KEY
 from rl_sessions_dagster.testing.sensor_ticks import SensorTicker
-from tests.components.support import BIN, defs_for, run
+from tests.components.support import component_folder, defs_for, scaffolded_project
+from tests.components.support import dg_check as check
 
 SECRET = "sk-do-not-echo-1234"
 
@@ -98,12 +98,16 @@ EVALUATION = """\
 """
 HEAD = "type: rl_sessions_dagster.TogetherRLComponent\n\nattributes:\n"
 
-# Only loading can tell: (id, YAML attributes, line or None, what the message must say)
+# Only loading can tell: (id, YAML attributes, line, what the message must say)
 DEFS_CASES = [
     ("on_change selection matching no asset",
      EVALUATION + "  champion:\n    on_change:\n      assets: 'key:\"deploy_champion\"'\n"
-     "      job_name: deploy\n", None,
-     ["job 'deploy'", "selection 'key:\"deploy_champion\"' matches no asset"]),
+     "      job_name: deploy\n", 10,
+     ["attributes.champion.on_change.assets", "job 'deploy'",
+      "selection 'key:\"deploy_champion\"' matches no asset"]),
+    ("templated cron resolving to a bad string",
+     "  sync:\n    cron_schedule: \"{{ env.RL_NO_SUCH_CRON or '*/15 * * *' }}\"\n", 5,
+     ["attributes.sync.cron_schedule", "'*/15 * * *' is not a cron string: minute (0-59)"]),
     ("duplicate sensor and job names",
      "  sessions:\n    routes:\n      - event_kinds: [session_stopped]\n"
      "        assets: 'key:\"together/rl_sessions_table\"'\n        job_name: refresh\n"
@@ -127,19 +131,10 @@ DEFS_CASES = [
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("mistakes")
-    made = run([str(BIN / "create-dagster"), "project", "--no-uv-sync", "rl-mistakes"], root)
-    assert made.returncode == 0, made.stdout + made.stderr
-    project = root / "rl-mistakes"
-    folder = project / "src" / "rl_mistakes" / "defs" / "rl"
-    folder.mkdir(parents=True)
-    (folder / "bad.jsonl").write_text('{"a": 1, "b": 2, "expected": 3}\n{"a": 2,\n')
+    project = scaffolded_project(tmp_path_factory.mktemp("mistakes"), "rl-mistakes")
+    bad = '{"a": 1, "b": 2, "expected": 3}\n{"a": 2,\n'
+    (component_folder(project) / "bad.jsonl").write_text(bad)
     return project
-
-
-def check(project: Path, text: str, what: str) -> subprocess.CompletedProcess[str]:
-    (project / "src" / "rl_mistakes" / "defs" / "rl" / "defs.yaml").write_text(text)
-    return run([str(BIN / "dg"), "check", what], project)
 
 
 @pytest.fixture(scope="module")
@@ -180,13 +175,17 @@ def test_the_yaml_check_shows_no_stack_trace_and_never_the_key(checked):
 )
 def test_a_mistake_only_loading_can_tell_fails_dg_check_defs(project, attributes, line, says):
     done = check(project, HEAD + attributes, "defs")
-    out = done.stdout + done.stderr
+    out = re.sub(r"\x1b\[[0-9;]*m", "", done.stdout + done.stderr)  # Dagster's log colours
     assert done.returncode != 0, out
     for fragment in says:
         assert fragment in out, out[-4000:]
-    assert "Traceback" not in out, out[-4000:]  # Dagster's own "Stack Trace:" frames aside
-    if line is not None:
-        assert re.search(rf"defs\.yaml:{line} - attributes\.", out), out[-4000:]
+    assert "Traceback" not in out, out[-4000:]
+    # Dagster prints every load error with a "Stack Trace:" block: the located line comes first
+    first = out.splitlines()[
+        out.splitlines().index("All component YAML validated successfully.") + 1
+    ]
+    assert re.search(rf"ERROR - \S*defs\.yaml:{line} - attributes\.", first), out[-4000:]
+    assert out.index(first) < out.index("Stack Trace"), out[-4000:]
 
 
 def test_a_metric_only_the_run_can_tell_is_named_by_the_champion_tick_in_one_line(monkeypatch):
@@ -211,3 +210,11 @@ def test_a_metric_only_the_run_can_tell_is_named_by_the_champion_tick_in_one_lin
     assert len(warnings) == 1, ticker.log_messages()
     assert "champion metric 'accuracy' is recorded by none of these 1 evaluation(s)" in warnings[0]
     assert "score" in warnings[0] and "\n" not in warnings[0]
+
+
+def test_a_templated_cron_is_checked_once_resolved_unless_its_section_is_off():
+    bad = "\"{{ env.RL_NO_SUCH_CRON or '0 25 * * *' }}\""
+    with pytest.raises(dg.DagsterInvalidDefinitionError, match="is not a cron string"):
+        defs_for(f"spend: {{cron_schedule: {bad}}}\n")
+    off = defs_for(f"spend: {{enabled: false, cron_schedule: {bad}}}\n")
+    assert all("spend" not in s.name for s in off.schedules or [])

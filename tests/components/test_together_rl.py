@@ -168,6 +168,17 @@ def test_example_projects_load_without_our_warnings(module):
     assert not [line for line in warning_lines if "example_repo" in line]
 
 
+@pytest.mark.parametrize("module", ["example_repo.definitions", "example_repo.component_defs"])
+def test_example_projects_run_their_sync_schedule(module, monkeypatch):
+    """The example talks to the simulator: its sessions table fills without a switch in the UI."""
+    import importlib
+
+    monkeypatch.setenv("TOGETHER_API_KEY", "k")
+    defs = importlib.import_module(module).defs
+    sync = [s for s in defs.schedules or [] if "rl_sessions_table" in s.job_name]
+    assert sync and {s.default_status for s in sync} == {dg.DefaultScheduleStatus.RUNNING}
+
+
 def undescribed(schema: dict) -> list[str]:
     """``Section.field`` for every property of ``schema`` without a description."""
     objects = [("(top)", schema), *schema.get("$defs", {}).items()]

@@ -16,7 +16,7 @@ from rl_sessions_dagster.components.translation import (
     TogetherRLTranslator,
     translate,
 )
-from tests.components.support import BIN, defs_for, run
+from tests.components.support import defs_for, dg_check, scaffolded_project
 
 ALL = textwrap.dedent(
     """
@@ -132,17 +132,11 @@ attributes:
 
 @pytest.mark.slow
 def test_dg_checks_pass_with_translation_and_name_a_misspelled_key_at_its_line(tmp_path):
-    made = run([str(BIN / "create-dagster"), "project", "--no-uv-sync", "rl-tr"], tmp_path)
-    assert made.returncode == 0, made.stdout + made.stderr
-    project = tmp_path / "rl-tr"
-    defs_yaml = project / "src" / "rl_tr" / "defs" / "rl" / "defs.yaml"
-    defs_yaml.parent.mkdir(parents=True)
-    defs_yaml.write_text(TRANSLATION_YAML)
+    project = scaffolded_project(tmp_path, "rl-tr")
     for what in ("yaml", "defs"):
-        done = run([str(BIN / "dg"), "check", what], project)
+        done = dg_check(project, TRANSLATION_YAML, what)
         assert done.returncode == 0, done.stdout + done.stderr
-    defs_yaml.write_text(TRANSLATION_YAML.replace("owners:", "ownrs:"))
-    done = run([str(BIN / "dg"), "check", "yaml"], project)
+    done = dg_check(project, TRANSLATION_YAML.replace("owners:", "ownrs:"), "yaml")
     out = done.stdout + done.stderr
     assert done.returncode != 0, out
     assert "ownrs" in out, out[-4000:]

@@ -25,7 +25,7 @@ from rl_sessions_dagster.testing.daemon import (
     sensor_ticks,
     wait_for,
 )
-from tests.components.support import BIN, run
+from tests.components.support import BIN, run, scaffolded_project
 
 pytestmark = [pytest.mark.daemon, pytest.mark.slow]
 
@@ -70,9 +70,7 @@ DATASET = "".join(
 def make_project(root: Path) -> tuple[Path, str]:
     """``create-dagster project`` (works offline with --no-uv-sync), then the Component's
     defs.yaml scaffolded by ``dg`` and replaced by ours, and the dataset beside it."""
-    made = run([str(BIN / "create-dagster"), "project", "--no-uv-sync", "rl-yaml"], root)
-    assert made.returncode == 0, made.stdout + made.stderr
-    project = root / "rl-yaml"
+    project = scaffolded_project(root, "rl-yaml")
     dg_bin = str(BIN / "dg")
     done = run(
         [dg_bin, "scaffold", "defs", "rl_sessions_dagster.TogetherRLComponent", "rl"], project

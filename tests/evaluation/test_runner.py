@@ -9,7 +9,6 @@ from rl_sessions_dagster.evaluation.dataset import load_dataset
 from rl_sessions_dagster.evaluation.graders import resolve_grader
 from rl_sessions_dagster.evaluation.runner import (
     EvaluationFailed,
-    RunSettings,
     percentile,
     run_evaluation,
 )
@@ -25,13 +24,18 @@ def dataset():
     return load_dataset(items=ITEMS, prompt_template=TEMPLATE)
 
 
+def spec(**knobs):
+    """How to run: the spec's knobs, its defaults for the rest."""
+    return EvaluationSpec(items=ITEMS, prompt_template=TEMPLATE, **knobs)
+
+
 def test_scores_match_the_simulator_and_rise_with_the_step(sim, client):
     ds = dataset()
     scores = []
     for step in (0, 400):
         _, model = checkpoint_model(sim, client, step)
         result = run_evaluation(client, model, ds, [resolve_grader("numeric")],
-                                RunSettings(concurrency=8))  # fmt: skip
+                                spec(concurrency=8))  # fmt: skip
         truth = sum(
             oracle(sim.world.seed, model, step, i.prompt) == f"The answer is {i.expected}."
             for i in ds.items
@@ -49,8 +53,8 @@ def test_scores_match_the_simulator_and_rise_with_the_step(sim, client):
 
 def test_samples_cost_and_percentiles(sim, client):
     _, model = checkpoint_model(sim, client, 10)
-    settings = RunSettings(samples=3, concurrency=4, price_prompt_per_million=2.0,
-                           price_completion_per_million=6.0)  # fmt: skip
+    settings = spec(samples=3, concurrency=4, price_prompt_per_million=2.0,
+                    price_completion_per_million=6.0)  # fmt: skip
     result = run_evaluation(client, model, dataset(), [resolve_grader("numeric")], settings)
     assert result.calls == 120 and len(result.rows) == 120
     expected_cost = (result.prompt_tokens * 2.0 + result.completion_tokens * 6.0) / 1e6
@@ -61,7 +65,7 @@ def test_samples_cost_and_percentiles(sim, client):
 def test_unreadable_answers_are_counted_not_failed(sim, client):
     _, model = checkpoint_model(sim, client, 10)
     graders = [resolve_grader("numeric"), resolve_grader({"type": "json_field", "path": "x"})]
-    result = run_evaluation(client, model, dataset(), graders, RunSettings(concurrency=4))
+    result = run_evaluation(client, model, dataset(), graders, spec(concurrency=4))
     assert result.grader_unreadable == {"numeric": 0, "json_field": 40}
     assert result.grader_scores["json_field"] is None
     # overall: a numeric failure stays a failure; a numeric pass with unreadable JSON is unreadable
@@ -76,7 +80,7 @@ def test_five_percent_faults_every_item_still_answered(sim, client, sleeps):
     items = [dict(i, id=f"{n}") for n, i in enumerate(ITEMS * 5)]
     big = load_dataset(items=items, prompt_template=TEMPLATE)
     result = run_evaluation(client, model, big, [resolve_grader("numeric")],
-                            RunSettings(concurrency=16))  # fmt: skip
+                            spec(concurrency=16))  # fmt: skip
     assert result.calls == 200 and result.passed + result.failed == 200
     assert sum(r.fault is not None for r in sim.requests.records()) == len(sleeps) > 0
 
@@ -90,7 +94,7 @@ def test_progress_is_reported_while_calls_are_outstanding(sim, client, sleeps):
     reports = []
     small = load_dataset(items=ITEMS[:6], prompt_template=TEMPLATE)
     result = run_evaluation(client, model, small, [resolve_grader("numeric")],
-                            RunSettings(concurrency=1), on_progress=reports.append,
+                            spec(concurrency=1), on_progress=reports.append,
                             progress_seconds=0.01)  # fmt: skip
     assert result.calls == 6 and len(reports) >= 3
     assert [r.done for r in reports] == sorted(r.done for r in reports)
@@ -103,7 +107,7 @@ def test_endpoint_that_keeps_failing_fails_the_run_naming_the_model(sim, client)
     sim.faults.add("POST /v1/chat/completions", status=503)
     with pytest.raises(EvaluationFailed, match=f"model '{model}'.*after 4 attempt") as info:
         run_evaluation(client, model, dataset(), [resolve_grader("numeric")],
-                       RunSettings(concurrency=4))  # fmt: skip
+                       spec(concurrency=4))  # fmt: skip
     assert isinstance(info.value.cause, ServerError)
     assert KEY not in str(info.value) and KEY not in repr(info.value.cause.__dict__)
     # the rest were cancelled: far fewer attempts than 40 items x 4
@@ -113,7 +117,7 @@ def test_endpoint_that_keeps_failing_fails_the_run_naming_the_model(sim, client)
 def test_call_cap_refuses_before_any_call(sim, client):
     with pytest.raises(EvaluationFailed, match="max_calls=10"):
         run_evaluation(client, "m", dataset(), [resolve_grader("numeric")],
-                       RunSettings(max_calls=10))  # fmt: skip
+                       spec(max_calls=10))  # fmt: skip
     assert not sim.requests.records(template="/v1/chat/completions")
 
 
@@ -124,7 +128,7 @@ def test_spec_load_then_run(sim, client, tmp_path):
     loaded = EvaluationSpec(dataset="arith.jsonl", graders=["numeric", "contains"],
                             concurrency=3).load(tmp_path)  # fmt: skip
     _, model = checkpoint_model(sim, client, 50)
-    result = run_evaluation(client, model, loaded.dataset, loaded.graders, loaded.settings)
+    result = run_evaluation(client, model, loaded.dataset, loaded.graders, loaded.spec)
     assert set(result.grader_scores) == {"numeric", "contains"} and result.calls == 10
 
 
