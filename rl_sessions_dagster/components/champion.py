@@ -89,7 +89,9 @@ class ChampionSection(Section):
         default=None, description="Route champion_changed (e.g. to a deploy job)."
     )
     sensor_name: str = Field(
-        default="together_rl_champion", min_length=1, description="Name of the champion sensor."
+        default="together_rl_champion",
+        min_length=1,
+        description="Name of the champion sensor; with on_change, '<name>_on_change' runs the job.",
     )
     minimum_interval_seconds: int = interval_field()
     running: bool = running_field()

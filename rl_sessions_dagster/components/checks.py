@@ -122,6 +122,8 @@ def _names(component: Any) -> Iterator[tuple[str, str, str]]:
         yield "sensor", champion.sensor_name, "champion.sensor_name"
         if champion.on_change is not None:
             yield "job", champion.on_change.job_name, "champion.on_change.job_name"
+            on_change = f"{champion.sensor_name}_on_change"
+            yield "sensor", on_change, "champion.sensor_name (+ '_on_change')"
     guard = component.idle_guard
     if _on(guard):
         yield "job", guard.name, "idle_guard.name"

@@ -148,6 +148,56 @@ def _unrecorded(metric: str, records: Sequence[Any]) -> str:
     )
 
 
+def _on_change_requests(records: Sequence[Any], partitioned: bool) -> list[dg.RunRequest]:
+    """One run per sweep whose champion, after these champion materializations, is not the one
+    it had before them. The sweep's change count is in the run key: exactly once per change,
+    even when the title goes back to an earlier champion."""
+    by_sweep: dict[str, list[dict[str, Any]]] = {}
+    for record in records:
+        mat = record.asset_materialization
+        if mat is not None and mat.partition:
+            by_sweep.setdefault(mat.partition, []).append(dict(mat.metadata))
+    requests = []
+    for sweep, metas in sorted(by_sweep.items()):
+        first, last = metas[0], metas[-1]
+        changed_first = metadata_value(first, "changed")
+        before = metadata_value(
+            first, "previous_champion_id" if changed_first else "champion_checkpoint_id"
+        )
+        champ = metadata_value(last, "champion_checkpoint_id")
+        if not champ or champ == before:
+            continue
+        raw = metadata_value(last, "candidate_list") or []
+        entry = next(
+            (r for r in raw if isinstance(r, dict) and r.get("checkpoint_id") == champ), {}
+        )
+        changes = metadata_value(last, "changes")
+        score = metadata_value(last, "score")
+        tags = run_tags(
+            event=CHAMPION_CHANGED,
+            sweep=sweep,
+            checkpoint_id=champ,
+            score=repr(score) if isinstance(score, float) else None,
+            change=changes,
+            model_name=metadata_value(last, "model_name"),
+            session_id=entry.get("session_id"),
+            step=metadata_value(last, "step"),
+            previous_checkpoint_id=before,
+        )
+        pkey = metadata_value(last, "champion_partition") if partitioned else None
+        run_key = f"{CHAMPION_CHANGED}:{sweep}:{champ}:{changes}"
+        requests.append(dg.RunRequest(run_key=run_key, tags=tags, partition_key=pkey))
+    return requests
+
+
+def _after(cursor: str | None) -> int | None:
+    try:
+        after = json.loads(cursor)["after"] if cursor else None
+    except (ValueError, KeyError, TypeError):
+        return None
+    return after if isinstance(after, int) else None
+
+
 def build_champion_definitions(
     *,
     name: str = "together_rl_champion",
@@ -159,9 +209,11 @@ def build_champion_definitions(
     default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
     description: str | None = None,
 ) -> dg.Definitions:
-    """The champion asset (``options.key``, by ``SWEEP_PARTITIONS``) and the sensor keeping it
-    from ``options.evaluation_key``'s materializations. Each change of champion is a runless
-    materialization and runs ``job`` (or ``assets``) once; with neither, it only records."""
+    """The champion asset (``options.key``, by ``SWEEP_PARTITIONS``) and the sensor ``name``
+    keeping it from ``options.evaluation_key``'s materializations. With ``job`` (or ``assets``),
+    a second sensor ``<name>_on_change`` reads the champion's materializations and runs it once
+    per change: two sensors, because Dagster lets a sensor target a job or assets, not both, and
+    only a sensor targeting the champion shows on its page."""
     options = options or ChampionOptions()
     rule = rule or ChampionRule()
     if job is not None and assets is not None:
@@ -177,13 +229,9 @@ def build_champion_definitions(
 
     def evaluate(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
         instance = context.instance
-        try:
-            after = json.loads(context.cursor)["after"] if context.cursor else None
-        except (ValueError, KeyError, TypeError):
-            after = None
         records = instance.fetch_materializations(
             dg.AssetRecordsFilter(
-                asset_key=evaluation_key, after_storage_id=after if isinstance(after, int) else None
+                asset_key=evaluation_key, after_storage_id=_after(context.cursor)
             ),
             limit=_BATCH,
             ascending=True,
@@ -209,7 +257,7 @@ def build_champion_definitions(
             by_sweep.setdefault(sweeps_of[partition], []).append((partition, cand))
         previous = latest_metadata(instance, key, sorted(by_sweep))
         events: list[dg.AssetMaterialization] = []
-        requests, new_sweeps = [], []
+        new_sweeps, changed = [], 0
         for sweep in sorted(by_sweep):
             if sweep not in previous and not instance.has_dynamic_partition(
                 SWEEP_PARTITIONS.name or "", sweep
@@ -217,38 +265,16 @@ def build_champion_definitions(
                 new_sweeps.append(sweep)
             state = SweepState.read(sweep, previous.get(sweep))
             events += state.fold(by_sweep[sweep], rule, key)
-            if state.champion_id == state.announced_id or not state.champion_id:
-                continue
-            champ = next(c for c in state.candidates if c.checkpoint_id == state.champion_id)
-            context.log.info(
-                f"sweep {sweep}: champion {champ.checkpoint_id} ({rule.metric} "
-                f"{champ.value:g}), was {state.announced_id or '-'}"
-            )
-            if job is None:
-                continue
-            # For the champion a tick ended with, so a deploy never races a superseded one. The
-            # sweep's change count in the run key: exactly once per change, even when the title
-            # goes back to an earlier champion.
-            tags = run_tags(
-                event=CHAMPION_CHANGED,
-                sweep=sweep,
-                checkpoint_id=champ.checkpoint_id,
-                score=repr(champ.value),
-                change=state.changes,
-                model_name=champ.model_name,
-                session_id=champ.session_id,
-                step=champ.step,
-                previous_checkpoint_id=state.announced_id,
-            )
-            run_key = f"{CHAMPION_CHANGED}:{sweep}:{champ.checkpoint_id}:{state.changes}"
-            pkey = champ.partition if partitioned else None
-            requests.append(dg.RunRequest(run_key=run_key, tags=tags, partition_key=pkey))
+            if state.champion_id and state.champion_id != state.announced_id:
+                changed += 1
+                context.log.info(
+                    f"sweep {sweep}: champion {state.champion_id}, was {state.announced_id or '-'}"
+                )
         context.log.info(
             f"{len(records)} evaluation(s) folded into {len(by_sweep)} sweep(s); "
-            f"{len(requests)} champion_changed run(s)"
+            f"{changed} new champion(s)"
         )
         return dg.SensorResult(
-            run_requests=requests,
             asset_events=events,
             dynamic_partitions_requests=(
                 [SWEEP_PARTITIONS.build_add_request(new_sweeps)] if new_sweeps else None
@@ -256,23 +282,49 @@ def build_champion_definitions(
             cursor=json.dumps({"after": records[-1].storage_id}),
         )
 
-    sensor = dg.SensorDefinition(
-        evaluation_fn=evaluate,
-        name=name,
-        # Without a job of its own the sensor targets the champion, so the asset's page names
-        # it under Automations; it requests no run of it (its events are runless).
-        **(
-            {"jobs": [job]}
-            if job is not None
-            else {"asset_selection": dg.AssetSelection.assets(key)}
-        ),
-        minimum_interval_seconds=minimum_interval_seconds,
-        default_status=default_status,
-        description=description
-        or f"Folds each {evaluation_key.to_user_string()} materialization into its "
-        f"sweep's champion ({key.to_user_string()})"
-        + (f"; runs {job.name} when the champion changes." if job is not None else "."),
-    )
+    sensors = [
+        dg.SensorDefinition(
+            evaluation_fn=evaluate,
+            name=name,
+            # it requests no run of the champion (its events are runless): targeting it is
+            # what names the sensor under Automations on the asset's page
+            asset_selection=dg.AssetSelection.assets(key),
+            minimum_interval_seconds=minimum_interval_seconds,
+            default_status=default_status,
+            description=description
+            or f"Folds each {evaluation_key.to_user_string()} materialization into its "
+            f"sweep's champion ({key.to_user_string()}).",
+        )
+    ]
+    if job is not None:
+
+        def on_change(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
+            records = context.instance.fetch_materializations(
+                dg.AssetRecordsFilter(asset_key=key, after_storage_id=_after(context.cursor)),
+                limit=_BATCH,
+                ascending=True,
+            ).records
+            if not records:
+                return dg.SkipReason(f"no new {key.to_user_string()} materialization")
+            requests = _on_change_requests(records, partitioned)
+            context.log.info(
+                f"{len(records)} champion record(s); {len(requests)} champion_changed run(s)"
+            )
+            return dg.SensorResult(
+                run_requests=requests, cursor=json.dumps({"after": records[-1].storage_id})
+            )
+
+        sensors.append(
+            dg.SensorDefinition(
+                evaluation_fn=on_change,
+                name=f"{name}_on_change",
+                jobs=[job],
+                minimum_interval_seconds=minimum_interval_seconds,
+                default_status=default_status,
+                description=f"Runs {job.name} once per change of a sweep's champion "
+                f"({key.to_user_string()}), for the champion its sensor {name} last recorded.",
+            )
+        )
     spec = dg.AssetSpec(
         key,
         partitions_def=SWEEP_PARTITIONS,
@@ -283,4 +335,4 @@ def build_champion_definitions(
         "prefix): checkpoint, registered model name, score and margin over the runner-up. "
         f"Recorded by the sensor {name} as each evaluation lands.",
     )
-    return dg.Definitions(assets=[spec], sensors=[sensor])
+    return dg.Definitions(assets=[spec], sensors=sensors)

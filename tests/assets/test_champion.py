@@ -107,19 +107,26 @@ def test_best_checkpoint_per_sweep_changes_once_per_change_and_checks_scores(sim
             score = result.asset_materializations_for_node(evaluation.op.name)[0].metadata
             return cid, score["score"].value, check
 
-        ticker = SensorTicker(defs, "together_rl_champion", instance)
-        assert ticker.tick().skip_message  # nothing evaluated yet
+        champion_ticker = SensorTicker(defs, "together_rl_champion", instance)
+        ticker = SensorTicker(defs, "together_rl_champion_on_change", instance)
+
+        def tick():
+            data = apply(instance, champion_ticker.tick())
+            ticker.tick()  # the deploys: one per change of champion
+            return data
+
+        assert tick().skip_message  # nothing evaluated yet
         a5, score_a5, _ = land(a, 5)
-        apply(instance, ticker.tick())
+        tick()
         first = champion(instance, "lr-sweep")
         assert (first["champion_checkpoint_id"], first["score"]) == (a5, score_a5)
         assert first["candidates"] == 1 and "margin" not in first
         assert instance.get_dynamic_partitions(SWEEP_PARTITIONS.name) == ["lr-sweep"]
-        assert apply(instance, ticker.tick()).skip_message  # no new evaluation: no new run
+        assert tick().skip_message  # no new evaluation: no new run
 
         b600, score_b600, _ = land(b, 600)  # the simulator's answers improve with step
         assert score_b600 > score_a5
-        apply(instance, ticker.tick())
+        tick()
         second = champion(instance, "lr-sweep")
         assert second["champion_checkpoint_id"] == b600 and second["changed"]
         assert second["runner_up_checkpoint_id"] == a5
@@ -128,7 +135,7 @@ def test_best_checkpoint_per_sweep_changes_once_per_change_and_checks_scores(sim
 
         c10, _, _ = land(c, 10)
         _, score_a8, check = land(a, 8)  # worse than the champion of its sweep
-        apply(instance, ticker.tick())
+        tick()
         assert champion(instance, "other")["champion_checkpoint_id"] == c10
         assert champion(instance, "lr-sweep")["champion_checkpoint_id"] == b600
         assert champion(instance, "lr-sweep")["candidates"] == 3
@@ -140,7 +147,7 @@ def test_best_checkpoint_per_sweep_changes_once_per_change_and_checks_scores(sim
             f"champion_changed:lr-sweep:{b600}:2",
             f"champion_changed:other:{c10}:1",
         ]
-        request = ticker.history[3].run_requests[0]
+        (request,) = [r for t in ticker.history for r in t.run_requests if b600 in r.run_key]
         assert request.job_name == "deploy"
         assert request.tags["together/event"] == "champion_changed"
         assert request.tags["together/previous_checkpoint_id"] == a5
@@ -208,18 +215,24 @@ def test_ties_and_landing_order_give_the_same_answer_and_re_evaluations_count():
     assert finals == {("c", "b", 0.0, 4)}
 
     with dg.instance_for_test() as instance:
-        ticker = SensorTicker(recorded_defs(), "together_rl_champion", instance)
+        champion_ticker = SensorTicker(recorded_defs(), "together_rl_champion", instance)
+        ticker = SensorTicker(recorded_defs(), "together_rl_champion_on_change", instance)
+
+        def tick():
+            apply(instance, champion_ticker.tick())
+            ticker.tick()
+
         for item in RECORDED:
             record(instance, *item)
-        apply(instance, ticker.tick())  # one tick, four evaluations: each change is recorded
+        tick()  # one tick, four evaluations: each change is recorded
         assert history(instance, "g") == ["a", "b", "c"]
         record(instance, "c", 20, 0.6)  # re-evaluated lower: b takes over
-        apply(instance, ticker.tick())
+        tick()
         assert champion(instance, "g")["champion_checkpoint_id"] == "b"
         record(instance, "d", 40, 0.75)  # a change below the champion: no event
-        apply(instance, ticker.tick())
+        tick()
         record(instance, "c", 20, 0.9)  # and back: a new change, a new run
-        apply(instance, ticker.tick())
+        tick()
         assert champion(instance, "g")["champion_checkpoint_id"] == "c"
         assert history(instance, "g") == ["a", "b", "c", "b", "c"]
         # one run per tick whose champion changed, for the champion the tick ended with
@@ -245,3 +258,15 @@ def test_lower_is_better_and_min_candidates():
         apply(instance, ticker.tick())
         assert champion(instance, "g")["champion_checkpoint_id"] == "a"
         assert ticker.run_keys() == []  # no route: the champion is recorded, nothing runs
+    assert [s.name for s in defs.sensors] == ["together_rl_champion"]
+
+
+def test_the_champion_sensor_targets_the_champion_even_with_a_job_to_run():
+    """Dagster lists on an asset's page the sensors whose asset selection covers it; a sensor
+    takes a job or assets, not both, so the runs come from a second sensor."""
+    defs = recorded_defs()
+    graph = defs.resolve_asset_graph()
+    sensors = {s.name: s for s in defs.sensors}
+    assert set(sensors) == {"together_rl_champion", "together_rl_champion_on_change"}
+    assert sensors["together_rl_champion"].asset_selection.resolve(graph) == {CHAMPION_ASSET_KEY}
+    assert [j.name for j in sensors["together_rl_champion_on_change"].jobs] == ["deploy"]

@@ -57,7 +57,11 @@ def test_sections_build_the_report_route_and_the_champion(monkeypatch):
     assert spec.partitions_def == SWEEP_PARTITIONS
     sensor = defs.resolve_sensor_def("together_rl_champion")
     assert sensor.default_status == dg.DefaultSensorStatus.RUNNING
-    assert [j.name for j in sensor.jobs] == ["deploy"]
+    on_change = defs.resolve_sensor_def("together_rl_champion_on_change")
+    assert on_change.default_status == dg.DefaultSensorStatus.RUNNING
+    assert [j.name for j in on_change.jobs] == ["deploy"]
+    # the champion's own sensor targets it, so the asset's page lists it
+    assert sensor.asset_selection.resolve(defs.resolve_asset_graph()) == {CHAMPION_ASSET_KEY}
     only = component_defs("report: {}\nchampion: {enabled: false}\nsync: {enabled: false}")
     keys = {s.key for s in only.resolve_all_asset_specs()}
     assert REPORT_ASSET_KEY in keys and CHAMPION_ASSET_KEY not in keys
