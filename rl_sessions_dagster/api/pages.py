@@ -21,9 +21,8 @@ from .errors import scrub
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
 
-# Field types for the API's "not set" spellings (``null`` list, ``{}`` block, ``""`` timestamp),
-# converted in pydantic-core; no union at the top, whose branch names would enter the error
-# locations ``salvage`` follows; after validators, since a before one builds the value twice.
+# Types for the API's "not set" spellings (null list, {}, ""): no top union (its branch names
+# would enter the error locations ``salvage`` follows); after validators (a before one runs twice).
 
 
 def _empty_is_none(value: Any) -> Any:
@@ -335,13 +334,12 @@ def parse_page(
     for raw in items or ():
         try:
             good.append(item_model.model_validate(raw))
-            continue
         except pydantic.ValidationError as exc:
             instance, error = salvage(item_model, raw, exc)
-        if instance is not None:
-            good.append(instance)
-        else:
-            skipped.append(skipped_item(raw, error, secrets))
+            if instance is not None:
+                good.append(instance)
+            else:
+                skipped.append(skipped_item(raw, error, secrets))
     envelope = {k: v for k, v in doc.items() if k not in ("data", "meta", "skipped")}
     page = model.model_validate({**envelope, "meta": meta or PageMeta()})
     page.data, page.skipped = good, skipped
