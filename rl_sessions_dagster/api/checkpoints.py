@@ -1,6 +1,5 @@
-"""Checkpoints after training: save one and wait for it, and go from its registration to what
-deployment and evaluation need, with an error that says *why* one cannot be deployed (not a
-``None`` surfacing as an HTTP 404 three steps later)."""
+"""Checkpoints after training: save one and wait, and from its registration what deployment needs,
+with an error saying *why* one cannot be deployed (not a ``None`` turning into a 404 later)."""
 
 from __future__ import annotations
 
@@ -88,7 +87,6 @@ def deployment_target(
     elif isinstance(checkpoint, Checkpoint):
         checkpoint_id = checkpoint.id
         if checkpoint.type is CheckpointType.TRAINING:
-            # Always an error: a training checkpoint holds optimizer state for resuming.
             raise CheckpointNotRegisteredError(
                 f"checkpoint {checkpoint.id} is a TRAINING checkpoint (training state for "
                 "resume_from_checkpoint_id); only INFERENCE checkpoints can be deployed",
@@ -148,11 +146,9 @@ def download_urls(
     """Presigned URLs of an inference checkpoint's files (``variant=None``: :func:`choose_variant`);
     a training checkpoint, or ADAPTER of a full-weight one, raises
     :class:`CheckpointNotDownloadableError` before any download request."""
-    ck = (
-        checkpoint
-        if isinstance(checkpoint, Checkpoint)
-        else client.get_checkpoint(checkpoint, deadline=deadline)
-    )
+    ck = checkpoint
+    if not isinstance(ck, Checkpoint):
+        ck = client.get_checkpoint(ck, deadline=deadline)
     if ck.type is CheckpointType.TRAINING:
         raise CheckpointNotDownloadableError(
             f"checkpoint {ck.id} is a TRAINING checkpoint; only INFERENCE checkpoints have "
@@ -199,12 +195,9 @@ def _checkpoint_op(
         )  # fmt: skip
     data = (op.output or {}).get("checkpoint")
     if op.status is not OperationStatus.COMPLETED or not isinstance(data, dict):
-        err = op.error
-        why = (
-            f"{err.code_raw or 'no code'}: {err.message or ''}"
-            if err
-            else "no checkpoint in output"
-        )
+        why = "no checkpoint in output"
+        if (err := op.error) is not None:
+            why = f"{err.code_raw or 'no code'}: {err.message or ''}"
         raise CheckpointFailed(f"{kind} operation {op.id} of session {session_id}: {why}", op)
     return data
 
