@@ -234,13 +234,11 @@ class BaseClient:
             )
             return page  # type: ignore[return-value]
         if "invalid_fields" in model.model_fields:
-            try:
+            with contextlib.suppress(ValueError):  # not JSON
                 instance, _ = salvage(model, json.loads(response.content))
-            except ValueError:
-                instance = None
-            if instance is not None:
-                self.stats.repaired_items += 1
-                return instance
+                if instance is not None:
+                    self.stats.repaired_items += 1
+                    return instance
         problems = [
             f"{'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg']}"
             for e in error.errors(include_url=False, include_input=False)[:3]
@@ -311,9 +309,8 @@ class BaseClient:
         deadline: float | None,
         on_skipped: Callable[[SkippedItem], None] | None = None,
     ) -> Iterator[T]:
-        """Every item of a list endpoint: arguments checked now, pages fetched lazily, one held
-        at a time; unreadable items go to ``on_skipped`` first; a repeated cursor is a
-        :class:`DecodeError`."""
+        """Every item of a list endpoint: arguments checked now, pages fetched lazily, one held at
+        a time, its skipped items to ``on_skipped`` first; a repeated cursor is a DecodeError."""
         check_page_size(page_size)
 
         def items() -> Iterator[T]:

@@ -56,6 +56,7 @@ class ChatCompletion(APIModel):
 
 
 MessageLike = ChatMessage | dict[str, Any]
+_CHAT = "/v1/chat/completions"
 
 
 class InferenceAPI(BaseClient):
@@ -95,12 +96,7 @@ class InferenceAPI(BaseClient):
         )  # fmt: skip
         started = time.perf_counter()
         result = self._request(
-            "POST",
-            "/v1/chat/completions",
-            ChatCompletion,
-            json=body,
-            idempotent=True,
-            deadline=deadline,
+            "POST", _CHAT, ChatCompletion, json=body, idempotent=True, deadline=deadline
         )
         result.latency_s = time.perf_counter() - started
         return result

@@ -163,10 +163,11 @@ JSON = dict[str, Any]
 _SESSIONS = "/v1/rl/training-sessions"
 
 
-def _check_kind(kind: str) -> str:
+def _operations(session_id: str, kind: str) -> str:
+    path = f"{_SESSIONS}/{segment(session_id, 'session_id')}/operations/"
     if kind not in OPERATION_KINDS:
         raise ValueError(f"unknown operation kind {kind!r}; expected one of {OPERATION_KINDS}")
-    return kind
+    return path + kind
 
 
 class OperationsAPI(BaseClient):
@@ -183,7 +184,7 @@ class OperationsAPI(BaseClient):
     ) -> Operation:
         """Submit with an ``Idempotency-Key`` (a new uuid4 unless given) reused on every retry:
         the server returns the original operation instead of running it twice."""
-        path = f"{_SESSIONS}/{segment(session_id, 'session_id')}/operations/{_check_kind(kind)}"
+        path = _operations(session_id, kind)
         headers = {"Idempotency-Key": idempotency_key or str(uuid.uuid4())}
         op = self._request(
             "POST", path, Operation, json=body, headers=headers, idempotent=True,
@@ -301,10 +302,7 @@ class OperationsAPI(BaseClient):
         *,
         deadline: float | None = None,
     ) -> Operation:
-        path = (
-            f"{_SESSIONS}/{segment(session_id, 'session_id')}/operations/{_check_kind(kind)}/"
-            f"{segment(operation_id, 'operation_id')}"
-        )
+        path = f"{_operations(session_id, kind)}/{segment(operation_id, 'operation_id')}"
         op = self._request("GET", path, Operation, deadline=deadline)
         op.kind = op.kind or kind
         return op
