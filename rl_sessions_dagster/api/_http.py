@@ -107,8 +107,7 @@ def compact(**fields: Any) -> dict[str, Any]:
 
 @functools.cache
 def _ssl_context() -> ssl.SSLContext:
-    """One per process: building one loads the CA bundle (~25 ms), and a sensor makes a new
-    client every tick."""
+    """One per process: it loads the CA bundle (~25 ms), and a sensor builds a client each tick."""
     return httpx.create_ssl_context()
 
 
@@ -137,10 +136,9 @@ class BaseClient:
         self.retry = retry or RetryPolicy()
         self.stats = ClientStats()
         self._owns_http = http_client is None
-        if http_client is None:
-            http_client = httpx.Client(
-                timeout=self._timeout, follow_redirects=False, verify=_ssl_context()
-            )
+        http_client = http_client or httpx.Client(
+            timeout=self._timeout, follow_redirects=False, verify=_ssl_context()
+        )
         if on_response is not None:
             # e.g. reading the server's Date header; runs on every response, retries included
             http_client.event_hooks["response"].append(on_response)
@@ -177,8 +175,7 @@ class BaseClient:
         idempotent: bool | None = None,
         deadline: float | None = None,
     ) -> M:
-        """One logical call (with retries), its body parsed as ``model``. ``idempotent`` defaults
-        to True for GET only; ``deadline`` is absolute, on ``self.retry.clock``."""
+        """One call with retries, parsed as ``model``; ``idempotent`` defaults to GET only."""
         url = self.base_url + path
         self.stats.calls += 1
 
@@ -204,8 +201,7 @@ class BaseClient:
                 ) or transport_error(exc, method=method, url=request.url, secrets=self._secrets)
             else:
                 return self._decode(response, model)
-            # Raised outside the except block: the httpx error (and its request, which holds
-            # the Authorization header) must not ride along as __context__.
+            # Raised outside ``except``: the httpx error (its request has the key) is not chained.
             raise failure
 
         return self.retry.call(
@@ -224,8 +220,7 @@ class BaseClient:
             return model.model_validate_json(response.content)
         except pydantic.ValidationError as exc:
             error = exc
-        # The slow path, for a response that did not parse as a whole: a page item by item, an
-        # object with its unparseable optional fields as None (models with ``invalid_fields``).
+        # The slow path: a page item by item, an object with unreadable optional fields as None.
         page = parse_page(model, response.content, self._secrets)  # type: ignore[arg-type]
         if page is not None:
             self.stats.skipped_items += len(page.skipped)

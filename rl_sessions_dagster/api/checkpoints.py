@@ -44,9 +44,8 @@ class CheckpointNotDownloadableError(_CheckpointError):
 
 @dataclass(frozen=True)
 class DeploymentTarget:
-    """Everything needed to serve a checkpoint. ``inference_model`` is the ``model`` for chat
-    completions: the adapter id, else the model id, else the legacy name; ``kind`` says which
-    (``None`` only for an unregistered checkpoint read with ``required=False``)."""
+    """What serving a checkpoint needs. ``inference_model``, the chat ``model``, is the adapter id,
+    else the model id, else the legacy name, as ``kind`` says (None: unregistered, not required)."""
 
     checkpoint_id: str | None
     model_id: str | None = None
@@ -77,9 +76,8 @@ def deployment_target(
     *,
     required: bool = True,
 ) -> DeploymentTarget:
-    """The deployment target of an inference checkpoint or a registration. Nothing deployable
-    raises :class:`CheckpointNotRegisteredError` (``required=False``: ``kind=None``); a training
-    checkpoint always raises."""
+    """Nothing deployable raises :class:`CheckpointNotRegisteredError` (``required=False``:
+    ``kind=None``); a training checkpoint always does."""
     checkpoint_id: str | None = None
     reg: Registration | None
     if isinstance(checkpoint, Registration) or checkpoint is None:
@@ -144,8 +142,7 @@ def download_urls(
     deadline: float | None = None,
 ) -> list[CheckpointFile]:
     """Presigned URLs of an inference checkpoint's files (``variant=None``: :func:`choose_variant`);
-    a training checkpoint, or ADAPTER of a full-weight one, raises
-    :class:`CheckpointNotDownloadableError` before any download request."""
+    a training checkpoint, or a full-weight one's ADAPTER, raises before any download request."""
     ck = checkpoint
     if not isinstance(ck, Checkpoint):
         ck = client.get_checkpoint(ck, deadline=deadline)
@@ -211,8 +208,7 @@ def create_inference_checkpoint_and_wait(
     poll_interval: float = 2.0,
     idempotency_key: str | None = None,
 ) -> InferenceCheckpoint:
-    """Save deployable weights and return the checkpoint (large models take well over five
-    minutes, hence the SDK's two-hour default)."""
+    """Save deployable weights (large models take well over 5 minutes: the SDK's 2-hour default)."""
     data = _checkpoint_op(
         client, session_id, "inference-checkpoint", timeout=timeout, deadline=deadline,
         poll_interval=poll_interval, idempotency_key=idempotency_key,

@@ -211,8 +211,7 @@ class RLSessionsClient(OperationsAPI, InferenceAPI):
         *,
         deadline: float | None = None,
     ) -> CheckpointDownload:
-        """Presigned URLs of an inference checkpoint's files (ADAPTER needs a LoRA session); they
-        carry their own auth."""
+        """Presigned URLs (own auth) of an inference checkpoint's files; ADAPTER needs LoRA."""
         path = f"{_CHECKPOINTS}/{segment(checkpoint_id, 'checkpoint_id')}/download"
         params = {"variant": _constant(variant, CheckpointVariant, "variant")}
         return self._request("GET", path, CheckpointDownload, params=params, deadline=deadline)
@@ -310,8 +309,7 @@ class RLSessionsClient(OperationsAPI, InferenceAPI):
     def stop_model_resource(
         self, model_resources_id: str, *, force: bool = False, deadline: float | None = None
     ) -> ModelResource:
-        """Stop a resource (``force=True``: every attached session too, anyone's); an already
-        stopped one is a 400."""
+        """Stop a resource (``force``: and every attached session, anyone's); a stopped one: 400."""
         path = f"{_RESOURCES}/{segment(model_resources_id, 'model_resources_id')}/stop"
         params = {"force": "true"} if force else None
         return self._request(

@@ -75,8 +75,7 @@ class InferenceAPI(BaseClient):
         seed: int | None = None,
         deadline: float | None = None,
     ) -> ChatCompletion:
-        """Ask ``model`` (``DeploymentTarget.inference_model``) to answer ``messages``; an
-        unknown model is a :class:`NotFoundError`."""
+        """Ask ``model`` (a ``DeploymentTarget.inference_model``; unknown: NotFoundError)."""
         if not isinstance(model, str) or not model:
             raise ValueError(f"model must be a non-empty string, got {model!r}")
         wire = []

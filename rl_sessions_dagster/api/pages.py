@@ -267,10 +267,9 @@ def _navigable(obj: Any, loc: Iterable[Any]) -> tuple[Any, ...]:
 def salvage(
     model: type[M], raw: Any, error: pydantic.ValidationError | None = None
 ) -> tuple[M | None, pydantic.ValidationError | None]:
-    """Read ``raw`` as ``model`` after setting the values it rejects to None (a list element is
-    removed instead); a location rejected again once nulled (required) widens to its parent, up
-    to the item itself. Raw values go to ``invalid_fields`` (dotted path → value) if the model
-    has it. Returns ``(instance, None)`` or ``(None, last_error)``."""
+    """``(instance, None)`` reading ``raw`` with each rejected value set to None (a list element
+    removed; rejected again, i.e. required: its parent, up to the item), raw values in
+    ``invalid_fields`` (dotted path → value) if the model has it; else ``(None, last_error)``."""
     if not isinstance(raw, dict):
         return None, error
     obj = json.loads(json.dumps(raw))  # a private copy to edit

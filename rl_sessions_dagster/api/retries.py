@@ -82,8 +82,7 @@ def parse_retry_after(headers: httpx.Headers) -> float | None:
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """How hard one API call tries. Immutable; share one instance freely. A fake ``sleep`` and
-    ``clock`` make retry and deadline tests instant and deterministic."""
+    """How hard one call tries; immutable. A fake ``sleep`` and ``clock`` make tests instant."""
 
     max_attempts: int = 4
     backoff_initial: float = 0.5
