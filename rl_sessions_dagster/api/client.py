@@ -317,7 +317,5 @@ class RLSessionsClient(OperationsAPI, InferenceAPI):
         )
 
     def list_supported_models(self, *, deadline: float | None = None) -> list[SupportedModel]:
-        page = self._request(
-            "GET", "/v1/rl/supported-models", Page[SupportedModel], deadline=deadline
-        )
-        return page.data
+        path = "/v1/rl/supported-models"
+        return self._request("GET", path, Page[SupportedModel], deadline=deadline).data

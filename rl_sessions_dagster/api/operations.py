@@ -152,11 +152,8 @@ class Operation(TopLevelModel):
     def checkpoint(self) -> InferenceCheckpoint | TrainingCheckpoint | None:
         """For checkpoint operations, the checkpoint saved."""
         data = (self.output or {}).get("checkpoint")
-        if not isinstance(data, dict):
-            return None
-        if self.kind == "training-checkpoint":
-            return TrainingCheckpoint.model_validate(data)
-        return InferenceCheckpoint.model_validate(data)
+        model = TrainingCheckpoint if self.kind == "training-checkpoint" else InferenceCheckpoint
+        return model.model_validate(data) if isinstance(data, dict) else None
 
 
 JSON = dict[str, Any]

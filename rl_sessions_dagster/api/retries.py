@@ -179,10 +179,7 @@ class RetryPolicy:
                 f"{endpoint}: deadline reached after {state.attempt_number} attempt(s); "
                 f"last error: {error}",
                 last_error=error,
-                status_code=error.status_code,
-                method=error.method,
-                url=error.url,
-                request_id=error.request_id,
+                **{k: getattr(error, k) for k in ("status_code", "method", "url", "request_id")},
                 retry_after=error.retry_after,
             )
             exc.attempts = state.attempt_number
