@@ -62,12 +62,12 @@ def normalise_base_url(raw: str) -> str:
         url = httpx.URL(raw.strip())
     except httpx.InvalidURL:
         raise ConfigurationError("base URL is not a valid URL") from None
-    safe = f"{url.scheme}://{url.host}{url.path}" if url.host else repr(url.scheme)
     if url.scheme not in ("http", "https"):
         raise ConfigurationError(f"base URL must use https:// (got scheme {url.scheme!r})")
     if not url.host:
         raise ConfigurationError("base URL has no host")
     if url.userinfo or url.query or url.fragment:
+        safe = f"{url.scheme}://{url.host}{url.path}"
         raise ConfigurationError(f"base URL must not carry credentials, query or fragment: {safe}")
     loopback = url.host == "localhost"  # not "*.localhost": glibc would ask DNS for those
     with contextlib.suppress(ValueError):
@@ -112,8 +112,6 @@ def _ssl_context() -> ssl.SSLContext:
 
 
 class BaseClient:
-    """Configuration, one HTTP exchange with retries, and pagination."""
-
     def __init__(
         self,
         api_key: str | None = None,

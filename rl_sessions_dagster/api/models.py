@@ -203,7 +203,6 @@ class TrainingSession(TopLevelModel):
 
     @property
     def status(self) -> SessionStatus:
-        """The typed status; ``UNKNOWN`` for a value this library does not know."""
         return SessionStatus.parse(self.raw_status)
 
     @property

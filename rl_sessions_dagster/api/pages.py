@@ -218,8 +218,6 @@ class SkippedItem:
 
 
 class PageMeta(BaseModel):
-    """Paging metadata; unknown fields kept."""
-
     model_config = pydantic.ConfigDict(extra="allow", populate_by_name=True, defer_build=True)
 
     limit: int | None = None

@@ -197,7 +197,6 @@ class RetryPolicy:
 
 
 def should_retry(error: BaseException, *, idempotent: bool) -> bool:
-    """Whether a failed attempt may be repeated (see the module docstring)."""
     if isinstance(error, TransportError):
         return idempotent or not error.may_have_reached_server
     return idempotent and isinstance(error, TogetherRLError) and error.retryable
