@@ -26,15 +26,13 @@ from .models import (
     SupportedModel,
     TrainingSession,
 )
-from .operations import OPERATION_KINDS, OperationKind, OperationsAPI
+from .operations import _SESSIONS, JSON, OPERATION_KINDS, OperationKind, OperationsAPI
 from .pages import Page, SkippedItem
 
 StatusFilter = Iterable[SessionStatus | str] | SessionStatus | str | None
 ResourceStatusFilter = Iterable[ModelResourceStatus | str] | ModelResourceStatus | str | None
-JSON = dict[str, Any]
 __all__ = ["OPERATION_KINDS", "OperationKind", "RLSessionsClient"]
 
-_SESSIONS = "/v1/rl/training-sessions"
 _CHECKPOINTS = "/v1/rl/checkpoints"
 _RESOURCES = "/v1/rl/model-resources"
 
