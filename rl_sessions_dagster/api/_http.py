@@ -62,12 +62,12 @@ def normalise_base_url(raw: str) -> str:
         url = httpx.URL(raw.strip())
     except httpx.InvalidURL:
         raise ConfigurationError("base URL is not a valid URL") from None
-    safe = f"{url.scheme}://{url.host}{url.path}" if url.host else repr(url.scheme)
     if url.scheme not in ("http", "https"):
         raise ConfigurationError(f"base URL must use https:// (got scheme {url.scheme!r})")
     if not url.host:
         raise ConfigurationError("base URL has no host")
     if url.userinfo or url.query or url.fragment:
+        safe = f"{url.scheme}://{url.host}{url.path}"
         raise ConfigurationError(f"base URL must not carry credentials, query or fragment: {safe}")
     loopback = url.host == "localhost"  # not "*.localhost": glibc would ask DNS for those
     with contextlib.suppress(ValueError):
@@ -107,14 +107,11 @@ def compact(**fields: Any) -> dict[str, Any]:
 
 @functools.cache
 def _ssl_context() -> ssl.SSLContext:
-    """One per process: building one loads the CA bundle (~25 ms), and a sensor makes a new
-    client every tick."""
+    """One per process: it loads the CA bundle (~25 ms), and a sensor builds a client each tick."""
     return httpx.create_ssl_context()
 
 
 class BaseClient:
-    """Configuration, one HTTP exchange with retries, and pagination."""
-
     def __init__(
         self,
         api_key: str | None = None,
@@ -137,10 +134,9 @@ class BaseClient:
         self.retry = retry or RetryPolicy()
         self.stats = ClientStats()
         self._owns_http = http_client is None
-        if http_client is None:
-            http_client = httpx.Client(
-                timeout=self._timeout, follow_redirects=False, verify=_ssl_context()
-            )
+        http_client = http_client or httpx.Client(
+            timeout=self._timeout, follow_redirects=False, verify=_ssl_context()
+        )
         if on_response is not None:
             # e.g. reading the server's Date header; runs on every response, retries included
             http_client.event_hooks["response"].append(on_response)
@@ -177,8 +173,7 @@ class BaseClient:
         idempotent: bool | None = None,
         deadline: float | None = None,
     ) -> M:
-        """One logical call (with retries), its body parsed as ``model``. ``idempotent`` defaults
-        to True for GET only; ``deadline`` is absolute, on ``self.retry.clock``."""
+        """One call with retries, parsed as ``model``; ``idempotent`` defaults to GET only."""
         url = self.base_url + path
         self.stats.calls += 1
 
@@ -204,8 +199,7 @@ class BaseClient:
                 ) or transport_error(exc, method=method, url=request.url, secrets=self._secrets)
             else:
                 return self._decode(response, model)
-            # Raised outside the except block: the httpx error (and its request, which holds
-            # the Authorization header) must not ride along as __context__.
+            # Raised outside ``except``: the httpx error (its request has the key) is not chained.
             raise failure
 
         return self.retry.call(
@@ -224,8 +218,7 @@ class BaseClient:
             return model.model_validate_json(response.content)
         except pydantic.ValidationError as exc:
             error = exc
-        # The slow path, for a response that did not parse as a whole: a page item by item, an
-        # object with its unparseable optional fields as None (models with ``invalid_fields``).
+        # The slow path: a page item by item, an object with unreadable optional fields as None.
         page = parse_page(model, response.content, self._secrets)  # type: ignore[arg-type]
         if page is not None:
             self.stats.skipped_items += len(page.skipped)
@@ -234,13 +227,11 @@ class BaseClient:
             )
             return page  # type: ignore[return-value]
         if "invalid_fields" in model.model_fields:
-            try:
+            with contextlib.suppress(ValueError):  # not JSON
                 instance, _ = salvage(model, json.loads(response.content))
-            except ValueError:
-                instance = None
-            if instance is not None:
-                self.stats.repaired_items += 1
-                return instance
+                if instance is not None:
+                    self.stats.repaired_items += 1
+                    return instance
         problems = [
             f"{'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg']}"
             for e in error.errors(include_url=False, include_input=False)[:3]
@@ -311,9 +302,8 @@ class BaseClient:
         deadline: float | None,
         on_skipped: Callable[[SkippedItem], None] | None = None,
     ) -> Iterator[T]:
-        """Every item of a list endpoint: arguments checked now, pages fetched lazily, one held
-        at a time; unreadable items go to ``on_skipped`` first; a repeated cursor is a
-        :class:`DecodeError`."""
+        """Every item of a list endpoint: arguments checked now, pages fetched lazily, one held at
+        a time, its skipped items to ``on_skipped`` first; a repeated cursor is a DecodeError."""
         check_page_size(page_size)
 
         def items() -> Iterator[T]:

@@ -1,6 +1,5 @@
-"""Checkpoints after training: save one and wait for it, and go from its registration to what
-deployment and evaluation need, with an error that says *why* one cannot be deployed (not a
-``None`` surfacing as an HTTP 404 three steps later)."""
+"""Checkpoints after training: save one and wait, and from its registration what deployment needs,
+with an error saying *why* one cannot be deployed (not a ``None`` turning into a 404 later)."""
 
 from __future__ import annotations
 
@@ -45,9 +44,8 @@ class CheckpointNotDownloadableError(_CheckpointError):
 
 @dataclass(frozen=True)
 class DeploymentTarget:
-    """Everything needed to serve a checkpoint. ``inference_model`` is the ``model`` for chat
-    completions: the adapter id, else the model id, else the legacy name; ``kind`` says which
-    (``None`` only for an unregistered checkpoint read with ``required=False``)."""
+    """What serving a checkpoint needs. ``inference_model``, the chat ``model``, is the adapter id,
+    else the model id, else the legacy name, as ``kind`` says (None: unregistered, not required)."""
 
     checkpoint_id: str | None
     model_id: str | None = None
@@ -78,9 +76,8 @@ def deployment_target(
     *,
     required: bool = True,
 ) -> DeploymentTarget:
-    """The deployment target of an inference checkpoint or a registration. Nothing deployable
-    raises :class:`CheckpointNotRegisteredError` (``required=False``: ``kind=None``); a training
-    checkpoint always raises."""
+    """Nothing deployable raises :class:`CheckpointNotRegisteredError` (``required=False``:
+    ``kind=None``); a training checkpoint always does."""
     checkpoint_id: str | None = None
     reg: Registration | None
     if isinstance(checkpoint, Registration) or checkpoint is None:
@@ -88,7 +85,6 @@ def deployment_target(
     elif isinstance(checkpoint, Checkpoint):
         checkpoint_id = checkpoint.id
         if checkpoint.type is CheckpointType.TRAINING:
-            # Always an error: a training checkpoint holds optimizer state for resuming.
             raise CheckpointNotRegisteredError(
                 f"checkpoint {checkpoint.id} is a TRAINING checkpoint (training state for "
                 "resume_from_checkpoint_id); only INFERENCE checkpoints can be deployed",
@@ -146,13 +142,10 @@ def download_urls(
     deadline: float | None = None,
 ) -> list[CheckpointFile]:
     """Presigned URLs of an inference checkpoint's files (``variant=None``: :func:`choose_variant`);
-    a training checkpoint, or ADAPTER of a full-weight one, raises
-    :class:`CheckpointNotDownloadableError` before any download request."""
-    ck = (
-        checkpoint
-        if isinstance(checkpoint, Checkpoint)
-        else client.get_checkpoint(checkpoint, deadline=deadline)
-    )
+    a training checkpoint, or a full-weight one's ADAPTER, raises before any download request."""
+    ck = checkpoint
+    if not isinstance(ck, Checkpoint):
+        ck = client.get_checkpoint(ck, deadline=deadline)
     if ck.type is CheckpointType.TRAINING:
         raise CheckpointNotDownloadableError(
             f"checkpoint {ck.id} is a TRAINING checkpoint; only INFERENCE checkpoints have "
@@ -199,12 +192,9 @@ def _checkpoint_op(
         )  # fmt: skip
     data = (op.output or {}).get("checkpoint")
     if op.status is not OperationStatus.COMPLETED or not isinstance(data, dict):
-        err = op.error
-        why = (
-            f"{err.code_raw or 'no code'}: {err.message or ''}"
-            if err
-            else "no checkpoint in output"
-        )
+        why = "no checkpoint in output"
+        if (err := op.error) is not None:
+            why = f"{err.code_raw or 'no code'}: {err.message or ''}"
         raise CheckpointFailed(f"{kind} operation {op.id} of session {session_id}: {why}", op)
     return data
 
@@ -218,8 +208,7 @@ def create_inference_checkpoint_and_wait(
     poll_interval: float = 2.0,
     idempotency_key: str | None = None,
 ) -> InferenceCheckpoint:
-    """Save deployable weights and return the checkpoint (large models take well over five
-    minutes, hence the SDK's two-hour default)."""
+    """Save deployable weights (large models take well over 5 minutes: the SDK's 2-hour default)."""
     data = _checkpoint_op(
         client, session_id, "inference-checkpoint", timeout=timeout, deadline=deadline,
         poll_interval=poll_interval, idempotency_key=idempotency_key,

@@ -26,15 +26,13 @@ from .models import (
     SupportedModel,
     TrainingSession,
 )
-from .operations import OPERATION_KINDS, OperationKind, OperationsAPI
+from .operations import _SESSIONS, JSON, OPERATION_KINDS, OperationKind, OperationsAPI
 from .pages import Page, SkippedItem
 
 StatusFilter = Iterable[SessionStatus | str] | SessionStatus | str | None
 ResourceStatusFilter = Iterable[ModelResourceStatus | str] | ModelResourceStatus | str | None
-JSON = dict[str, Any]
 __all__ = ["OPERATION_KINDS", "OperationKind", "RLSessionsClient"]
 
-_SESSIONS = "/v1/rl/training-sessions"
 _CHECKPOINTS = "/v1/rl/checkpoints"
 _RESOURCES = "/v1/rl/model-resources"
 
@@ -211,8 +209,7 @@ class RLSessionsClient(OperationsAPI, InferenceAPI):
         *,
         deadline: float | None = None,
     ) -> CheckpointDownload:
-        """Presigned URLs of an inference checkpoint's files (ADAPTER needs a LoRA session); they
-        carry their own auth."""
+        """Presigned URLs (own auth) of an inference checkpoint's files; ADAPTER needs LoRA."""
         path = f"{_CHECKPOINTS}/{segment(checkpoint_id, 'checkpoint_id')}/download"
         params = {"variant": _constant(variant, CheckpointVariant, "variant")}
         return self._request("GET", path, CheckpointDownload, params=params, deadline=deadline)
@@ -310,8 +307,7 @@ class RLSessionsClient(OperationsAPI, InferenceAPI):
     def stop_model_resource(
         self, model_resources_id: str, *, force: bool = False, deadline: float | None = None
     ) -> ModelResource:
-        """Stop a resource (``force=True``: every attached session too, anyone's); an already
-        stopped one is a 400."""
+        """Stop a resource (``force``: and every attached session, anyone's); a stopped one: 400."""
         path = f"{_RESOURCES}/{segment(model_resources_id, 'model_resources_id')}/stop"
         params = {"force": "true"} if force else None
         return self._request(
@@ -319,7 +315,5 @@ class RLSessionsClient(OperationsAPI, InferenceAPI):
         )
 
     def list_supported_models(self, *, deadline: float | None = None) -> list[SupportedModel]:
-        page = self._request(
-            "GET", "/v1/rl/supported-models", Page[SupportedModel], deadline=deadline
-        )
-        return page.data
+        path = "/v1/rl/supported-models"
+        return self._request("GET", path, Page[SupportedModel], deadline=deadline).data

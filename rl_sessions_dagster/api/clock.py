@@ -22,7 +22,6 @@ class ServerClock:
         self.last_ms: int | None = None
 
     def __call__(self, response: httpx.Response) -> None:
-        date = response.headers.get("date")
-        if date:
-            with contextlib.suppress(TypeError, ValueError):
-                self.last_ms = int(email.utils.parsedate_to_datetime(date).timestamp() * 1000)
+        with contextlib.suppress(TypeError, ValueError):  # TypeError: no Date header
+            date = email.utils.parsedate_to_datetime(response.headers.get("date"))
+            self.last_ms = int(date.timestamp() * 1000)

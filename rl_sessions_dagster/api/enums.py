@@ -61,13 +61,9 @@ class SessionStatus(LenientEnum):
 
 
 #: Statuses a session never leaves (there is no restart endpoint).
-TERMINAL_SESSION_STATUSES = frozenset(
-    {SessionStatus.STOPPED, SessionStatus.ERROR, SessionStatus.EXPIRED}
-)
+TERMINAL_SESSION_STATUSES = frozenset(SessionStatus[n] for n in ("STOPPED", "ERROR", "EXPIRED"))
 #: Statuses accepted by the list filter that are still moving. STOPPING still holds a slot.
-ACTIVE_SESSION_STATUSES = frozenset(
-    {SessionStatus.CREATING, SessionStatus.RUNNING, SessionStatus.STOPPING}
-)
+ACTIVE_SESSION_STATUSES = frozenset(SessionStatus[n] for n in ("CREATING", "RUNNING", "STOPPING"))
 
 
 class SessionErrorCode(LenientEnum):

@@ -4,19 +4,20 @@ header, so transport errors are rebuilt, never chained, and every outside text i
 
 from __future__ import annotations
 
+import copyreg
 import json
 import re
 import socket
 import ssl
 from collections.abc import Iterable
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 import httpx
 
 _REDACTED = "***"
 _BEARER = re.compile(r"(?i)\b(bearer)\s+[^\s\"',;]+")
-#: Shorter "secrets" are not masked: a real key is longer, and masking a one-letter test key
-#: would garble every message.
+#: Shorter "secrets" are not masked: a real key is longer; a one-letter test key garbles text.
 MIN_SECRET_CHARS = 8
 #: Longest excerpt of a response body kept in an error message (proxy pages can be huge).
 BODY_EXCERPT_CHARS = 400
@@ -29,62 +30,42 @@ _GRPC_CODES = (
 
 
 def scrub(text: str, secrets: Iterable[str | None] = ()) -> str:
-    """Mask every secret where it stands as a whole token (not beside a letter or digit), and
-    any ``Bearer <token>``."""
+    """Mask each secret standing as a whole token (not beside a letter/digit), and any Bearer."""
     for secret in secrets:
         if secret and len(secret) >= MIN_SECRET_CHARS and secret in text:
             text = re.sub(rf"(?<![A-Za-z0-9]){re.escape(secret)}(?![A-Za-z0-9])", _REDACTED, text)
     return _BEARER.sub(r"\1 " + _REDACTED, text)
 
 
+@dataclass(eq=False, repr=False)
 class TogetherRLError(Exception):
     """Base of every error the client raises. ``retryable``: the *failure kind* is transient
     (whether it was retried also depends on idempotency); ``url`` is the path and query only."""
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        status_code: int | None = None,
-        error_type: str | None = None,
-        error_code: str | None = None,
-        api_message: str | None = None,
-        request_id: str | None = None,
-        method: str | None = None,
-        url: str | None = None,
-        retryable: bool = False,
-        retry_after: float | None = None,
-        body_excerpt: str | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.status_code = status_code
-        self.error_type = error_type
-        self.error_code = error_code
-        self.api_message = api_message
-        self.request_id = request_id
-        self.method = method
-        self.url = url
-        self.retryable = retryable
-        self.retry_after = retry_after  # seconds the server asked us to wait
-        self.body_excerpt = body_excerpt
-        #: HTTP attempts made for the call that raised this (set by the retry layer).
-        self.attempts = 1
+    message: str
+    _: KW_ONLY
+    status_code: int | None = None
+    error_type: str | None = None
+    error_code: str | None = None
+    api_message: str | None = None
+    request_id: str | None = None
+    method: str | None = None
+    url: str | None = None
+    retryable: bool = False
+    retry_after: float | None = None  # seconds the server asked us to wait
+    body_excerpt: str | None = None
+    #: HTTP attempts made for the call that raised this (set by the retry layer).
+    attempts: int = field(default=1, init=False)
+
+    def __post_init__(self) -> None:
+        super().__init__(self.message)
 
     def __str__(self) -> str:
         return self.message
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # Executors ship exceptions between processes; the default ``cls(*args)`` would fail on
-        # the keyword-only constructors.
-        return (_rebuild, (type(self), self.message, self.__dict__))
-
-
-def _rebuild(cls: type[TogetherRLError], message: str, state: dict[str, Any]) -> TogetherRLError:
-    err = cls.__new__(cls)
-    Exception.__init__(err, message)
-    err.__dict__.update(state)
-    return err
+        # Executors ship exceptions between processes; ``cls(*args)`` fails on keyword-only ones.
+        return (copyreg.__newobj__, (type(self), self.message), self.__dict__)  # type: ignore[attr-defined]
 
 
 class ConfigurationError(TogetherRLError):
@@ -158,8 +139,8 @@ class DecodeError(TogetherRLError):
 
 
 class DeadlineExceeded(TogetherRLError):
-    """The call's time budget ran out; ``last_error`` is the last attempt's failure, if any.
-    Retryable: only transient failures are retried into a deadline."""
+    """The call's time budget ran out (after ``last_error``, if any); retryable: only transient
+    failures are retried into a deadline."""
 
     def __init__(self, message: str, *, last_error: TogetherRLError | None = None, **kw: Any):
         super().__init__(message, retryable=True, **kw)
@@ -202,12 +183,10 @@ def parse_error_body(content: bytes) -> tuple[str | None, str | None, str | None
     if isinstance(inner, str):
         return None, _text(body.get("code")), inner
     code = body.get("code")
-    error_type = None
+    name = str(code).upper()
     if isinstance(code, int) and 0 <= code < len(_GRPC_CODES):
-        error_type = _GRPC_CODES[code]
-    elif isinstance(code, str) and code.upper() in _GRPC_CODES:
-        error_type = code.upper()
-    return error_type, _text(code), _text(body.get("message"))
+        name = _GRPC_CODES[code]
+    return name if name in _GRPC_CODES else None, _text(code), _text(body.get("message"))
 
 
 def _cap(text: str) -> str:
@@ -275,11 +254,7 @@ def transport_error(
 
 
 #: getaddrinfo answers meaning "this name has no address" (``EAI_AGAIN`` is transient).
-_NO_SUCH_HOST = frozenset(
-    code
-    for code in (getattr(socket, "EAI_NONAME", None), getattr(socket, "EAI_NODATA", None))
-    if code is not None
-)
+_NO_SUCH_HOST = frozenset({getattr(socket, n, None) for n in ("EAI_NONAME", "EAI_NODATA")} - {None})
 _NO_SUCH_HOST_TEXT = (
     "name or service not known",
     "nodename nor servname provided",
@@ -295,8 +270,7 @@ def configuration_failure(
     base_url: str,
     secrets: Iterable[str | None],
 ) -> ConfigurationError | None:
-    """An :class:`UnreachableHostError` or :class:`TLSCertificateError` when ``exc`` is one;
-    None for a transient failure. Raise it outside the ``except``."""
+    """An :class:`UnreachableHostError` or :class:`TLSCertificateError`, or None (transient)."""
     if not isinstance(exc, httpx.ConnectError):
         return None
     secrets = tuple(secrets)

@@ -56,6 +56,7 @@ class ChatCompletion(APIModel):
 
 
 MessageLike = ChatMessage | dict[str, Any]
+_CHAT = "/v1/chat/completions"
 
 
 class InferenceAPI(BaseClient):
@@ -74,8 +75,7 @@ class InferenceAPI(BaseClient):
         seed: int | None = None,
         deadline: float | None = None,
     ) -> ChatCompletion:
-        """Ask ``model`` (``DeploymentTarget.inference_model``) to answer ``messages``; an
-        unknown model is a :class:`NotFoundError`."""
+        """Ask ``model`` (a ``DeploymentTarget.inference_model``; unknown: NotFoundError)."""
         if not isinstance(model, str) or not model:
             raise ValueError(f"model must be a non-empty string, got {model!r}")
         wire = []
@@ -95,12 +95,7 @@ class InferenceAPI(BaseClient):
         )  # fmt: skip
         started = time.perf_counter()
         result = self._request(
-            "POST",
-            "/v1/chat/completions",
-            ChatCompletion,
-            json=body,
-            idempotent=True,
-            deadline=deadline,
+            "POST", _CHAT, ChatCompletion, json=body, idempotent=True, deadline=deadline
         )
         result.latency_s = time.perf_counter() - started
         return result

@@ -1,6 +1,5 @@
-"""Provision, wait, stop: lifecycle helpers over :class:`RLSessionsClient`. Every wait is
-bounded (``timeout`` and/or an absolute ``deadline``, the earlier wins); one that sees its
-object fail raises a typed error carrying the object and the API's own code and message."""
+"""Provision, wait, stop over :class:`RLSessionsClient`. Every wait is bounded (``timeout`` and/or
+``deadline``, the earlier wins); a failed object raises a typed error with it and its API error."""
 
 from __future__ import annotations
 
@@ -22,11 +21,7 @@ from .errors import (
 )
 from .models import ComputeConfig, ModelResource, TrainingSession
 
-_RESOURCE_GONE = (
-    ModelResourceStatus.STOPPED,
-    ModelResourceStatus.ERROR,
-    ModelResourceStatus.STOPPING,
-)
+_RESOURCE_GONE = {ModelResourceStatus[n] for n in ("STOPPED", "ERROR", "STOPPING")}
 _SESSION_ENDED = TERMINAL_SESSION_STATUSES | {SessionStatus.STOPPING}
 
 
@@ -179,15 +174,11 @@ def find_ready_resource(
 ) -> ModelResource | None:
     """The oldest READY resource matching ``spec`` (the caller's own by default), or None; a
     free session slot is not visible (creating the session tells, with a 429)."""
-    ready = [
-        r
-        for r in client.list_model_resources(
-            status=[ModelResourceStatus.READY], created_by=created_by, deadline=deadline
-        )
-        if r.status is ModelResourceStatus.READY and spec.matches(r)
-    ]
-    ready.sort(key=lambda r: (r.created_at is None, r.created_at, r.id))
-    return ready[0] if ready else None
+    listed = client.list_model_resources(
+        status=[ModelResourceStatus.READY], created_by=created_by, deadline=deadline
+    )
+    ready = (r for r in listed if r.status is ModelResourceStatus.READY and spec.matches(r))
+    return min(ready, key=lambda r: (r.created_at is None, r.created_at, r.id), default=None)
 
 
 def wait_for_resource_ready(

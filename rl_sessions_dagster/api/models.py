@@ -1,6 +1,5 @@
-"""Typed, drift-tolerant views of the RL API's objects, and the supported-model catalogue. Every
-model keeps unknown fields and treats every block but ``id`` as optional (the API has added
-required fields several times); statuses keep the raw string beside a lenient enum."""
+"""Typed, drift-tolerant views of the API's objects: unknown fields kept, every block but ``id``
+optional (required fields were added several times), raw status strings beside lenient enums."""
 
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -41,9 +40,8 @@ RegistrationShape = Literal["current", "object_ids", "legacy", "unknown"]
 
 
 class Registration(APIModel):
-    """A checkpoint's registry registration in any of its shapes (``{model_name, registered_at}``,
-    ``*_object_id`` fields, or ``{model: {id, revision_id}, adapter: {...}}``), read through the
-    properties."""
+    """A registry registration in any shape (``{model_name, registered_at}``, ``*_object_id``
+    fields, ``{model: {id, revision_id}, adapter: {...}}``); read it through the properties."""
 
     model: RegistryArtifact | None = None
     adapter: RegistryArtifact | None = None
@@ -205,7 +203,6 @@ class TrainingSession(TopLevelModel):
 
     @property
     def status(self) -> SessionStatus:
-        """The typed status; ``UNKNOWN`` for a value this library does not know."""
         return SessionStatus.parse(self.raw_status)
 
     @property

@@ -152,21 +152,19 @@ class Operation(TopLevelModel):
     def checkpoint(self) -> InferenceCheckpoint | TrainingCheckpoint | None:
         """For checkpoint operations, the checkpoint saved."""
         data = (self.output or {}).get("checkpoint")
-        if not isinstance(data, dict):
-            return None
-        if self.kind == "training-checkpoint":
-            return TrainingCheckpoint.model_validate(data)
-        return InferenceCheckpoint.model_validate(data)
+        model = TrainingCheckpoint if self.kind == "training-checkpoint" else InferenceCheckpoint
+        return model.model_validate(data) if isinstance(data, dict) else None
 
 
 JSON = dict[str, Any]
 _SESSIONS = "/v1/rl/training-sessions"
 
 
-def _check_kind(kind: str) -> str:
+def _operations(session_id: str, kind: str) -> str:
+    path = f"{_SESSIONS}/{segment(session_id, 'session_id')}/operations/"
     if kind not in OPERATION_KINDS:
         raise ValueError(f"unknown operation kind {kind!r}; expected one of {OPERATION_KINDS}")
-    return kind
+    return path + kind
 
 
 class OperationsAPI(BaseClient):
@@ -183,7 +181,7 @@ class OperationsAPI(BaseClient):
     ) -> Operation:
         """Submit with an ``Idempotency-Key`` (a new uuid4 unless given) reused on every retry:
         the server returns the original operation instead of running it twice."""
-        path = f"{_SESSIONS}/{segment(session_id, 'session_id')}/operations/{_check_kind(kind)}"
+        path = _operations(session_id, kind)
         headers = {"Idempotency-Key": idempotency_key or str(uuid.uuid4())}
         op = self._request(
             "POST", path, Operation, json=body, headers=headers, idempotent=True,
@@ -301,10 +299,7 @@ class OperationsAPI(BaseClient):
         *,
         deadline: float | None = None,
     ) -> Operation:
-        path = (
-            f"{_SESSIONS}/{segment(session_id, 'session_id')}/operations/{_check_kind(kind)}/"
-            f"{segment(operation_id, 'operation_id')}"
-        )
+        path = f"{_operations(session_id, kind)}/{segment(operation_id, 'operation_id')}"
         op = self._request("GET", path, Operation, deadline=deadline)
         op.kind = op.kind or kind
         return op

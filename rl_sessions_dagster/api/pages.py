@@ -21,9 +21,8 @@ from .errors import scrub
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
 
-# Field types for the API's "not set" spellings (``null`` list, ``{}`` block, ``""`` timestamp),
-# converted in pydantic-core; no union at the top, whose branch names would enter the error
-# locations ``salvage`` follows; after validators, since a before one builds the value twice.
+# Types for the API's "not set" spellings (null list, {}, ""): no top union (its branch names
+# would enter the error locations ``salvage`` follows); after validators (a before one runs twice).
 
 
 def _empty_is_none(value: Any) -> Any:
@@ -219,8 +218,6 @@ class SkippedItem:
 
 
 class PageMeta(BaseModel):
-    """Paging metadata; unknown fields kept."""
-
     model_config = pydantic.ConfigDict(extra="allow", populate_by_name=True, defer_build=True)
 
     limit: int | None = None
@@ -268,10 +265,9 @@ def _navigable(obj: Any, loc: Iterable[Any]) -> tuple[Any, ...]:
 def salvage(
     model: type[M], raw: Any, error: pydantic.ValidationError | None = None
 ) -> tuple[M | None, pydantic.ValidationError | None]:
-    """Read ``raw`` as ``model`` after setting the values it rejects to None (a list element is
-    removed instead); a location rejected again once nulled (required) widens to its parent, up
-    to the item itself. Raw values go to ``invalid_fields`` (dotted path → value) if the model
-    has it. Returns ``(instance, None)`` or ``(None, last_error)``."""
+    """``(instance, None)`` reading ``raw`` with each rejected value set to None (a list element
+    removed; rejected again, i.e. required: its parent, up to the item), raw values in
+    ``invalid_fields`` (dotted path → value) if the model has it; else ``(None, last_error)``."""
     if not isinstance(raw, dict):
         return None, error
     obj = json.loads(json.dumps(raw))  # a private copy to edit
@@ -335,13 +331,12 @@ def parse_page(
     for raw in items or ():
         try:
             good.append(item_model.model_validate(raw))
-            continue
         except pydantic.ValidationError as exc:
             instance, error = salvage(item_model, raw, exc)
-        if instance is not None:
-            good.append(instance)
-        else:
-            skipped.append(skipped_item(raw, error, secrets))
+            if instance is not None:
+                good.append(instance)
+            else:
+                skipped.append(skipped_item(raw, error, secrets))
     envelope = {k: v for k, v in doc.items() if k not in ("data", "meta", "skipped")}
     page = model.model_validate({**envelope, "meta": meta or PageMeta()})
     page.data, page.skipped = good, skipped

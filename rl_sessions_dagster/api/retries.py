@@ -4,6 +4,7 @@ billed session); ``Retry-After`` beats backoff; a call has one budget (``deadlin
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import logging
 import math
@@ -52,8 +53,7 @@ class RetryEvent:
         return self.delay_source == "retry-after"
 
     def describe(self) -> str:
-        """One key-free line for a log: no error message (it can quote a long server body), but
-        the request id, which support asks for."""
+        """One key-free log line: the request id (support asks for it), no message (long bodies)."""
         kind = type(self.error).__name__
         failure = kind if self.status_code is None else f"HTTP {self.status_code} ({kind})"
         of = f"/{self.max_attempts}" if self.max_attempts else ""
@@ -70,29 +70,19 @@ class RetryEvent:
 def parse_retry_after(headers: httpx.Headers) -> float | None:
     """Seconds the server asks us to wait, from ``retry-after-ms`` or ``Retry-After``
     (delta-seconds, floats tolerated like the SDK, or an HTTP date, which may be past: < 0)."""
-    for raw, divisor in (
-        (headers.get("retry-after-ms"), 1000.0),
-        (headers.get("retry-after"), 1.0),
-    ):
-        try:
-            value = float(raw) / divisor if raw is not None else math.nan
-        except ValueError:
-            continue
-        if math.isfinite(value):
-            return value
-    raw = headers.get("retry-after")
-    if raw:
-        try:
-            return email.utils.parsedate_to_datetime(raw).timestamp() - time.time()
-        except (TypeError, ValueError):
-            return None
+    for name, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        with contextlib.suppress(TypeError, ValueError):  # TypeError: the header is absent
+            if math.isfinite(value := float(headers.get(name)) / divisor):
+                return value
+    with contextlib.suppress(TypeError, ValueError):
+        when = email.utils.parsedate_to_datetime(headers.get("retry-after"))
+        return when.timestamp() - time.time()
     return None
 
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """How hard one API call tries. Immutable; share one instance freely. A fake ``sleep`` and
-    ``clock`` make retry and deadline tests instant and deterministic."""
+    """How hard one call tries; immutable. A fake ``sleep`` and ``clock`` make tests instant."""
 
     max_attempts: int = 4
     backoff_initial: float = 0.5
@@ -123,7 +113,6 @@ class RetryPolicy:
         return own if deadline is None else deadline if own is None else min(deadline, own)
 
     def _delay(self, state: tenacity.RetryCallState) -> tuple[float | None, DelaySource]:
-        """The server-requested delay (capped), or ``(None, "backoff")``."""
         after = _failure(state).retry_after
         if after is not None and after > 0:
             return min(after, self.retry_after_cap), "retry-after"
@@ -190,10 +179,7 @@ class RetryPolicy:
                 f"{endpoint}: deadline reached after {state.attempt_number} attempt(s); "
                 f"last error: {error}",
                 last_error=error,
-                status_code=error.status_code,
-                method=error.method,
-                url=error.url,
-                request_id=error.request_id,
+                **{k: getattr(error, k) for k in ("status_code", "method", "url", "request_id")},
                 retry_after=error.retry_after,
             )
             exc.attempts = state.attempt_number
@@ -211,7 +197,6 @@ class RetryPolicy:
 
 
 def should_retry(error: BaseException, *, idempotent: bool) -> bool:
-    """Whether a failed attempt may be repeated (see the module docstring)."""
     if isinstance(error, TransportError):
         return idempotent or not error.may_have_reached_server
     return idempotent and isinstance(error, TogetherRLError) and error.retryable
