@@ -1,7 +1,6 @@
 """``build_evaluation_asset``: each registered checkpoint's model answers the dataset; a run
-records the score (also as ``score <session label>`` and, as one line of text, the session's
-scores by step so far), an items table, latency, tokens and cost, and a check compares the score
-with baselines."""
+records the score (also as ``score <session label>`` and the session's ``score by step``), an
+items table, latency, tokens and cost; a check compares the score with baselines."""
 
 import json
 from collections.abc import Callable, Sequence
@@ -72,9 +71,8 @@ def _step_of(partition_key: str) -> int | None:
 def session_scores(
     context: dg.AssetExecutionContext, key: dg.AssetKey, current: EvaluatedCheckpoint
 ) -> list[tuple[str, int, float]]:
-    """(partition, step, score) of the session's earlier checkpoints evaluated on the same
-    dataset, latest step first. Candidates come from the partition keys, so one event-log query
-    serves any history length."""
+    """(partition, step, score) of the session's earlier checkpoints on the same dataset, latest
+    first; candidates come from the partition keys, so one event-log query serves any history."""
     if current.session_label is None or current.step is None:
         return []
     prefix = f"{current.session_label}/"
@@ -84,15 +82,15 @@ def session_scores(
         for k in context.instance.get_dynamic_partitions(name)
         if k.startswith(prefix) and (s := _step_of(k)) is not None and s < current.step
     ]
-    candidates = [k for _, k in sorted(earlier, reverse=True)[:_BASELINE_CANDIDATES]]
-    latest = latest_metadata(context.instance, key, candidates)
+    candidates = sorted(earlier, reverse=True)[:_BASELINE_CANDIDATES]
+    latest = latest_metadata(context.instance, key, [k for _, k in candidates])
     out = []
-    for partition in candidates:
+    for step, partition in candidates:
         meta = latest.get(partition) or {}
         score, digest = metadata_value(meta, "score"), metadata_value(meta, "dataset_digest")
         same = metadata_value(meta, "session_id") == current.session_id
         if same and digest == current.dataset_digest and isinstance(score, float):
-            out.append((partition, _step_of(partition) or 0, score))
+            out.append((partition, step, score))
     return out
 
 
@@ -219,10 +217,8 @@ def build_evaluation_asset(
     progress_seconds: float = 10.0,
 ) -> dg.AssetsDefinition:
     """A checkpoint-partitioned asset evaluating each registered checkpoint, with a score check.
-
-    ``spec`` is loaded now (``base_dir`` resolves a relative dataset path), so a bad dataset
-    fails the definitions' load. A chat call the resource's retries cannot save fails the run;
-    ``retry_policy`` reruns it."""
+    ``spec`` is loaded now (``base_dir`` resolves a relative dataset), so a bad dataset fails the
+    definitions' load; a chat call the resource's retries cannot save fails the run."""
     loaded = spec if isinstance(spec, LoadedEvaluation) else spec.load(base_dir)
     asset_key = dg.AssetKey.from_coercible(key)
     tolerance = loaded.spec.tolerance
@@ -318,9 +314,6 @@ def build_evaluation_asset(
             points = [(step, v) for _, step, v in session_scores(context, asset_key, current)]
             line = score_line([*points, (current.step, result.score)])
             metadata["score by step"] = dg.MetadataValue.text(line)
-        return dg.MaterializeResult(
-            metadata=metadata,
-            check_results=[_check(context, current)],
-        )
+        return dg.MaterializeResult(metadata=metadata, check_results=[_check(context, current)])
 
     return _evaluation

@@ -119,16 +119,13 @@ def _fold(text: str, spec: GraderSpec) -> str:
     return text if spec.case_sensitive else text.casefold()
 
 
-def _texts(expected: Any) -> list[str]:
-    return [str(e) for e in expected] if isinstance(expected, list) else [str(expected)]
-
-
 def _text(spec: GraderSpec) -> Callable[[str, EvalItem], Grade]:
     """``exact`` (the whole answer) or ``contains``, against any of the expected texts."""
 
     def grade(answer: str, item: EvalItem) -> Grade:
         got = _fold(answer, spec)
-        wanted = [_fold(t, spec) for t in _texts(item.expected)]
+        texts = item.expected if isinstance(item.expected, list) else [item.expected]
+        wanted = [_fold(str(t), spec) for t in texts]
         ok = any(w in got if spec.type == "contains" else w == got for w in wanted)
         return Grade("pass" if ok else "fail")
 

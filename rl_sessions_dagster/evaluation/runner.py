@@ -20,8 +20,7 @@ __all__ = ["EvaluationFailed", "EvaluationResult", "ItemResult", "Progress", "ru
 
 
 class EvaluationFailed(RuntimeError):
-    """Inference kept failing, or the run would pass its call cap. ``cause`` is the client's
-    typed, key-free error when there is one."""
+    """Inference kept failing, or the run would pass its call cap; ``cause``: the client's error."""
 
     def __init__(self, message: str, *, cause: TogetherRLError | None = None) -> None:
         super().__init__(message)
@@ -104,13 +103,6 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
-def _overall(grades: dict[str, Grade]) -> Verdict:
-    verdicts = {g.verdict for g in grades.values()}
-    if "fail" in verdicts:
-        return "fail"
-    return "unreadable" if "unreadable" in verdicts else "pass"
-
-
 def _score(passed: int, failed: int) -> float | None:
     return passed / (passed + failed) if passed + failed else None
 
@@ -127,14 +119,9 @@ def run_evaluation(
     progress_seconds: float = 10.0,
 ) -> EvaluationResult:
     """Ask every item ``spec.samples`` times and grade each answer with every grader.
-
     ``clock`` must be the client's retry clock (deadlines are absolute on it); ``on_progress``
-    hears how far the run is every ``progress_seconds``, so a long run is not silent.
-
-    Raises:
-        EvaluationFailed: a call failed after its retries (the remaining calls are cancelled),
-            or items x samples exceeds ``max_calls`` (before any call).
-    """
+    hears how far the run is every ``progress_seconds``. EvaluationFailed: a call failed after its
+    retries (the rest are cancelled), or items x samples exceeds ``max_calls`` (before any call)."""
     if not graders:
         raise ValueError("an evaluation needs at least one grader")
     try:
@@ -164,7 +151,8 @@ def run_evaluation(
             stop.set()  # the queued calls are dropped now, not when the main thread next runs
             raise
         grades = {g.name: g.grade(out.text, item) for g in graders}
-        return ItemResult(item, sample, out.text, _overall(grades), grades, out.latency_s,
+        verdict = min((g.verdict for g in grades.values()), key=_ORDER.__getitem__)
+        return ItemResult(item, sample, out.text, verdict, grades, out.latency_s,
                           out.prompt_tokens, out.completion_tokens)  # fmt: skip
 
     jobs = [(item, s) for item in dataset.items for s in range(spec.samples)]
@@ -176,8 +164,7 @@ def run_evaluation(
             if on_progress is not None:
                 on_progress(report(futures))
     finally:
-        # On a failure or an interrupt (a run terminated from the UI), queued calls are
-        # dropped; only the ones in flight finish, each bounded by timeout_seconds.
+        # On a failure or an interrupt (UI terminate) only calls in flight finish (timeout_seconds).
         stop.set()
         pool.shutdown(wait=True, cancel_futures=True)
     errors = (f.exception() for f in futures if not f.cancelled())

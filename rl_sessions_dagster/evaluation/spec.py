@@ -106,9 +106,8 @@ class EvaluationSpec(BaseModel):
             )
 
     def load(self, base_dir: str | Path | None = None) -> LoadedEvaluation:
-        """Read the dataset, build the graders and check every item against every grader.
-        Raises :class:`DatasetError` naming the line (bad file or item, an item a grader can
-        never grade, more calls than ``max_calls``) or ValueError (a grader cannot be built)."""
+        """Read the dataset, build the graders, check every item against every grader: a
+        :class:`DatasetError` names the line (or too many calls), a ValueError a bad grader."""
         dataset = load_dataset(
             self.dataset, self.items, prompt_template=self.prompt_template,
             system_prompt=self.system_prompt, base_dir=base_dir,
@@ -117,11 +116,10 @@ class EvaluationSpec(BaseModel):
         names = [g.name for g in graders]
         if len(set(names)) != len(names):
             raise ValueError(f"grader names must be unique (give name:), got {names}")
+        inline = self.items is not None
         for item in dataset.items:
             for grader in graders:
-                problem = grader.check(item)
-                if problem is not None:
-                    inline = self.items is not None
+                if (problem := grader.check(item)) is not None:
                     raise item_error(problem, dataset.source, item.line or 0, inline)
         try:
             self.check_cap(dataset)
