@@ -67,24 +67,12 @@ class EvaluationSpec(BaseModel):
         "checked when the definitions load). Retries of a call do not count. null: no cap.",
     )
     timeout_seconds: float = Field(
-        default=120.0,
-        gt=0,
-        le=3600,
-        description="Seconds per chat call, the resource's retries (Retry-After honoured) "
-        "and their waits included.",
+        default=120.0, gt=0, le=3600, description="Seconds per call, retries and waits included."
     )
-    price_prompt_per_million: float = Field(
-        default=0.0, ge=0, description="USD per million prompt tokens (estimated cost)."
-    )
-    price_completion_per_million: float = Field(
-        default=0.0, ge=0, description="USD per million completion tokens (estimated cost)."
-    )
+    price_prompt_per_million: float = Field(0.0, ge=0, description="USD per 1M prompt tokens.")
+    price_completion_per_million: float = Field(0.0, ge=0, description="USD per 1M output tokens.")
     tolerance: float = Field(
-        default=0.05,
-        ge=0,
-        le=1,
-        description="The score check fails when the score is more than this below the "
-        "previous checkpoint of the same session.",
+        default=0.05, ge=0, le=1, description="Largest score drop below a baseline that passes."
     )
     table_rows: int = Field(
         default=50, ge=0, le=1000, description="Items shown in the results table (failures first)."
