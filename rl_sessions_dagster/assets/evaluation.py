@@ -168,9 +168,7 @@ def evaluation_metadata(
         meta["score"] = dg.MetadataValue.float(result.score)
         if current.session_label:
             meta[f"score {current.session_label}"] = dg.MetadataValue.float(result.score)
-    for name, value in result.grader_scores.items():
-        if value is not None:
-            meta[f"score [{name}]"] = dg.MetadataValue.float(value)
+    meta.update({f"score [{n}]": v for n, v in result.grader_scores.items() if v is not None})
     meta.update(
         passed=dg.MetadataValue.int(result.passed),
         failed=dg.MetadataValue.int(result.failed),
@@ -192,9 +190,7 @@ def evaluation_metadata(
     )
     if current.step is not None:
         meta["step"] = dg.MetadataValue.int(current.step)
-    for name, count in result.grader_unreadable.items():
-        if count:
-            meta[f"unreadable [{name}]"] = dg.MetadataValue.int(count)
+    meta.update({f"unreadable [{n}]": c for n, c in result.grader_unreadable.items() if c})
     return meta
 
 

@@ -37,7 +37,7 @@ class SpendConfig(TableConfig):
     """Run config of the spend asset."""
 
     created_by: str | None = Field(
-        None, description='Only resources of "me" or a user id; every session on them counts.'
+        default=None, description='Only resources of "me" or a user id; all their sessions count.'
     )
     group_by: str = Field(
         default="auto",

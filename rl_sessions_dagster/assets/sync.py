@@ -63,8 +63,12 @@ class SyncConfig(TableConfig):
         description="Rows per upsert transaction, per table (a session's checkpoints always go "
         "in the same batch); 2000 rows is well under 1 MB.",
     )
-    include_training_checkpoints: bool = Field(True, description="Store training checkpoints too.")
-    newest_sessions: int = Field(10, ge=0, le=100, description="Rows of the newest_sessions table.")
+    include_training_checkpoints: bool = Field(
+        default=True, description="Also store training checkpoints (resume state) as rows."
+    )
+    newest_sessions: int = Field(
+        default=10, ge=0, le=100, description="Rows in the 'newest_sessions' metadata table."
+    )
     progress_seconds: float = Field(
         default=10.0, ge=0, description="Seconds between progress log lines; 0: one per session."
     )

@@ -159,8 +159,7 @@ def _numeric(spec: GraderSpec) -> Callable[[str, EvalItem], Grade]:
 
 def _json_value(answer: str) -> Any:
     """The answer as JSON: the whole text, else a fenced block, else the outermost braces."""
-    candidates = [answer.strip()]
-    candidates += [m.strip() for m in _FENCE.findall(answer)]
+    candidates = [answer.strip(), *(m.strip() for m in _FENCE.findall(answer))]
     start, end = answer.find("{"), answer.rfind("}")
     if 0 <= start < end:
         candidates.append(answer[start : end + 1])

@@ -83,8 +83,7 @@ class Progress:
         return self.done / self.elapsed_s if self.elapsed_s > 0 else 0.0
 
     def line(self) -> str:
-        left = (self.total - self.done) / self.rate if self.rate else None
-        eta = f", about {left:.0f} s left" if left is not None else ""
+        eta = f", about {(self.total - self.done) / self.rate:.0f} s left" if self.rate else ""
         return (
             f"evaluating {self.model}: {self.done}/{self.total} answers, {self.errors} "
             f"error(s), {self.failed} failed, {self.unreadable} unreadable, "

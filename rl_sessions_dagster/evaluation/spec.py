@@ -69,8 +69,12 @@ class EvaluationSpec(BaseModel):
     timeout_seconds: float = Field(
         default=120.0, gt=0, le=3600, description="Seconds per call, retries and waits included."
     )
-    price_prompt_per_million: float = Field(0.0, ge=0, description="USD per 1M prompt tokens.")
-    price_completion_per_million: float = Field(0.0, ge=0, description="USD per 1M output tokens.")
+    price_prompt_per_million: float = Field(
+        default=0.0, ge=0, description="USD per million prompt tokens (estimated cost)."
+    )
+    price_completion_per_million: float = Field(
+        default=0.0, ge=0, description="USD per million completion tokens (estimated cost)."
+    )
     tolerance: float = Field(
         default=0.05, ge=0, le=1, description="Largest score drop below a baseline that passes."
     )
