@@ -98,11 +98,9 @@ def previous_checkpoint_baseline(
     context: dg.AssetExecutionContext, key: dg.AssetKey, current: EvaluatedCheckpoint
 ) -> Baseline | None:
     """The latest evaluation, on the same dataset, of the session's closest earlier checkpoint."""
-    earlier = session_scores(context, key, current)
-    if not earlier:
-        return None
-    partition, step, score = earlier[0]
-    return Baseline("previous checkpoint", score, partition, step)
+    for partition, step, score in session_scores(context, key, current)[:1]:
+        return Baseline("previous checkpoint", score, partition, step)
+    return None
 
 
 def champion_baseline(
@@ -230,10 +228,7 @@ def build_evaluation_asset(
             meta["reason"] = "no answer could be graded (all unreadable)"
         else:
             meta["score"] = current.score
-        for finder in finders:
-            base = finder(context, asset_key, current)
-            if base is None:
-                continue
+        for base in filter(None, (find(context, asset_key, current) for find in finders)):
             meta[f"{base.label} score"] = base.score
             meta[f"{base.label} partition"] = base.partition_key
             if current.score is not None:

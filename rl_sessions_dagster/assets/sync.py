@@ -31,13 +31,7 @@ from ..resource.tables import (
     open_table_store,
     table_kinds,
 )
-from ..storage.rows import (
-    CheckpointRow,
-    SessionRow,
-    SessionStore,
-    checkpoint_rows,
-    session_row,
-)
+from ..storage.rows import CheckpointRow, SessionRow, SessionStore, checkpoint_rows, session_row
 from .sync_metadata import SESSION_TABLE_SCHEMA, SyncStats, sync_metadata
 from .sync_reading import SYNC_TRACKER_CONFIG, WalkWatch, state_key
 
