@@ -12,9 +12,8 @@ import dagster as dg
 
 from ..api.checkpoints import CheckpointNotRegisteredError, deployment_target
 from ..api.errors import TogetherRLError
-from ..evaluation.runner import EvaluationFailed, EvaluationResult
+from ..evaluation.runner import EvaluationFailed, EvaluationResult, EvaluationSpec, LoadedEvaluation
 from ..evaluation.runner import run_evaluation as run_engine
-from ..evaluation.spec import EvaluationSpec, LoadedEvaluation
 from ..partitions import (
     CHAMPION_ASSET_KEY,
     CHECKPOINT_ASSET_KEY,
