@@ -42,12 +42,8 @@ class GraderSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     type: GraderType = Field(description="exact, contains, regex, numeric, json_field, function.")
-    name: str | None = Field(
-        None, description="Name in the results (default: the type or the function)."
-    )
-    case_sensitive: bool = Field(
-        False, description="exact, contains, regex: compare letter case too."
-    )
+    name: str | None = Field(None, description="Name in results (default: type or function).")
+    case_sensitive: bool = Field(False, description="exact, contains, regex: compare case too.")
     pattern: str | None = Field(
         default=None,
         description="regex: the pattern the answer must match (default: the item's expected).",
@@ -57,9 +53,7 @@ class GraderSpec(BaseModel):
     pick: Literal["first", "last"] = Field(
         "last", description="numeric: which number of the answer is its answer."
     )
-    path: str | None = Field(
-        None, description="json_field: dotted path into the answer's JSON, e.g. 'a.0.b'."
-    )
+    path: str | None = Field(None, description="json_field: dotted path, e.g. 'a.0.b'.")
     function: str | None = Field(None, description="function: 'package.module:function' to import.")
 
 

@@ -1,9 +1,8 @@
-"""One checkpoint evaluation: ``EvaluationSpec``, its configuration for Python and (the same model)
-the YAML ``evaluation:`` section, whose fields are the only defaults, checked whole by
-:meth:`EvaluationSpec.load` when the definitions load; and ``run_evaluation``: ``concurrency``
-threads share one client (``httpx.Client`` is thread-safe). A call that still fails after the
-client's retries fails the whole evaluation: a score over the items that happened to answer would
-be a different measurement."""
+"""One checkpoint evaluation: ``EvaluationSpec`` (Python and the YAML ``evaluation:`` section, one
+model whose fields are the only defaults, checked whole by ``load`` when the definitions load) and
+``run_evaluation``, whose ``concurrency`` threads share one (thread-safe) client. A call still
+failing after the client's retries fails the run: a score over the items that answered would be a
+different measurement."""
 
 from __future__ import annotations
 
