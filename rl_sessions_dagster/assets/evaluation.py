@@ -108,8 +108,7 @@ def champion_baseline(
     checkpoint_asset_key: dg.AssetKey = CHECKPOINT_ASSET_KEY,
     separator: str = "-",
 ) -> BaselineFinder:
-    """The checkpoint's sweep champion (``key``'s latest materialization for the sweep), when it
-    is another checkpoint and its metric is ``score``, higher is better."""
+    """The sweep's champion (``key``), when another checkpoint with metric ``score``, higher better."""
 
     def _champion(
         context: dg.AssetExecutionContext, _: dg.AssetKey, current: EvaluatedCheckpoint

@@ -56,8 +56,7 @@ def build_spend_asset(
     group_name: str | None = "together_rl",
     description: str | None = None,
 ) -> dg.AssetsDefinition:
-    """An asset estimating what the GPUs cost, per resource, session and sweep; schedule it:
-    every run refines the observed READY spans."""
+    """GPU cost per resource, session and sweep; every (scheduled) run refines the READY spans."""
 
     @dg.asset(
         key=dg.AssetKey.from_coercible(key),

@@ -36,8 +36,7 @@ class Grade:
 
 
 class GraderSpec(BaseModel):
-    """One grader, as written in configuration. ``type`` picks it; the other fields apply to
-    the types named in their descriptions."""
+    """One grader as configured: ``type`` picks it; each other field names the types it serves."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
@@ -234,8 +233,7 @@ _BUILDERS: dict[str, Callable[[GraderSpec], Callable[[str, EvalItem], Grade]]] =
 
 
 def resolve_grader(spec: str | GraderSpec | dict[str, Any]) -> Grader:
-    """A grader from its spec (``"numeric"``, ``"pkg.mod:fn"``, a mapping); raises ValueError
-    for a bad type, pattern, path or function."""
+    """A grader from ``"numeric"``, ``"pkg.mod:fn"`` or a mapping; ValueError for a bad spec."""
     if isinstance(spec, str):
         spec = {"type": "function", "function": spec} if ":" in spec else {"type": spec}
     parsed = spec if isinstance(spec, GraderSpec) else GraderSpec.model_validate(spec)
