@@ -118,13 +118,9 @@ def report_markdown(
     return "\n".join(lines)
 
 
-_CHECKPOINT_COLUMNS = {
-    "step": "int",
-    "checkpoint_id": "string",
-    "partition": "string",
-    "registered": "bool",
-    "model_name": "string",
-}
+_CHECKPOINT_COLUMNS = dict(
+    step="int", checkpoint_id="string", partition="string", registered="bool", model_name="string"
+)
 
 
 def report_metadata(

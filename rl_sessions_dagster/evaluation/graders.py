@@ -222,14 +222,8 @@ def _function(spec: GraderSpec) -> Callable[[str, EvalItem], Grade]:
     return grade
 
 
-_BUILDERS: dict[str, Callable[[GraderSpec], Callable[[str, EvalItem], Grade]]] = {
-    "exact": _text,
-    "contains": _text,
-    "regex": _regex,
-    "numeric": _numeric,
-    "json_field": _json_field,
-    "function": _function,
-}
+#: The builder of each grader type but exact and contains, which are ``_text``.
+_BUILDERS = dict(regex=_regex, numeric=_numeric, json_field=_json_field, function=_function)
 
 
 def resolve_grader(spec: str | GraderSpec | dict[str, Any]) -> Grader:
@@ -246,4 +240,4 @@ def resolve_grader(spec: str | GraderSpec | dict[str, Any]) -> Grader:
             re.compile(parsed.pattern)
         except re.error as exc:
             raise ValueError(f"regex grader pattern {parsed.pattern!r}: {exc}") from None
-    return Grader(parsed, _BUILDERS[parsed.type](parsed))
+    return Grader(parsed, _BUILDERS.get(parsed.type, _text)(parsed))
