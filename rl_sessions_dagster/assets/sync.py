@@ -144,11 +144,7 @@ def build_session_sync_asset(
             if (current := getattr(flt, name)) is not None and current != value:
                 raise ValueError(f"{name}={value!r} contradicts session_filter.{name}={current!r}")
         flt = dataclasses.replace(flt, **given)
-    scope = [
-        f"{name}={value}"
-        for name in ("created_by", "model_resources_id")
-        if flt is not None and (value := getattr(flt, name))
-    ]
+    scope = [f"{n}={v}" for n in shortcuts if flt is not None and (v := getattr(flt, n))]
     scope_text = f" (filtered: {', '.join(scope)})" if scope else ""
 
     asset_key = dg.AssetKey.from_coercible(key)

@@ -69,12 +69,8 @@ def checkpoint_id_for_partition(
     tags = context.run.tags
     if tags.get("dagster/partition") == key and tags.get("together/checkpoint_id"):
         return tags["together/checkpoint_id"]
-    records = context.instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=checkpoint_asset_key, asset_partitions=[key]), limit=1
-    ).records
-    mat = records[0].asset_materialization if records else None
-    value = metadata_value(mat.metadata, "checkpoint_id") if mat is not None else None
-    if isinstance(value, str):
+    meta = latest_metadata(context.instance, checkpoint_asset_key, [key]).get(key, {})
+    if isinstance(value := metadata_value(meta, "checkpoint_id"), str):
         return value
     raise CheckpointPartitionError(
         f"no checkpoint id recorded for partition {key!r}: it comes from the run's "
