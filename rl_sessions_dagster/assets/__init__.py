@@ -22,10 +22,8 @@ __all__ = [
 #: runless materialization. Change it with ``CHECKPOINT_ASSET_SPEC.replace_attributes(...)``.
 CHECKPOINT_ASSET_SPEC = dg.AssetSpec(
     key=CHECKPOINT_ASSET_KEY,
-    description=(
-        "Inference checkpoints saved by Together AI RL training sessions, one partition "
-        "per checkpoint. Materialized (runless) by the rl_sessions_dagster sensors."
-    ),
+    description="Inference checkpoints saved by Together AI RL training sessions, one partition "
+    "per checkpoint. Materialized (runless) by the rl_sessions_dagster sensors.",
     partitions_def=CHECKPOINT_PARTITIONS,
     group_name="together_rl",
     kinds={"together", "rl"},

@@ -1,7 +1,6 @@
 """``build_evaluation_asset``: each registered checkpoint's model answers the dataset; a run
-records the score (also as ``score <session label>`` and, as one line of text, the session's
-scores by step so far), an items table, latency, tokens and cost, and a check compares the score
-with baselines."""
+records the score (also as ``score <session label>`` and the session's ``score by step``), an
+items table, latency, tokens and cost; a check compares the score with baselines."""
 
 import json
 from collections.abc import Callable, Sequence
@@ -13,9 +12,8 @@ import dagster as dg
 
 from ..api.checkpoints import CheckpointNotRegisteredError, deployment_target
 from ..api.errors import TogetherRLError
-from ..evaluation.runner import EvaluationFailed, EvaluationResult
+from ..evaluation.runner import EvaluationFailed, EvaluationResult, EvaluationSpec, LoadedEvaluation
 from ..evaluation.runner import run_evaluation as run_engine
-from ..evaluation.spec import EvaluationSpec, LoadedEvaluation
 from ..partitions import (
     CHAMPION_ASSET_KEY,
     CHECKPOINT_ASSET_KEY,
@@ -72,9 +70,8 @@ def _step_of(partition_key: str) -> int | None:
 def session_scores(
     context: dg.AssetExecutionContext, key: dg.AssetKey, current: EvaluatedCheckpoint
 ) -> list[tuple[str, int, float]]:
-    """(partition, step, score) of the session's earlier checkpoints evaluated on the same
-    dataset, latest step first. Candidates come from the partition keys, so one event-log query
-    serves any history length."""
+    """(partition, step, score) of the session's earlier checkpoints on the same dataset, latest
+    first; candidates come from the partition keys, so one event-log query serves any history."""
     if current.session_label is None or current.step is None:
         return []
     prefix = f"{current.session_label}/"
@@ -84,15 +81,15 @@ def session_scores(
         for k in context.instance.get_dynamic_partitions(name)
         if k.startswith(prefix) and (s := _step_of(k)) is not None and s < current.step
     ]
-    candidates = [k for _, k in sorted(earlier, reverse=True)[:_BASELINE_CANDIDATES]]
-    latest = latest_metadata(context.instance, key, candidates)
+    candidates = sorted(earlier, reverse=True)[:_BASELINE_CANDIDATES]
+    latest = latest_metadata(context.instance, key, [k for _, k in candidates])
     out = []
-    for partition in candidates:
+    for step, partition in candidates:
         meta = latest.get(partition) or {}
         score, digest = metadata_value(meta, "score"), metadata_value(meta, "dataset_digest")
         same = metadata_value(meta, "session_id") == current.session_id
         if same and digest == current.dataset_digest and isinstance(score, float):
-            out.append((partition, _step_of(partition) or 0, score))
+            out.append((partition, step, score))
     return out
 
 
@@ -100,11 +97,9 @@ def previous_checkpoint_baseline(
     context: dg.AssetExecutionContext, key: dg.AssetKey, current: EvaluatedCheckpoint
 ) -> Baseline | None:
     """The latest evaluation, on the same dataset, of the session's closest earlier checkpoint."""
-    earlier = session_scores(context, key, current)
-    if not earlier:
-        return None
-    partition, step, score = earlier[0]
-    return Baseline("previous checkpoint", score, partition, step)
+    for partition, step, score in session_scores(context, key, current)[:1]:
+        return Baseline("previous checkpoint", score, partition, step)
+    return None
 
 
 def champion_baseline(
@@ -113,8 +108,7 @@ def champion_baseline(
     checkpoint_asset_key: dg.AssetKey = CHECKPOINT_ASSET_KEY,
     separator: str = "-",
 ) -> BaselineFinder:
-    """The checkpoint's sweep champion (``key``'s latest materialization for the sweep), when it
-    is another checkpoint and its metric is ``score``, higher is better."""
+    """The sweep's champion (``key``), when another checkpoint with metric ``score``, higher better."""
 
     def _champion(
         context: dg.AssetExecutionContext, _: dg.AssetKey, current: EvaluatedCheckpoint
@@ -170,9 +164,7 @@ def evaluation_metadata(
         meta["score"] = dg.MetadataValue.float(result.score)
         if current.session_label:
             meta[f"score {current.session_label}"] = dg.MetadataValue.float(result.score)
-    for name, value in result.grader_scores.items():
-        if value is not None:
-            meta[f"score [{name}]"] = dg.MetadataValue.float(value)
+    meta.update({f"score [{n}]": v for n, v in result.grader_scores.items() if v is not None})
     meta.update(
         passed=dg.MetadataValue.int(result.passed),
         failed=dg.MetadataValue.int(result.failed),
@@ -194,9 +186,7 @@ def evaluation_metadata(
     )
     if current.step is not None:
         meta["step"] = dg.MetadataValue.int(current.step)
-    for name, count in result.grader_unreadable.items():
-        if count:
-            meta[f"unreadable [{name}]"] = dg.MetadataValue.int(count)
+    meta.update({f"unreadable [{n}]": c for n, c in result.grader_unreadable.items() if c})
     return meta
 
 
@@ -219,10 +209,8 @@ def build_evaluation_asset(
     progress_seconds: float = 10.0,
 ) -> dg.AssetsDefinition:
     """A checkpoint-partitioned asset evaluating each registered checkpoint, with a score check.
-
-    ``spec`` is loaded now (``base_dir`` resolves a relative dataset path), so a bad dataset
-    fails the definitions' load. A chat call the resource's retries cannot save fails the run;
-    ``retry_policy`` reruns it."""
+    ``spec`` is loaded now (``base_dir`` resolves a relative dataset), so a bad dataset fails the
+    definitions' load; a chat call the resource's retries cannot save fails the run."""
     loaded = spec if isinstance(spec, LoadedEvaluation) else spec.load(base_dir)
     asset_key = dg.AssetKey.from_coercible(key)
     tolerance = loaded.spec.tolerance
@@ -238,10 +226,7 @@ def build_evaluation_asset(
             meta["reason"] = "no answer could be graded (all unreadable)"
         else:
             meta["score"] = current.score
-        for finder in finders:
-            base = finder(context, asset_key, current)
-            if base is None:
-                continue
+        for base in filter(None, (find(context, asset_key, current) for find in finders)):
             meta[f"{base.label} score"] = base.score
             meta[f"{base.label} partition"] = base.partition_key
             if current.score is not None:
@@ -318,9 +303,6 @@ def build_evaluation_asset(
             points = [(step, v) for _, step, v in session_scores(context, asset_key, current)]
             line = score_line([*points, (current.step, result.score)])
             metadata["score by step"] = dg.MetadataValue.text(line)
-        return dg.MaterializeResult(
-            metadata=metadata,
-            check_results=[_check(context, current)],
-        )
+        return dg.MaterializeResult(metadata=metadata, check_results=[_check(context, current)])
 
     return _evaluation

@@ -62,14 +62,13 @@ def _checkpoint_rows(
     for c in sorted(session.inference_checkpoints, key=lambda c: (c.step or 0, c.id)):
         partition = checkpoint_partition_key(session, c)
         value = metadata_value(scores.get(partition, {}), metric)
-        reg = c.registration
         rows.append(
             {
                 "step": c.step if c.step is not None else -1,
                 "checkpoint_id": c.id,
                 "partition": partition,
                 "registered": c.is_registered,
-                "model_name": (reg.deployable_model if reg else None) or "",
+                "model_name": (c.registration.deployable_model if c.registration else None) or "",
                 metric: float(value) if isinstance(value, int | float) else None,
             }
         )
@@ -119,13 +118,9 @@ def report_markdown(
     return "\n".join(lines)
 
 
-_CHECKPOINT_COLUMNS = {
-    "step": "int",
-    "checkpoint_id": "string",
-    "partition": "string",
-    "registered": "bool",
-    "model_name": "string",
-}
+_CHECKPOINT_COLUMNS = dict(
+    step="int", checkpoint_id="string", partition="string", registered="bool", model_name="string"
+)
 
 
 def report_metadata(

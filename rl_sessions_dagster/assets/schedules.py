@@ -42,8 +42,7 @@ def reconcile_schedule(
     schedule_name: str | None = None,
     default_status: dg.DefaultScheduleStatus = dg.DefaultScheduleStatus.STOPPED,
 ) -> dg.ScheduleDefinition:
-    """The sync's reconciliation: the same job with run config ``full: true`` (a walk of the
-    whole list), on its own, slower cadence; the launchpad runs it with that config too."""
+    """The sync's reconciliation: the job with run config ``full: true``, on a slower cadence."""
     return dg.ScheduleDefinition(
         name=schedule_name or f"{job.name}_reconcile_schedule",
         cron_schedule=cron_schedule,

@@ -37,8 +37,7 @@ class SpendConfig(TableConfig):
     """Run config of the spend asset."""
 
     created_by: str | None = Field(
-        default=None,
-        description='Only these resources ("me" or a user id); every session on them counts.',
+        default=None, description='Only resources of "me" or a user id; all their sessions count.'
     )
     group_by: str = Field(
         default="auto",
@@ -57,8 +56,7 @@ def build_spend_asset(
     group_name: str | None = "together_rl",
     description: str | None = None,
 ) -> dg.AssetsDefinition:
-    """An asset estimating what the GPUs cost, per resource, session and sweep (schedule it,
-    e.g. with ``dg.ScheduleDefinition``; every run refines the observed READY spans)."""
+    """GPU cost per resource, session and sweep; every (scheduled) run refines the READY spans."""
 
     @dg.asset(
         key=dg.AssetKey.from_coercible(key),
@@ -81,7 +79,6 @@ def build_spend_asset(
             resource.get_client(server_clock=clock) as client,
             open_table_store(resource, context.instance, override, url_setting=setting) as store,
         ):
-            path = store.display
             report = run_spend(
                 client, store, created_by=config.created_by, sweep_of=sweep_of, clock=clock
             )
@@ -93,10 +90,9 @@ def build_spend_asset(
             f"{report.price_requests} estimate-cost request(s), "
             f"{client.stats.requests} API request(s) ({client.stats.retries} retried)"
         )
-        metadata = spend_metadata(report, rows=config.table_rows, path=path)
+        metadata = spend_metadata(report, rows=config.table_rows, path=store.display)
         # Each retry is a WARNING in this run's log (the resource routes them there).
-        metadata["api_requests"] = dg.MetadataValue.int(client.stats.requests)
-        metadata["api_retries"] = dg.MetadataValue.int(client.stats.retries)
+        metadata.update(api_requests=client.stats.requests, api_retries=client.stats.retries)
         return dg.MaterializeResult(metadata=metadata)
 
     return _spend_asset

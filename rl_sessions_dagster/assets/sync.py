@@ -1,7 +1,6 @@
-"""The scheduled sync: a flat copy of every RL session and its checkpoints, for dashboards and
-audits. A run reads only what can have changed (``sync_reading``); a full walk lists everything
-and marks what the API no longer lists. Upserts are idempotent, and the state is saved only
-after the rows are written, so a failure half-way loses nothing."""
+"""The scheduled sync: a flat copy of every RL session and its checkpoints. A run reads what can
+have changed (``sync_reading``); a full walk lists everything and marks what the API no longer
+lists. Upserts are idempotent and the state is saved after the rows, so a failure loses nothing."""
 
 import contextlib
 import dataclasses
@@ -32,21 +31,9 @@ from ..resource.tables import (
     open_table_store,
     table_kinds,
 )
-from ..storage.rows import (
-    CheckpointRow,
-    SessionRow,
-    SessionStore,
-    checkpoint_rows,
-    session_row,
-)
+from ..storage.rows import CheckpointRow, SessionRow, SessionStore, checkpoint_rows, session_row
 from .sync_metadata import SESSION_TABLE_SCHEMA, SyncStats, sync_metadata
-from .sync_reading import (
-    SYNC_TRACKER_CONFIG,
-    WalkWatch,
-    gone_ids,
-    observed_sessions,
-    state_key,
-)
+from .sync_reading import SYNC_TRACKER_CONFIG, WalkWatch, state_key
 
 SESSION_SYNC_ASSET_KEY = dg.AssetKey(["together", "rl_sessions_table"])
 
@@ -63,10 +50,7 @@ class SyncConfig(TableConfig):
         "incremental run cannot see and marks sessions the API no longer lists. false: read "
         "only what can have changed since the last run (a first run walks everything).",
     )
-
-    page_size: int = Field(
-        default=100, ge=1, le=100, description="Sessions per list request (API maximum 100)."
-    )
+    page_size: int = Field(default=100, ge=1, le=100, description="Sessions per list request.")
     batch_size: int = Field(
         default=2000,
         ge=1,
@@ -80,10 +64,7 @@ class SyncConfig(TableConfig):
         default=10, ge=0, le=100, description="Rows in the 'newest_sessions' metadata table."
     )
     progress_seconds: float = Field(
-        default=10.0,
-        ge=0,
-        description="Log a progress line (pages, sessions, checkpoints, retries so far) at most "
-        "this often while the sync runs; 0 logs one per session.",
+        default=10.0, ge=0, description="Seconds between progress log lines; 0: one per session."
     )
 
 
@@ -138,23 +119,6 @@ def run_sync(
     return stats
 
 
-def _build_filter(
-    session_filter: "SessionFilter | None",
-    created_by: str | None,
-    model_resources_id: str | None,
-) -> "SessionFilter | None":
-    shortcuts = (("created_by", created_by), ("model_resources_id", model_resources_id))
-    given: dict[str, Any] = {name: value for name, value in shortcuts if value is not None}
-    if not given:
-        return session_filter
-    base = session_filter or SessionFilter()
-    for name, value in given.items():
-        current = getattr(base, name)
-        if current is not None and current != value:
-            raise ValueError(f"{name}={value!r} contradicts session_filter.{name}={current!r}")
-    return dataclasses.replace(base, **given)
-
-
 def build_session_sync_asset(
     *,
     key: dg.AssetKey | str | Sequence[str] = SESSION_SYNC_ASSET_KEY,
@@ -169,15 +133,18 @@ def build_session_sync_asset(
     description: str | None = None,
 ) -> dg.AssetsDefinition:
     """An asset syncing every (matching) RL session into ``rl_sessions`` and ``rl_checkpoints``.
-    ``db_path`` overrides the tables' database; ``store_factory`` builds another
-    :class:`~rl_sessions_dagster.storage.SessionStore` from it. ``created_by`` and
+    ``store_factory`` builds another store from ``db_path``. ``created_by`` and
     ``model_resources_id`` go to the API; the rest of ``session_filter`` is checked per session."""
-    flt = _build_filter(session_filter, created_by, model_resources_id)
-    scope = [
-        f"{name}={value}"
-        for name in ("created_by", "model_resources_id")
-        if flt is not None and (value := getattr(flt, name))
-    ]
+    shortcuts = {"created_by": created_by, "model_resources_id": model_resources_id}
+    given: dict[str, Any] = {name: value for name, value in shortcuts.items() if value is not None}
+    flt = session_filter
+    if given:
+        flt = session_filter or SessionFilter()
+        for name, value in given.items():
+            if (current := getattr(flt, name)) is not None and current != value:
+                raise ValueError(f"{name}={value!r} contradicts session_filter.{name}={current!r}")
+        flt = dataclasses.replace(flt, **given)
+    scope = [f"{n}={v}" for n in shortcuts if flt is not None and (v := getattr(flt, n))]
     scope_text = f" (filtered: {', '.join(scope)})" if scope else ""
 
     asset_key = dg.AssetKey.from_coercible(key)
@@ -246,8 +213,8 @@ def build_session_sync_asset(
 
 @dataclasses.dataclass
 class _Run:
-    """One sync run: a full walk, an incremental read, or (``full`` with a saved state) both, so
-    the sessions the tracker waits for stay watched across the reconciliation."""
+    """A full walk, an incremental read, or (``full`` with a saved state) both, so the sessions
+    the tracker waits for stay watched across the reconciliation."""
 
     log: Any
     client: RLSessionsClient
@@ -330,8 +297,10 @@ class _Run:
         )
         self.skipped.extend(source.skipped)
         obs = collected.observation
-        self._write(observed_sessions(obs), stats, mark=False)
-        gone = gone_ids(obs)
+        fetched = [s for s in obs.fetched.values() if s is not None]  # the latest reads first
+        pages = [s for p in [*obs.pages, *obs.discovery_pages] for s in p.sessions]
+        self._write([*fetched, *obs.active, *pages], stats, mark=False)
+        gone = [sid for sid, s in obs.fetched.items() if s is None]  # 404: the API forgot them
         if gone and hasattr(self.store, "mark_sessions_missing"):  # optional for a store
             stats.sessions_marked_missing += self.store.mark_sessions_missing(gone, self.now)
         scanned = len(obs.pages) + len(obs.discovery_pages)

@@ -1,7 +1,6 @@
-"""What a sync run reads. A full walk lists every session; an incremental run reads only what can
-have changed, with the sensors' core (``collect`` → ``advance``) on the sync's own
-:class:`TrackerState`, kept in the tables' database: one way to find changes, sensors and sync
-alike."""
+"""What a sync run reads: a full walk lists every session; an incremental run reads what can have
+changed with the sensors' core (``collect`` → ``advance``) on its own :class:`TrackerState`, kept
+in the tables' database."""
 
 import hashlib
 from collections.abc import Iterable, Iterator
@@ -51,8 +50,7 @@ def state_key(asset_key: dg.AssetKey, flt: SessionFilter | None) -> str:
 
 @dataclass
 class WalkWatch:
-    """What a full walk saw that the tracker needs for its baseline or to confirm the list's
-    order."""
+    """What a full walk saw that the tracker needs: its baseline, or the list's order confirmed."""
 
     clock: ServerClock
     now_ms: int
@@ -102,15 +100,3 @@ class WalkWatch:
                 state.order, state.verified_ms = ListOrder.NEWEST_FIRST, self.now_ms
         elif state.order is ListOrder.NEWEST_FIRST:
             state.order, state.tail = ListOrder.UNVERIFIED, None
-
-
-def observed_sessions(obs: Observation) -> list[TrainingSession]:
-    """Every session an incremental run read, fetched by id first (the latest reads)."""
-    fetched = [s for s in obs.fetched.values() if s is not None]
-    pages = [s for p in [*obs.pages, *obs.discovery_pages] for s in p.sessions]
-    return [*fetched, *obs.active, *pages]
-
-
-def gone_ids(obs: Observation) -> list[str]:
-    """Sessions fetched by id that the API no longer knows (404)."""
-    return [sid for sid, s in obs.fetched.items() if s is None]

@@ -49,8 +49,7 @@ class EvalItem:
 
 @dataclass(frozen=True)
 class Dataset:
-    """Validated items, where they came from and a digest of their content (recorded with each
-    evaluation, so two scores are only compared when they used the same questions)."""
+    """Items, their source and a digest, recorded so only scores on the same questions compare."""
 
     items: tuple[EvalItem, ...]
     source: str
@@ -157,8 +156,7 @@ def load_dataset(
     system_prompt: str | None = None,
     base_dir: str | Path | None = None,
 ) -> Dataset:
-    """Read and validate a JSONL file (``path``, relative to ``base_dir``) or ``items`` given
-    inline: exactly one of the two. A :class:`DatasetError` names the line (or item)."""
+    """Validate a JSONL file (``path``, from ``base_dir``) or inline ``items``: exactly one."""
     if (path is None) == (items is None):
         raise DatasetError("give exactly one of a file path or inline items", source="dataset")
     if prompt_template is not None:

@@ -36,18 +36,13 @@ class Grade:
 
 
 class GraderSpec(BaseModel):
-    """One grader, as written in configuration. ``type`` picks it; the other fields apply to
-    the types named in their descriptions."""
+    """One grader as configured: ``type`` picks it; each other field names the types it serves."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     type: GraderType = Field(description="exact, contains, regex, numeric, json_field, function.")
-    name: str | None = Field(
-        None, description="Name in the results (default: the type or the function)."
-    )
-    case_sensitive: bool = Field(
-        False, description="exact, contains, regex: compare letter case too."
-    )
+    name: str | None = Field(None, description="Name in results (default: type or function).")
+    case_sensitive: bool = Field(False, description="exact, contains, regex: compare case too.")
     pattern: str | None = Field(
         default=None,
         description="regex: the pattern the answer must match (default: the item's expected).",
@@ -57,9 +52,7 @@ class GraderSpec(BaseModel):
     pick: Literal["first", "last"] = Field(
         "last", description="numeric: which number of the answer is its answer."
     )
-    path: str | None = Field(
-        None, description="json_field: dotted path into the answer's JSON, e.g. 'a.0.b'."
-    )
+    path: str | None = Field(None, description="json_field: dotted path, e.g. 'a.0.b'.")
     function: str | None = Field(None, description="function: 'package.module:function' to import.")
 
 
@@ -119,16 +112,13 @@ def _fold(text: str, spec: GraderSpec) -> str:
     return text if spec.case_sensitive else text.casefold()
 
 
-def _texts(expected: Any) -> list[str]:
-    return [str(e) for e in expected] if isinstance(expected, list) else [str(expected)]
-
-
 def _text(spec: GraderSpec) -> Callable[[str, EvalItem], Grade]:
     """``exact`` (the whole answer) or ``contains``, against any of the expected texts."""
 
     def grade(answer: str, item: EvalItem) -> Grade:
         got = _fold(answer, spec)
-        wanted = [_fold(t, spec) for t in _texts(item.expected)]
+        texts = item.expected if isinstance(item.expected, list) else [item.expected]
+        wanted = [_fold(str(t), spec) for t in texts]
         ok = any(w in got if spec.type == "contains" else w == got for w in wanted)
         return Grade("pass" if ok else "fail")
 
@@ -162,8 +152,7 @@ def _numeric(spec: GraderSpec) -> Callable[[str, EvalItem], Grade]:
 
 def _json_value(answer: str) -> Any:
     """The answer as JSON: the whole text, else a fenced block, else the outermost braces."""
-    candidates = [answer.strip()]
-    candidates += [m.strip() for m in _FENCE.findall(answer)]
+    candidates = [answer.strip(), *(m.strip() for m in _FENCE.findall(answer))]
     start, end = answer.find("{"), answer.rfind("}")
     if 0 <= start < end:
         candidates.append(answer[start : end + 1])
@@ -233,19 +222,12 @@ def _function(spec: GraderSpec) -> Callable[[str, EvalItem], Grade]:
     return grade
 
 
-_BUILDERS: dict[str, Callable[[GraderSpec], Callable[[str, EvalItem], Grade]]] = {
-    "exact": _text,
-    "contains": _text,
-    "regex": _regex,
-    "numeric": _numeric,
-    "json_field": _json_field,
-    "function": _function,
-}
+#: The builder of each grader type but exact and contains, which are ``_text``.
+_BUILDERS = dict(regex=_regex, numeric=_numeric, json_field=_json_field, function=_function)
 
 
 def resolve_grader(spec: str | GraderSpec | dict[str, Any]) -> Grader:
-    """A grader from its spec (``"numeric"``, ``"pkg.mod:fn"``, a mapping); raises ValueError
-    for a bad type, pattern, path or function."""
+    """A grader from ``"numeric"``, ``"pkg.mod:fn"`` or a mapping; ValueError for a bad spec."""
     if isinstance(spec, str):
         spec = {"type": "function", "function": spec} if ":" in spec else {"type": spec}
     parsed = spec if isinstance(spec, GraderSpec) else GraderSpec.model_validate(spec)
@@ -258,4 +240,4 @@ def resolve_grader(spec: str | GraderSpec | dict[str, Any]) -> Grader:
             re.compile(parsed.pattern)
         except re.error as exc:
             raise ValueError(f"regex grader pattern {parsed.pattern!r}: {exc}") from None
-    return Grader(parsed, _BUILDERS[parsed.type](parsed))
+    return Grader(parsed, _BUILDERS.get(parsed.type, _text)(parsed))

@@ -1,6 +1,8 @@
-"""Run a dataset against a model: ``concurrency`` threads share one client (``httpx.Client`` is
-thread-safe). A call that still fails after the client's retries fails the whole evaluation: a
-score over the items that happened to answer would be a different measurement."""
+"""One checkpoint evaluation: ``EvaluationSpec`` (Python and the YAML ``evaluation:`` section, one
+model whose fields are the only defaults, checked whole by ``load`` when the definitions load) and
+``run_evaluation``, whose ``concurrency`` threads share one (thread-safe) client. A call still
+failing after the client's retries fails the run: a score over the items that answered would be a
+different measurement."""
 
 from __future__ import annotations
 
@@ -9,19 +11,133 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..api import RLSessionsClient
 from ..api.errors import TogetherRLError
-from .dataset import Dataset, EvalItem
-from .graders import Grade, Grader, Verdict
-from .spec import EvaluationSpec
+from .dataset import Dataset, DatasetError, EvalItem, item_error, load_dataset
+from .graders import Grade, Grader, GraderSpec, Verdict, resolve_grader
 
-__all__ = ["EvaluationFailed", "EvaluationResult", "ItemResult", "Progress", "run_evaluation"]
+__all__ = [
+    "EvaluationFailed",
+    "EvaluationResult",
+    "EvaluationSpec",
+    "ItemResult",
+    "LoadedEvaluation",
+    "Progress",
+    "run_evaluation",
+]
+
+
+@dataclass(frozen=True)
+class LoadedEvaluation:
+    """A spec made real: validated items and built graders."""
+
+    dataset: Dataset
+    graders: tuple[Grader, ...]
+    spec: EvaluationSpec
+
+
+class EvaluationSpec(BaseModel):
+    """A dataset, graders and how to run them against each checkpoint."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    dataset: str | None = Field(
+        default=None,
+        description="JSONL file of items, one JSON object per line (relative paths: from the "
+        "defs.yaml folder in YAML, from base_dir in Python). Give this or items.",
+    )
+    items: list[dict[str, Any]] | None = Field(
+        default=None,
+        description="Items inline: {messages: [...]} or {prompt: ...} or template fields, "
+        "each with expected (and optionally id). Give this or dataset.",
+    )
+    prompt_template: str | None = Field(
+        default=None,
+        description="Prompt for items without messages/prompt, filled from their fields, e.g. "
+        "'What is {a} + {b}? Answer with the number only.'",
+    )
+    system_prompt: str | None = Field(
+        default=None, description="System message put before items that have none."
+    )
+    graders: list[str | GraderSpec] = Field(
+        default_factory=lambda: list[str | GraderSpec](["exact"]),
+        min_length=1,
+        description="exact, contains, regex, numeric, json_field, or 'package.module:function'"
+        "; or a mapping with type and options (e.g. {type: numeric, abs_tol: 0.01}).",
+    )
+    samples: int = Field(default=1, ge=1, le=100, description="Answers asked per item.")
+    temperature: float = Field(default=0.0, ge=0, le=2, description="Sampling temperature.")
+    max_tokens: int = Field(default=256, ge=1, le=32768, description="Most tokens per answer.")
+    concurrency: int = Field(
+        default=8, ge=1, le=64, description="Chat calls in flight at once (one thread each)."
+    )
+    max_calls: int | None = Field(
+        default=10_000,
+        ge=1,
+        description="Most chat calls one evaluation may make (items x samples must fit; "
+        "checked when the definitions load). Retries of a call do not count. null: no cap.",
+    )
+    timeout_seconds: float = Field(
+        default=120.0, gt=0, le=3600, description="Seconds per call, retries and waits included."
+    )
+    price_prompt_per_million: float = Field(
+        default=0.0, ge=0, description="USD per million prompt tokens (estimated cost)."
+    )
+    price_completion_per_million: float = Field(
+        default=0.0, ge=0, description="USD per million completion tokens (estimated cost)."
+    )
+    tolerance: float = Field(
+        default=0.05, ge=0, le=1, description="Largest score drop below a baseline that passes."
+    )
+    table_rows: int = Field(
+        default=50, ge=0, le=1000, description="Items shown in the results table (failures first)."
+    )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> EvaluationSpec:
+        if (self.dataset is None) == (self.items is None):
+            raise ValueError("give exactly one of dataset (a JSONL file) or items (inline)")
+        return self
+
+    def check_cap(self, dataset: Dataset) -> None:
+        """Raise ValueError when the dataset needs more calls than ``max_calls``."""
+        needed = len(dataset) * self.samples
+        if self.max_calls is not None and needed > self.max_calls:
+            raise ValueError(
+                f"{len(dataset)} items x {self.samples} samples = {needed} calls, more than "
+                f"max_calls={self.max_calls}"
+            )
+
+    def load(self, base_dir: str | Path | None = None) -> LoadedEvaluation:
+        """Read the dataset, build the graders, check every item against every grader: a
+        :class:`DatasetError` names the line (or too many calls), a ValueError a bad grader."""
+        dataset = load_dataset(
+            self.dataset, self.items, prompt_template=self.prompt_template,
+            system_prompt=self.system_prompt, base_dir=base_dir,
+        )  # fmt: skip
+        graders = tuple(resolve_grader(g) for g in self.graders)
+        names = [g.name for g in graders]
+        if len(set(names)) != len(names):
+            raise ValueError(f"grader names must be unique (give name:), got {names}")
+        inline = self.items is not None
+        for item in dataset.items:
+            for grader in graders:
+                if (problem := grader.check(item)) is not None:
+                    raise item_error(problem, dataset.source, item.line or 0, inline)
+        try:
+            self.check_cap(dataset)
+        except ValueError as exc:
+            raise DatasetError(str(exc), source=dataset.source) from None
+        return LoadedEvaluation(dataset, graders, self)
 
 
 class EvaluationFailed(RuntimeError):
-    """Inference kept failing, or the run would pass its call cap. ``cause`` is the client's
-    typed, key-free error when there is one."""
+    """Inference kept failing, or the run would pass its call cap; ``cause``: the client's error."""
 
     def __init__(self, message: str, *, cause: TogetherRLError | None = None) -> None:
         super().__init__(message)
@@ -84,8 +200,7 @@ class Progress:
         return self.done / self.elapsed_s if self.elapsed_s > 0 else 0.0
 
     def line(self) -> str:
-        left = (self.total - self.done) / self.rate if self.rate else None
-        eta = f", about {left:.0f} s left" if left is not None else ""
+        eta = f", about {(self.total - self.done) / self.rate:.0f} s left" if self.rate else ""
         return (
             f"evaluating {self.model}: {self.done}/{self.total} answers, {self.errors} "
             f"error(s), {self.failed} failed, {self.unreadable} unreadable, "
@@ -104,13 +219,6 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
-def _overall(grades: dict[str, Grade]) -> Verdict:
-    verdicts = {g.verdict for g in grades.values()}
-    if "fail" in verdicts:
-        return "fail"
-    return "unreadable" if "unreadable" in verdicts else "pass"
-
-
 def _score(passed: int, failed: int) -> float | None:
     return passed / (passed + failed) if passed + failed else None
 
@@ -127,14 +235,9 @@ def run_evaluation(
     progress_seconds: float = 10.0,
 ) -> EvaluationResult:
     """Ask every item ``spec.samples`` times and grade each answer with every grader.
-
     ``clock`` must be the client's retry clock (deadlines are absolute on it); ``on_progress``
-    hears how far the run is every ``progress_seconds``, so a long run is not silent.
-
-    Raises:
-        EvaluationFailed: a call failed after its retries (the remaining calls are cancelled),
-            or items x samples exceeds ``max_calls`` (before any call).
-    """
+    hears how far the run is every ``progress_seconds``. EvaluationFailed: a call failed after its
+    retries (the rest are cancelled), or items x samples exceeds ``max_calls`` (before any call)."""
     if not graders:
         raise ValueError("an evaluation needs at least one grader")
     try:
@@ -164,7 +267,8 @@ def run_evaluation(
             stop.set()  # the queued calls are dropped now, not when the main thread next runs
             raise
         grades = {g.name: g.grade(out.text, item) for g in graders}
-        return ItemResult(item, sample, out.text, _overall(grades), grades, out.latency_s,
+        verdict = min((g.verdict for g in grades.values()), key=_ORDER.__getitem__)
+        return ItemResult(item, sample, out.text, verdict, grades, out.latency_s,
                           out.prompt_tokens, out.completion_tokens)  # fmt: skip
 
     jobs = [(item, s) for item in dataset.items for s in range(spec.samples)]
@@ -176,8 +280,7 @@ def run_evaluation(
             if on_progress is not None:
                 on_progress(report(futures))
     finally:
-        # On a failure or an interrupt (a run terminated from the UI), queued calls are
-        # dropped; only the ones in flight finish, each bounded by timeout_seconds.
+        # On a failure or an interrupt (UI terminate) only calls in flight finish (timeout_seconds).
         stop.set()
         pool.shutdown(wait=True, cancel_futures=True)
     errors = (f.exception() for f in futures if not f.cancelled())

@@ -27,20 +27,16 @@ EVALUATION_ASSET_KEY = dg.AssetKey(["together", "checkpoint_evaluation"])
 
 #: What ``define_asset_job`` returns; its class is not public in ``dagster``, hence Any.
 AssetJob: TypeAlias = Any
-#: A job a sensor or schedule can target: a job, a graph, or an asset job.
 Job: TypeAlias = "dg.JobDefinition | dg.GraphDefinition | AssetJob"
-#: An asset selection as Dagster takes it: a selection, a selection string, or assets and keys.
 Assets: TypeAlias = (
     "dg.AssetSelection | str | Sequence[str] | Sequence[dg.AssetKey]"
     " | Sequence[dg.AssetsDefinition | dg.SourceAsset]"
 )
 
-# Partition keys read ``<session name>/<step, 6 digits>/<checkpoint id[:8]>`` (e.g.
-# ``sweep-lr-1e-5/000020/6b65a6a4``): session and step seen without clicking, sorted in step
-# order, short enough for the UI (which cuts long keys in the middle).
+# Keys read ``<session name>/<step, 6 digits>/<checkpoint id[:8]>``: session and step seen
+# without clicking, in step order, short enough for the UI (which cuts long keys in the middle).
 _LABEL_MAX = 60
-# "/" is the separator; ",", "[", "]", spaces confuse UI input
-_UNSAFE = re.compile(r"[^\w.@+=:-]+")
+_UNSAFE = re.compile(r"[^\w.@+=:-]+")  # "/" separates; ",", "[", "]", spaces confuse UI input
 _DOTS = re.compile(r"\.{2,}")  # "..." is Dagster's partition range syntax
 
 
@@ -65,21 +61,16 @@ def checkpoint_id_for_partition(
     *,
     checkpoint_asset_key: dg.AssetKey = CHECKPOINT_ASSET_KEY,
 ) -> str:
-    """The full checkpoint id of a partition (default: the run's): a key without ``/`` is the
-    id; else the run's ``together/checkpoint_id`` tag if the run is for this partition; else the
-    ``checkpoint_id`` recorded on the checkpoint asset (UI re-runs, backfills, eager automation)."""
+    """The checkpoint id of a partition (default: the run's): a key without ``/``, else the run's
+    ``together/checkpoint_id`` tag, else the asset's recorded id (UI re-runs, backfills)."""
     key = partition_key if partition_key is not None else context.partition_key
     if "/" not in key:
         return key
     tags = context.run.tags
     if tags.get("dagster/partition") == key and tags.get("together/checkpoint_id"):
         return tags["together/checkpoint_id"]
-    records = context.instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=checkpoint_asset_key, asset_partitions=[key]), limit=1
-    ).records
-    mat = records[0].asset_materialization if records else None
-    value = metadata_value(mat.metadata, "checkpoint_id") if mat is not None else None
-    if isinstance(value, str):
+    meta = latest_metadata(context.instance, checkpoint_asset_key, [key]).get(key, {})
+    if isinstance(value := metadata_value(meta, "checkpoint_id"), str):
         return value
     raise CheckpointPartitionError(
         f"no checkpoint id recorded for partition {key!r}: it comes from the run's "
@@ -132,8 +123,8 @@ def metadata_value(meta: Mapping[str, Any], name: str) -> Any:
 def metadata_table(
     columns: Mapping[str, str | tuple[str, str]], rows: Iterable[Sequence[Any] | Mapping[str, Any]]
 ) -> dg.MetadataValue:
-    """A table the UI renders: ``columns`` maps each name to its type (or type, description); a
-    row is a tuple in their order or a mapping."""
+    """A table the UI renders: ``columns`` maps names to a type or (type, description); rows are
+    tuples in that order or mappings."""
     schema = [dg.TableColumn(n, *((t,) if isinstance(t, str) else t)) for n, t in columns.items()]
     records = [
         dg.TableRecord(dict(r) if isinstance(r, Mapping) else dict(zip(columns, r, strict=True)))
@@ -146,18 +137,16 @@ _BARS = "▁▂▃▄▅▆▇█"
 
 
 def score_line(points: Iterable[tuple[int, float]]) -> str:
-    """A session's scores by step as one line of text (``▂▅▇ 0.400 → 0.900, steps 20-60``):
-    Dagster plots a metadata key over every partition, so one session's scores never join up
-    there while other sessions train beside it."""
+    """Scores by step as one line (``▂▅▇ 0.400 → 0.900, steps 20-60``): Dagster's plot of a
+    key spans every partition, so one session's scores break up there beside other sessions."""
     ordered = sorted(points)
     if not ordered:
         return ""
     values = [v for _, v in ordered]
     low, span = min(values), (max(values) - min(values)) or 1.0
     bars = "".join(_BARS[round((v - low) / span * (len(_BARS) - 1))] for v in values)
-    steps = (
-        f"step {ordered[0][0]}" if len(ordered) == 1 else f"steps {ordered[0][0]}-{ordered[-1][0]}"
-    )
+    first, last = ordered[0][0], ordered[-1][0]
+    steps = f"step {first}" if len(ordered) == 1 else f"steps {first}-{last}"
     return f"{bars} {values[0]:.3f} → {values[-1]:.3f}, {steps}"
 
 
