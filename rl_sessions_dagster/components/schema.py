@@ -122,8 +122,7 @@ def exact(derived: type[BaseModel], section: type[BaseModel]) -> type[BaseModel]
             for name, home in HOME.items()
             if name not in section.model_fields and not (top and home == "attributes")
         }
-        for name, text in getattr(section, "refused", {}).items():
-            refused[name] = {"const": text}
+        refused |= {name: {"const": text} for name, text in getattr(section, "refused", {}).items()}
         if refused:
             schema["dependentSchemas"] = {
                 name: {"properties": {name: rule}} for name, rule in refused.items()

@@ -1,6 +1,5 @@
-"""``TogetherRLComponent``: the whole integration from a ``defs.yaml``, one section per piece.
-``dg scaffold defs rl_sessions_dagster.TogetherRLComponent my_rl`` writes one that loads as is;
-building the definitions makes no API call."""
+"""``TogetherRLComponent``: the whole integration from one ``defs.yaml``, a section per piece;
+``dg scaffold defs`` writes one that loads as is. Building the definitions makes no API call."""
 
 from collections.abc import Sequence
 from datetime import timedelta
@@ -110,10 +109,8 @@ def _is_secret(info: FieldInfo) -> bool:
 
 
 class _ResourceSectionBase(Section):
-    """:class:`~rl_sessions_dagster.TogetherRLResource` in YAML, derived from its own fields (a
-    field added there is in the YAML with nothing to copy). A secret is named by the environment
-    variable holding it (``<field>_env``) and becomes a ``dg.EnvVar``: read at run and tick
-    time, never in YAML."""
+    """The resource in YAML, derived from its fields; a secret is named by its environment
+    variable (``<field>_env``) and becomes a ``dg.EnvVar``, read at run and tick time."""
 
     def build(self) -> TogetherRLResource:
         values: dict[str, Any] = {}
@@ -163,7 +160,6 @@ ResourceSection = create_model(
 
 
 def resolve_resource(context: dg.ResolutionContext, model: BaseModel) -> TogetherRLResource:
-    """The one resolver of ``resource:``: the YAML (templates resolved) → the resource."""
     return ResourceSection.resolve_from_model(context, model).build()
 
 
@@ -192,11 +188,9 @@ class CheckpointAssetConfig(Section):
     )
 
     def freshness(self) -> dg.FreshnessPolicy | None:
-        if self.stale_after_minutes is None:
-            return None
-        return dg.FreshnessPolicy.time_window(
-            fail_window=timedelta(minutes=self.stale_after_minutes)
-        )
+        if minutes := self.stale_after_minutes:
+            return dg.FreshnessPolicy.time_window(fail_window=timedelta(minutes=minutes))
+        return None
 
 
 class TogetherRLScaffolder(Scaffolder):
@@ -213,11 +207,8 @@ class TogetherRLScaffolder(Scaffolder):
 
 @scaffold_with(TogetherRLScaffolder)
 class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable, TogetherRLTranslator):
-    """Together AI RL sessions in Dagster: resource, checkpoint asset, the session-event sensor
-    (checkpoint registered, session stopped/error/expired → asset runs, one API poll per
-    interval) and a scheduled sync table; optionally the GPUs: the model-resource sensor (the
-    same shape), the idle guard and the spend asset. No API call at load.
-    """
+    """Together AI RL sessions in Dagster: resource, checkpoint asset, session-event sensor and
+    sync table; optionally GPU sensor, idle guard, spend, evaluation, report and champion."""
 
     resource_key: str = Field(
         default="together", min_length=1, description="Key of the resource in Definitions."
@@ -346,11 +337,8 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable, TogetherRLTrans
             reads = [dg.AssetKey.from_user_string(k) for k in spends]  # each session's spend row
             parts.append(self._translated(report, "report", deps=reads))
         if self.champion is not None:
-            parts.append(
-                self._translated(
-                    self.champion.build(context.path, eval_key, key, group), "champion"
-                )
-            )
+            champion = self.champion.build(context.path, eval_key, key, group)
+            parts.append(self._translated(champion, "champion"))
         announced = key if self.checkpoint_asset.materialize_on_event else None
         parts.append(self.sessions.build(rk, announced, routes))
         return dg.Definitions.merge(*parts)
