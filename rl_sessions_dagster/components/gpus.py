@@ -1,4 +1,4 @@
-"""The ``idle_guard:`` and ``spend:`` sections of ``TogetherRLComponent``, each off unless written."""
+"""The ``idle_guard:`` and ``spend:`` sections, each off unless written."""
 
 import dagster as dg
 from pydantic import Field
@@ -82,8 +82,8 @@ class SpendScheduleConfig(Section):
     )
     db_path: str | None = Field(
         default=None,
-        description="Override for this asset only (a URL or file path; $VARS expanded at run "
-        "time). Leave unset: spend then shares the resource's database_url_env with the sync.",
+        description="This asset's own database (URL or path, $VARS expanded at run time); "
+        "unset: the resource's.",
     )
     cron_schedule: str = Field(
         default="*/15 * * * *", min_length=1, description="When the spend asset refreshes (cron)."

@@ -37,9 +37,8 @@ type: {type_name}
 attributes:
   resource:                         # every field of TogetherRLResource; secrets by env var
     api_key_env: TOGETHER_API_KEY   # read when a run or tick needs it; never stored in YAML
-    # Every table (sessions, checkpoints, spend) goes to one database. Unset: $RL_TABLES_URL,
-    # else the Dagster instance's PostgreSQL (schema together_rl), else a SQLite file in
-    # $DAGSTER_HOME (refused when runs start in new containers: Kubernetes, ECS, Docker).
+    # Every table goes to one database: $RL_TABLES_URL, else the instance's PostgreSQL (schema
+    # together_rl), else a SQLite file in $DAGSTER_HOME (refused for per-run containers).
     # database_url_env: RL_TABLES_URL
   # Session events: one sensor, one poll of the API per interval; each event kind goes to
   # one selection. A checkpoint route's assets must use partitions_def=CHECKPOINT_PARTITIONS.
@@ -47,8 +46,7 @@ attributes:
     name: together_rl_events
     minimum_interval_seconds: 30
     running: false                  # evaluations cost money: turn it on in the UI
-    # announce: [checkpoint_registered]   # no routes needed: only add each checkpoint's
-    #                                     # partition + runless materialization (eager() assets)
+    # announce: [checkpoint_registered]   # partition + runless materialization, no route
     routes: []
     # routes:
     #   - event_kinds: [checkpoint_registered]
@@ -176,9 +174,7 @@ class CheckpointAssetConfig(Section):
         description="Asset group of this asset and the other assets the Component builds.",
     )
     materialize_on_event: bool = Field(
-        default=True,
-        description="Record a runless materialization per checkpoint event "
-        "(for AutomationCondition.eager()).",
+        default=True, description="Record a runless materialization per checkpoint event (eager())."
     )
     stale_after_minutes: int | None = Field(
         default=None,
@@ -218,8 +214,7 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable, TogetherRLTrans
         dg.Resolver(
             resolve_resource,
             model_field_type=ResourceSection.model(),
-            description="The TogetherRLResource: any of its fields; secrets by environment "
-            "variable (api_key_env, database_url_env), read at run and tick time.",
+            description="Any TogetherRLResource field; secrets by env var (api_key_env, ...).",
         ),
     ] = Field(default_factory=lambda: ResourceSection().build())
     checkpoint_asset: CheckpointAssetConfig = Field(
@@ -227,17 +222,13 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable, TogetherRLTrans
         description="The external checkpoint asset, one partition per checkpoint.",
     )
     sessions: SessionSensorSection = Field(
-        default_factory=SessionSensorSection,
-        description="Session events (checkpoint registered, session stopped, ...) to assets: "
-        "one sensor, one API poll per tick.",
+        default_factory=SessionSensorSection, description="Session events to assets: one sensor."
     )
     sync: SyncConfig = Field(
         default_factory=SyncConfig, description="The scheduled sync of sessions and checkpoints."
     )
     model_resources: ResourceSensorSection | None = Field(
-        default=None,
-        description="Model-resource events (ready, error, stopped, ...) to assets: one sensor, "
-        "one poll of the resource list per tick.",
+        default=None, description="Model-resource events (ready, error, ...) to assets: one sensor."
     )
     idle_guard: IdleGuardConfig | None = Field(
         default=None, description="Stop (or, dry run, report) READY resources left idle."
@@ -246,26 +237,18 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable, TogetherRLTrans
         default=None, description="Estimated GPU cost per resource, session and sweep."
     )
     evaluation: EvaluationSection | None = Field(
-        default=None,
-        description="Built-in evaluation of every registered checkpoint (dataset, graders, "
-        "score check), routed from the sessions sensor's checkpoint_registered events.",
+        default=None, description="Built-in evaluation of every registered checkpoint."
     )
     report: ReportSection | None = Field(
-        default=None,
-        description="One report per finished session (status, error, steps, checkpoints "
-        "with scores, spend, W&B link), routed from the terminal session events.",
+        default=None, description="One report per finished session, from its terminal event."
     )
     champion: ChampionSection | None = Field(
-        default=None,
-        description="The best evaluated checkpoint of each sweep, by one metric; "
-        "champion_changed routed to an asset selection.",
+        default=None, description="The best evaluated checkpoint of each sweep, by one metric."
     )
     translation: ResolvedTogetherRLTranslationFn | None = Field(
         default=None,
-        description="AssetSpec attributes (group_name, owners, tags, kinds, "
-        "automation_condition, freshness_policy, ...) for every asset the Component makes, "
-        "templated with props.role (checkpoint, sessions_table, spend, evaluation, report, "
-        "champion), props.key and spec.",
+        description="AssetSpec attributes for every asset the Component makes, templated with "
+        "props.role (checkpoint, sessions_table, spend, evaluation, report, champion) and spec.",
     )
 
     #: Checks across sections that ``dg check yaml`` makes (the schema of the whole YAML).

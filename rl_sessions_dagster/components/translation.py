@@ -1,6 +1,5 @@
-"""Every asset spec the Component makes, rewritten by the user: a ``translation:`` block in YAML
-(as dagster-fivetran's Component has) or a :class:`TogetherRLTranslator` in Python, applied to
-the built definitions. Keys stay each section's ``key:``: the routes and jobs are built on them."""
+"""The user's rewrite of every asset spec the Component makes: ``translation:`` in YAML or a
+:class:`TogetherRLTranslator`. Keys stay each section's ``key:``: routes and jobs use them."""
 
 import itertools
 from collections.abc import Sequence
@@ -65,8 +64,7 @@ ResolvedTogetherRLTranslationFn: TypeAlias = Annotated[
 
 
 def translate(defs: dg.Definitions, role: str, translator: TogetherRLTranslator) -> dg.Definitions:
-    """``defs`` with each asset spec replaced by ``translator.get_asset_spec``; a changed key is
-    refused, naming the section field that sets it."""
+    """``defs`` with each asset spec translated; a changed key is refused."""
 
     def one(spec: dg.AssetSpec) -> dg.AssetSpec:
         new = translator.get_asset_spec(TogetherRLAssetProps(role, spec))
@@ -93,8 +91,7 @@ def translate(defs: dg.Definitions, role: str, translator: TogetherRLTranslator)
 
 
 class Derived(TogetherRLTranslator):
-    """What the library derives across sections (a schedule's freshness window, an edge to a
-    table an asset reads), applied before the user's translation, which may replace it."""
+    """Freshness and deps derived across sections, applied before (under) the user's translation."""
 
     def __init__(self, policy: dg.FreshnessPolicy | None = None, deps: Sequence[dg.AssetKey] = ()):
         self._policy, self._deps = policy, list(deps)
@@ -152,8 +149,7 @@ def cron_gap(cron_schedule: str) -> timedelta | None:
 
 
 def schedule_freshness(cron_schedule: str) -> dg.FreshnessPolicy | None:
-    """Warn when one scheduled refresh is missed, fail after two: the run itself may take a
-    while after its tick, hence the half interval on top."""
+    """Warn when one refresh is missed, fail after two; half an interval on top for the run."""
     gap = cron_gap(cron_schedule)
     if gap is None:
         return None
