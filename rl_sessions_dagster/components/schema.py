@@ -84,8 +84,7 @@ def _tighten(prop: dict[str, Any]) -> None:
         body = {"if": _NULL, "then": True, "else": body}
     prop.update({"if": TEMPLATE, "then": True, "else": body})
     if any("$ref" in b or "$ref" in b.get("items", {}) for b in declared):
-        # For readers only (`dg utils inspect-component` expands a section through anyOf): the
-        # trailing {} always passes, so the if/else above alone decides.
+        # for `dg utils inspect-component`, which expands sections via anyOf; {} always passes
         prop["anyOf"] = [*declared, {}]
 
 
@@ -115,8 +114,7 @@ def exact(derived: type[BaseModel], section: type[BaseModel]) -> type[BaseModel]
             prop.update(getattr(section, "schema_overrides", {}).get(name, {}))
         if across := getattr(section, "schema_all_of", ()):
             schema.setdefault("allOf", []).extend(across)
-        # dependentSchemas, not properties: no fields, and "'x' was unexpected" stays beside
-        # the hint; a const never echoes the value
+        # dependentSchemas: no fields, the hint beside "'x' was unexpected", the value not echoed
         refused: dict[str, Any] = {
             name: {"const": f"'{name}' belongs under '{home}'"}
             for name, home in HOME.items()

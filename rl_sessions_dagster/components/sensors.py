@@ -118,9 +118,6 @@ class SensorSection(Section):
     running: bool = running_field()
 
 
-# -- sessions ---------------------------------------------------------------------------------
-
-
 class RouteConfig(Section):
     """Which session event kinds run which assets (a Dagster asset selection string)."""
 
@@ -214,9 +211,6 @@ class SessionSensorSection(SensorSection):
             default_status=sensor_status(self.running),
         )
         return dg.Definitions(sensors=[sensor])
-
-
-# -- model resources --------------------------------------------------------------------------
 
 
 class ResourceRouteConfig(Section):

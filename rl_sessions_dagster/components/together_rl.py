@@ -52,9 +52,6 @@ attributes:
     #   - event_kinds: [checkpoint_registered]
     #     assets: 'key:"checkpoint_evaluation"'
     #     job_name: evaluate_checkpoint
-    #   - event_kinds: [session_stopped, session_error, session_expired]
-    #     assets: 'key:"session_report"'
-    #     job_name: finished_session_report
   sync:
     enabled: true
     cron_schedule: "*/15 * * * *"
@@ -281,9 +278,7 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable, TogetherRLTrans
         check_crons(self, context.path)
         rk, group = self.resource_key, self.checkpoint_asset.group_name
         key = dg.AssetKey.from_user_string(self.checkpoint_asset.key)
-        eval_key = (self.evaluation.key if self.evaluation is not None else None) or (
-            EVALUATION_ASSET_KEY.to_user_string()
-        )
+        eval_key = getattr(self.evaluation, "key", None) or EVALUATION_ASSET_KEY.to_user_string()
         # Spans seen by the resource sensor and the guard go where the spend asset reads them.
         spans_db = self.spend.db_path if self.spend is not None and self.spend.enabled else None
         routes = [r.route() for r in self.sessions.routes]

@@ -36,7 +36,6 @@ class TogetherRLTranslator:
 
 _KEYS = "checkpoint_asset.key, evaluation.key, report.key, champion.key, spend.key"
 _KEY_HELP = f"Refused here: set each asset's key in its own section ({_KEYS})."
-_FIELDS = dg.AssetAttributesModel.model_fields
 #: Dagster's AssetSpec attributes, each described, without ``partitions_def`` (the sensors'own).
 TranslationModel = create_model(  # type: ignore[call-overload]
     "TogetherRLTranslationModel",
@@ -48,7 +47,7 @@ TranslationModel = create_model(  # type: ignore[call-overload]
                 field, description=_KEY_HELP if name == "key" else (field.description or name)
             ),
         )
-        for name, field in _FIELDS.items()
+        for name, field in dg.AssetAttributesModel.model_fields.items()
         if name != "partitions_def"
     },
 )
@@ -124,16 +123,14 @@ def cron_gap(cron_schedule: str) -> timedelta | None:
     """The longest time between two ticks of a numeric 5-field cron over a week (None when
     the string uses names, macros or more fields: then no window is derived)."""
     fields = cron_schedule.split()
-    if len(fields) != 5:
-        return None
+    if len(fields) != 5 or fields[2] != "*" or fields[3] != "*":
+        return None  # monthly schedules: beyond the week scanned
     try:
         minute, hour, dow = (
             _field(fields[i], lo, hi) for i, lo, hi in [(0, 0, 59), (1, 0, 23), (4, 0, 7)]
         )
     except ValueError:
         return None
-    if fields[2] != "*" or fields[3] != "*":
-        return None  # monthly schedules: beyond the week scanned
     days = {d % 7 for d in dow}  # cron: 0 and 7 are Sunday; isoweekday() % 7 likewise
     ticks = [
         (day * 24 + h) * 60 + m
