@@ -51,10 +51,6 @@ def recorded_metrics(section: str) -> dict[str, object]:
     }
 
 
-#: The rule's fields, copied as ChampionRule spells them (type, default, bounds, description).
-_RULE = ("metric", "direction", "min_candidates", "name_separator")
-
-
 class ChampionRouteConfig(Section):
     """Where the ``champion_changed`` event goes (once per change)."""
 
@@ -117,7 +113,7 @@ class ChampionSection(Section):
         if not self.enabled:
             return dg.Definitions()
         route = self.on_change
-        rule = ChampionRule(**{name: getattr(self, name) for name in _RULE})
+        rule = ChampionRule(**self.model_dump(include=set(ChampionRule.__dataclass_fields__)))
         options = ChampionOptions(
             key=dg.AssetKey.from_user_string(self.key),
             evaluation_key=dg.AssetKey.from_user_string(self.evaluation_key or evaluation_key),

@@ -154,10 +154,6 @@ ResourceSection = create_model(
 )
 
 
-def resolve_resource(context: dg.ResolutionContext, model: BaseModel) -> TogetherRLResource:
-    return ResourceSection.resolve_from_model(context, model).build()
-
-
 class CheckpointAssetConfig(Section):
     """The external checkpoint asset (one partition per checkpoint)."""
 
@@ -209,7 +205,7 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable, TogetherRLTrans
     resource: Annotated[
         TogetherRLResource,
         dg.Resolver(
-            resolve_resource,
+            lambda context, model: ResourceSection.resolve_from_model(context, model).build(),
             model_field_type=ResourceSection.model(),
             description="Any TogetherRLResource field; secrets by env var (api_key_env, ...).",
         ),
