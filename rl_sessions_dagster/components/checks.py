@@ -18,8 +18,7 @@ from .schema import CRON_HELP, CRON_PATTERN
 
 
 def _where(folder: Path | None, path: Sequence[str | int], message: str) -> str | None:
-    """``message`` as ``dg check yaml`` shows it (file:line, field, snippet); None when the file
-    cannot tell (several Components in it, or none)."""
+    """``message`` as ``dg check yaml`` shows it; None unless the file has one Component."""
     file = (folder / "defs.yaml") if folder is not None and folder.is_dir() else folder
     if file is None or file.suffix not in (".yaml", ".yml") or not file.is_file():
         return None

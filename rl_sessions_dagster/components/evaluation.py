@@ -1,6 +1,5 @@
-"""The ``evaluation:`` section: an :class:`~rl_sessions_dagster.EvaluationSpec` plus where the
-asset goes. The dataset is read at load (relative to ``defs.yaml``): ``dg check defs`` names a bad
-line."""
+"""The ``evaluation:`` section: an :class:`~rl_sessions_dagster.EvaluationSpec` and its asset;
+the dataset is read at load (relative to ``defs.yaml``), so ``dg check defs`` names a bad line."""
 
 from collections.abc import Sequence
 from pathlib import Path

@@ -89,9 +89,8 @@ def _tighten(prop: dict[str, Any]) -> None:
 
 
 def exact(derived: type[BaseModel], section: type[BaseModel]) -> type[BaseModel]:
-    """``derived`` (Dagster's model of ``section``) with the descriptions back, the string escape
-    narrowed to templates, and bounds only on the declared type (a template string would hit
-    ``>=`` with a ``TypeError``; its value is checked as the section resolves)."""
+    """Dagster's model of ``section`` with descriptions back, the string escape narrowed to
+    templates, no bounds on it (a template hits ``>=``: checked when the section resolves)."""
     if getattr(derived, "__rl_exact__", False):
         return derived
     for field in derived.model_fields.values():

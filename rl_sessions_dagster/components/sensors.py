@@ -196,16 +196,15 @@ class SessionSensorSection(SensorSection):
         """The sensor of ``routes`` (this section's and the others'); none with nothing to do."""
         if not self.enabled or (not routes and not self.announce):
             return dg.Definitions()
-        options = PollingOptions(
-            resource_key=resource_key,
-            checkpoint_asset_key=checkpoint_asset_key,
-            **Section.model_dump(self.options),
-        )
         sensor = build_session_sensor(
             name=self.name,
             routes=routes,
             session_filter=SessionFilter(**self.filter.model_dump()),
-            options=options,
+            options=PollingOptions(
+                resource_key=resource_key,
+                checkpoint_asset_key=checkpoint_asset_key,
+                **Section.model_dump(self.options),
+            ),
             announce=self.announce,
             minimum_interval_seconds=self.minimum_interval_seconds,
             default_status=sensor_status(self.running),
@@ -264,16 +263,15 @@ class ResourceSensorSection(SensorSection):
             )
             for r in self.routes
         ]
-        options = ResourceSensorOptions(
-            resource_key=resource_key,
-            spend_db_path=spend_db_path,
-            **Section.model_dump(self.options),
-        )
         sensor = build_model_resource_sensor(
             name=self.name,
             routes=routes,
             resource_filter=ResourceFilter(**self.filter.model_dump()),
-            options=options,
+            options=ResourceSensorOptions(
+                resource_key=resource_key,
+                spend_db_path=spend_db_path,
+                **Section.model_dump(self.options),
+            ),
             minimum_interval_seconds=self.minimum_interval_seconds,
             default_status=sensor_status(self.running),
         )

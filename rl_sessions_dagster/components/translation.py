@@ -27,8 +27,7 @@ class TogetherRLAssetProps(NamedTuple):
 
 
 class TogetherRLTranslator:
-    """Subclass and override :meth:`get_asset_spec` to change the group, owners, tags, kinds,
-    automation condition or freshness policy of the assets the library makes."""
+    """Override :meth:`get_asset_spec` to change the specs (group, owners, tags, ...) it makes."""
 
     def get_asset_spec(self, props: TogetherRLAssetProps) -> dg.AssetSpec:
         return props.spec
@@ -120,8 +119,7 @@ def _field(text: str, low: int, high: int) -> set[int]:
 
 
 def cron_gap(cron_schedule: str) -> timedelta | None:
-    """The longest time between two ticks of a numeric 5-field cron over a week (None when
-    the string uses names, macros or more fields: then no window is derived)."""
+    """The longest gap between a numeric 5-field cron's ticks over a week; else None."""
     fields = cron_schedule.split()
     if len(fields) != 5 or fields[2] != "*" or fields[3] != "*":
         return None  # monthly schedules: beyond the week scanned
