@@ -1,5 +1,5 @@
-"""The ``champion:`` section of ``TogetherRLComponent``: the best evaluated checkpoint of each
-sweep, its sensor, and (``baseline: true``) the champion as a baseline of the score check."""
+"""The ``champion:`` section: each sweep's best evaluated checkpoint, its sensor, and
+(``baseline: true``) the champion as a baseline of the score check."""
 
 from pathlib import Path
 
@@ -14,8 +14,6 @@ from ..sensors import ChampionOptions, build_champion_definitions
 from .checks import LocatedSelection
 from .schema import Section
 from .sensors import copied_field, interval_field, running_field, sensor_status
-
-__all__ = ["ChampionRouteConfig", "ChampionSection", "recorded_metrics"]
 
 #: The numeric entries the built-in evaluation records; ``score [<grader>]`` is one per grader.
 RECORDED = (
@@ -34,9 +32,8 @@ RECORDED = (
 
 
 def recorded_metrics(section: str) -> dict[str, object]:
-    """The schema ``dg check yaml`` puts on ``<section>.metric`` when that section reads the
-    ``evaluation:`` section's asset: a metric that evaluation does not record is named at its
-    line, with the ones it does."""
+    """``<section>.metric``'s schema when it reads the ``evaluation:`` asset: a metric that
+    evaluation does not record is refused at its line, listing those it does."""
     metric = {
         "if": {"pattern": r"^score \[.+\]$"},
         "then": True,
@@ -52,10 +49,6 @@ def recorded_metrics(section: str) -> dict[str, object]:
         },
         "then": {"properties": {section: {"properties": {"metric": metric}}}},
     }
-
-
-#: The rule's fields, copied as ChampionRule spells them (type, default, bounds, description).
-_RULE = ("metric", "direction", "min_candidates", "name_separator")
 
 
 class ChampionRouteConfig(Section):
@@ -97,8 +90,7 @@ class ChampionSection(Section):
     running: bool = running_field()
 
     def baselines(self, checkpoint_asset_key: dg.AssetKey) -> list[BaselineFinder]:
-        """The champion baseline for the evaluation's score check, if it applies: on, and
-        the metric is the score, higher is better."""
+        """The champion as a score-check baseline: only when the metric is a higher score."""
         if not (self.enabled and self.baseline and self.metric == "score"):
             return []
         if self.direction != "higher":
@@ -121,7 +113,7 @@ class ChampionSection(Section):
         if not self.enabled:
             return dg.Definitions()
         route = self.on_change
-        rule = ChampionRule(**{name: getattr(self, name) for name in _RULE})
+        rule = ChampionRule(**self.model_dump(include=set(ChampionRule.__dataclass_fields__)))
         options = ChampionOptions(
             key=dg.AssetKey.from_user_string(self.key),
             evaluation_key=dg.AssetKey.from_user_string(self.evaluation_key or evaluation_key),

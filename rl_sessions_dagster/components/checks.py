@@ -1,7 +1,5 @@
-"""Checks the JSON schema cannot make, run as the definitions build: ``dg check defs`` then
-names the ``defs.yaml`` line at fault. Dagster prints every load error under its own wrapper with
-a "Stack Trace:" block (public API has no way around it), so the located line is logged first.
-"""
+"""Checks the JSON schema cannot make, run as the definitions build, each naming its ``defs.yaml``
+line; logged first, as Dagster buries every load error under its wrapper and a stack trace."""
 
 import re
 from collections import defaultdict
@@ -18,12 +16,9 @@ from ..evaluation.dataset import DatasetError
 from ..sensors.tick import CheckedSelection
 from .schema import CRON_HELP, CRON_PATTERN
 
-__all__ = ["LocatedSelection", "check_crons", "check_unique_names", "located", "located_errors"]
-
 
 def _where(folder: Path | None, path: Sequence[str | int], message: str) -> str | None:
-    """``message`` as ``dg check yaml`` shows an error: ``defs.yaml:<line> - <field> ...`` and
-    the lines around it; None when the file cannot tell (several Components in it, or none)."""
+    """``message`` as ``dg check yaml`` shows it; None unless the file has one Component."""
     file = (folder / "defs.yaml") if folder is not None and folder.is_dir() else folder
     if file is None or file.suffix not in (".yaml", ".yml") or not file.is_file():
         return None
@@ -61,8 +56,7 @@ def located(folder: Path | None, path: Sequence[str | int], error: Exception | s
 
 @contextmanager
 def located_errors(folder: Path | None, section: str, config: Any) -> Iterator[None]:
-    """A section's build refusing its YAML (a dataset, a grader, a route) raises at the field's
-    line, with Dagster's frames and ours out of the way."""
+    """A section's build refusing its YAML (dataset, grader, route) raises at the field's line."""
     try:
         yield
     except DatasetError as exc:
@@ -111,12 +105,10 @@ def _names(component: Any) -> Iterator[tuple[str, str, str]]:
             yield "sensor", section.name, f"{key}.name"
             for i, route in enumerate(section.routes):
                 yield "job", route.job_name, f"{key}.routes.{i}.job_name"
-    evaluation = component.evaluation
-    if _on(evaluation) and evaluation.route:
-        yield "job", evaluation.job_name, "evaluation.job_name"
-    report = component.report
-    if _on(report) and report.route:
-        yield "job", report.job_name, "report.job_name"
+    for key in ("evaluation", "report"):
+        section = getattr(component, key)
+        if _on(section) and section.route:
+            yield "job", section.job_name, f"{key}.job_name"
     champion = component.champion
     if _on(champion):
         yield "sensor", champion.sensor_name, "champion.sensor_name"

@@ -1,7 +1,5 @@
-"""The ``evaluation:`` section of ``TogetherRLComponent``: an
-:class:`~rl_sessions_dagster.EvaluationSpec` (same fields and bounds) plus where the asset goes.
-Its dataset is read when the definitions load (relative paths from the ``defs.yaml`` folder), so
-a bad file fails ``dg check defs`` naming the file and line."""
+"""The ``evaluation:`` section: an :class:`~rl_sessions_dagster.EvaluationSpec` and its asset;
+the dataset is read at load (relative to ``defs.yaml``), so ``dg check defs`` names a bad line."""
 
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,12 +18,9 @@ from ..sensors import EventRoute
 from .schema import Section
 from .sensors import section_route
 
-__all__ = ["EvaluationSection", "GraderConfig"]
-
 
 class GraderConfig(GraderSpec, Section):
-    """One grader in YAML: ``{type: numeric, abs_tol: 0.01}``; ``type`` may also be
-    ``package.module:function`` for a grader of your own."""
+    """One grader in YAML, ``{type: numeric, abs_tol: 0.01}``, or a ``pkg.mod:fn`` of your own."""
 
     type: str = Field(  # type: ignore[assignment]
         description="exact, contains, regex, numeric, json_field, or 'package.module:function'."
@@ -45,8 +40,7 @@ class GraderConfig(GraderSpec, Section):
 
 
 class EvaluationSection(EvaluationSpec, Section):
-    """A built-in evaluation of every registered checkpoint: a dataset, graders, how to run
-    them, and the score check's tolerance."""
+    """A built-in evaluation of every registered checkpoint, with its score check."""
 
     graders: list[GraderConfig] = Field(  # type: ignore[assignment]
         default_factory=lambda: [GraderConfig(type="exact")],
@@ -63,15 +57,13 @@ class EvaluationSection(EvaluationSpec, Section):
     )
     route: bool = Field(
         default=True,
-        description="Route checkpoint_registered events to this asset on the Component's "
-        "sensor (false: route them yourself under sessions.routes:).",
+        description="Route checkpoint_registered here (false: route it under sessions.routes:).",
     )
     progress_seconds: float = Field(
         default=10.0,
         gt=0,
         le=3600,
-        description="Seconds between progress lines (answers done, errors, items/s) in the "
-        "run's log while an evaluation runs.",
+        description="Seconds between progress lines (answers, errors, items/s) in the run log.",
     )
     check_name: str = Field(default=SCORE_CHECK_NAME, description="Name of the score check.")
     check_severity: Literal["WARN", "ERROR"] = Field(

@@ -1,4 +1,4 @@
-"""The ``idle_guard:`` and ``spend:`` sections of ``TogetherRLComponent``, each off unless written."""
+"""The ``idle_guard:`` and ``spend:`` sections, each off unless written."""
 
 import dagster as dg
 from pydantic import Field
@@ -24,8 +24,6 @@ _GuardOptions = options_section(
     ":class:`~rl_sessions_dagster.IdleGuardOptions` in YAML.",
     exclude={"resource_key", "spend_db_path"},
 )
-#: The policy's fields, as IdlePolicy spells them (YAML takes lists for the sets).
-_SETS = ("allow_ids", "deny_ids", "allow_base_models", "deny_base_models")
 
 
 class IdleGuardConfig(_GuardOptions):  # type: ignore[valid-type,misc] # a derived model
@@ -51,12 +49,7 @@ class IdleGuardConfig(_GuardOptions):  # type: ignore[valid-type,misc] # a deriv
     def build(self, resource_key: str, spend_db_path: str | None) -> dg.Definitions:
         if not self.enabled:
             return dg.Definitions()
-        policy = IdlePolicy(
-            idle_seconds=self.idle_seconds,
-            created_by=self.created_by,
-            force=self.force,
-            **{name: frozenset(getattr(self, name)) for name in _SETS},
-        )
+        policy = IdlePolicy(**self.model_dump(include=set(IdlePolicy.__dataclass_fields__)))
         options = IdleGuardOptions(
             resource_key=resource_key,
             spend_db_path=spend_db_path,
@@ -82,8 +75,8 @@ class SpendScheduleConfig(Section):
     )
     db_path: str | None = Field(
         default=None,
-        description="Override for this asset only (a URL or file path; $VARS expanded at run "
-        "time). Leave unset: spend then shares the resource's database_url_env with the sync.",
+        description="This asset's own database (URL or path, $VARS expanded at run time); "
+        "unset: the resource's.",
     )
     cron_schedule: str = Field(
         default="*/15 * * * *", min_length=1, description="When the spend asset refreshes (cron)."

@@ -1,6 +1,4 @@
-"""The ``report:`` section of ``TogetherRLComponent``: one report per finished session, routed
-from the terminal session events (scores from the evaluation asset, spend from the spend
-tables)."""
+"""The ``report:`` section: one report per finished session, routed from its terminal event."""
 
 from collections.abc import Sequence
 from typing import Literal
@@ -14,15 +12,12 @@ from ..sensors import EventRoute
 from .schema import Section
 from .sensors import section_route
 
-__all__ = ["ReportSection"]
-
 TerminalKind = Literal["session_stopped", "session_error", "session_expired"]
 _TERMINAL_KINDS: tuple[TerminalKind, ...] = ("session_error", "session_expired", "session_stopped")
 
 
 class ReportSection(Section):
-    """A report per finished session: final status, error code and message, steps,
-    checkpoints with their scores, spend and the W&B link."""
+    """Final status, error, steps, checkpoints with scores, spend and W&B link of a session."""
 
     enabled: bool = Field(default=True, description="false: no report asset, no route.")
     key: str = Field(default=REPORT_ASSET_KEY.to_user_string(), description="Asset key.")
@@ -35,8 +30,7 @@ class ReportSection(Section):
     )
     route: bool = Field(
         default=True,
-        description="Route event_kinds to the report on the Component's sensor (false: route "
-        "them yourself under sessions.routes:).",
+        description="Route event_kinds here (false: route them under sessions.routes:).",
     )
     metric: str = Field(default="score", description="Evaluation metadata shown per checkpoint.")
     evaluation_key: str | None = Field(

@@ -84,15 +84,13 @@ def _tighten(prop: dict[str, Any]) -> None:
         body = {"if": _NULL, "then": True, "else": body}
     prop.update({"if": TEMPLATE, "then": True, "else": body})
     if any("$ref" in b or "$ref" in b.get("items", {}) for b in declared):
-        # For readers only (`dg utils inspect-component` expands a section through anyOf): the
-        # trailing {} always passes, so the if/else above alone decides.
+        # for `dg utils inspect-component`, which expands sections via anyOf; {} always passes
         prop["anyOf"] = [*declared, {}]
 
 
 def exact(derived: type[BaseModel], section: type[BaseModel]) -> type[BaseModel]:
-    """``derived`` (Dagster's model of ``section``) with the descriptions back, the string escape
-    narrowed to templates, and bounds only on the declared type (a template string would hit
-    ``>=`` with a ``TypeError``; its value is checked as the section resolves)."""
+    """Dagster's model of ``section`` with descriptions back, the string escape narrowed to
+    templates, no bounds on it (a template hits ``>=``: checked when the section resolves)."""
     if getattr(derived, "__rl_exact__", False):
         return derived
     for field in derived.model_fields.values():
@@ -115,15 +113,13 @@ def exact(derived: type[BaseModel], section: type[BaseModel]) -> type[BaseModel]
             prop.update(getattr(section, "schema_overrides", {}).get(name, {}))
         if across := getattr(section, "schema_all_of", ()):
             schema.setdefault("allOf", []).extend(across)
-        # dependentSchemas, not properties: no fields, and "'x' was unexpected" stays beside
-        # the hint; a const never echoes the value
+        # dependentSchemas: no fields, the hint beside "'x' was unexpected", the value not echoed
         refused: dict[str, Any] = {
             name: {"const": f"'{name}' belongs under '{home}'"}
             for name, home in HOME.items()
             if name not in section.model_fields and not (top and home == "attributes")
         }
-        for name, text in getattr(section, "refused", {}).items():
-            refused[name] = {"const": text}
+        refused |= {name: {"const": text} for name, text in getattr(section, "refused", {}).items()}
         if refused:
             schema["dependentSchemas"] = {
                 name: {"properties": {name: rule}} for name, rule in refused.items()

@@ -23,18 +23,9 @@ from ..sensors import (
 from ..sensors.options import event_kinds
 from .schema import Section
 
-__all__ = [
-    "ResourceSensorSection",
-    "SessionSensorSection",
-    "copied_field",
-    "options_section",
-    "section_route",
-]
-
 
 def copied_field(owner: Any, name: str) -> Any:
-    """One field of a pydantic dataclass (options, rules, policies) for a YAML section: bounds,
-    default and description as the class spells them; a set default reads as a list."""
+    """A pydantic dataclass's field as the class spells it; a set default reads as a list."""
     info = copy.copy(owner.__pydantic_fields__[name])
     if isinstance(info.default, frozenset):
         info.default, info.default_factory = PydanticUndefined, list
@@ -127,17 +118,11 @@ class SensorSection(Section):
     running: bool = running_field()
 
 
-# -- sessions ---------------------------------------------------------------------------------
-
-
 class RouteConfig(Section):
     """Which session event kinds run which assets (a Dagster asset selection string)."""
 
     event_kinds: list[EventKindName] = Field(
-        min_length=1,
-        description="Session events whose runs this route starts: checkpoint_created, "
-        "checkpoint_registered, session_stopped, session_error, session_expired, "
-        "session_status_changed. Each kind in at most one route.",
+        min_length=1, description="Session event kinds this route runs; each in one route at most."
     )
     assets: str = Field(
         min_length=1, description="Asset selection, e.g. 'key:\"checkpoint_evaluation\"'."
@@ -145,8 +130,8 @@ class RouteConfig(Section):
     job_name: str = Field(min_length=1, description="Name of the asset job the runs execute.")
     partitioned: bool | None = Field(
         default=None,
-        description="Checkpoint runs carry the checkpoint partition key (default: yes when "
-        "every kind is a checkpoint kind). The assets must use CHECKPOINT_PARTITIONS.",
+        description="Runs carry the checkpoint partition key, for assets on CHECKPOINT_PARTITIONS "
+        "(default: when every kind is a checkpoint kind).",
     )
 
     def route(self) -> EventRoute:
@@ -196,14 +181,13 @@ class SessionSensorSection(SensorSection):
     )
     announce: list[Literal["checkpoint_registered", "checkpoint_created"]] = Field(
         default_factory=list,
-        description="Checkpoint kinds announced even when no route runs them: the sensor adds "
-        "the checkpoint's partition and records its runless materialization, so your assets "
-        "can follow with AutomationCondition.eager(). With no routes, the sensor only announces.",
+        description="Checkpoint kinds whose partition and runless materialization are recorded "
+        "even with no route, for AutomationCondition.eager() assets.",
     )
     routes: list[RouteConfig] = Field(
         default_factory=list,
-        description="Which session event kinds run which assets; each kind in at most one "
-        "route (the evaluation: and report: sections add their own).",
+        description="Which session event kinds run which assets (evaluation: and report: add "
+        "their own).",
     )
 
     def build(
@@ -212,16 +196,15 @@ class SessionSensorSection(SensorSection):
         """The sensor of ``routes`` (this section's and the others'); none with nothing to do."""
         if not self.enabled or (not routes and not self.announce):
             return dg.Definitions()
-        options = PollingOptions(
-            resource_key=resource_key,
-            checkpoint_asset_key=checkpoint_asset_key,
-            **Section.model_dump(self.options),
-        )
         sensor = build_session_sensor(
             name=self.name,
             routes=routes,
             session_filter=SessionFilter(**self.filter.model_dump()),
-            options=options,
+            options=PollingOptions(
+                resource_key=resource_key,
+                checkpoint_asset_key=checkpoint_asset_key,
+                **Section.model_dump(self.options),
+            ),
             announce=self.announce,
             minimum_interval_seconds=self.minimum_interval_seconds,
             default_status=sensor_status(self.running),
@@ -229,16 +212,11 @@ class SessionSensorSection(SensorSection):
         return dg.Definitions(sensors=[sensor])
 
 
-# -- model resources --------------------------------------------------------------------------
-
-
 class ResourceRouteConfig(Section):
     """Which model-resource event kinds run which assets (a Dagster asset selection string)."""
 
     event_kinds: list[ResourceEventKindName] = Field(
-        min_length=1,
-        description="resource_ready, resource_error, resource_stopped, resource_expiring, "
-        "resource_queued_long. Each kind in at most one route.",
+        min_length=1, description="Resource event kinds this route runs; each in one route at most."
     )
     assets: str = Field(min_length=1, description="Asset selection, e.g. 'key:\"gpu_notices\"'.")
     job_name: str = Field(min_length=1, description="Name of the asset job the runs execute.")
@@ -285,16 +263,15 @@ class ResourceSensorSection(SensorSection):
             )
             for r in self.routes
         ]
-        options = ResourceSensorOptions(
-            resource_key=resource_key,
-            spend_db_path=spend_db_path,
-            **Section.model_dump(self.options),
-        )
         sensor = build_model_resource_sensor(
             name=self.name,
             routes=routes,
             resource_filter=ResourceFilter(**self.filter.model_dump()),
-            options=options,
+            options=ResourceSensorOptions(
+                resource_key=resource_key,
+                spend_db_path=spend_db_path,
+                **Section.model_dump(self.options),
+            ),
             minimum_interval_seconds=self.minimum_interval_seconds,
             default_status=sensor_status(self.running),
         )

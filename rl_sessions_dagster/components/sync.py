@@ -1,5 +1,4 @@
-"""The ``sync:`` section: the sessions table's asset, its job, the incremental schedule and the
-daily reconciliation."""
+"""The ``sync:`` section: the sessions table's asset, job, schedule and daily reconciliation."""
 
 import dagster as dg
 from pydantic import Field
@@ -11,14 +10,13 @@ from .sensors import running_field, schedule_status
 
 
 class SyncConfig(Section):
-    """The scheduled sync of sessions and checkpoints into the tables' database: frequent runs
-    read what changed, a daily reconciliation walks the whole list."""
+    """Frequent runs read what changed; a daily reconciliation walks the whole list."""
 
     enabled: bool = Field(default=True, description="false: no sync asset, job or schedule.")
     db_path: str | None = Field(
         default=None,
-        description="Override for this asset only (a URL or file path; $VARS expanded at run "
-        "time). Leave unset: every table then goes to the resource's database_url_env.",
+        description="This asset's own database (URL or path, $VARS expanded at run time); "
+        "unset: the resource's.",
     )
     cron_schedule: str = Field(
         default="*/15 * * * *",
@@ -28,8 +26,8 @@ class SyncConfig(Section):
     reconcile_cron_schedule: str | None = Field(
         default="0 4 * * *",
         min_length=1,
-        description="When the reconciliation walks the whole list (cron; null: never). It "
-        "brings in what a run cannot see and marks sessions the API no longer lists.",
+        description="When the reconciliation walks the whole list, marking sessions the API "
+        "no longer lists (cron; null: never).",
     )
     running: bool = running_field()
     job_name: str | None = Field(
@@ -47,8 +45,7 @@ class SyncConfig(Section):
             asset, job_name=self.job_name, cron_schedule=self.cron_schedule, default_status=status
         )
         schedules = [schedule]
-        if self.reconcile_cron_schedule is not None:
-            cron = self.reconcile_cron_schedule
+        if cron := self.reconcile_cron_schedule:
             schedules.append(
                 reconcile_schedule(asset, job, cron_schedule=cron, default_status=status)
             )

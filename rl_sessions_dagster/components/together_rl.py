@@ -1,6 +1,5 @@
-"""``TogetherRLComponent``: the whole integration from a ``defs.yaml``, one section per piece.
-``dg scaffold defs rl_sessions_dagster.TogetherRLComponent my_rl`` writes one that loads as is;
-building the definitions makes no API call."""
+"""``TogetherRLComponent``: the whole integration from one ``defs.yaml``, a section per piece;
+``dg scaffold defs`` writes one that loads as is. Building the definitions makes no API call."""
 
 from collections.abc import Sequence
 from datetime import timedelta
@@ -38,9 +37,8 @@ type: {type_name}
 attributes:
   resource:                         # every field of TogetherRLResource; secrets by env var
     api_key_env: TOGETHER_API_KEY   # read when a run or tick needs it; never stored in YAML
-    # Every table (sessions, checkpoints, spend) goes to one database. Unset: $RL_TABLES_URL,
-    # else the Dagster instance's PostgreSQL (schema together_rl), else a SQLite file in
-    # $DAGSTER_HOME (refused when runs start in new containers: Kubernetes, ECS, Docker).
+    # Every table goes to one database: $RL_TABLES_URL, else the instance's PostgreSQL (schema
+    # together_rl), else a SQLite file in $DAGSTER_HOME (refused for per-run containers).
     # database_url_env: RL_TABLES_URL
   # Session events: one sensor, one poll of the API per interval; each event kind goes to
   # one selection. A checkpoint route's assets must use partitions_def=CHECKPOINT_PARTITIONS.
@@ -48,16 +46,12 @@ attributes:
     name: together_rl_events
     minimum_interval_seconds: 30
     running: false                  # evaluations cost money: turn it on in the UI
-    # announce: [checkpoint_registered]   # no routes needed: only add each checkpoint's
-    #                                     # partition + runless materialization (eager() assets)
+    # announce: [checkpoint_registered]   # partition + runless materialization, no route
     routes: []
     # routes:
     #   - event_kinds: [checkpoint_registered]
     #     assets: 'key:"checkpoint_evaluation"'
     #     job_name: evaluate_checkpoint
-    #   - event_kinds: [session_stopped, session_error, session_expired]
-    #     assets: 'key:"session_report"'
-    #     job_name: finished_session_report
   sync:
     enabled: true
     cron_schedule: "*/15 * * * *"
@@ -110,10 +104,8 @@ def _is_secret(info: FieldInfo) -> bool:
 
 
 class _ResourceSectionBase(Section):
-    """:class:`~rl_sessions_dagster.TogetherRLResource` in YAML, derived from its own fields (a
-    field added there is in the YAML with nothing to copy). A secret is named by the environment
-    variable holding it (``<field>_env``) and becomes a ``dg.EnvVar``: read at run and tick
-    time, never in YAML."""
+    """The resource in YAML, derived from its fields; a secret is named by its environment
+    variable (``<field>_env``) and becomes a ``dg.EnvVar``, read at run and tick time."""
 
     def build(self) -> TogetherRLResource:
         values: dict[str, Any] = {}
@@ -162,11 +154,6 @@ ResourceSection = create_model(
 )
 
 
-def resolve_resource(context: dg.ResolutionContext, model: BaseModel) -> TogetherRLResource:
-    """The one resolver of ``resource:``: the YAML (templates resolved) → the resource."""
-    return ResourceSection.resolve_from_model(context, model).build()
-
-
 class CheckpointAssetConfig(Section):
     """The external checkpoint asset (one partition per checkpoint)."""
 
@@ -180,9 +167,7 @@ class CheckpointAssetConfig(Section):
         description="Asset group of this asset and the other assets the Component builds.",
     )
     materialize_on_event: bool = Field(
-        default=True,
-        description="Record a runless materialization per checkpoint event "
-        "(for AutomationCondition.eager()).",
+        default=True, description="Record a runless materialization per checkpoint event (eager())."
     )
     stale_after_minutes: int | None = Field(
         default=None,
@@ -192,11 +177,9 @@ class CheckpointAssetConfig(Section):
     )
 
     def freshness(self) -> dg.FreshnessPolicy | None:
-        if self.stale_after_minutes is None:
-            return None
-        return dg.FreshnessPolicy.time_window(
-            fail_window=timedelta(minutes=self.stale_after_minutes)
-        )
+        if minutes := self.stale_after_minutes:
+            return dg.FreshnessPolicy.time_window(fail_window=timedelta(minutes=minutes))
+        return None
 
 
 class TogetherRLScaffolder(Scaffolder):
@@ -213,11 +196,8 @@ class TogetherRLScaffolder(Scaffolder):
 
 @scaffold_with(TogetherRLScaffolder)
 class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable, TogetherRLTranslator):
-    """Together AI RL sessions in Dagster: resource, checkpoint asset, the session-event sensor
-    (checkpoint registered, session stopped/error/expired → asset runs, one API poll per
-    interval) and a scheduled sync table; optionally the GPUs: the model-resource sensor (the
-    same shape), the idle guard and the spend asset. No API call at load.
-    """
+    """Together AI RL sessions in Dagster: resource, checkpoint asset, session-event sensor and
+    sync table; optionally GPU sensor, idle guard, spend, evaluation, report and champion."""
 
     resource_key: str = Field(
         default="together", min_length=1, description="Key of the resource in Definitions."
@@ -225,10 +205,9 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable, TogetherRLTrans
     resource: Annotated[
         TogetherRLResource,
         dg.Resolver(
-            resolve_resource,
+            lambda context, model: ResourceSection.resolve_from_model(context, model).build(),
             model_field_type=ResourceSection.model(),
-            description="The TogetherRLResource: any of its fields; secrets by environment "
-            "variable (api_key_env, database_url_env), read at run and tick time.",
+            description="Any TogetherRLResource field; secrets by env var (api_key_env, ...).",
         ),
     ] = Field(default_factory=lambda: ResourceSection().build())
     checkpoint_asset: CheckpointAssetConfig = Field(
@@ -236,17 +215,13 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable, TogetherRLTrans
         description="The external checkpoint asset, one partition per checkpoint.",
     )
     sessions: SessionSensorSection = Field(
-        default_factory=SessionSensorSection,
-        description="Session events (checkpoint registered, session stopped, ...) to assets: "
-        "one sensor, one API poll per tick.",
+        default_factory=SessionSensorSection, description="Session events to assets: one sensor."
     )
     sync: SyncConfig = Field(
         default_factory=SyncConfig, description="The scheduled sync of sessions and checkpoints."
     )
     model_resources: ResourceSensorSection | None = Field(
-        default=None,
-        description="Model-resource events (ready, error, stopped, ...) to assets: one sensor, "
-        "one poll of the resource list per tick.",
+        default=None, description="Model-resource events (ready, error, ...) to assets: one sensor."
     )
     idle_guard: IdleGuardConfig | None = Field(
         default=None, description="Stop (or, dry run, report) READY resources left idle."
@@ -255,26 +230,18 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable, TogetherRLTrans
         default=None, description="Estimated GPU cost per resource, session and sweep."
     )
     evaluation: EvaluationSection | None = Field(
-        default=None,
-        description="Built-in evaluation of every registered checkpoint (dataset, graders, "
-        "score check), routed from the sessions sensor's checkpoint_registered events.",
+        default=None, description="Built-in evaluation of every registered checkpoint."
     )
     report: ReportSection | None = Field(
-        default=None,
-        description="One report per finished session (status, error, steps, checkpoints "
-        "with scores, spend, W&B link), routed from the terminal session events.",
+        default=None, description="One report per finished session, from its terminal event."
     )
     champion: ChampionSection | None = Field(
-        default=None,
-        description="The best evaluated checkpoint of each sweep, by one metric; "
-        "champion_changed routed to an asset selection.",
+        default=None, description="The best evaluated checkpoint of each sweep, by one metric."
     )
     translation: ResolvedTogetherRLTranslationFn | None = Field(
         default=None,
-        description="AssetSpec attributes (group_name, owners, tags, kinds, "
-        "automation_condition, freshness_policy, ...) for every asset the Component makes, "
-        "templated with props.role (checkpoint, sessions_table, spend, evaluation, report, "
-        "champion), props.key and spec.",
+        description="AssetSpec attributes for every asset the Component makes, templated with "
+        "props.role (checkpoint, sessions_table, spend, evaluation, report, champion) and spec.",
     )
 
     #: Checks across sections that ``dg check yaml`` makes (the schema of the whole YAML).
@@ -307,9 +274,7 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable, TogetherRLTrans
         check_crons(self, context.path)
         rk, group = self.resource_key, self.checkpoint_asset.group_name
         key = dg.AssetKey.from_user_string(self.checkpoint_asset.key)
-        eval_key = (self.evaluation.key if self.evaluation is not None else None) or (
-            EVALUATION_ASSET_KEY.to_user_string()
-        )
+        eval_key = getattr(self.evaluation, "key", None) or EVALUATION_ASSET_KEY.to_user_string()
         # Spans seen by the resource sensor and the guard go where the spend asset reads them.
         spans_db = self.spend.db_path if self.spend is not None and self.spend.enabled else None
         routes = [r.route() for r in self.sessions.routes]
@@ -346,11 +311,8 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable, TogetherRLTrans
             reads = [dg.AssetKey.from_user_string(k) for k in spends]  # each session's spend row
             parts.append(self._translated(report, "report", deps=reads))
         if self.champion is not None:
-            parts.append(
-                self._translated(
-                    self.champion.build(context.path, eval_key, key, group), "champion"
-                )
-            )
+            champion = self.champion.build(context.path, eval_key, key, group)
+            parts.append(self._translated(champion, "champion"))
         announced = key if self.checkpoint_asset.materialize_on_event else None
         parts.append(self.sessions.build(rk, announced, routes))
         return dg.Definitions.merge(*parts)

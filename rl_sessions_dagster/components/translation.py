@@ -1,6 +1,5 @@
-"""Every asset spec the Component makes, rewritten by the user: a ``translation:`` block in YAML
-(as dagster-fivetran's Component has) or a :class:`TogetherRLTranslator` in Python, applied to
-the built definitions. Keys stay each section's ``key:``: the routes and jobs are built on them."""
+"""The user's rewrite of every asset spec the Component makes: ``translation:`` in YAML or a
+:class:`TogetherRLTranslator`. Keys stay each section's ``key:``: routes and jobs use them."""
 
 import itertools
 from collections.abc import Sequence
@@ -28,8 +27,7 @@ class TogetherRLAssetProps(NamedTuple):
 
 
 class TogetherRLTranslator:
-    """Subclass and override :meth:`get_asset_spec` to change the group, owners, tags, kinds,
-    automation condition or freshness policy of the assets the library makes."""
+    """Override :meth:`get_asset_spec` to change the specs (group, owners, tags, ...) it makes."""
 
     def get_asset_spec(self, props: TogetherRLAssetProps) -> dg.AssetSpec:
         return props.spec
@@ -37,7 +35,6 @@ class TogetherRLTranslator:
 
 _KEYS = "checkpoint_asset.key, evaluation.key, report.key, champion.key, spend.key"
 _KEY_HELP = f"Refused here: set each asset's key in its own section ({_KEYS})."
-_FIELDS = dg.AssetAttributesModel.model_fields
 #: Dagster's AssetSpec attributes, each described, without ``partitions_def`` (the sensors'own).
 TranslationModel = create_model(  # type: ignore[call-overload]
     "TogetherRLTranslationModel",
@@ -49,7 +46,7 @@ TranslationModel = create_model(  # type: ignore[call-overload]
                 field, description=_KEY_HELP if name == "key" else (field.description or name)
             ),
         )
-        for name, field in _FIELDS.items()
+        for name, field in dg.AssetAttributesModel.model_fields.items()
         if name != "partitions_def"
     },
 )
@@ -65,8 +62,7 @@ ResolvedTogetherRLTranslationFn: TypeAlias = Annotated[
 
 
 def translate(defs: dg.Definitions, role: str, translator: TogetherRLTranslator) -> dg.Definitions:
-    """``defs`` with each asset spec replaced by ``translator.get_asset_spec``; a changed key is
-    refused, naming the section field that sets it."""
+    """``defs`` with each asset spec translated; a changed key is refused."""
 
     def one(spec: dg.AssetSpec) -> dg.AssetSpec:
         new = translator.get_asset_spec(TogetherRLAssetProps(role, spec))
@@ -93,8 +89,7 @@ def translate(defs: dg.Definitions, role: str, translator: TogetherRLTranslator)
 
 
 class Derived(TogetherRLTranslator):
-    """What the library derives across sections (a schedule's freshness window, an edge to a
-    table an asset reads), applied before the user's translation, which may replace it."""
+    """Freshness and deps derived across sections, applied before (under) the user's translation."""
 
     def __init__(self, policy: dg.FreshnessPolicy | None = None, deps: Sequence[dg.AssetKey] = ()):
         self._policy, self._deps = policy, list(deps)
@@ -124,19 +119,16 @@ def _field(text: str, low: int, high: int) -> set[int]:
 
 
 def cron_gap(cron_schedule: str) -> timedelta | None:
-    """The longest time between two ticks of a numeric 5-field cron over a week (None when
-    the string uses names, macros or more fields: then no window is derived)."""
+    """The longest gap between a numeric 5-field cron's ticks over a week; else None."""
     fields = cron_schedule.split()
-    if len(fields) != 5:
-        return None
+    if len(fields) != 5 or fields[2] != "*" or fields[3] != "*":
+        return None  # monthly schedules: beyond the week scanned
     try:
         minute, hour, dow = (
             _field(fields[i], lo, hi) for i, lo, hi in [(0, 0, 59), (1, 0, 23), (4, 0, 7)]
         )
     except ValueError:
         return None
-    if fields[2] != "*" or fields[3] != "*":
-        return None  # monthly schedules: beyond the week scanned
     days = {d % 7 for d in dow}  # cron: 0 and 7 are Sunday; isoweekday() % 7 likewise
     ticks = [
         (day * 24 + h) * 60 + m
@@ -152,8 +144,7 @@ def cron_gap(cron_schedule: str) -> timedelta | None:
 
 
 def schedule_freshness(cron_schedule: str) -> dg.FreshnessPolicy | None:
-    """Warn when one scheduled refresh is missed, fail after two: the run itself may take a
-    while after its tick, hence the half interval on top."""
+    """Warn when one refresh is missed, fail after two; half an interval on top for the run."""
     gap = cron_gap(cron_schedule)
     if gap is None:
         return None
