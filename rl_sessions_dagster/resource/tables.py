@@ -124,10 +124,9 @@ def resolve_tables_target(
     *,
     url_setting: str = "the asset's db_path",
 ) -> TablesTarget:
-    """Where this run's tables go: ``url`` (an asset's override, expanded), the resource's
-    ``database_url``, ``$RL_TABLES_URL``, the instance's PostgreSQL (schema ``together_rl``),
-    else ``<DAGSTER_HOME>/together_rl_sync.sqlite``. A SQLite file is refused when each run
-    starts in a new container: it would start empty and be lost after every run."""
+    """``url`` (expanded), ``database_url``, ``$RL_TABLES_URL``, the instance's PostgreSQL (schema
+    ``together_rl``), else ``<DAGSTER_HOME>/together_rl_sync.sqlite``. A SQLite file is refused
+    when each run starts in a new container (it would start empty every run)."""
     configured = resource.tables_url() if resource is not None else None
     if url:
         target = TablesTarget(expand_target(url), None, url_setting)
@@ -171,9 +170,8 @@ def open_table_store(
     url_setting: str = "the asset's db_path",
     **store_options: Any,
 ) -> "Iterator[SQLAlchemyTableStore]":
-    """The library's tables for one run or tick, closed on exit. Raises
-    :class:`~rl_sessions_dagster.storage.urls.TableStoreConfigError` for a setting that cannot
-    work, ``TableStoreError`` for a database out of reach; neither quotes a password."""
+    """The tables for one run or tick, closed on exit. ``TableStoreConfigError``: a setting that
+    cannot work; ``TableStoreError``: a database out of reach; neither quotes a password."""
     target = resolve_tables_target(resource, instance, url, url_setting=url_setting)
     store = SQLAlchemyTableStore(
         target.url, schema=target.schema, setting=target.setting, **store_options

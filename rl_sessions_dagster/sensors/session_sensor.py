@@ -1,5 +1,5 @@
-"""The session-event sensor: one poll of the API per tick (the core's ``collect`` →
-``advance``), each event kind routed to a job or an asset selection, one cursor for all."""
+"""The session-event sensor: one API poll per tick (``collect`` → ``advance``), each event kind
+routed to a job or an asset selection, one cursor for all."""
 
 from collections.abc import Iterable, Sequence
 
@@ -38,9 +38,8 @@ def build_session_sensor(
     default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
     description: str | None = None,
 ) -> dg.SensorDefinition:
-    """One sensor, one poll of the API per tick, each event kind routed to its own target.
-    ``name`` is also its cursor's key (rename = start over). ``announce``: checkpoint kinds whose
-    partition and runless materialization are recorded even when no route runs them (with
+    """``name`` is also the cursor's key (rename = start over). ``announce``: checkpoint kinds
+    recorded (partition, runless materialization) even when no route runs them (with
     ``routes=[]``, downstream assets follow with ``AutomationCondition.eager()``)."""
     options = options or PollingOptions()
     announced = parse_event_kinds(announce) if announce else frozenset()
