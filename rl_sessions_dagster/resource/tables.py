@@ -99,18 +99,15 @@ def _instance_postgres_url(instance: dg.DagsterInstance) -> str | None:
 def containerized_run_launcher(instance: dg.DagsterInstance) -> str | None:
     """``module.Class`` of the instance's run launcher when it starts runs in new containers,
     read from the configuration (the launcher's package need not be installed here)."""
-    name = module = None
     try:
         data = instance.get_ref().run_launcher_data
     except Exception:  # an ephemeral instance has no ref: its launcher object is all there is
         data = None
     if data is not None:
         module, name = data.module_name, data.class_name
+    elif (launcher := getattr(instance, "_run_launcher", None)) is not None:
+        module, name = type(launcher).__module__, type(launcher).__name__
     else:
-        launcher = getattr(instance, "_run_launcher", None)
-        if launcher is not None:
-            module, name = type(launcher).__module__, type(launcher).__name__
-    if name is None or module is None:
         return None
     if name in _CONTAINER_LAUNCHERS or module.startswith(_CONTAINER_MODULES):
         return f"{module}.{name}"
