@@ -124,10 +124,9 @@ def resolve_tables_target(
     """``url`` (expanded), ``database_url``, ``$RL_TABLES_URL``, the instance's PostgreSQL (schema
     ``together_rl``), else ``<DAGSTER_HOME>/together_rl_sync.sqlite``. A SQLite file is refused
     when each run starts in a new container (it would start empty every run)."""
-    configured = resource.tables_url() if resource is not None else None
     if url:
         target = TablesTarget(expand_target(url), None, url_setting)
-    elif configured is not None:
+    elif resource is not None and (configured := resource.tables_url()) is not None:
         target = TablesTarget(configured[0], None, configured[1])
     elif (pg := _instance_postgres_url(instance)) is not None:
         target = TablesTarget(

@@ -110,11 +110,10 @@ class TogetherRLResource(dg.ConfigurableResource):
         "limit beyond max_attempts). Sensors pass their own tick budget on top of this.",
     )
     database_url: str | None = _secret(
-        "Where every table of the library goes (sessions, checkpoints, spend): a SQLAlchemy "
-        f"URL or a file path, e.g. dg.EnvVar('{TABLES_URL_ENV}'). Masked in the UI. When "
-        f"unset: ${TABLES_URL_ENV}, else the Dagster instance's PostgreSQL (schema "
-        "together_rl), else <DAGSTER_HOME>/together_rl_sync.sqlite. Never connected to at "
-        "definitions load."
+        "Where every table goes: a SQLAlchemy URL or a file path, e.g. dg.EnvVar("
+        f"'{TABLES_URL_ENV}'). Masked in the UI. Unset: ${TABLES_URL_ENV}, else the Dagster "
+        "instance's PostgreSQL (schema together_rl), else <DAGSTER_HOME>/together_rl_sync.sqlite. "
+        "Never connected to at definitions load."
     )
 
     @field_validator("database_url")

@@ -223,7 +223,6 @@ def build_champion_definitions(
             options.job_name, selection=assets, executor_def=dg.in_process_executor
         )
     key, evaluation_key = options.key, options.evaluation_key
-    partitioned = options.partitioned_job
 
     def evaluate(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
         instance, records = context.instance, _new_records(context, evaluation_key)
@@ -292,7 +291,7 @@ def build_champion_definitions(
             records = _new_records(context, key)
             if not records:
                 return dg.SkipReason(f"no new {key.to_user_string()} materialization")
-            requests = _on_change_requests(records, partitioned)
+            requests = _on_change_requests(records, options.partitioned_job)
             context.log.info(
                 f"{len(records)} champion record(s); {len(requests)} champion_changed run(s)"
             )

@@ -98,9 +98,8 @@ class TickOptions(_Checked):
     unavailable_alarm_seconds: Seconds = Field(
         default=600.0,
         gt=0,
-        description="After this long with every tick failing to read the API (5xx, timeouts, "
-        "connection errors), one tick fails loudly (red in the UI); the sensor keeps "
-        "retrying. Configuration errors (key, DNS, TLS) fail every tick.",
+        description="After this long of every tick failing transiently (5xx, timeouts), one tick "
+        "fails loudly and the sensor keeps retrying; bad config (key, DNS, TLS) fails every tick.",
     )
 
 

@@ -60,7 +60,6 @@ def build_model_resource_sensor(
     route_of = {kind: t for t in targets for kind in t.route.kinds}
     flt = resource_filter or ResourceFilter()
     config = options.tracker_config(frozenset(route_of))
-    name_jobs = len(targets) > 1
 
     def body(tick: Tick, state: ResourceTrackerState) -> TickOutcome[ResourceTrackerState]:
         rows = tick.client.list_model_resources(created_by=flt.created_by, deadline=tick.deadline)
@@ -99,7 +98,7 @@ def build_model_resource_sensor(
                 else None,
             )
             default = dg.RunRequest(run_key=event.key, tags=tags)
-            request = route_request(route_of[event.kind], default, event, name_job=name_jobs)
+            request = route_request(route_of[event.kind], default, event, name_job=len(targets) > 1)
             if request is not None:
                 requests.append(request)
         summary = (

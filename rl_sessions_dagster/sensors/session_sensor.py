@@ -125,10 +125,9 @@ def build_session_sensor(
             if request is None:
                 continue
             requests.append(request)
-            if route.partitioned and route.partitions_def is not None and request.partition_key:
-                partitions.setdefault(str(route.partitions_def.name), []).append(
-                    request.partition_key
-                )
+            pdef = route.partitions_def
+            if route.partitioned and pdef is not None and request.partition_key:
+                partitions.setdefault(str(pdef.name), []).append(request.partition_key)
             announce_checkpoint(event)
         summary = (
             f"{len(requests)} run(s) from {len(outcome.events)} event(s); "

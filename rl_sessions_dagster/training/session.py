@@ -177,36 +177,30 @@ def _create_session(
 
 
 def _find_unanswered_session(
-    client: RLSessionsClient,
-    resource_id: str,
-    display_name: str | None,
-    *,
-    any_of_mine: bool,
-    logger: Any,
+    client: RLSessionsClient, rid: str, display_name: str | None, *, any_of_mine: bool, logger: Any
 ) -> str | None:
     """Your one active session on the resource with this display name (any, on a resource made
     for this launch), which an unanswered create may have started; else None."""
     if display_name is None and not any_of_mine:
         logger.warning(
-            f"a session create on model resource {resource_id} got no answer; without a "
+            f"a session create on model resource {rid} got no answer; without a "
             "display name its session cannot be told apart: check the resource's sessions"
         )
         return None
     try:
-        deadline = monotonic_deadline(CLEANUP_SECONDS / 4)
         mine = client.list_sessions(
-            model_resources_id=resource_id,
+            model_resources_id=rid,
             status=ACTIVE_SESSION_STATUSES,
             created_by="me",
-            deadline=deadline,
+            deadline=monotonic_deadline(CLEANUP_SECONDS / 4),
         )
         found = [s for s in mine if display_name is None or s.display_name == display_name]
     except TogetherRLError as exc:
-        logger.error(f"could not look for the unanswered session on {resource_id}: {exc}")
+        logger.error(f"could not look for the unanswered session on {rid}: {exc}")
         return None
     if len(found) != 1:
         if found:
-            logger.warning(f"{len(found)} candidate sessions on {resource_id}; none stopped")
+            logger.warning(f"{len(found)} candidate sessions on {rid}; none stopped")
         return None
     logger.info(f"found session {found[0].id}, created by a request whose answer was lost")
     return found[0].id
