@@ -1,6 +1,5 @@
-"""The one way a run or a tick opens the library's tables, so every table lands in one database
-chosen by one setting (order in :func:`resolve_tables_target`). Nothing here connects while
-definitions load (a code server need not have an instance)."""
+"""The one way a run or tick opens the tables: one database, one setting (order in
+:func:`resolve_tables_target`); nothing connects at definitions load (no instance needed)."""
 
 import os
 from collections.abc import Iterator
@@ -79,8 +78,7 @@ def expand_target(url: str) -> str:
 
 
 def table_kinds(db_path: str | None) -> set[str]:
-    """The asset's kinds: its backend when the builder fixes it, else just "sql" (a ``$VAR`` or
-    nothing: the database is chosen at run time)."""
+    """The asset's kinds: its backend when the builder fixes it, else "sql" (chosen at run time)."""
     backend = backend_of(db_path) if db_path else None
     if db_path and backend is None and "$" not in db_path:
         backend = "sqlite"  # a plain file path

@@ -129,15 +129,9 @@ class SweepState:
 
 def _unrecorded(metric: str, records: Sequence[Any]) -> str:
     """Why no checkpoint can win: the metric (known only when evaluations run) is in none."""
-    found = sorted(
-        {
-            name
-            for r in records
-            if r.asset_materialization is not None
-            for name, value in r.asset_materialization.metadata.items()
-            if isinstance(value, (dg.FloatMetadataValue, dg.IntMetadataValue))
-        }
-    )
+    mats = [r.asset_materialization for r in records if r.asset_materialization is not None]
+    numeric = (dg.FloatMetadataValue, dg.IntMetadataValue)
+    found = sorted({n for m in mats for n, v in m.metadata.items() if isinstance(v, numeric)})
     return (
         f"champion metric '{metric}' is recorded by none of these {len(records)} evaluation(s), "
         f"so no checkpoint can become champion; their numeric entries: {', '.join(found) or '-'}"

@@ -1,6 +1,5 @@
-"""The idle guard: stop READY model resources unused too long (one run per stop), or report it
-(dry run, the default). It destroys, so it decides twice (tick, then run) and errs towards
-leaving a GPU up (``core/idle.py``)."""
+"""Stop READY model resources unused too long (one run each), or report it (dry run, default).
+It destroys, so it decides twice (tick, run) and errs towards leaving a GPU up (core/idle.py)."""
 
 import json
 from dataclasses import dataclass, replace
@@ -125,8 +124,7 @@ def build_idle_guard(
         }
         expires = to_ms(r.expires_at)
         if price[0] is not None and expires is not None:
-            hours_left = max(0, expires - now) / 3_600_000
-            meta["saves_until_expiry"] = round(price[0] * hours_left, 4)
+            meta["saves_until_expiry"] = round(price[0] * (max(0, expires - now) / 3_600_000), 4)
         try:  # the billed span: READY as read before the stop, ended when STOPPING began
             db = options.spend_db_path
             with open_table_store(resource, context.instance, db, url_setting="spend_db_path") as s:

@@ -274,9 +274,8 @@ class _Route:
 
 @dataclass(frozen=True)
 class EventRoute(_Route):
-    """Which event kinds go to which target: a job, or an asset selection run as an asset job
-    named ``job_name``. Each checkpoint run carries its partition key, so the target must be
-    partitioned by ``partitions_def`` (``None``: unpartitioned runs)."""
+    """Event kinds to a job, or to assets run as the asset job ``job_name``. Checkpoint runs carry
+    their partition key: the target is partitioned by ``partitions_def`` (None: unpartitioned)."""
 
     event_kinds: Iterable[EventKind | str]
     partitions_def: dg.DynamicPartitionsDefinition | None = field(default=CHECKPOINT_PARTITIONS)

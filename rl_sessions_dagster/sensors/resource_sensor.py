@@ -106,9 +106,7 @@ def build_model_resource_sensor(
             f"{len(listed)} resource(s) listed; tracking {len(outcome.state.tracked)}{spans}"
         )
         if outcome.deferred:
-            summary += (
-                f"; more events than max_runs_per_tick={options.max_runs_per_tick}, rest next tick"
-            )
+            summary += f"; over max_runs_per_tick={options.max_runs_per_tick}: rest next tick"
         return TickOutcome(outcome.state, summary, requests)
 
     return tick_sensor(

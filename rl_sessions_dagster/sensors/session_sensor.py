@@ -134,9 +134,7 @@ def build_session_sensor(
             f"tracking {len(outcome.state.tracked)} session(s)"
         )
         if outcome.deferred:
-            summary += (
-                f"; more events than max_runs_per_tick={options.max_runs_per_tick}, rest next tick"
-            )
+            summary += f"; over max_runs_per_tick={options.max_runs_per_tick}: rest next tick"
         if collected.interrupted:
             summary += f"; read stopped early ({collected.interrupted}), rest next tick"
         if unreadable := len(source.skipped) + len(collected.unreadable):

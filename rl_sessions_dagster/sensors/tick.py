@@ -114,10 +114,9 @@ def tick_sensor(
                     context.log.info(retries.summary())
                 return result
         out.state.failing_since_ms = None
-        elapsed_ms = int((time.monotonic() - started) * 1000)
         requests = out.requests if out.requests is not None else client.stats.requests
-        summary = f"{out.summary}; {requests} API request(s) ({retries.count} retried) in "
-        summary += f"{elapsed_ms} ms"
+        ms = int((time.monotonic() - started) * 1000)
+        summary = f"{out.summary}; {requests} API request(s) ({retries.count} retried) in {ms} ms"
         context.log.info(summary)
         return dg.SensorResult(
             run_requests=out.run_requests,
