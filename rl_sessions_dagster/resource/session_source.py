@@ -16,6 +16,7 @@ from ..core.reading import ItemUnreadable, ListCursorRejected, SessionExcluded, 
 _ORDER = ("CREATING", "RUNNING", "STOPPING", "STOPPED", "ERROR", "EXPIRED")
 ACTIVE = sorted((s.short for s in ACTIVE_SESSION_STATUSES), key=_ORDER.index)
 TERMINAL = sorted((s.short for s in TERMINAL_SESSION_STATUSES), key=_ORDER.index)
+Page = tuple[list[TrainingSession], str | None]
 
 
 @dataclass
@@ -32,9 +33,7 @@ class ClientSessionSource:
     user_id: str | None = None  # who "me" is, learnt from a list filtered by it
     _nobody_before_ms: int | None = None
 
-    def _page(
-        self, statuses: list[str] | None, after: str | None
-    ) -> tuple[list[TrainingSession], str | None]:
+    def _page(self, statuses: list[str] | None, after: str | None) -> Page:
         page = self.client.list_sessions_page(
             after=after,
             limit=self.page_size,
@@ -59,12 +58,8 @@ class ClientSessionSource:
     def _resolve_user_id(self, session: TrainingSession) -> str | None:
         """Who "me" is, asking the API if no list told it yet; "me has no session" holds for the
         sessions created before that answer (one request per tick, not per session)."""
-        created = to_ms(session.created_at)
-        if self.user_id is None and not (
-            self._nobody_before_ms is not None
-            and created is not None
-            and created < self._nobody_before_ms
-        ):
+        created, before = to_ms(session.created_at), self._nobody_before_ms
+        if self.user_id is None and not (before and created is not None and created < before):
             page = self.client.list_sessions_page(limit=1, created_by="me", deadline=self.deadline)
             self._learn_user_id(page.data)
             if self.user_id is None and self.server_clock is not None and self.server_clock.last_ms:
@@ -72,9 +67,7 @@ class ClientSessionSource:
                 self._nobody_before_ms = self.server_clock.last_ms - 1000
         return self.user_id
 
-    def list_active_page(
-        self, after: str | None, extra_statuses: Sequence[str] = ()
-    ) -> tuple[list[TrainingSession], str | None]:
+    def list_active_page(self, after: str | None, extra_statuses: Sequence[str] = ()) -> Page:
         try:
             return self._page([*ACTIVE, *extra_statuses], after)
         except BadRequestError as exc:
@@ -82,15 +75,13 @@ class ClientSessionSource:
                 raise
             raise StatusFilterRejected(str(exc)) from None
 
-    def list_terminal_page(self, after: str | None) -> tuple[list[TrainingSession], str | None]:
+    def list_terminal_page(self, after: str | None) -> Page:
         return self._resumable_page(TERMINAL, after)
 
-    def list_all_page(self, after: str | None) -> tuple[list[TrainingSession], str | None]:
+    def list_all_page(self, after: str | None) -> Page:
         return self._resumable_page(None, after)
 
-    def _resumable_page(
-        self, statuses: list[str] | None, after: str | None
-    ) -> tuple[list[TrainingSession], str | None]:
+    def _resumable_page(self, statuses: list[str] | None, after: str | None) -> Page:
         """A page of a pass resuming from an ``after`` the API may have forgotten."""
         try:
             return self._page(statuses, after)

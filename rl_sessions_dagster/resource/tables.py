@@ -1,6 +1,5 @@
-"""The one way a run or a tick opens the library's tables, so every table lands in one database
-chosen by one setting (order in :func:`resolve_tables_target`). Nothing here connects while
-definitions load (a code server need not have an instance)."""
+"""The one way a run or tick opens the tables: one database, one setting (order in
+:func:`resolve_tables_target`); nothing connects at definitions load (no instance needed)."""
 
 import os
 from collections.abc import Iterator
@@ -79,8 +78,7 @@ def expand_target(url: str) -> str:
 
 
 def table_kinds(db_path: str | None) -> set[str]:
-    """The asset's kinds: its backend when the builder fixes it, else just "sql" (a ``$VAR`` or
-    nothing: the database is chosen at run time)."""
+    """The asset's kinds: its backend when the builder fixes it, else "sql" (chosen at run time)."""
     backend = backend_of(db_path) if db_path else None
     if db_path and backend is None and "$" not in db_path:
         backend = "sqlite"  # a plain file path
@@ -99,18 +97,15 @@ def _instance_postgres_url(instance: dg.DagsterInstance) -> str | None:
 def containerized_run_launcher(instance: dg.DagsterInstance) -> str | None:
     """``module.Class`` of the instance's run launcher when it starts runs in new containers,
     read from the configuration (the launcher's package need not be installed here)."""
-    name = module = None
     try:
         data = instance.get_ref().run_launcher_data
     except Exception:  # an ephemeral instance has no ref: its launcher object is all there is
         data = None
     if data is not None:
         module, name = data.module_name, data.class_name
+    elif (launcher := getattr(instance, "_run_launcher", None)) is not None:
+        module, name = type(launcher).__module__, type(launcher).__name__
     else:
-        launcher = getattr(instance, "_run_launcher", None)
-        if launcher is not None:
-            module, name = type(launcher).__module__, type(launcher).__name__
-    if name is None or module is None:
         return None
     if name in _CONTAINER_LAUNCHERS or module.startswith(_CONTAINER_MODULES):
         return f"{module}.{name}"
@@ -124,14 +119,12 @@ def resolve_tables_target(
     *,
     url_setting: str = "the asset's db_path",
 ) -> TablesTarget:
-    """Where this run's tables go: ``url`` (an asset's override, expanded), the resource's
-    ``database_url``, ``$RL_TABLES_URL``, the instance's PostgreSQL (schema ``together_rl``),
-    else ``<DAGSTER_HOME>/together_rl_sync.sqlite``. A SQLite file is refused when each run
-    starts in a new container: it would start empty and be lost after every run."""
-    configured = resource.tables_url() if resource is not None else None
+    """``url`` (expanded), ``database_url``, ``$RL_TABLES_URL``, the instance's PostgreSQL (schema
+    ``together_rl``), else ``<DAGSTER_HOME>/together_rl_sync.sqlite``. A SQLite file is refused
+    when each run starts in a new container (it would start empty every run)."""
     if url:
         target = TablesTarget(expand_target(url), None, url_setting)
-    elif configured is not None:
+    elif resource is not None and (configured := resource.tables_url()) is not None:
         target = TablesTarget(configured[0], None, configured[1])
     elif (pg := _instance_postgres_url(instance)) is not None:
         target = TablesTarget(
@@ -171,9 +164,8 @@ def open_table_store(
     url_setting: str = "the asset's db_path",
     **store_options: Any,
 ) -> "Iterator[SQLAlchemyTableStore]":
-    """The library's tables for one run or tick, closed on exit. Raises
-    :class:`~rl_sessions_dagster.storage.urls.TableStoreConfigError` for a setting that cannot
-    work, ``TableStoreError`` for a database out of reach; neither quotes a password."""
+    """The tables for one run or tick, closed on exit. ``TableStoreConfigError``: a setting that
+    cannot work; ``TableStoreError``: a database out of reach; neither quotes a password."""
     target = resolve_tables_target(resource, instance, url, url_setting=url_setting)
     store = SQLAlchemyTableStore(
         target.url, schema=target.schema, setting=target.setting, **store_options

@@ -1,6 +1,5 @@
-"""``TogetherRLResource``: configuration only; it builds a fresh API client per use and calls
-nothing at definition load. Each retry of its clients is a WARNING in the Dagster log of the run
-or tick that made it: the ``rl_sessions_dagster.api`` logger is forwarded by nothing."""
+"""``TogetherRLResource``: configuration only, a fresh client per use, nothing called at load.
+Each retry is a WARNING in the Dagster log of its run or tick (nothing forwards the api logger)."""
 
 import contextlib
 import os
@@ -36,8 +35,7 @@ class Log(Protocol):
 
 
 class RetryLog:
-    """An ``on_retry`` hook: one WARNING per retry, counted per endpoint; thread-safe, so one
-    serves every client of a tick."""
+    """An ``on_retry`` hook: a WARNING per retry, counted per endpoint; thread-safe (one a tick)."""
 
     def __init__(self, log: Log) -> None:
         self.log = log
@@ -74,9 +72,8 @@ def tick_retry_log(log: Log) -> Iterator[RetryLog]:
 
 
 class TogetherRLResource(dg.ConfigurableResource):
-    """Access to Together AI's RL (post-training) API, e.g.
-    ``TogetherRLResource(api_key=dg.EnvVar("TOGETHER_API_KEY"))``; in tests, point ``base_url``
-    at :class:`rl_sessions_dagster.testing.RLSimulator`."""
+    """Together AI's RL API: ``TogetherRLResource(api_key=dg.EnvVar("TOGETHER_API_KEY"))``; in
+    tests, point ``base_url`` at :class:`rl_sessions_dagster.testing.RLSimulator`."""
 
     api_key: str | None = _secret(
         "Together API key, e.g. dg.EnvVar('TOGETHER_API_KEY'). Masked in the UI and never "
@@ -113,11 +110,10 @@ class TogetherRLResource(dg.ConfigurableResource):
         "limit beyond max_attempts). Sensors pass their own tick budget on top of this.",
     )
     database_url: str | None = _secret(
-        "Where every table of the library goes (sessions, checkpoints, spend): a SQLAlchemy "
-        f"URL or a file path, e.g. dg.EnvVar('{TABLES_URL_ENV}'). Masked in the UI. When "
-        f"unset: ${TABLES_URL_ENV}, else the Dagster instance's PostgreSQL (schema "
-        "together_rl), else <DAGSTER_HOME>/together_rl_sync.sqlite. Never connected to at "
-        "definitions load."
+        "Where every table goes: a SQLAlchemy URL or a file path, e.g. dg.EnvVar("
+        f"'{TABLES_URL_ENV}'). Masked in the UI. Unset: ${TABLES_URL_ENV}, else the Dagster "
+        "instance's PostgreSQL (schema together_rl), else <DAGSTER_HOME>/together_rl_sync.sqlite. "
+        "Never connected to at definitions load."
     )
 
     @field_validator("database_url")
@@ -129,8 +125,7 @@ class TogetherRLResource(dg.ConfigurableResource):
         return value
 
     def tables_url(self) -> tuple[str, str] | None:
-        """The configured tables' URL or path and the setting it came from; None: the instance
-        decides."""
+        """The configured tables' URL or path and the setting naming it; None: the instance's."""
         if self.database_url:
             return self.database_url, "TogetherRLResource.database_url"
         env = os.environ.get(TABLES_URL_ENV)
@@ -153,8 +148,7 @@ class TogetherRLResource(dg.ConfigurableResource):
     def get_client(
         self, *, server_clock: ServerClock | None = None, log: Log | None = None
     ) -> "RLSessionsClient":
-        """A new client (close it, or use ``with``); each retry is a WARNING on ``log``, by
-        default the log of the tick or run using the resource."""
+        """A new client (close it, or ``with``); retries are WARNINGs on ``log``, else the run's."""
         return RLSessionsClient(
             api_key=self.api_key,
             base_url=self.base_url,
@@ -166,9 +160,9 @@ class TogetherRLResource(dg.ConfigurableResource):
     def _retry_log(self, log: Log | None) -> RetryLog | None:
         """``log``; else the tick being evaluated; else the run's log Dagster gave the resource.
         None outside Dagster (the ``rl_sessions_dagster.api`` logger still has the retries)."""
-        if log is None and (tick := _TICK.get()) is not None:
-            return tick
         if log is None:
+            if (tick := _TICK.get()) is not None:
+                return tick
             try:
                 log = self.get_resource_context().log
             except Exception:  # built by hand, never initialised by Dagster

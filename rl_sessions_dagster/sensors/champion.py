@@ -1,6 +1,5 @@
-"""The champion of each sweep, kept by a sensor folding each evaluation materialization into its
-sweep's standings in landing order (no API call). A sensor, not a run per evaluation: ticks are
-serial, so two evaluations never race to write one sweep."""
+"""Each sweep's champion, kept by a sensor folding evaluation materializations in landing order
+(no API call). A sensor, not a run per evaluation: serial ticks never race to write one sweep."""
 
 import json
 from collections.abc import Sequence
@@ -67,9 +66,8 @@ class SweepState:
     def fold(
         self, landed: list[tuple[str, Candidate | None]], rule: ChampionRule, key: dg.AssetKey
     ) -> list[dg.AssetMaterialization]:
-        """Fold each evaluation in landing order: one materialization per change of champion
-        (the history does not depend on how many evaluations a tick sees), plus one with the
-        final standings when evaluations after the last change moved them."""
+        """One materialization per change of champion (however many evaluations a tick sees),
+        plus one with the final standings when evaluations after the last change moved them."""
         events = []
         pending = False
         for partition, cand in landed:
@@ -90,8 +88,7 @@ class SweepState:
     def record(
         self, result: Standing, rule: ChampionRule, key: dg.AssetKey, *, changed: bool
     ) -> dg.AssetMaterialization:
-        """The sweep's partition: champion, score, margin, leaderboard, and the candidates (so
-        a tick reads one record per touched sweep)."""
+        """Champion, score, margin, leaderboard and candidates: one record per sweep to read."""
         champ, runner, sweep = result.champion, result.runner_up, self.sweep
         columns = [("rank", "int"), ("checkpoint", "string"), (rule.metric, "float")]
         columns += [("step", "int"), ("model_name", "string")]
@@ -131,17 +128,10 @@ class SweepState:
 
 
 def _unrecorded(metric: str, records: Sequence[Any]) -> str:
-    """Why no checkpoint can become champion: the metric is in none of the evaluations (a
-    metric only known when they run, e.g. from an evaluation asset of the user's own)."""
-    found = sorted(
-        {
-            name
-            for r in records
-            if r.asset_materialization is not None
-            for name, value in r.asset_materialization.metadata.items()
-            if isinstance(value, (dg.FloatMetadataValue, dg.IntMetadataValue))
-        }
-    )
+    """Why no checkpoint can win: the metric (known only when evaluations run) is in none."""
+    mats = [r.asset_materialization for r in records if r.asset_materialization is not None]
+    numeric = (dg.FloatMetadataValue, dg.IntMetadataValue)
+    found = sorted({n for m in mats for n, v in m.metadata.items() if isinstance(v, numeric)})
     return (
         f"champion metric '{metric}' is recorded by none of these {len(records)} evaluation(s), "
         f"so no checkpoint can become champion; their numeric entries: {', '.join(found) or '-'}"
@@ -149,9 +139,8 @@ def _unrecorded(metric: str, records: Sequence[Any]) -> str:
 
 
 def _on_change_requests(records: Sequence[Any], partitioned: bool) -> list[dg.RunRequest]:
-    """One run per sweep whose champion, after these champion materializations, is not the one
-    it had before them. The sweep's change count is in the run key: exactly once per change,
-    even when the title goes back to an earlier champion."""
+    """One run per sweep whose champion these records changed; the change count in the run key
+    makes it exactly once per change, even when the title goes back to an earlier champion."""
     by_sweep: dict[str, list[dict[str, Any]]] = {}
     for record in records:
         mat = record.asset_materialization
@@ -190,12 +179,16 @@ def _on_change_requests(records: Sequence[Any], partitioned: bool) -> list[dg.Ru
     return requests
 
 
-def _after(cursor: str | None) -> int | None:
+def _new_records(context: dg.SensorEvaluationContext, key: dg.AssetKey) -> Sequence[Any]:
+    """``key``'s materializations after the cursor's storage id, oldest first."""
     try:
-        after = json.loads(cursor)["after"] if cursor else None
+        after = json.loads(context.cursor)["after"] if context.cursor else None
     except (ValueError, KeyError, TypeError):
-        return None
-    return after if isinstance(after, int) else None
+        after = None
+    flt = dg.AssetRecordsFilter(
+        asset_key=key, after_storage_id=after if isinstance(after, int) else None
+    )
+    return context.instance.fetch_materializations(flt, limit=_BATCH, ascending=True).records
 
 
 def build_champion_definitions(
@@ -209,11 +202,10 @@ def build_champion_definitions(
     default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
     description: str | None = None,
 ) -> dg.Definitions:
-    """The champion asset (``options.key``, by ``SWEEP_PARTITIONS``) and the sensor ``name``
-    keeping it from ``options.evaluation_key``'s materializations. With ``job`` (or ``assets``),
-    a second sensor ``<name>_on_change`` reads the champion's materializations and runs it once
-    per change: two sensors, because Dagster lets a sensor target a job or assets, not both, and
-    only a sensor targeting the champion shows on its page."""
+    """The champion asset (by ``SWEEP_PARTITIONS``) and the sensor ``name`` keeping it. With
+    ``job`` (or ``assets``), ``<name>_on_change`` runs it once per change, read from the champion's
+    materializations: a sensor targets a job or assets, not both, and only one targeting the
+    champion shows on its page."""
     options = options or ChampionOptions()
     rule = rule or ChampionRule()
     if job is not None and assets is not None:
@@ -225,17 +217,9 @@ def build_champion_definitions(
             options.job_name, selection=assets, executor_def=dg.in_process_executor
         )
     key, evaluation_key = options.key, options.evaluation_key
-    partitioned = options.partitioned_job
 
     def evaluate(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
-        instance = context.instance
-        records = instance.fetch_materializations(
-            dg.AssetRecordsFilter(
-                asset_key=evaluation_key, after_storage_id=_after(context.cursor)
-            ),
-            limit=_BATCH,
-            ascending=True,
-        ).records
+        instance, records = context.instance, _new_records(context, evaluation_key)
         if not records:
             return dg.SkipReason(f"no new {evaluation_key.to_user_string()} materialization")
         landed: list[tuple[str, Candidate | None]] = []  # oldest first
@@ -286,8 +270,7 @@ def build_champion_definitions(
         dg.SensorDefinition(
             evaluation_fn=evaluate,
             name=name,
-            # it requests no run of the champion (its events are runless): targeting it is
-            # what names the sensor under Automations on the asset's page
+            # never runs it (its events are runless): targeting lists it on the asset's page
             asset_selection=dg.AssetSelection.assets(key),
             minimum_interval_seconds=minimum_interval_seconds,
             default_status=default_status,
@@ -299,14 +282,10 @@ def build_champion_definitions(
     if job is not None:
 
         def on_change(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
-            records = context.instance.fetch_materializations(
-                dg.AssetRecordsFilter(asset_key=key, after_storage_id=_after(context.cursor)),
-                limit=_BATCH,
-                ascending=True,
-            ).records
+            records = _new_records(context, key)
             if not records:
                 return dg.SkipReason(f"no new {key.to_user_string()} materialization")
-            requests = _on_change_requests(records, partitioned)
+            requests = _on_change_requests(records, options.partitioned_job)
             context.log.info(
                 f"{len(records)} champion record(s); {len(requests)} champion_changed run(s)"
             )

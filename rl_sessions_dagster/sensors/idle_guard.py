@@ -1,6 +1,5 @@
-"""The idle guard: stop READY model resources unused for too long (one run per stop), or only
-report it (dry run, the default). The one part that destroys something, so it decides twice (on
-the sensor's reads, again in the run) and errs towards leaving a GPU up (``core/idle.py``)."""
+"""Stop READY model resources unused too long (one run each), or report it (dry run, default).
+It destroys, so it decides twice (tick, run) and errs towards leaving a GPU up (core/idle.py)."""
 
 import json
 from dataclasses import dataclass, replace
@@ -27,8 +26,7 @@ _CURSOR_KIND = "idle_guard"
 
 @dataclass
 class GuardState:
-    """The guard's cursor: only when the ticks began failing to read the API (each tick decides
-    from the API and the guard's runs)."""
+    """Only when ticks began failing: each tick decides from the API and the guard's runs."""
 
     failing_since_ms: int | None = None
     initialized: bool = True
@@ -77,11 +75,10 @@ def build_idle_guard(
     default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
     description: str | None = None,
 ) -> tuple[dg.JobDefinition, dg.SensorDefinition]:
-    """A job stopping one idle resource per run (``name``), and the sensor requesting those
-    runs (``<name>_sensor``). Default ``policy``: your own resources unused 30 min, not forced.
-    A run key is ``idle_stop:<id>:<idle since ms>`` (``idle_report`` in dry run): stable while
-    the resource stays idle, so Dagster runs it once. A failed or cancelled run is requested
-    again under ``…:retry<n>``, up to ``stop_attempts`` runs; then each tick logs a give-up."""
+    """The job ``name`` (one idle resource stopped per run) and its sensor ``<name>_sensor``.
+    Default ``policy``: your own resources unused 30 min, not forced. Run key
+    ``idle_stop:<id>:<idle since ms>`` (``idle_report`` in dry run) is stable while idle, so it
+    runs once; a failed run is retried as ``…:retry<n>`` up to ``stop_attempts``, then logged."""
     policy = policy or IdlePolicy()
     options = options or IdleGuardOptions()
     resource_key, idle_seconds = options.resource_key, policy.idle_seconds
@@ -95,8 +92,7 @@ def build_idle_guard(
     def _stop_idle(context: dg.OpExecutionContext, config: IdleStopConfig) -> dg.Output:
         resource: TogetherRLResource = getattr(context.resources, resource_key)
         rid = config.model_resources_id
-        deadline = monotonic_deadline(120.0)
-        clock = ServerClock()
+        deadline, clock = monotonic_deadline(120.0), ServerClock()
         with resource.get_client(server_clock=clock) as client:
             # The resource first, then its sessions: a session attached in between is seen.
             r = client.get_model_resource(rid, deadline=deadline)
@@ -128,8 +124,7 @@ def build_idle_guard(
         }
         expires = to_ms(r.expires_at)
         if price[0] is not None and expires is not None:
-            hours_left = max(0, expires - now) / 3_600_000
-            meta["saves_until_expiry"] = round(price[0] * hours_left, 4)
+            meta["saves_until_expiry"] = round(price[0] * (max(0, expires - now) / 3_600_000), 4)
         try:  # the billed span: READY as read before the stop, ended when STOPPING began
             db = options.spend_db_path
             with open_table_store(resource, context.instance, db, url_setting="spend_db_path") as s:
@@ -155,34 +150,34 @@ def build_idle_guard(
 
     def body(tick: Tick, state: GuardState) -> TickOutcome[GuardState]:
         client, deadline = tick.client, tick.deadline
-        ready = client.list_model_resources(
-            status=[ModelResourceStatus.READY], created_by=policy.created_by, deadline=deadline
+        ready = list(
+            client.list_model_resources(
+                status=[ModelResourceStatus.READY], created_by=policy.created_by, deadline=deadline
+            )
         )
-        decisions = []
-        for r in list(ready):
-            # Sessions can only move the idle start later: not worth a request unless idle
-            # already. Judged on the API's clock (HTTP Date) right after the sessions were read.
+        requests, gave_up, kept, stops = [], [], [], []
+        for r in ready:
+            # Sessions only move the idle start later: read them only if idle already. On the
+            # API's clock (HTTP Date), right after the sessions were read.
             use = ResourceUse()
             if worth_a_look(r, policy, now_ms=tick.clock.last_ms or local_now_ms()):
                 use = read_use(client, r.id, force=policy.force, deadline=deadline)
-            decisions.append(decide(r, use, policy, now_ms=tick.clock.last_ms or local_now_ms()))
-        requests, gave_up, kept = [], [], []
-        for d in decisions:
+            d = decide(r, use, policy, now_ms=tick.clock.last_ms or local_now_ms())
             if not d.stop:
                 if d.verdict not in (IdleVerdict.NOT_PERMITTED, IdleVerdict.RECENTLY_USED):
                     kept.append(d.explain())
                 continue
+            stops.append(d)
             since = d.idle_since_ms
             assert since is not None
             # Failed or cancelled runs of this idle stretch: their stop may not have happened.
-            tags = {_RID_TAG: d.resource.id, _SINCE_TAG: str(since)}
+            tags = {_RID_TAG: r.id, _SINCE_TAG: str(since)}
             failed = tick.context.instance.get_runs_count(
                 dg.RunsFilter(job_name=name, statuses=_FAILED, tags=tags)
             )
             if failed >= options.stop_attempts:
-                gave_up.append(f"{d.resource.id} ({failed} failed runs)")
+                gave_up.append(f"{r.id} ({failed} failed runs)")
                 continue
-            r = d.resource
             config = dict(
                 model_resources_id=r.id, idle_since_ms=since, dry_run=dry_run, force=policy.force
             )
@@ -200,8 +195,7 @@ def build_idle_guard(
                 ),
             )
             requests.append(request)
-        stops = [d for d in decisions if d.stop]
-        summary = f"{len(stops)} idle resource(s) of {len(decisions)} READY ({mode})" + (
+        summary = f"{len(stops)} idle resource(s) of {len(ready)} READY ({mode})" + (
             ": " + ", ".join(d.explain() for d in stops) if stops else ""
         )
         if kept:

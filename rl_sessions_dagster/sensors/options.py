@@ -66,21 +66,17 @@ class _Checked:
             raise dg.DagsterInvalidDefinitionError(f"{cls.__name__}: {problems}") from None
 
 
-def _max_runs() -> Any:
-    return Field(
-        default=25,
-        ge=1,
-        le=1000,
-        description="Most events a tick turns into runs; the rest follow next tick, in order.",
-    )
-
-
-def _spend_db_path() -> Any:
-    return Field(
-        default=None,
-        description="Where the spend asset keeps its tables, when not where the resource's "
-        "database_url puts every table (the default).",
-    )
+_MAX_RUNS: Any = Field(
+    default=25,
+    ge=1,
+    le=1000,
+    description="Most events a tick turns into runs; the rest follow next tick, in order.",
+)
+_SPEND_DB_PATH: Any = Field(
+    default=None,
+    description="Where the spend asset keeps its tables, when not where the resource's "
+    "database_url puts every table (the default).",
+)
 
 
 @options_dataclass(frozen=True, kw_only=True, config=_CONFIG)
@@ -102,9 +98,8 @@ class TickOptions(_Checked):
     unavailable_alarm_seconds: Seconds = Field(
         default=600.0,
         gt=0,
-        description="After this long with every tick failing to read the API (5xx, timeouts, "
-        "connection errors), one tick fails loudly (red in the UI); the sensor keeps "
-        "retrying. Configuration errors (key, DNS, TLS) fail every tick.",
+        description="After this long of every tick failing transiently (5xx, timeouts), one tick "
+        "fails loudly and the sensor keeps retrying; bad config (key, DNS, TLS) fails every tick.",
     )
 
 
@@ -121,7 +116,7 @@ class PollingOptions(TickOptions):
         default=False,
         description="On the first tick, announce history too (default: only what happens next).",
     )
-    max_runs_per_tick: Count = _max_runs()
+    max_runs_per_tick: Count = _MAX_RUNS
     lookback_seconds: Seconds = Field(
         default=600.0,
         gt=0,
@@ -168,8 +163,8 @@ class ResourceSensorOptions(TickOptions):
         description="resource_queued_long fires once a resource has been PENDING this long "
         "(tagged with its queue_position).",
     )
-    spend_db_path: str | None = _spend_db_path()
-    max_runs_per_tick: Count = _max_runs()
+    spend_db_path: str | None = _SPEND_DB_PATH
+    max_runs_per_tick: Count = _MAX_RUNS
     lookback_seconds: Seconds = Field(
         default=600.0,
         ge=0,
@@ -197,7 +192,7 @@ class IdleGuardOptions(TickOptions):
         description="Runs per idle stretch before the guard gives up (a failed run is "
         "requested again under a fresh run key).",
     )
-    spend_db_path: str | None = _spend_db_path()
+    spend_db_path: str | None = _SPEND_DB_PATH
 
 
 @options_dataclass(frozen=True, kw_only=True, config=_CONFIG)
@@ -279,9 +274,8 @@ class _Route:
 
 @dataclass(frozen=True)
 class EventRoute(_Route):
-    """Which event kinds go to which target: a job, or an asset selection run as an asset job
-    named ``job_name``. Each checkpoint run carries its partition key, so the target must be
-    partitioned by ``partitions_def`` (``None``: unpartitioned runs)."""
+    """Event kinds to a job, or to assets run as the asset job ``job_name``. Checkpoint runs carry
+    their partition key: the target is partitioned by ``partitions_def`` (None: unpartitioned)."""
 
     event_kinds: Iterable[EventKind | str]
     partitions_def: dg.DynamicPartitionsDefinition | None = field(default=CHECKPOINT_PARTITIONS)

@@ -1,7 +1,5 @@
-"""The model-resource sensor: one run per resource event, exactly once. Each tick lists every
-model resource (few per account) and runs the pure tracker (``core/resources.py``). Each status
-change also folds the resource's billed span, on the API's clock: the spend asset alone would
-price a span it never saw begin or end wrong."""
+"""The model-resource sensor: one run per resource event, exactly once; each tick lists every
+resource (few per account) into the tracker (``core/resources.py``)."""
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -31,8 +29,7 @@ from .tick import (
 
 @dataclass(frozen=True)
 class ResourceFilter:
-    """Which model resources a sensor watches: ``created_by`` ("me" or a user id) is sent to
-    the API; ``base_model`` and ``predicate`` are checked on each resource read."""
+    """``created_by`` ("me" or a user id) is sent to the API; the rest checked on each read."""
 
     created_by: str | None = None
     base_model: str | None = None
@@ -54,8 +51,8 @@ def build_model_resource_sensor(
     default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
     description: str | None = None,
 ) -> dg.SensorDefinition:
-    """One run per wanted model-resource event; each status change also records the resource's
-    billed span, so the spend asset prices what it never saw (leaving READY has no event)."""
+    """Each status change also records the billed span on the API's clock, so the spend asset
+    prices spans it never saw begin or end (leaving READY has no event)."""
     options = options or ResourceSensorOptions()
     if not routes:
         raise dg.DagsterInvalidDefinitionError(f"sensor '{name}': routes is empty")
@@ -63,7 +60,6 @@ def build_model_resource_sensor(
     route_of = {kind: t for t in targets for kind in t.route.kinds}
     flt = resource_filter or ResourceFilter()
     config = options.tracker_config(frozenset(route_of))
-    name_jobs = len(targets) > 1
 
     def body(tick: Tick, state: ResourceTrackerState) -> TickOutcome[ResourceTrackerState]:
         rows = tick.client.list_model_resources(created_by=flt.created_by, deadline=tick.deadline)
@@ -76,7 +72,7 @@ def build_model_resource_sensor(
                 db, instance = options.spend_db_path, tick.context.instance
                 with open_table_store(resource, instance, db, url_setting="spend_db_path") as store:
                     changed = observe_spans(store.load_spans(), moved, now_ms=obs.clock_ms)
-                    if changed:  # only changed spans are written
+                    if changed:
                         store.save_spans(changed, now_ms=obs.clock_ms)
                 spans = f"; {len(changed)} billed span(s) updated" if changed else ""
             except Exception as exc:  # spend is a side record: never block the events
@@ -102,7 +98,7 @@ def build_model_resource_sensor(
                 else None,
             )
             default = dg.RunRequest(run_key=event.key, tags=tags)
-            request = route_request(route_of[event.kind], default, event, name_job=name_jobs)
+            request = route_request(route_of[event.kind], default, event, name_job=len(targets) > 1)
             if request is not None:
                 requests.append(request)
         summary = (
@@ -110,9 +106,7 @@ def build_model_resource_sensor(
             f"{len(listed)} resource(s) listed; tracking {len(outcome.state.tracked)}{spans}"
         )
         if outcome.deferred:
-            summary += (
-                f"; more events than max_runs_per_tick={options.max_runs_per_tick}, rest next tick"
-            )
+            summary += f"; over max_runs_per_tick={options.max_runs_per_tick}: rest next tick"
         return TickOutcome(outcome.state, summary, requests)
 
     return tick_sensor(

@@ -1,5 +1,5 @@
-"""The session-event sensor: one poll of the API per tick (the core's ``collect`` →
-``advance``), each event kind routed to a job or an asset selection, one cursor for all."""
+"""The session-event sensor: one API poll per tick (``collect`` → ``advance``), each event kind
+routed to a job or an asset selection, one cursor for all."""
 
 from collections.abc import Iterable, Sequence
 
@@ -38,9 +38,8 @@ def build_session_sensor(
     default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
     description: str | None = None,
 ) -> dg.SensorDefinition:
-    """One sensor, one poll of the API per tick, each event kind routed to its own target.
-    ``name`` is also its cursor's key (rename = start over). ``announce``: checkpoint kinds whose
-    partition and runless materialization are recorded even when no route runs them (with
+    """``name`` is also the cursor's key (rename = start over). ``announce``: checkpoint kinds
+    recorded (partition, runless materialization) even when no route runs them (with
     ``routes=[]``, downstream assets follow with ``AutomationCondition.eager()``)."""
     options = options or PollingOptions()
     announced = parse_event_kinds(announce) if announce else frozenset()
@@ -126,19 +125,16 @@ def build_session_sensor(
             if request is None:
                 continue
             requests.append(request)
-            if route.partitioned and route.partitions_def is not None and request.partition_key:
-                partitions.setdefault(str(route.partitions_def.name), []).append(
-                    request.partition_key
-                )
+            pdef = route.partitions_def
+            if route.partitioned and pdef is not None and request.partition_key:
+                partitions.setdefault(str(pdef.name), []).append(request.partition_key)
             announce_checkpoint(event)
         summary = (
             f"{len(requests)} run(s) from {len(outcome.events)} event(s); "
             f"tracking {len(outcome.state.tracked)} session(s)"
         )
         if outcome.deferred:
-            summary += (
-                f"; more events than max_runs_per_tick={options.max_runs_per_tick}, rest next tick"
-            )
+            summary += f"; over max_runs_per_tick={options.max_runs_per_tick}: rest next tick"
         if collected.interrupted:
             summary += f"; read stopped early ({collected.interrupted}), rest next tick"
         if unreadable := len(source.skipped) + len(collected.unreadable):

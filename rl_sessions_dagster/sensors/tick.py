@@ -1,7 +1,6 @@
-"""What every sensor shares. The tick: one deadline under the daemon's gRPC timeout, transient
-failures as skips that keep the cursor, an outage alarm, cursor recovery from the tick history,
-one log line; a family supplies only its body. The routes: where runs go, checked at definitions
-load (Dagster would fail only at the first run), and the ``together/`` run tags."""
+"""What every sensor shares: the tick (a deadline under the daemon's gRPC timeout, transient
+failures as skips keeping the cursor, an outage alarm, cursor recovery from tick history, one log
+line) and the routes (checked at load, not at the first run; the ``together/`` run tags)."""
 
 import os
 import time
@@ -93,9 +92,8 @@ Body = Callable[[Tick, S], TickOutcome[S]]
 def tick_sensor(
     state_type: type[S], body: Body[S], options: TickOptions, *, jobs: Sequence[Job], **sensor: Any
 ) -> dg.SensorDefinition:
-    """A sensor running ``body`` in the skeleton (``sensor``: name, interval, status and
-    description). The resource is a requirement Dagster resolves at tick time, never a
-    closed-over object (an unresolved ``EnvVar`` would be sent as the key)."""
+    """``body`` in the tick skeleton (``sensor``: name, interval, status, description). The
+    resource is resolved per tick, never closed over: an unresolved ``EnvVar`` would be the key."""
     budget = tick_budget(options.tick_budget_seconds)
 
     def evaluate(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
@@ -116,11 +114,9 @@ def tick_sensor(
                     context.log.info(retries.summary())
                 return result
         out.state.failing_since_ms = None
-        elapsed_ms = int((time.monotonic() - started) * 1000)
         requests = out.requests if out.requests is not None else client.stats.requests
-        # Each retry is a WARNING line above this one.
-        summary = f"{out.summary}; {requests} API request(s) ({retries.count} retried) in "
-        summary += f"{elapsed_ms} ms"
+        ms = int((time.monotonic() - started) * 1000)
+        summary = f"{out.summary}; {requests} API request(s) ({retries.count} retried) in {ms} ms"
         context.log.info(summary)
         return dg.SensorResult(
             run_requests=out.run_requests,
@@ -375,8 +371,7 @@ def check_at_tick(
 def route_request(
     target: RouteTarget[Any], default: dg.RunRequest, event: Any, *, name_job: bool
 ) -> dg.RunRequest | None:
-    """The RunRequest naming its job when a sensor has several, then the route's
-    ``run_request_fn``."""
+    """The RunRequest (naming its job when a sensor has several), through ``run_request_fn``."""
     if name_job:
         default = default.with_replaced_attrs(job_name=target.job.name)
     fn: Callable[[Any, dg.RunRequest], dg.RunRequest | None] | None = target.route.run_request_fn

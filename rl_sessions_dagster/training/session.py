@@ -1,6 +1,5 @@
-"""Launch a training session from a Dagster op, stopped however the run ends (success, an
-exception, a cancel from the UI), so a failed run never leaves a GPU billing. No ``from
-__future__ import annotations``: Dagster must see the real ``context`` type."""
+"""Launch a training session from an op, stopped however the run ends (even a cancel), so no run
+leaves a GPU billing. No ``from __future__ import annotations``: Dagster reads ``context``."""
 
 import contextlib
 import dataclasses
@@ -68,11 +67,9 @@ def launched_session(
     keep_resource: bool = False,
     log: Any = None,
 ) -> Iterator[LaunchedSession]:
-    """Reuse a READY resource matching ``spec`` (the caller's own) or create one, create the
-    session, wait for RUNNING (bounded waits), yield; on the way out stop the session and a
-    resource created here. ``keep_session``/``keep_resource`` apply after a *successful* block
-    only. A stop the API refuses (other sessions attached) is reported, never forced.
-    ``source``: the Dagster resource (a client is opened and closed here) or an open client."""
+    """Reuse your READY resource matching ``spec`` or create one, then a RUNNING session; on the
+    way out stop both (the resource if created here). ``keep_*`` apply after success only; a stop
+    the API refuses is reported, never forced. ``source``: the resource, or an open client."""
     logger = log or _log
     owned = not isinstance(source, RLSessionsClient)
     client = source if isinstance(source, RLSessionsClient) else source.get_client()
@@ -90,10 +87,9 @@ def launched_session(
     )
     try:
         resource = find_ready_resource(client, spec) if reuse_ready_resource else None
-        if resource is not None:
-            logger.info(f"reusing READY model resource {resource.id}")
         session = None
         if resource is not None:
+            logger.info(f"reusing READY model resource {resource.id}")
             try:
                 session = _create_session(client, resource.id, session_kwargs, unsure)
             except RateLimitError:
@@ -143,9 +139,8 @@ _PROVISIONING = (
 
 
 def _create_resource(client: RLSessionsClient, spec: ResourceSpec, logger: Any) -> ModelResource:
-    """Create a resource. Creates are not retried (a retry could provision twice), so when the
-    answer is lost the caller's new resource matching ``spec`` is looked up and stopped before
-    the error propagates: an unanswered create must not leave GPUs billing."""
+    """Creates are not retried (a retry could provision twice): when the answer is lost, your new
+    resource matching ``spec`` is found and stopped before the error propagates."""
     before = {r.id for r in client.list_model_resources(status=_PROVISIONING, created_by="me")}
     try:
         return client.create_model_resource(spec.base_model, **spec.request_kwargs())
@@ -172,8 +167,7 @@ def _create_resource(client: RLSessionsClient, spec: ResourceSpec, logger: Any) 
 def _create_session(
     client: RLSessionsClient, resource_id: str, kwargs: dict[str, Any], unsure: list[str]
 ) -> TrainingSession:
-    """Create a session, noting the resource when the request may have created one whose
-    answer was lost (creates are not retried: a retry could start a second session)."""
+    """Notes the resource when a lost answer may hide a session (a retry could start two)."""
     try:
         return client.create_session(resource_id, **kwargs)
     except (TransportError, DeadlineExceeded) as exc:
@@ -183,37 +177,30 @@ def _create_session(
 
 
 def _find_unanswered_session(
-    client: RLSessionsClient,
-    resource_id: str,
-    display_name: str | None,
-    *,
-    any_of_mine: bool,
-    logger: Any,
+    client: RLSessionsClient, rid: str, display_name: str | None, *, any_of_mine: bool, logger: Any
 ) -> str | None:
-    """The session an unanswered create may have started: the caller's own active session on
-    the resource with this display name (or any of the caller's, on a resource created for
-    this launch). None when there is none or it cannot be told apart."""
+    """Your one active session on the resource with this display name (any, on a resource made
+    for this launch), which an unanswered create may have started; else None."""
     if display_name is None and not any_of_mine:
         logger.warning(
-            f"a session create on model resource {resource_id} got no answer; without a "
+            f"a session create on model resource {rid} got no answer; without a "
             "display name its session cannot be told apart: check the resource's sessions"
         )
         return None
     try:
-        deadline = monotonic_deadline(CLEANUP_SECONDS / 4)
         mine = client.list_sessions(
-            model_resources_id=resource_id,
+            model_resources_id=rid,
             status=ACTIVE_SESSION_STATUSES,
             created_by="me",
-            deadline=deadline,
+            deadline=monotonic_deadline(CLEANUP_SECONDS / 4),
         )
         found = [s for s in mine if display_name is None or s.display_name == display_name]
     except TogetherRLError as exc:
-        logger.error(f"could not look for the unanswered session on {resource_id}: {exc}")
+        logger.error(f"could not look for the unanswered session on {rid}: {exc}")
         return None
     if len(found) != 1:
         if found:
-            logger.warning(f"{len(found)} candidate sessions on {resource_id}; none stopped")
+            logger.warning(f"{len(found)} candidate sessions on {rid}; none stopped")
         return None
     logger.info(f"found session {found[0].id}, created by a request whose answer was lost")
     return found[0].id
@@ -222,8 +209,7 @@ def _find_unanswered_session(
 def _cleanup(
     client: RLSessionsClient, *, session_id: str | None, resource_id: str | None, logger: Any
 ) -> list[StopOutcome]:
-    """Stop the session, then the resource created for it; report, never raise (the original
-    exception, if any, is what the run must show)."""
+    """Stop the session, then the resource; never raise (the run must show the original error)."""
     outcomes: list[StopOutcome] = []
     deadline = monotonic_deadline(CLEANUP_SECONDS)
     if session_id is not None:
@@ -282,8 +268,8 @@ class TrainingLaunchConfig(dg.Config):
     def launch(
         self, context: dg.OpExecutionContext, together: TogetherRLResource
     ) -> Iterator[LaunchedSession]:
-        """:func:`launched_session` as this config says, logging to the run; the run gets the
-        ``together/session_id`` and ``together/model_resources_id`` tags once they exist."""
+        """:func:`launched_session` as configured, logging to the run and tagging it with
+        ``together/session_id`` and ``together/model_resources_id`` once they exist."""
         fields = {f.name for f in dataclasses.fields(ResourceSpec)} & type(self).model_fields.keys()
         spec = ResourceSpec(**self.model_dump(include=fields))
         wandb = {k: getattr(self, f"wandb_{k}") for k in ("entity", "project", "group", "run_name")}
