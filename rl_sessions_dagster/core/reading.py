@@ -1,6 +1,5 @@
-"""What one tick reads from a :class:`SessionSource` (the HTTP client, or an in-memory world in
-property tests). A transient failure or a spent budget ends collection early, keeping what was
-read; only a failure to list the active sessions aborts the tick: nothing can be concluded then."""
+"""What one tick reads from a :class:`SessionSource`. A transient failure or a spent budget ends
+collection early, keeping what was read; only failing to list the active sessions aborts the tick."""
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -58,14 +57,14 @@ class Interrupted(Exception):
 
 @dataclass
 class Collected:
-    """What one tick read. Every read goes through ``read``: counted, budgeted, interruptible."""
+    """What one tick read; every read goes through ``read`` (counted, budgeted, interruptible)."""
 
     observation: Observation
-    #: why collection stopped early (budget, or the transient error); "" when it did not.
+    #: why collection stopped early; "" when it did not.
     interrupted: str = ""
     requests: int = 0
     fetched_ids: list[str] = field(default_factory=list)
-    #: sessions whose fetch was unreadable (kept tracked, retried next tick).
+    #: fetched but unreadable (kept tracked, retried next tick).
     unreadable: list[str] = field(default_factory=list)
     out_of_time: Callable[[], bool] = field(default=lambda: False, repr=False)
     transient: tuple[type[BaseException], ...] = field(default=(), repr=False)
@@ -85,12 +84,10 @@ class Collected:
 
 @dataclass(frozen=True)
 class ScanPlan:
-    """How to page the finished-session list this tick."""
-
     start: ScanPosition
     #: newest first: stop once an item was created before this.
     stop_below_ms: int | None
-    #: 1 on a first tick without backfill (its newest page is history), or when unordered.
+    #: 1 on a first tick without backfill (its newest page is history).
     max_pages: int | None = None
     #: the order the pass relies on (a violation sends the tracker back to verifying).
     expect: ListOrder = ListOrder.UNVERIFIED
@@ -120,8 +117,8 @@ def oldest_pending_ms(state: TrackerState, sessions: Iterable[str]) -> int | Non
 def registration_fetches(
     state: TrackerState, sessions: Sequence[str], read: CheckpointRead | None
 ) -> list[str]:
-    """Those of ``sessions`` (waiting for registrations) with a checkpoint registered now, or
-    one the read cannot vouch for (not listed, time unknown, list out of order, not read)."""
+    """The waiting ``sessions`` with a checkpoint registered now, or that ``read`` cannot vouch
+    for (not listed, list out of order, not read)."""
     listed = {c.id: c for c in read.items} if read is not None and read.trusted else {}
 
     def vouched(p: PendingCheckpoint) -> bool:
@@ -129,32 +126,6 @@ def registration_fetches(
         return c is not None and not c.is_registered
 
     return [sid for sid in sessions if not all(vouched(p) for p in state.tracked[sid].pending)]
-
-
-def sessions_with_new_checkpoints(
-    state: TrackerState, read: CheckpointRead, floor: int, shown: set[str]
-) -> list[str]:
-    """Sessions not followed with a checkpoint above the floor: born since the last tick, to adopt."""
-    known = {*shown, *state.tracked, *state.recent_checkpoints}
-    return list(
-        dict.fromkeys(
-            c.session_id
-            for c in read.items
-            if c.session_id is not None and c.session_id not in known
-            if (ms := to_ms(c.created_at)) is not None and ms >= floor
-        )
-    )
-
-
-def newest_listed(read: CheckpointRead, sessions: set[str]) -> dict[str, int]:
-    """The newest listed checkpoint of each of ``sessions``: a remembered session (retired, or
-    outside the filter) that still produces checkpoints stays remembered, never fetched again."""
-    newest: dict[str, int] = {}
-    for c in read.items:
-        sid, ms = c.session_id, to_ms(c.created_at)
-        if sid in sessions and ms is not None:
-            newest[sid] = max(ms, newest.get(sid, ms))
-    return newest
 
 
 def collect(
@@ -167,8 +138,7 @@ def collect(
     transient: tuple[type[BaseException], ...] = (),
     discovery_pages_per_tick: int | None = None,
 ) -> Collected:
-    """Read what this tick needs; raises only if the active list cannot be read in full.
-    ``discovery_pages_per_tick`` bounds the unfiltered pass after the first tick."""
+    """Raises only if the active list cannot be read in full."""
     result = Collected(Observation(now_ms=now_ms), out_of_time=out_of_time, transient=transient)
     obs = result.observation
 
@@ -242,7 +212,7 @@ def _read_checkpoint_list(
     source: SessionSource,
     waiting: Sequence[str],
 ) -> None:
-    """Checkpoint mode: one read from the top down to the floor (or the oldest pending one)."""
+    """Checkpoint mode: one read down to the floor (or the oldest pending checkpoint)."""
     obs = result.observation
     shown = {s.id for s in obs.active} | set(obs.fetched)
     due = [sid for sid in waiting if sid not in shown]
@@ -251,8 +221,18 @@ def _read_checkpoint_list(
     need = floor if below is None else min(floor, below)
     read = read_checkpoints(result, source, need_below_ms=need, max_pages=None)
     if read.trusted:
-        obs.adopt = sessions_with_new_checkpoints(state, read, floor, shown)
-        obs.listed_checkpoint_ms = newest_listed(read, {*state.recent_checkpoints, *obs.adopt})
+        # Sessions not followed with a checkpoint above the floor were born since: adopted. A
+        # remembered one (retired, or filtered out) still listed stays remembered, never fetched.
+        known = {*shown, *state.tracked, *state.recent_checkpoints}
+        listed = [(c.session_id, to_ms(c.created_at)) for c in read.items]
+        new = (sid for sid, ms in listed if sid not in known and ms is not None and ms >= floor)
+        obs.adopt = [sid for sid in dict.fromkeys(new) if sid is not None]
+        remembered = {*state.recent_checkpoints, *obs.adopt}
+        newest: dict[str, int] = {}
+        for sid, ms in listed:
+            if sid is not None and sid in remembered and ms is not None:
+                newest[sid] = max(ms, newest.get(sid, ms))
+        obs.listed_checkpoint_ms = newest
     # Untrusted, the read vouches for nothing: every session due is fetched.
     _fetch(result, source, [*registration_fetches(state, due, read), *obs.adopt])
     if read.trusted and read.complete:  # only once the sessions it found were fetched
@@ -281,8 +261,8 @@ def _page(
     max_pages: int | None,
     last: Callable[[ScannedPage], bool] = lambda page: False,
 ) -> str:
-    """Read pages into ``pages`` (kept if interrupted) until the list ends or ``last`` says so
-    ("end"), the API refuses ``after`` ("rejected") or ``max_pages`` are read ("")."""
+    """Read into ``pages`` until the end or ``last`` ("end"), a refused ``after`` ("rejected"),
+    or ``max_pages`` ("")."""
     while max_pages is None or len(pages) < max_pages:
         try:
             sessions, next_after = result.read(what, partial(list_page, after))
@@ -298,7 +278,7 @@ def _page(
 def _scan_pages(
     result: Collected, state: TrackerState, config: TrackerConfig, source: SessionSource
 ) -> None:
-    """Page the finished-session list as planned, gathering evidence of its order."""
+    """Page the finished-session list as planned, noting its order."""
     plan, obs = plan_scan(state, config), result.observation
     pages = obs.pages = []
     evidence = replace(plan.start.evidence)
@@ -334,7 +314,7 @@ def _scan_pages(
 def read_checkpoints(
     result: Collected, source: SessionSource, *, need_below_ms: int, max_pages: int | None
 ) -> CheckpointRead:
-    """Page from the top until an item is older than ``need_below_ms``; notes an order break."""
+    """Page from the top until an item is older than ``need_below_ms``."""
     read = CheckpointRead()
     after: str | None = None
     pages = 0

@@ -78,8 +78,7 @@ class StateModel(BaseModel):
 
 
 class CursorState(StateModel):
-    """A tracker's whole state, written with its version (and ``kind``) first, so a cursor of
-    another tracker or version is refused rather than misread."""
+    """Written with its version (and ``kind``) first: another tracker's cursor is refused."""
 
     #: False until the first tick has run (not written: a cursor exists only after one).
     initialized: bool = Field(False, exclude=True)
@@ -156,8 +155,7 @@ def short_id(checkpoint_id: str) -> str:
 
 
 class PendingCheckpoint(NamedTuple):
-    """An inference checkpoint seen without a registration, re-checked until a deadline;
-    ``created_ms`` bounds how far down the checkpoint list a re-check pages (None: fetched)."""
+    """Unregistered, re-checked until a deadline; ``created_ms`` bounds the re-check's paging."""
 
     checkpoint_id: Id
     first_seen_ms: int
@@ -165,8 +163,7 @@ class PendingCheckpoint(NamedTuple):
 
 
 class CheckpointMark(StateModel):
-    """The newest checkpoint time announced, and the short ids announced *at* that time (times
-    tie, so time alone cannot tell old from new). Written as ``[time, short id, ...]``."""
+    """The newest time announced and the short ids announced at it (times tie)."""
 
     time: int
     ids: list[str] = Field(default_factory=list)
@@ -184,8 +181,7 @@ class CheckpointMark(StateModel):
 
 
 class TrackedSession(StateModel):
-    """A session still watched: the last raw status applied, the checkpoints announced, and
-    ``terminal_ms`` once the terminal event is out and it only lingers for registrations."""
+    """A session still watched; ``terminal_ms`` once only registrations keep it."""
 
     status: Status = Field("", alias="s")
     mark: CheckpointMark | None = Field(None, alias="m")
@@ -208,8 +204,7 @@ class TrackedSession(StateModel):
 
 
 class ScanPosition(StateModel):
-    """Where a paged pass stands: the page's ``after`` and the last item done on it (not a count:
-    inserted sessions would shift it), with the order evidence so far, flat."""
+    """A page's ``after`` and the last item done on it (inserts would shift a count)."""
 
     after: Id | None = Field(None, alias="a")
     done_through: Id | None = Field(None, alias="d")
@@ -243,36 +238,31 @@ class TrackerState(CursorState):
     pass_start_ms: int = Field(0, alias="p")
     scan: ScanPosition | None = Field(None, alias="a")
     order: ListOrder = Field(ListOrder.UNVERIFIED, alias="o")
-    #: when the order was last verified by a complete pass.
     verified_ms: int = Field(0, alias="vt")
-    #: the one-off backfill pass over history is running.
     backfilling: bool = Field(False, alias="k")
     tracked: dict[Id, TrackedSession] = Field(default_factory=dict, alias="t")
-    #: terminal sessions created inside the look-back window whose events are done.
+    #: terminal sessions inside the look-back window, events done.
     recent_terminal: dict[Id, int] = Field(default_factory=dict, alias="r")
     #: unknown non-terminal statuses seen (a future PAUSED), added to the active-list filter.
     extra_active: list[str] = Field(default_factory=list, alias="xs")
-    #: extra statuses the API refused as filter values (not sent again).
     unfilterable: list[str] = Field(default_factory=list, alias="xu")
-    #: oldest-first lists: where the last complete pass ended (the next one resumes there).
+    #: oldest-first lists: where the next pass resumes.
     tail: ScanPosition | None = Field(None, alias="tl")
-    #: a pass over the unfiltered list that adopts sessions in unknown statuses, when due.
+    #: the unfiltered pass adopting sessions in unknown statuses.
     discovery: ScanPosition | None = Field(None, alias="d")
     discovered_ms: int = Field(0, alias="dt")
     #: the last history sessions announced by a running backfill pass.
     backfilled: list[Id] = Field(default_factory=list, alias="bf")
-    #: checkpoint sensors: newest time of the last complete checkpoint-list read, retired sessions
-    #: it may still show (newest time), and whether it was ever seen out of order.
+    #: checkpoint sensors: last complete list read, retired sessions it may show, order broken.
     checkpoint_watermark_ms: int = Field(0, alias="cw")
     recent_checkpoints: dict[Id, int] = Field(default_factory=dict, alias="rc")
     checkpoint_list_untrusted: bool = Field(False, alias="cu")
-    #: since when every tick failed to read the API (transient errors).
+    #: since when every tick failed (transient errors).
     failing_since_ms: int | None = Field(None, alias="f")
 
     _version: ClassVar[int] = CURSOR_VERSION
 
-    # Finished sessions waiting for registrations (the bulk of a busy cursor) are written grouped
-    # by what they share (``pr``): fifty fit in 4 KB.
+    # Finished sessions waiting for registrations (a busy cursor's bulk) are grouped (``pr``).
     @classmethod
     def _unpack(cls, doc: dict[str, Any]) -> dict[str, Any]:
         if "pr" in doc:
