@@ -131,7 +131,7 @@ def adopt(
 def remember_checkpoints(
     state: TrackerState, config: TrackerConfig, session: TrainingSession
 ) -> None:
-    """A checkpoint sensor remembers a done session by its newest checkpoint (the list may show it)."""
+    """A checkpoint sensor remembers a done session by its newest checkpoint (still listed)."""
     times = [ms for c in session.inference_checkpoints if (ms := to_ms(c.created_at)) is not None]
     if config.checkpoints_only and times:
         state.recent_checkpoints[session.id] = max(times)

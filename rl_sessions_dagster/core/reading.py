@@ -1,5 +1,5 @@
 """What one tick reads from a :class:`SessionSource`. A transient failure or a spent budget ends
-collection early, keeping what was read; only failing to list the active sessions aborts the tick."""
+collection early, keeping what was read; only failing to list active sessions aborts the tick."""
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace

@@ -1,7 +1,6 @@
-"""The model-resource tracker: the whole (small) resource list + cursor → events + cursor, with
-the session tracker's guarantees: one event per fact (``resource_expiring`` once per deadline), a
-quiet first tick, only live resources in the cursor, a cap that defers the rest to the next tick,
-and drift kept raw (unknown statuses are tracked, with no event)."""
+"""The model-resource tracker: the whole (small) list + cursor → events + cursor, with the session
+tracker's guarantees: one event per fact (``resource_expiring`` once per deadline), a quiet first
+tick, a cap deferring the rest, only live resources kept, unknown statuses tracked raw."""
 
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,10 +35,10 @@ _STATUS_EVENTS = {
 
 
 class TrackedResource(StateModel):
-    """A resource still moving; ``first_seen_ms`` stands in for a missing created_at."""
+    """``first_seen_ms`` stands in for a missing created_at."""
 
     status: _Status = Field("", alias="s")
-    #: the last expiry announced (0: none), and whether the long-queue event is out.
+    #: the last expiry announced (0: none); the long-queue event is out.
     expiring_ms: int = Field(0, alias="e")
     queued: bool = Field(False, alias="q")
     first_seen_ms: int = Field(0, alias="f")
@@ -51,21 +50,17 @@ class ResourceTrackerState(CursorState):
     _what: ClassVar[str] = "model-resource cursor"
     _version: ClassVar[int] = 2
     _kind: ClassVar[str | None] = "model_resources"
-    #: resources created before this at the first tick are history.
     baseline_ms: int = Field(0, alias="b")
-    #: newest ``created_at`` seen; the look-back window hangs below it.
+    #: newest ``created_at`` seen: the look-back window hangs below it.
     seen_max_ms: int = Field(0, alias="m")
     tracked: dict[Id, TrackedResource] = Field(default_factory=dict, alias="t")
-    #: terminal resources announced (or seen terminal) and created inside the window.
+    #: terminal resources created inside the window.
     recent_terminal: dict[Id, int] = Field(default_factory=dict, alias="r")
-    #: since when every tick failed to read the API.
     failing_since_ms: int | None = Field(None, alias="f")
 
 
 @dataclass(frozen=True)
 class ResourceTrackerConfig:
-    """``kinds`` are the events wanted (the cap counts only those)."""
-
     kinds: frozenset[ResourceEventKind] = frozenset(ResourceEventKind)
     max_events: int | None = None
     #: ``resource_expiring`` when READY and ``expires_at`` is at most this far ahead.
@@ -77,7 +72,7 @@ class ResourceTrackerConfig:
 
 @dataclass
 class ResourceObservation:
-    """One tick's complete (filtered) resource list; the API's clock is preferred to ``now_ms``."""
+    """One tick's complete (filtered) list; the API's clock beats ``now_ms``."""
 
     now_ms: int
     resources: Sequence[ModelResource] = ()
@@ -96,7 +91,7 @@ def is_terminal(resource: ModelResource) -> bool:
 def status_changes(
     state: ResourceTrackerState, resources: Sequence[ModelResource]
 ) -> list[ModelResource]:
-    """Resources whose status changed, and new live ones: where a billed span can begin or end."""
+    """Changed and new live resources: where a billed span can begin or end."""
     out = []
     for r in resources:
         known = state.tracked.get(r.id)
@@ -113,7 +108,7 @@ def _floor(state: ResourceTrackerState, config: ResourceTrackerConfig) -> int:
 def _due(
     entry: TrackedResource, r: ModelResource, now: int, config: ResourceTrackerConfig
 ) -> list[ResourceEvent]:
-    """The events between ``entry`` and ``r``; a status change that is no event is applied."""
+    """A status change that is no event is applied at once."""
     out: list[ResourceEvent] = []
     status = r.status
     if r.raw_status != entry.status:
@@ -159,7 +154,7 @@ def _entry_for(
     now: int,
     config: ResourceTrackerConfig,
 ) -> TrackedResource | None:
-    """The entry to diff ``r`` against (a new one is registered); None for history or done."""
+    """The entry to diff ``r`` against (a new one is registered); None: history or done."""
     created = to_ms(r.created_at)
     if r.id in state.tracked:
         return state.tracked[r.id]
@@ -175,7 +170,7 @@ def _entry_for(
 def advance_resources(
     state: ResourceTrackerState, obs: ResourceObservation, config: ResourceTrackerConfig
 ) -> Outcome[ResourceEvent, ResourceTrackerState]:
-    """Apply one tick's full resource list. ``state`` is not modified."""
+    """``state`` is not modified."""
     state = state.model_copy(deep=True) if state.initialized else ResourceTrackerState()
     notes: list[str] = []
     now = obs.clock_ms
