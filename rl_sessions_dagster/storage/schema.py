@@ -1,6 +1,6 @@
 """Every table the library writes, and :func:`upgrade`, run in one locked transaction by every
-store that opens a database (the first sync and spend may open it at once). Older tables are
-upgraded in place (missing tables and ``_ADDED_COLUMNS`` added); a newer release's are refused."""
+store that opens a database (sync and spend may open it at once). Older tables are upgraded in
+place; a newer release's are refused."""
 
 from datetime import UTC, datetime
 from typing import NamedTuple
@@ -12,7 +12,7 @@ from ..version import __version__
 from .rows import SCHEMA_VERSION
 from .urls import TableStoreError
 
-#: Columns added after a table's first release (all nullable): added to older tables on open.
+#: Columns added after a table's first release (nullable): added to older tables on open.
 _ADDED_COLUMNS = [("sessions", "missing_since")]
 #: Key of the PostgreSQL advisory lock that serialises upgrades ("rl_tbls" in ASCII).
 _LOCK_KEY = 0x726C5F74626C73
@@ -116,7 +116,7 @@ def define_tables(schema: str | None = None) -> Tables:
 
 
 def upgrade(conn: Connection, tables: Tables) -> int:
-    """Create or upgrade every table in ``conn``'s transaction: the version found (0: none)."""
+    """Create or upgrade every table in ``conn``'s transaction; the version found (0: none)."""
     schema = tables.meta.schema
     if conn.dialect.name == "postgresql":
         conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _LOCK_KEY})

@@ -166,7 +166,7 @@ class SQLAlchemyTableStore:
 
     @property
     def display(self) -> str:
-        """Where the tables are, safe to show: the file path, or the URL with ``***``."""
+        """The file path, or the URL with ``***``."""
         if self.url.get_backend_name() == "sqlite":
             return self.url.database or ":memory:"
         shown = redact_url(self.url)
@@ -174,17 +174,17 @@ class SQLAlchemyTableStore:
 
     @property
     def is_file(self) -> bool:
-        """True for a SQLite file: a process with another filesystem will not see it."""
+        """A SQLite file: a process with another filesystem will not see it."""
         return self.url.get_backend_name() == "sqlite" and bool(self.url.database)
 
     def table(self, name: str) -> sa.Table:
-        """One of the tables by name (``rl_sessions``, ...), for ad-hoc reads."""
+        """A table by name (``rl_sessions``, ...), for ad-hoc reads."""
         return self._tables.meta.tables[f"{self.schema}.{name}" if self.schema else name]
 
     @contextmanager
     def _guard(self, action: str) -> Iterator[None]:
-        """A database error becomes a :class:`TableStoreError` saying it happened while
-        ``action`` (``from None``: the driver's chain, which may quote the URL, is dropped)."""
+        """Database errors become :class:`TableStoreError` (``from None``: the chain may quote
+        the URL)."""
         try:
             yield
         except TableStoreError:
@@ -205,7 +205,6 @@ class SQLAlchemyTableStore:
 
     @contextmanager
     def _transaction(self, action: str) -> Iterator[Connection]:
-        """One transaction: nothing of it is written if it fails."""
         with self._guard(action), self.engine.begin() as conn:
             yield conn
 
@@ -218,8 +217,8 @@ class SQLAlchemyTableStore:
         *,
         ignore: Collection[str] = (),
     ) -> tuple[int, int]:
-        """Insert new ids, update ids whose values (but the ``ignore``d) differ; (new, changed).
-        The rows of one call have the same columns; an update sets only those."""
+        """Insert new ids, update changed ones (``ignore`` aside): (new, changed). The rows of one
+        call share their columns; an update sets only those."""
         if not by_id:
             return 0, 0
         some = next(iter(by_id.values()))
@@ -314,11 +313,8 @@ class SQLAlchemyTableStore:
         """One session's spend row (billed seconds, cost, sweep), if a spend run wrote it."""
         with self._transaction("reading rl_session_spend") as conn:
             t = self._tables.session_spend
-            row = conn.execute(
-                sa.select(t.c.billed_seconds, t.c.cost, t.c.sweep).where(
-                    t.c.session_id == session_id
-                )
-            ).first()
+            query = sa.select(t.c.billed_seconds, t.c.cost, t.c.sweep)
+            row = conn.execute(query.where(t.c.session_id == session_id)).first()
             return None if row is None else (float(row[0]), row[1], str(row[2]))
 
     def save(
@@ -328,7 +324,6 @@ class SQLAlchemyTableStore:
         *,
         now_ms: int,
     ) -> None:
-        """Write these resources' and sessions' spend rows whole."""
         with self._transaction("writing the spend tables") as conn:
             by_resource = {
                 r.span.resource_id: {
@@ -343,19 +338,14 @@ class SQLAlchemyTableStore:
             self._write(conn, self._tables.session_spend, "session_id", by_session)
 
     def save_spans(self, spans: Iterable[ResourceSpan], *, now_ms: int) -> None:
-        """Upsert only the span columns, for sensors that observe spans between spend runs: billed
-        and cost columns stay as the last spend run wrote them (a new row starts at 0)."""
+        """For sensors between spend runs: billed and cost columns stay (a new row starts at 0)."""
         with self._transaction("writing rl_resource_spend spans") as conn:
             values = {s.resource_id: _span_values(s) for s in spans}
             table = self._tables.resource_spend
             stored: set[str] = set()
             for chunk in _chunks(list(values)):
                 stored.update(conn.scalars(sa.select(table.c.id).where(table.c.id.in_(chunk))))
-            old = {k: v for k, v in values.items() if k in stored}
-            fresh = {
-                k: {**v, "billed_seconds": 0.0, "computed_at_ms": now_ms}
-                for k, v in values.items()
-                if k not in stored
-            }
-            self._write(conn, table, "id", old)
-            self._write(conn, table, "id", fresh)
+            fresh = {"billed_seconds": 0.0, "computed_at_ms": now_ms}
+            self._write(conn, table, "id", {k: v for k, v in values.items() if k in stored})
+            new = {k: {**v, **fresh} for k, v in values.items() if k not in stored}
+            self._write(conn, table, "id", new)
