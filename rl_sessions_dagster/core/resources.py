@@ -15,14 +15,7 @@ from .events import Outcome, ResourceEvent, ResourceEventKind
 from .state import CursorState, Id, StateModel, letter_codes
 
 _encode, _decode = letter_codes(
-    {
-        ModelResourceStatus.PENDING.value: "P",
-        ModelResourceStatus.CREATING.value: "C",
-        ModelResourceStatus.READY.value: "R",
-        ModelResourceStatus.STOPPING.value: "s",
-        ModelResourceStatus.STOPPED.value: "S",
-        ModelResourceStatus.ERROR.value: "E",
-    }
+    "MODEL_RESOURCES_STATUS_", "PENDING CREATING READY STOPPING STOPPED ERROR", "PCRsSE"
 )
 
 _Status = Annotated[str, BeforeValidator(_decode), PlainSerializer(_encode)]

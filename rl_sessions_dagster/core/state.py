@@ -63,8 +63,11 @@ def _read_id(value: Any, info: ValidationInfo) -> Any:
 Id = Annotated[str, BeforeValidator(_read_id), PlainSerializer(compact_id, when_used="json")]
 
 
-def letter_codes(codes: dict[str, str]) -> tuple[Callable[[str], str], Callable[[str], str]]:
-    """(encode, decode): known raw statuses as one letter; a newer one as sent (drift is fine)."""
+def letter_codes(
+    prefix: str, names: str, letters: str
+) -> tuple[Callable[[str], str], Callable[[str], str]]:
+    """(encode, decode): ``prefix + name`` as the letter at the name's place; others as sent."""
+    codes = dict(zip((prefix + name for name in names.split()), letters, strict=True))
     raws = {code: raw for raw, code in codes.items()}
     return (lambda raw: codes.get(raw, raw)), (lambda code: raws.get(code, code))
 
@@ -134,15 +137,9 @@ class CursorState(StateModel):
 CURSOR_VERSION = 3
 
 _encode_status, _decode_status = letter_codes(
-    {
-        "TRAINING_SESSION_STATUS_CREATING": "C",
-        "TRAINING_SESSION_STATUS_RUNNING": "R",
-        "TRAINING_SESSION_STATUS_STOPPING": "s",
-        "TRAINING_SESSION_STATUS_STOPPED": "S",
-        "TRAINING_SESSION_STATUS_ERROR": "E",
-        "TRAINING_SESSION_STATUS_EXPIRED": "X",
-        "TRAINING_SESSION_STATUS_UNSPECIFIED": "U",
-    }
+    "TRAINING_SESSION_STATUS_",
+    "CREATING RUNNING STOPPING STOPPED ERROR EXPIRED UNSPECIFIED",
+    "CRsSEXU",
 )
 
 #: a raw session status, written as one letter when known.
