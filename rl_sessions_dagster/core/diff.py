@@ -140,8 +140,7 @@ def remember_checkpoints(
 def run_pass(
     position: ScanPosition, pages: Sequence[ScannedPage], handle: Callable[[TrainingSession], bool]
 ) -> tuple[ScanPosition, bool]:
-    """Feed the sessions after ``position`` to ``handle`` until it returns False (a cap):
-    (the new position, stopped early)."""
+    """Feed sessions after ``position`` to ``handle`` until False (a cap): (position, stopped)."""
     position = position.model_copy(deep=True)
     for page in pages:
         if page.after != position.after:  # a page from another position: ignored
@@ -178,23 +177,18 @@ def scan_finished(
         return None
     if obs.scan_complete and obs.pages:
         state.scan = None
-        threshold = max(state.watermark_ms, state.pass_start_ms) - budget.config.lookback_ms
-        state.tail = _tail_anchor(obs.pages, threshold) or state.tail or ScanPosition()
+        # An oldest-first pass resumes after the last item older than the next floor, so
+        # sessions inserted at their creation time are still met (the look-back's role).
+        floor_next = max(state.watermark_ms, state.pass_start_ms) - budget.config.lookback_ms
+        anchor = None
+        for page in obs.pages:
+            for s in page.sessions:
+                if (ms := to_ms(s.created_at)) is not None and ms < floor_next:
+                    anchor = ScanPosition(after=page.after, done_through=s.id, newest_ms=ms)
+        state.tail = anchor or state.tail or ScanPosition()
         return position
     state.scan = position if obs.pages else state.scan
     return None
-
-
-def _tail_anchor(pages: Sequence[ScannedPage], threshold_ms: int) -> ScanPosition | None:
-    """Where the next oldest-first pass resumes: after the last item older than the next floor,
-    so sessions inserted at their creation time are still met (the look-back's role)."""
-    anchor: ScanPosition | None = None
-    for page in pages:
-        for s in page.sessions:
-            ms = to_ms(s.created_at)
-            if ms is not None and ms < threshold_ms:
-                anchor = ScanPosition(after=page.after, done_through=s.id, newest_ms=ms)
-    return anchor
 
 
 def _discover(

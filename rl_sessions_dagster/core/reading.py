@@ -9,7 +9,7 @@ from typing import Protocol, TypeVar
 from ..api.clock import to_ms
 from ..api.models import Checkpoint, TrainingSession
 from .events import CheckpointRead, ListOrder, Observation, ScannedPage, TrackerConfig
-from .state import PendingCheckpoint, ScanPosition, TrackerState
+from .state import ScanPosition, TrackerState
 from .tracker import checkpoint_floor, floor_ms
 
 Page = tuple[list[TrainingSession], str | None]
@@ -119,13 +119,12 @@ def registration_fetches(
 ) -> list[str]:
     """The waiting ``sessions`` with a checkpoint registered now, or that ``read`` cannot vouch
     for (not listed, list out of order, not read)."""
-    listed = {c.id: c for c in read.items} if read is not None and read.trusted else {}
-
-    def vouched(p: PendingCheckpoint) -> bool:
-        c = listed.get(p.checkpoint_id)
-        return c is not None and not c.is_registered
-
-    return [sid for sid in sessions if not all(vouched(p) for p in state.tracked[sid].pending)]
+    listed = {c.id: c.is_registered for c in read.items} if read and read.trusted else {}
+    return [  # None: not listed; True: registered now
+        sid
+        for sid in sessions
+        if any(listed.get(p.checkpoint_id) is not False for p in state.tracked[sid].pending)
+    ]
 
 
 def collect(
