@@ -183,8 +183,7 @@ class SQLAlchemyTableStore:
 
     @contextmanager
     def _guard(self, action: str) -> Iterator[None]:
-        """Database errors become :class:`TableStoreError` (``from None``: the chain may quote
-        the URL)."""
+        """Database errors become :class:`TableStoreError`, ``from None`` (URLs in the chain)."""
         try:
             yield
         except TableStoreError:

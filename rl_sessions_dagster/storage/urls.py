@@ -15,8 +15,7 @@ class TableStoreError(RuntimeError):
 
 
 class TableStoreConfigError(TableStoreError):
-    """The tables' setting cannot work. Not a ``ValueError``: pydantic would quote the input,
-    password included, in a ValidationError."""
+    """The setting cannot work; not a ``ValueError``, which pydantic would quote (password too)."""
 
 
 def is_database_url(target: str) -> bool:
