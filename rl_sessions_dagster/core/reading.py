@@ -82,33 +82,6 @@ class Collected:
         return value
 
 
-@dataclass(frozen=True)
-class ScanPlan:
-    start: ScanPosition
-    #: newest first: stop once an item was created before this.
-    stop_below_ms: int | None
-    #: 1 on a first tick without backfill (its newest page is history).
-    max_pages: int | None = None
-    #: the order the pass relies on (a violation sends the tracker back to verifying).
-    expect: ListOrder = ListOrder.UNVERIFIED
-
-
-def plan_scan(state: TrackerState, config: TrackerConfig) -> ScanPlan:
-    if not state.initialized:
-        return ScanPlan(ScanPosition(), None, max_pages=None if config.backfill else 1)
-    start = state.scan or ScanPosition()
-    if state.backfilling:
-        return ScanPlan(start, None)
-    if state.order is ListOrder.NEWEST_FIRST:
-        return ScanPlan(start, floor_ms(state, config), expect=ListOrder.NEWEST_FIRST)
-    if state.order is ListOrder.OLDEST_FIRST:
-        # Follow the tail: new sessions are appended after where the last pass ended.
-        return ScanPlan(state.scan or state.tail or start, None, expect=ListOrder.OLDEST_FIRST)
-    if state.order is ListOrder.UNORDERED:
-        return ScanPlan(start, None, max_pages=config.unordered_pages_per_tick)
-    return ScanPlan(start, None)
-
-
 def oldest_pending_ms(state: TrackerState, sessions: Iterable[str]) -> int | None:
     times = [p.created_ms for sid in sessions for p in state.tracked[sid].pending]
     return min((t for t in times if t is not None), default=None)
@@ -277,19 +250,28 @@ def _page(
 def _scan_pages(
     result: Collected, state: TrackerState, config: TrackerConfig, source: SessionSource
 ) -> None:
-    """Page the finished-session list as planned, noting its order."""
-    plan, obs = plan_scan(state, config), result.observation
+    """Page the finished-session list, noting its order: newest first, a pass stops below the
+    floor; oldest first, it follows the tail (new sessions are appended after it)."""
+    obs = result.observation
+    order = state.order if state.initialized and not state.backfilling else ListOrder.UNVERIFIED
+    start = ScanPosition()
+    if state.initialized:
+        start = state.scan or (state.tail if order is ListOrder.OLDEST_FIRST else None) or start
+    below = floor_ms(state, config) if order is ListOrder.NEWEST_FIRST else None
+    max_pages = config.unordered_pages_per_tick if order is ListOrder.UNORDERED else None
+    if not state.initialized and not config.backfill:
+        max_pages = 1  # a first tick's newest page is history
     pages = obs.pages = []
-    evidence = replace(plan.start.evidence)
+    evidence = replace(start.evidence)
 
     def last(page: ScannedPage) -> bool:
         stop_here = False
         fresh = page.sessions
-        if len(pages) == 1 and plan.start.done_through is not None:
+        if len(pages) == 1 and start.done_through is not None:
             # A page read again (resumed pass, oldest-first tail): only what follows is new.
             ids = [s.id for s in fresh]
-            if plan.start.done_through in ids:
-                fresh = fresh[ids.index(plan.start.done_through) + 1 :]
+            if start.done_through in ids:
+                fresh = fresh[ids.index(start.done_through) + 1 :]
         for s in fresh:
             ms = to_ms(s.created_at)
             if ms is None:
@@ -297,16 +279,13 @@ def _scan_pages(
             evidence.see(ms)
             against = {ListOrder.NEWEST_FIRST: evidence.not_newest_first,
                        ListOrder.OLDEST_FIRST: evidence.not_oldest_first}  # fmt: skip
-            obs.order_violation |= against.get(plan.expect, False)
-            below = plan.stop_below_ms
+            obs.order_violation |= against.get(order, False)
             stop_here |= below is not None and not obs.order_violation and ms < below
         page.evidence = replace(evidence)
         return stop_here
 
     what = "scanning finished sessions"
-    ended = _page(
-        result, what, source.list_terminal_page, pages, plan.start.after, plan.max_pages, last
-    )
+    ended = _page(result, what, source.list_terminal_page, pages, start.after, max_pages, last)
     obs.scan_complete, obs.scan_rejected = ended == "end", ended == "rejected"
 
 
