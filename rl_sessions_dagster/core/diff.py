@@ -98,8 +98,8 @@ def pending_of(c: InferenceCheckpoint, now: int) -> PendingCheckpoint:
 def history_entry(
     session: TrainingSession, config: TrackerConfig, now_ms: int, cutoff_ms: int | None
 ) -> TrackedSession:
-    """A live session older than the first tick: status and checkpoints before ``cutoff_ms``
-    (None: all) are history; unregistered ones are awaited."""
+    """A live session older than the first tick: checkpoints before ``cutoff_ms`` (None: all) are
+    history, unregistered ones awaited."""
     entry = TrackedSession(status=session.raw_status)
     if not config.tracks_checkpoints:
         return entry

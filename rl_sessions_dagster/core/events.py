@@ -1,5 +1,4 @@
-"""What a tick read (:class:`Observation`) and the events the core finds in it; an event's
-``key`` is unique per fact and stable across ticks and restarts (the run key)."""
+"""What a tick read and the events found in it, whose ``key`` is stable per fact (the run key)."""
 
 import fnmatch
 from collections.abc import Callable, Mapping, Sequence
@@ -116,8 +115,7 @@ class ResourceEvent:
 
 
 class ListOrder(str, Enum):
-    """The finished-session list's undocumented order, verified by a complete pass: it decides
-    where a pass may stop, or how many pages a tick reads."""
+    """The finished-session list's undocumented order, verified by a complete pass."""
 
     UNVERIFIED = "unverified"
     NEWEST_FIRST = "newest_first"
@@ -191,9 +189,8 @@ class CheckpointRead:
 
 @dataclass(frozen=True)
 class SessionFilter:
-    """All fields given must match. ``model_resources_id`` and ``created_by`` ("me" or a user
-    id) also filter the API's lists; every field is checked again on each read (an excluded
-    session must never cost an evaluation). ``display_name`` is a glob."""
+    """All fields given must match (``display_name`` is a glob), checked on each read: excluded
+    sessions must never cost an evaluation. ``model_resources_id``, ``created_by`` filter lists."""
 
     model_resources_id: str | None = None
     created_by: str | None = None

@@ -1,6 +1,5 @@
-"""The idle guard's pure rules: which READY model resources sit idle and billing. The guard
-destroys something, so every rule errs towards not stopping: a session not known to be finished
-keeps its resource, the idle start is the latest use, deny lists win over allow lists."""
+"""Which READY model resources sit idle and billing. The guard destroys something, so every rule
+errs towards not stopping: a session not known to be finished keeps its resource."""
 
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -74,8 +73,7 @@ class IdlePolicy:
 
 @dataclass(frozen=True)
 class ResourceUse:
-    """``live``: ``(id, raw status)`` of each session not known to be finished;
-    ``interruptible``: the STOPPING ones ``force`` frees."""
+    """``live``: sessions not known to be finished; ``interruptible``: STOPPING ones."""
 
     live: tuple[tuple[str, str], ...] = ()
     unreadable: int = 0

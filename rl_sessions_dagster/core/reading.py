@@ -90,8 +90,7 @@ def oldest_pending_ms(state: TrackerState, sessions: Iterable[str]) -> int | Non
 def registration_fetches(
     state: TrackerState, sessions: Sequence[str], read: CheckpointRead | None
 ) -> list[str]:
-    """The waiting ``sessions`` with a checkpoint registered now, or that ``read`` cannot vouch
-    for (not listed, list out of order, not read)."""
+    """The waiting ``sessions`` with a checkpoint registered now, or unlisted in a trusted read."""
     listed = {c.id: c.is_registered for c in read.items} if read and read.trusted else {}
     return [  # None: not listed; True: registered now
         sid
@@ -233,8 +232,7 @@ def _page(
     max_pages: int | None,
     last: Callable[[ScannedPage], bool] = lambda page: False,
 ) -> str:
-    """Read into ``pages`` until the end or ``last`` ("end"), a refused ``after`` ("rejected"),
-    or ``max_pages`` ("")."""
+    """Read into ``pages``: "end" (or ``last``), "rejected" (``after``), "" (``max_pages``)."""
     while max_pages is None or len(pages) < max_pages:
         try:
             sessions, next_after = result.read(what, partial(list_page, after))

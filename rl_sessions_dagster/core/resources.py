@@ -1,6 +1,5 @@
-"""The model-resource tracker: the whole (small) list + cursor → events + cursor, with the session
-tracker's guarantees: one event per fact (``resource_expiring`` once per deadline), a quiet first
-tick, a cap deferring the rest, only live resources kept, unknown statuses tracked raw."""
+"""The model-resource tracker, with the session tracker's guarantees: one event per fact
+(``resource_expiring`` once per deadline), a quiet first tick, a cap deferring the rest."""
 
 from collections.abc import Sequence
 from dataclasses import dataclass

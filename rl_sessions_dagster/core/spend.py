@@ -1,6 +1,5 @@
-"""What the GPUs cost, pure. A resource is billed (the one assumption) while READY, at
-``estimate-cost``'s ``price_per_hour``; billed time is shared equally by the sessions attached at
-each instant, time with none is idle, so session plus idle costs add up to the resource's."""
+"""What the GPUs cost. A resource is billed while READY (the one assumption), shared equally by
+the sessions attached at each instant; time with none is idle, so the costs add up."""
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace

@@ -1,6 +1,5 @@
-"""The trackers' state, which is also their cursor. Dagster copies the cursor into every tick
-row, so it stays small: short aliases, only sessions still moving, epoch ms, one letter per known
-status, UUIDs in 23 characters. Any format but 0.2.0's is refused (``CursorError``)."""
+"""The trackers' state, also their cursor: Dagster copies it into every tick row, so it is small
+(short aliases, epoch ms, status letters, 23-character UUIDs). Formats but 0.2.0's are refused."""
 
 import base64
 import hashlib
@@ -34,8 +33,7 @@ _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 
 
 def compact_id(value: str) -> str:
-    """A canonical UUID as ``~`` + base64url of its bytes; any other id as itself (``~``-prefixed
-    ones get one more ``~``, so the two never meet)."""
+    """A UUID as ``~`` + base64url; other ids as themselves (one more ``~`` if ``~``-prefixed)."""
     if _UUID.match(value):
         return "~" + base64.urlsafe_b64encode(bytes.fromhex(value.replace("-", ""))).decode()[:22]
     return "~" + value if value.startswith("~") else value

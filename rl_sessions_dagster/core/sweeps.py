@@ -13,8 +13,7 @@ Direction = Literal["higher", "lower"]
 
 
 def sweep_name(wandb_group: str | None, display_name: str | None, separator: str = "-") -> str:
-    """The W&B group, else the display name up to the last ``separator`` (``"gsm8k-lr3-seed2"`` →
-    ``"gsm8k-lr3"``), else ``"(none)"``."""
+    """The W&B group, else the display name up to the last ``separator``, else ``"(none)"``."""
     if wandb_group:
         return wandb_group
     if display_name:

@@ -141,8 +141,8 @@ class SQLAlchemyTableStore:
 
     @staticmethod
     def _sqlite_transactions(engine: sa.Engine, *, wal: bool) -> None:
-        """pysqlite opens transactions lazily and not for DDL: take them over (SQLAlchemy's
-        documented recipe) so every call, DDL included, is one ``BEGIN IMMEDIATE``."""
+        """pysqlite begins lazily, not for DDL: by SQLAlchemy's recipe, each call is one
+        ``BEGIN IMMEDIATE``."""
 
         @sa.event.listens_for(engine, "connect")
         def _connect(dbapi_connection: Any, _record: Any) -> None:
@@ -216,8 +216,7 @@ class SQLAlchemyTableStore:
         *,
         ignore: Collection[str] = (),
     ) -> tuple[int, int]:
-        """Insert new ids, update changed ones (``ignore`` aside): (new, changed). The rows of one
-        call share their columns; an update sets only those."""
+        """Insert new ids, update changed ones (``ignore`` aside): (new, changed); same columns."""
         if not by_id:
             return 0, 0
         some = next(iter(by_id.values()))
