@@ -114,6 +114,7 @@ def collect(
     obs = result.observation
 
     active: list[TrainingSession] = []
+    obs.active = active
     after: str | None = None
     # Unknown live statuses join the active-list filter (only full constants can be sent).
     prefix = "TRAINING_SESSION_STATUS_"
@@ -130,10 +131,8 @@ def collect(
         if after is None:
             break
         if out_of_time():  # departures cannot be told apart: keep what was seen, stop
-            obs.active = active
             result.interrupted = "time budget used up while listing active sessions"
             return result
-    obs.active = active
     obs.server_now_ms = source.server_time_ms()
     try:
         # Departures first: their events are due, and a slow scan only delays its finds. Finished

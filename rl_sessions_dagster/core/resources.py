@@ -93,10 +93,6 @@ def status_changes(
     return out
 
 
-def _floor(state: ResourceTrackerState, config: ResourceTrackerConfig) -> int:
-    return max(state.seen_max_ms - config.lookback_ms, state.baseline_ms)
-
-
 def _due(
     entry: TrackedResource, r: ModelResource, now: int, config: ResourceTrackerConfig
 ) -> list[ResourceEvent]:
@@ -187,7 +183,7 @@ def advance_resources(
         del state.tracked[rid]
         notes.append(f"model resource {rid} is no longer listed by the API; no longer tracked")
 
-    floor = _floor(state, config)
+    floor = max(state.seen_max_ms - config.lookback_ms, state.baseline_ms)
     events: list[ResourceEvent] = []
     deferred = False
     ordered = sorted(by_id.values(), key=lambda r: (created[r.id] or 0, r.id))
@@ -212,6 +208,6 @@ def advance_resources(
             state.recent_terminal[r.id] = ms if ms is not None else state.seen_max_ms
 
     state.seen_max_ms = max([state.seen_max_ms, *known])
-    floor = _floor(state, config)
+    floor = max(state.seen_max_ms - config.lookback_ms, state.baseline_ms)
     state.recent_terminal = {k: v for k, v in state.recent_terminal.items() if v >= floor}
     return Outcome(events, state, notes, deferred=deferred)

@@ -208,12 +208,8 @@ class ScanPosition(StateModel):
     bits: int = Field(0, alias="x")
 
     @classmethod
-    def at(
-        cls, after: str | None, evidence: OrderEvidence, done_through: str | None = None
-    ) -> Self:
-        ev = evidence
-        return cls(after=after, done_through=done_through, oldest_ms=ev.oldest_ms,
-                   newest_ms=ev.newest_ms, bits=ev.bits)  # fmt: skip
+    def at(cls, after: str | None, ev: OrderEvidence) -> Self:
+        return cls(after=after, oldest_ms=ev.oldest_ms, newest_ms=ev.newest_ms, bits=ev.bits)
 
     @property
     def evidence(self) -> OrderEvidence:

@@ -138,11 +138,8 @@ def upgrade(conn: Connection, tables: Tables) -> int:
             ddl = table.c[name].type.compile(dialect=conn.dialect)
             target = conn.dialect.identifier_preparer.format_table(table)
             conn.execute(sa.text(f"ALTER TABLE {target} ADD COLUMN {name} {ddl}"))
-    values = {
-        "version": SCHEMA_VERSION,
-        "library_version": __version__,
-        "upgraded_at": datetime.now(UTC).isoformat(),
-    }
+    at = datetime.now(UTC).isoformat()
+    values = {"version": SCHEMA_VERSION, "library_version": __version__, "upgraded_at": at}
     if found is None:
         conn.execute(sa.insert(version).values(id=1, **values))
     else:
