@@ -48,9 +48,8 @@ def diff_session(
 ) -> bool:
     """Emit events, updating ``entry`` as each is admitted; False if the budget stopped it.
     ``wait=False`` (backfilled history): unregistered checkpoints are not awaited."""
-    if budget.config.tracks_checkpoints and not _diff_checkpoints(
-        entry, session, now_ms, budget, wait
-    ):
+    tracks = budget.config.tracks_checkpoints
+    if tracks and not _diff_checkpoints(entry, session, now_ms, budget, wait):
         return False
     if session.raw_status != entry.status:
         status = session.status

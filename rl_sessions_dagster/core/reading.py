@@ -137,15 +137,14 @@ def collect(
     try:
         # Departures first: their events are due, and a slow scan only delays its finds. Finished
         # sessions waiting for registrations need no fetch unless the checkpoint list says so.
-        lists = config.tracks_checkpoints and not state.checkpoint_list_untrusted
+        untrusted = state.checkpoint_list_untrusted
+        lists = config.tracks_checkpoints and not untrusted
         waiting = [sid for sid, entry in state.tracked.items() if lists and entry.lingering]
         shown = {s.id for s in active}
         departed = [sid for sid in state.tracked if sid not in shown and sid not in waiting]
         _fetch(result, source, departed)
         # New checkpoints: through the checkpoint list in checkpoint mode, else by the scan.
-        by_list = config.checkpoints_only and not (
-            state.backfilling or state.checkpoint_list_untrusted
-        )
+        by_list = config.checkpoints_only and not (state.backfilling or untrusted)
         if state.initialized and by_list:
             _read_checkpoint_list(result, state, config, source, waiting)
         else:
@@ -292,11 +291,10 @@ def read_checkpoints(
     """Page from the top until an item is older than ``need_below_ms``."""
     read = CheckpointRead()
     after: str | None = None
+    list_page = source.list_inference_checkpoints_page
     pages = 0
     while max_pages is None or pages < max_pages:
-        items, after = result.read(
-            "reading the checkpoint list", partial(source.list_inference_checkpoints_page, after)
-        )
+        items, after = result.read("reading the checkpoint list", partial(list_page, after))
         pages += 1
         read.items.extend(items)
         for c in items:

@@ -186,8 +186,6 @@ class SQLAlchemyTableStore:
         """Database errors become :class:`TableStoreError`, ``from None`` (URLs in the chain)."""
         try:
             yield
-        except TableStoreError:
-            raise
         except (sa.exc.SQLAlchemyError, ImportError) as exc:
             orig = getattr(exc, "orig", None) or exc
             detail = " ".join(str(orig).split())  # one line; no statement, no parameters
