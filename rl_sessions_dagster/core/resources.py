@@ -170,8 +170,7 @@ def advance_resources(
 
     if not state.initialized:
         state.initialized = True
-        state.baseline_ms = max([*known, now])
-        state.seen_max_ms = state.baseline_ms
+        state.baseline_ms = state.seen_max_ms = max([*known, now])
         for rid, r in by_id.items():
             if not is_terminal(r):
                 _remember(state, r, now, config)

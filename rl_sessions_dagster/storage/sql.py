@@ -217,21 +217,18 @@ class SQLAlchemyTableStore:
         """Insert new ids, update changed ones (``ignore`` aside): (new, changed); same columns."""
         if not by_id:
             return 0, 0
-        some = next(iter(by_id.values()))
-        data = [c for c in some if c != key and c not in ignore]
+        data = [c for c in next(iter(by_id.values())) if c != key and c not in ignore]
         stored: dict[str, tuple[Any, ...]] = {}
         selected = [table.c[key], *(table.c[c] for c in data)]
         for chunk in _chunks(list(by_id)):
             for rec in conn.execute(sa.select(*selected).where(table.c[key].in_(chunk))):
                 stored[rec[0]] = tuple(rec[1:])
-        new: list[dict[str, Any]] = []
-        changed: list[dict[str, Any]] = []
-        for rid, values in by_id.items():
-            before = stored.get(rid)
-            if before is None:
-                new.append({key: rid, **values})
-            elif before != tuple(values[c] for c in data):
-                changed.append({"_key": rid, **{c: v for c, v in values.items() if c != key}})
+        new = [{key: rid, **values} for rid, values in by_id.items() if rid not in stored]
+        changed = [
+            {"_key": rid, **{c: v for c, v in values.items() if c != key}}
+            for rid, values in by_id.items()
+            if rid in stored and stored[rid] != tuple(values[c] for c in data)
+        ]
         if new:
             _insert_many(conn, table, new)
         if changed:
