@@ -145,8 +145,30 @@ def collect(
         _fetch(result, source, departed)
         # New checkpoints: through the checkpoint list in checkpoint mode, else by the scan.
         by_list = config.checkpoints_only and not (state.backfilling or untrusted)
-        if state.initialized and by_list:
-            _read_checkpoint_list(result, state, config, source, waiting)
+        if state.initialized and by_list:  # one read down to the floor or the oldest pending
+            shown |= set(obs.fetched)
+            due = [sid for sid in waiting if sid not in shown]
+            floor = checkpoint_floor(state, config)
+            below = oldest_pending_ms(state, due)
+            need = floor if below is None else min(floor, below)
+            read = read_checkpoints(result, source, need_below_ms=need, max_pages=None)
+            if read.trusted:
+                # Sessions not followed with a checkpoint above the floor were born since: adopted.
+                # A remembered one (retired, filtered out) still listed stays so, never fetched.
+                known = {*shown, *state.tracked, *state.recent_checkpoints}
+                listed = [(c.session_id, to_ms(c.created_at)) for c in read.items]
+                new = (i for i, ms in listed if i not in known and ms is not None and ms >= floor)
+                obs.adopt = [sid for sid in dict.fromkeys(new) if sid is not None]
+                remembered = {*state.recent_checkpoints, *obs.adopt}
+                newest: dict[str, int] = {}
+                for sid, ms in listed:
+                    if sid is not None and sid in remembered and ms is not None:
+                        newest[sid] = max(ms, newest.get(sid, ms))
+                obs.listed_checkpoint_ms = newest
+            # Untrusted, the read vouches for nothing: every session due is fetched.
+            _fetch(result, source, [*registration_fetches(state, due, read), *obs.adopt])
+            if read.trusted and read.complete:  # only once the sessions it found were fetched
+                obs.checkpoints_read_newest_ms = read.times.newest_ms
         else:
             _scan_pages(result, state, config, source)
         # The discovery pass (upkeep) gets what is left of the budget.
@@ -162,50 +184,16 @@ def collect(
             due = [sid for sid in waiting if sid not in shown]
             if due:
                 below = oldest_pending_ms(state, due)
-                read = None
+                recheck = None
                 if below is not None:
-                    read = read_checkpoints(
+                    recheck = read_checkpoints(
                         result, source, need_below_ms=below, max_pages=RECHECK_PAGES
                     )
-                _fetch(result, source, registration_fetches(state, due, read))
+                _fetch(result, source, registration_fetches(state, due, recheck))
     except Interrupted:
         pass
     result.fetched_ids = list(obs.fetched)
     return result
-
-
-def _read_checkpoint_list(
-    result: Collected,
-    state: TrackerState,
-    config: TrackerConfig,
-    source: SessionSource,
-    waiting: Sequence[str],
-) -> None:
-    """Checkpoint mode: one read down to the floor (or the oldest pending checkpoint)."""
-    obs = result.observation
-    shown = {s.id for s in obs.active} | set(obs.fetched)
-    due = [sid for sid in waiting if sid not in shown]
-    floor = checkpoint_floor(state, config)
-    below = oldest_pending_ms(state, due)
-    need = floor if below is None else min(floor, below)
-    read = read_checkpoints(result, source, need_below_ms=need, max_pages=None)
-    if read.trusted:
-        # Sessions not followed with a checkpoint above the floor were born since: adopted. A
-        # remembered one (retired, or filtered out) still listed stays remembered, never fetched.
-        known = {*shown, *state.tracked, *state.recent_checkpoints}
-        listed = [(c.session_id, to_ms(c.created_at)) for c in read.items]
-        new = (sid for sid, ms in listed if sid not in known and ms is not None and ms >= floor)
-        obs.adopt = [sid for sid in dict.fromkeys(new) if sid is not None]
-        remembered = {*state.recent_checkpoints, *obs.adopt}
-        newest: dict[str, int] = {}
-        for sid, ms in listed:
-            if sid is not None and sid in remembered and ms is not None:
-                newest[sid] = max(ms, newest.get(sid, ms))
-        obs.listed_checkpoint_ms = newest
-    # Untrusted, the read vouches for nothing: every session due is fetched.
-    _fetch(result, source, [*registration_fetches(state, due, read), *obs.adopt])
-    if read.trusted and read.complete:  # only once the sessions it found were fetched
-        obs.checkpoints_read_newest_ms = read.times.newest_ms
 
 
 def _fetch(result: Collected, source: SessionSource, ids: Sequence[str]) -> None:
