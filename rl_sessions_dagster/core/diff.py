@@ -100,9 +100,7 @@ def history_entry(
     """A live session older than the first tick: checkpoints before ``cutoff_ms`` (None: all) are
     history, unregistered ones awaited."""
     entry = TrackedSession(status=session.raw_status)
-    if not config.tracks_checkpoints:
-        return entry
-    for c in session.inference_checkpoints:
+    for c in session.inference_checkpoints if config.tracks_checkpoints else ():
         created = to_ms(c.created_at)
         if cutoff_ms is None or created is None or created < cutoff_ms:
             entry.announce(checkpoint_key(c))
@@ -176,8 +174,7 @@ def scan_finished(
         return None
     if obs.scan_complete and obs.pages:
         state.scan = None
-        # An oldest-first pass resumes after the last item older than the next floor, so
-        # sessions inserted at their creation time are still met (the look-back's role).
+        # The next oldest-first pass resumes after the last item below the next floor (inserts).
         floor_next = max(state.watermark_ms, state.pass_start_ms) - budget.config.lookback_ms
         anchor = None
         for page in obs.pages:

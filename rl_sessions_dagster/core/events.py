@@ -210,23 +210,21 @@ class SessionFilter:
         left out is taken on its word; a session fetched by id must show the value itself."""
         creator = user_id if self.needs_user_id else self.created_by
         wandb = session.metadata.wandb
+        project, group = (wandb.project, wandb.group) if wandb is not None else (None, None)
         checks = (
             self.model_resources_id is None
             or _same(session.model_resources_id, self.model_resources_id, listed),
             self.created_by is None or _same(session.created_by, creator, listed),
             self.display_name is None
             or fnmatch.fnmatchcase(session.display_name or "", self.display_name),
-            self.wandb_project is None
-            or (wandb is not None and wandb.project == self.wandb_project),
-            self.wandb_group is None or (wandb is not None and wandb.group == self.wandb_group),
+            self.wandb_project is None or project == self.wandb_project,
+            self.wandb_group is None or group == self.wandb_group,
         )
         return all(checks) and (self.predicate is None or bool(self.predicate(session)))
 
 
 def _same(actual: str | None, wanted: str | None, listed: bool) -> bool:
-    if actual is None or wanted is None:
-        return listed
-    return actual == wanted
+    return listed if actual is None or wanted is None else actual == wanted
 
 
 @dataclass(frozen=True)
@@ -272,8 +270,7 @@ class Observation:
     #: the API refused the saved ``after`` of the scan / of the discovery pass.
     scan_rejected: bool = False
     discovery_rejected: bool = False
-    #: checkpoint mode: sessions to adopt, newest time of a complete read, order broken, the
-    #: newest listed checkpoint of each session adopted or remembered.
+    #: checkpoint mode: the list read's sessions to adopt, newest time, order, newest per session.
     adopt: Sequence[str] = ()
     checkpoints_read_newest_ms: int | None = None
     checkpoint_list_untrusted: bool = False

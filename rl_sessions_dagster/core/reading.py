@@ -153,8 +153,8 @@ def collect(
             need = floor if below is None else min(floor, below)
             read = read_checkpoints(result, source, need_below_ms=need, max_pages=None)
             if read.trusted:
-                # Sessions not followed with a checkpoint above the floor were born since: adopted.
-                # A remembered one (retired, filtered out) still listed stays so, never fetched.
+                # Unfollowed sessions with a checkpoint above the floor are new; remembered ones
+                # (retired, filtered out) still listed stay remembered, never fetched.
                 known = {*shown, *state.tracked, *state.recent_checkpoints}
                 listed = [(c.session_id, to_ms(c.created_at)) for c in read.items]
                 new = (i for i, ms in listed if i not in known and ms is not None and ms >= floor)

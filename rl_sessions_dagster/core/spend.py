@@ -136,10 +136,9 @@ def compute_spend(
         billed = span.billed_ms(now_ms)
         out.resource_ms[span.resource_id] = billed
         price = span.price_per_hour
-        if price is None:
-            if billed:
-                out.unpriced.append(span.resource_id)
-        else:
+        if price is None and billed:
+            out.unpriced.append(span.resource_id)
+        elif price is not None:
             out.resource_cost[span.resource_id] = billed / HOUR_MS * price
         if (lo := span.ready_from_ms) is None:
             continue

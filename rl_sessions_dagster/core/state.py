@@ -261,11 +261,11 @@ class TrackerState(CursorState):
         return doc
 
     def _pack(self, doc: dict[str, Any]) -> dict[str, Any]:
-        groups, done = _write_waiting(self.tracked)
+        groups = _write_waiting(self.tracked)
         if groups:
             tracked = doc.get("t", {})
-            for sid in done:
-                del tracked[compact_id(sid)]
+            for cid in [cid for group in groups for cid in group[3]]:
+                del tracked[cid]
             if not tracked:
                 doc.pop("t", None)
             doc["pr"] = groups
@@ -286,21 +286,19 @@ def _waiting_key(t: TrackedSession) -> tuple[int, str, int] | None:
     return first_seen, _encode_status(t.status), t.terminal_ms
 
 
-def _write_waiting(tracked: dict[str, TrackedSession]) -> tuple[list[list[Any]], list[str]]:
+def _write_waiting(tracked: dict[str, TrackedSession]) -> list[list[Any]]:
     groups: dict[tuple[int, str, int], dict[str, list[Any]]] = {}
-    done = []
     for sid, t in tracked.items():
         key = _waiting_key(t)
         if key is not None:
             flat = [x for p in t.pending for x in (compact_id(p.checkpoint_id),
                                                    (p.created_ms or 0) - key[0])]  # fmt: skip
             groups.setdefault(key, {})[compact_id(sid)] = flat
-            done.append(sid)
     out, previous = [], 0
     for (first_seen, code, terminal_ms), members in sorted(groups.items()):
         out.append([code, first_seen - previous, terminal_ms - first_seen, members])
         previous = first_seen
-    return out, done
+    return out
 
 
 def _read_waiting(groups: Any) -> dict[str, Any]:  # as ``t`` entries, ids still compact

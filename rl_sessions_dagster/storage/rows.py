@@ -40,15 +40,13 @@ class SessionRow:
     wandb_project: str | None
     n_inference_checkpoints: int
     synced_at: str
-    #: When a complete, unfiltered sync first missed the session (deleted, or out of the key's
-    #: reach); cleared if it comes back.
+    #: When a complete, unfiltered sync first missed the session; cleared if it comes back.
     missing_since: str | None = None
 
 
 @dataclass(frozen=True)
 class CheckpointRow:
-    """``INFERENCE`` rows' registry columns say what to deploy; a ``TRAINING`` row's
-    ``model_id``/``model_revision_id`` is resume state, not deployable."""
+    """``INFERENCE`` rows say what to deploy; a ``TRAINING`` row's model ids are resume state."""
 
     id: str
     session_id: str

@@ -57,8 +57,7 @@ def _insert_many(conn: Connection, table: sa.Table, rows: list[dict[str, Any]]) 
 
 
 def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
-    for i in range(0, len(items), _CHUNK):
-        yield items[i : i + _CHUNK]
+    return (items[i : i + _CHUNK] for i in range(0, len(items), _CHUNK))
 
 
 _SESSION_COLUMNS = tuple(f.name for f in fields(SessionRow))
@@ -141,8 +140,7 @@ class SQLAlchemyTableStore:
 
     @staticmethod
     def _sqlite_transactions(engine: sa.Engine, *, wal: bool) -> None:
-        """pysqlite begins lazily, not for DDL: by SQLAlchemy's recipe, each call is one
-        ``BEGIN IMMEDIATE``."""
+        """SQLAlchemy's recipe: every call, DDL too, is one ``BEGIN IMMEDIATE`` (not pysqlite's)."""
 
         @sa.event.listens_for(engine, "connect")
         def _connect(dbapi_connection: Any, _record: Any) -> None:
