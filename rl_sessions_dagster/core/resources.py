@@ -110,10 +110,9 @@ def _due(
         if expires is not None and entry.expiring_ms < expires <= now + config.expiring_lead_ms:
             out.append(ResourceEvent(ResourceEventKind.RESOURCE_EXPIRING, r, expires_at_ms=expires))
     if status is ModelResourceStatus.PENDING and not entry.queued:
-        since = to_ms(r.created_at) or entry.first_seen_ms or now
-        if now - since > config.queued_long_ms:
-            event = ResourceEvent(ResourceEventKind.RESOURCE_QUEUED_LONG, r, queued_ms=now - since)
-            out.append(event)
+        queued = now - (to_ms(r.created_at) or entry.first_seen_ms or now)
+        if queued > config.queued_long_ms:
+            out.append(ResourceEvent(ResourceEventKind.RESOURCE_QUEUED_LONG, r, queued_ms=queued))
     return out
 
 
