@@ -90,7 +90,7 @@ def oldest_pending_ms(state: TrackerState, sessions: Iterable[str]) -> int | Non
 def registration_fetches(
     state: TrackerState, sessions: Sequence[str], read: CheckpointRead | None
 ) -> list[str]:
-    """The waiting ``sessions`` with a checkpoint registered now, or unlisted in a trusted read."""
+    """Waiting ``sessions`` with a checkpoint registered now, or unvouched (unlisted, untrusted)."""
     listed = {c.id: c.is_registered for c in read.items} if read and read.trusted else {}
     return [  # None: not listed; True: registered now
         sid
@@ -109,7 +109,8 @@ def collect(
     transient: tuple[type[BaseException], ...] = (),
     discovery_pages_per_tick: int | None = None,
 ) -> Collected:
-    """Raises only if the active list cannot be read in full."""
+    """Raises only if the active list cannot be read in full. ``discovery_pages_per_tick`` bounds
+    the unfiltered pass after the first tick."""
     result = Collected(Observation(now_ms=now_ms), out_of_time=out_of_time, transient=transient)
     obs = result.observation
 

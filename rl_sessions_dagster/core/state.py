@@ -59,11 +59,10 @@ def _read_id(value: Any, info: ValidationInfo) -> Any:
 
 #: a session, checkpoint or resource id: written compactly, read back as the API spells it.
 Id = Annotated[str, BeforeValidator(_read_id), PlainSerializer(compact_id, when_used="json")]
+_Code = Callable[[str], str]
 
 
-def letter_codes(
-    prefix: str, names: str, letters: str
-) -> tuple[Callable[[str], str], Callable[[str], str]]:
+def letter_codes(prefix: str, names: str, letters: str) -> tuple[_Code, _Code]:
     """(encode, decode): ``prefix + name`` as the letter at the name's place; others as sent."""
     codes = dict(zip((prefix + name for name in names.split()), letters, strict=True))
     raws = {code: raw for raw, code in codes.items()}
