@@ -1,6 +1,5 @@
-"""The pure event core: no HTTP, no Dagster. Previous state + what the API shows → events +
-next state, for sessions (:func:`advance`) and model resources (:func:`advance_resources`);
-the idle rule, spend and sweeps are pure functions beside them."""
+"""The pure event core, no HTTP, no Dagster: state + what the API shows → events + next state
+(:func:`advance`, :func:`advance_resources`); idle, spend and sweeps are pure rules beside them."""
 
 from .events import EventKind, SessionEvent
 from .resources import ResourceTrackerState, advance_resources

@@ -1,6 +1,5 @@
-"""One session, or one pass over a list, against what the tracker remembers: the events between.
-Each event goes through a :class:`Budget` (the cap on runs per tick); when it stops a diff
-part-way, the state holds exactly what was announced and the rest follows next tick."""
+"""The events between what the tracker remembers and a session or list pass. A :class:`Budget`
+caps them per tick; a diff it stops leaves the state at exactly what was announced."""
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -27,7 +26,7 @@ def checkpoint_key(c: InferenceCheckpoint) -> tuple[int, str]:
 
 @dataclass
 class Budget:
-    """Counts wanted events against the cap; the first one over it stops the tick."""
+    """The first wanted event over the cap stops the tick."""
 
     config: TrackerConfig
     events: list[SessionEvent] = field(default_factory=list)
@@ -47,12 +46,10 @@ class Budget:
 def diff_session(
     entry: TrackedSession, session: TrainingSession, now_ms: int, budget: Budget, wait: bool = True
 ) -> bool:
-    """Emit the events between ``entry`` and ``session``, updating ``entry`` as each is admitted;
-    False when the budget stopped it part-way. ``wait=False`` (backfilled history): unregistered
-    checkpoints are not awaited, old ones stay that way."""
-    if budget.config.tracks_checkpoints and not _diff_checkpoints(
-        entry, session, now_ms, budget, wait
-    ):
+    """Emit events, updating ``entry`` as each is admitted; False if the budget stopped it.
+    ``wait=False`` (backfilled history): unregistered checkpoints are not awaited."""
+    tracks = budget.config.tracks_checkpoints
+    if tracks and not _diff_checkpoints(entry, session, now_ms, budget, wait):
         return False
     if session.raw_status != entry.status:
         status = session.status
@@ -100,12 +97,10 @@ def pending_of(c: InferenceCheckpoint, now: int) -> PendingCheckpoint:
 def history_entry(
     session: TrainingSession, config: TrackerConfig, now_ms: int, cutoff_ms: int | None
 ) -> TrackedSession:
-    """A live session older than the first tick: its status and checkpoints created before
-    ``cutoff_ms`` (None: all) are history, not announced; unregistered ones are awaited."""
+    """A live session older than the first tick: checkpoints before ``cutoff_ms`` (None: all) are
+    history, unregistered ones awaited."""
     entry = TrackedSession(status=session.raw_status)
-    if not config.tracks_checkpoints:
-        return entry
-    for c in session.inference_checkpoints:
+    for c in session.inference_checkpoints if config.tracks_checkpoints else ():
         created = to_ms(c.created_at)
         if cutoff_ms is None or created is None or created < cutoff_ms:
             entry.announce(checkpoint_key(c))
@@ -133,8 +128,7 @@ def adopt(
 def remember_checkpoints(
     state: TrackerState, config: TrackerConfig, session: TrainingSession
 ) -> None:
-    """A checkpoint sensor remembers a session done by its newest checkpoint, which the list may
-    still show (forgotten below the checkpoint floor)."""
+    """A checkpoint sensor remembers a done session by its newest checkpoint (still listed)."""
     times = [ms for c in session.inference_checkpoints if (ms := to_ms(c.created_at)) is not None]
     if config.checkpoints_only and times:
         state.recent_checkpoints[session.id] = max(times)
@@ -143,9 +137,7 @@ def remember_checkpoints(
 def run_pass(
     position: ScanPosition, pages: Sequence[ScannedPage], handle: Callable[[TrainingSession], bool]
 ) -> tuple[ScanPosition, bool]:
-    """Feed the sessions after ``position`` to ``handle`` in list order until it returns False (a
-    cap): (the new position, stopped early). A position names a page and the last item done on
-    it, not a count, so items inserted meanwhile neither repeat nor vanish."""
+    """Feed sessions after ``position`` to ``handle`` until False (a cap): (position, stopped)."""
     position = position.model_copy(deep=True)
     for page in pages:
         if page.after != position.after:  # a page from another position: ignored
@@ -167,7 +159,7 @@ BACKFILL_MEMORY = 200
 def scan_finished(
     state: TrackerState, obs: Observation, budget: Budget, floor: int, now: int
 ) -> ScanPosition | None:
-    """Process the scanned pages; where a complete pass ended (its evidence decides the order)."""
+    """Where a complete pass ended (its evidence decides the order), else None."""
     if obs.scan_rejected:
         return None
     if state.scan is None:
@@ -182,30 +174,23 @@ def scan_finished(
         return None
     if obs.scan_complete and obs.pages:
         state.scan = None
-        threshold = max(state.watermark_ms, state.pass_start_ms) - budget.config.lookback_ms
-        state.tail = _tail_anchor(obs.pages, threshold) or state.tail or ScanPosition()
+        # The next oldest-first pass resumes after the last item below the next floor (inserts).
+        floor_next = max(state.watermark_ms, state.pass_start_ms) - budget.config.lookback_ms
+        anchor = None
+        for page in obs.pages:
+            for s in page.sessions:
+                if (ms := to_ms(s.created_at)) is not None and ms < floor_next:
+                    anchor = ScanPosition(after=page.after, done_through=s.id, newest_ms=ms)
+        state.tail = anchor or state.tail or ScanPosition()
         return position
     state.scan = position if obs.pages else state.scan
     return None
 
 
-def _tail_anchor(pages: Sequence[ScannedPage], threshold_ms: int) -> ScanPosition | None:
-    """Where the next pass over an oldest-first list resumes: after the last item created before
-    ``threshold_ms`` (the next floor), so sessions inserted later at their creation time are still
-    met, as the look-back does when newest first."""
-    anchor: ScanPosition | None = None
-    for page in pages:
-        for s in page.sessions:
-            ms = to_ms(s.created_at)
-            if ms is not None and ms < threshold_ms:
-                anchor = ScanPosition(after=page.after, done_through=s.id, newest_ms=ms)
-    return anchor
-
-
 def _discover(
     state: TrackerState, session: TrainingSession, budget: Budget, floor: int, now: int
 ) -> bool:
-    """One session of the finished-session scan: announced unless known. False if capped."""
+    """A scanned finished session, announced unless known; False if capped."""
     sid = session.id
     if sid in state.tracked or sid in state.recent_terminal or sid in state.backfilled:
         return True
@@ -236,7 +221,7 @@ def is_unknown_live(session: TrainingSession) -> bool:
 
 
 def note_unknown_status(state: TrackerState, session: TrainingSession, notes: list[str]) -> None:
-    """Remember an unknown live status; a new one starts a discovery pass for its peers."""
+    """A new unknown live status starts a discovery pass for its peers."""
     raw = session.raw_status
     if not raw or not is_unknown_live(session) or raw in state.extra_active:
         return

@@ -1,5 +1,4 @@
-"""The core's vocabulary: what a tick read (:class:`Observation`) and what the core says about
-it (events, whose ``key`` is unique per fact and stable across ticks and restarts: the run key)."""
+"""What a tick read and the events found in it, whose ``key`` is stable per fact (the run key)."""
 
 import fnmatch
 from collections.abc import Callable, Mapping, Sequence
@@ -55,7 +54,7 @@ class SessionEvent:
 
     @property
     def key(self) -> str:
-        """Unique per fact: kind + session (+ checkpoint, or the status reached)."""
+        """Kind + session (+ checkpoint, or the status reached)."""
         if self.checkpoint is not None:
             return f"{self.kind.value}:{self.session.id}:{self.checkpoint.id}"
         if self.kind is EventKind.SESSION_STATUS_CHANGED:
@@ -79,7 +78,7 @@ class ResourceEventKind(str, Enum):
 
 @dataclass(frozen=True)
 class ResourceEvent:
-    """One fact about a model resource, with the snapshot it was seen in (``key`` as above)."""
+    """One fact about a model resource, with its snapshot."""
 
     kind: ResourceEventKind
     resource: ModelResource
@@ -98,7 +97,7 @@ class ResourceEvent:
 
     @property
     def error_code(self) -> str | None:
-        """As sent (a code newer than this library is passed through)."""
+        """As sent (a newer code passes through)."""
         return self.resource.error.code_raw if self.resource.error is not None else None
 
     @property
@@ -116,8 +115,7 @@ class ResourceEvent:
 
 
 class ListOrder(str, Enum):
-    """The finished-session list's order (undocumented), verified by a complete pass: it decides
-    where a pass may stop (the floor, the tail) or how many pages a tick reads (unordered)."""
+    """The finished-session list's undocumented order, verified by a complete pass."""
 
     UNVERIFIED = "unverified"
     NEWEST_FIRST = "newest_first"
@@ -127,7 +125,7 @@ class ListOrder(str, Enum):
 
 @dataclass
 class OrderEvidence:
-    """What a pass has seen of the list's order so far (carried across ticks)."""
+    """What a pass has seen of the list's order (carried across ticks)."""
 
     oldest_ms: int | None = None
     newest_ms: int | None = None
@@ -138,14 +136,12 @@ class OrderEvidence:
     went_newer: bool = False
 
     def see(self, ms: int) -> None:
-        if self.oldest_ms is not None and ms > self.oldest_ms:
-            self.not_newest_first = True
-        if self.newest_ms is not None and ms < self.newest_ms:
-            self.not_oldest_first = True
-        if self.oldest_ms is not None and ms < self.oldest_ms:
-            self.went_older = True
-        if self.newest_ms is not None and ms > self.newest_ms:
-            self.went_newer = True
+        if self.oldest_ms is not None:
+            self.not_newest_first |= ms > self.oldest_ms
+            self.went_older |= ms < self.oldest_ms
+        if self.newest_ms is not None:
+            self.not_oldest_first |= ms < self.newest_ms
+            self.went_newer |= ms > self.newest_ms
         self.oldest_ms = ms if self.oldest_ms is None else min(self.oldest_ms, ms)
         self.newest_ms = ms if self.newest_ms is None else max(self.newest_ms, ms)
 
@@ -171,7 +167,7 @@ class OrderEvidence:
 
 @dataclass
 class ScannedPage:
-    """One page of a session list: the ``after`` it was read with, and the order seen up to it."""
+    """A page, the ``after`` it was read with, and the order seen up to it."""
 
     after: str | None
     sessions: Sequence[TrainingSession]
@@ -181,8 +177,6 @@ class ScannedPage:
 
 @dataclass
 class CheckpointRead:
-    """One tick's read of the checkpoint list, from the top."""
-
     items: list[Checkpoint] = field(default_factory=list)
     times: OrderEvidence = field(default_factory=OrderEvidence)
     #: the read went below what was needed (or reached the end of the list).
@@ -195,10 +189,8 @@ class CheckpointRead:
 
 @dataclass(frozen=True)
 class SessionFilter:
-    """Which sessions a sensor watches: all fields given must match. ``model_resources_id`` and
-    ``created_by`` ("me" or a user id) are also sent to the API, so lists cost less; every field
-    is checked again on every session read, because an excluded session must never cost an
-    evaluation. ``display_name`` is a glob (``"gsm8k-*"``), the W&B fields match exactly."""
+    """All fields given must match (``display_name`` is a glob), checked on each read: excluded
+    sessions must never cost an evaluation. ``model_resources_id``, ``created_by`` filter lists."""
 
     model_resources_id: str | None = None
     created_by: str | None = None
@@ -214,44 +206,40 @@ class SessionFilter:
     def matches(
         self, session: TrainingSession, *, user_id: str | None = None, listed: bool = False
     ) -> bool:
-        """``user_id`` is who "me" is, when known. ``listed``: the session came from a list the
-        API filtered by resource and creator, so a value it left out (or "me" unresolved) is
-        taken on the server's word; a session fetched by id must show the value itself."""
+        """``user_id``: who "me" is. ``listed``: from a list the API filtered, so a value it
+        left out is taken on its word; a session fetched by id must show the value itself."""
         creator = user_id if self.needs_user_id else self.created_by
         wandb = session.metadata.wandb
+        project, group = (wandb.project, wandb.group) if wandb is not None else (None, None)
         checks = (
             self.model_resources_id is None
             or _same(session.model_resources_id, self.model_resources_id, listed),
             self.created_by is None or _same(session.created_by, creator, listed),
             self.display_name is None
             or fnmatch.fnmatchcase(session.display_name or "", self.display_name),
-            self.wandb_project is None
-            or (wandb is not None and wandb.project == self.wandb_project),
-            self.wandb_group is None or (wandb is not None and wandb.group == self.wandb_group),
+            self.wandb_project is None or project == self.wandb_project,
+            self.wandb_group is None or group == self.wandb_group,
         )
         return all(checks) and (self.predicate is None or bool(self.predicate(session)))
 
 
 def _same(actual: str | None, wanted: str | None, listed: bool) -> bool:
-    if actual is None or wanted is None:
-        return listed
-    return actual == wanted
+    return listed if actual is None or wanted is None else actual == wanted
 
 
 @dataclass(frozen=True)
 class TrackerConfig:
-    """Policy knobs. ``kinds`` are the events the caller wants (the cap counts only those)."""
+    """``kinds`` are the events the caller wants (the cap counts only those)."""
 
     kinds: frozenset[EventKind] = frozenset(EventKind)
     max_events: int | None = None
     lookback_ms: int = 10 * 60 * 1000
     registration_wait_ms: int = 60 * 60 * 1000
     backfill: bool = False
-    #: how often a complete pass re-checks the finished-session list's order.
     order_recheck_ms: int = 6 * 60 * 60 * 1000
     #: pages per tick of an unordered finished-session list: a quiet tick stays cheap.
     unordered_pages_per_tick: int | None = 8
-    #: how often the unfiltered list is read again for sessions in statuses never seen yet.
+    #: how often the unfiltered list is read again for unknown statuses.
     rediscover_ms: int = 6 * 60 * 60 * 1000
 
     @property
@@ -265,8 +253,6 @@ class TrackerConfig:
 
 @dataclass
 class Observation:
-    """What the API showed during one tick."""
-
     now_ms: int
     #: the API's own clock (HTTP ``Date``) at the first read, if known.
     server_now_ms: int | None = None
@@ -275,20 +261,16 @@ class Observation:
     #: the scan pass reached its end (last page, or below the newest-first floor).
     scan_complete: bool = False
     order_violation: bool = False
-    #: sessions fetched by id (None: 404), and those the sensor's filter excludes.
+    #: sessions fetched by id (None: 404), and those the filter excludes.
     fetched: dict[str, TrainingSession | None] = field(default_factory=dict)
     excluded: list[str] = field(default_factory=list)
-    #: pages of the unfiltered list read for the discovery pass, and whether it ended.
     discovery_pages: Sequence[ScannedPage] = ()
     discovery_complete: bool = False
-    #: extra statuses the API refused as filter values this tick.
     unfilterable: Sequence[str] = ()
     #: the API refused the saved ``after`` of the scan / of the discovery pass.
     scan_rejected: bool = False
     discovery_rejected: bool = False
-    #: checkpoint mode: sessions with a new checkpoint (to adopt), the newest time of a complete
-    #: read of the list, whether it was out of order, and the newest listed checkpoint of each
-    #: session adopted or remembered.
+    #: checkpoint mode: the list read's sessions to adopt, newest time, order, newest per session.
     adopt: Sequence[str] = ()
     checkpoints_read_newest_ms: int | None = None
     checkpoint_list_untrusted: bool = False

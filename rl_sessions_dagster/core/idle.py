@@ -1,9 +1,5 @@
-"""The idle guard's pure rules: which READY model resources sit idle and billing. The guard
-destroys something, so every rule errs towards *not* stopping: any session not known to be
-finished keeps its resource; the idle start is the latest use; the API's clock judges; allow
-and deny lists bound it (deny wins); ``force`` only frees STOPPING ones."""
-
-from __future__ import annotations
+"""Which READY model resources sit idle and billing. The guard destroys something, so every rule
+errs towards not stopping: a session not known to be finished keeps its resource."""
 
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -77,8 +73,7 @@ class IdlePolicy:
 
 @dataclass(frozen=True)
 class ResourceUse:
-    """What the sessions on one resource say: ``(id, raw status)`` of each not known to be
-    finished, unreadable items, the latest start or end, and the STOPPING ones ``force`` frees."""
+    """``live``: sessions not known to be finished; ``interruptible``: STOPPING ones."""
 
     live: tuple[tuple[str, str], ...] = ()
     unreadable: int = 0
@@ -93,7 +88,7 @@ class ResourceUse:
 def resource_use(
     sessions: Iterable[TrainingSession], *, unreadable: int = 0, force: bool = False
 ) -> ResourceUse:
-    """Fold the sessions listed for one resource (without a status filter)."""
+    """Fold the sessions listed (without a status filter) for one resource."""
     live: list[tuple[str, str]] = []
     marks: list[int] = []
     interruptible = 0
@@ -109,7 +104,7 @@ def resource_use(
 
 
 def idle_since(resource: ModelResource, last_use_ms: int | None = None) -> int | None:
-    """The latest known moment the resource was used or became READY (None if unknown)."""
+    """The latest known moment the resource was used or became READY."""
     marks = [to_ms(resource.updated_at), last_use_ms]
     expires = to_ms(resource.expires_at)
     if expires is not None and resource.inactive_timeout:
@@ -129,8 +124,6 @@ class IdleVerdict(str, Enum):
 
 @dataclass(frozen=True)
 class Decision:
-    """One decision about one resource, with the facts it rests on."""
-
     resource: ModelResource
     verdict: IdleVerdict
     idle_since_ms: int | None = None
@@ -165,27 +158,20 @@ def decide(
 ) -> Decision:
     """Stop only a READY, permitted, idle resource with no live or unreadable session."""
     since = idle_since(resource, use.last_use_ms)
-
-    def verdict(v: IdleVerdict) -> Decision:
-        return Decision(resource, v, since, now_ms, use)
-
-    if resource.status is not ModelResourceStatus.READY:
-        return verdict(IdleVerdict.NOT_READY)
-    if not policy.permits(resource):
-        return verdict(IdleVerdict.NOT_PERMITTED)
-    if use.live:
-        return verdict(IdleVerdict.BUSY)
-    if use.unreadable:
-        return verdict(IdleVerdict.UNREADABLE)
-    if since is None:
-        return verdict(IdleVerdict.IDLE_UNKNOWN)
-    if now_ms - since < policy.idle_ms:
-        return verdict(IdleVerdict.RECENTLY_USED)
-    return verdict(IdleVerdict.STOP)
+    reasons = (  # the first that holds
+        (resource.status is not ModelResourceStatus.READY, IdleVerdict.NOT_READY),
+        (not policy.permits(resource), IdleVerdict.NOT_PERMITTED),
+        (bool(use.live), IdleVerdict.BUSY),
+        (bool(use.unreadable), IdleVerdict.UNREADABLE),
+        (since is None, IdleVerdict.IDLE_UNKNOWN),
+        (since is not None and now_ms - since < policy.idle_ms, IdleVerdict.RECENTLY_USED),
+    )
+    verdict = next((v for holds, v in reasons if holds), IdleVerdict.STOP)
+    return Decision(resource, verdict, since, now_ms, use)
 
 
 def worth_a_look(resource: ModelResource, policy: IdlePolicy, *, now_ms: int) -> bool:
-    """A cheap first pass on the resource's own fields (sessions only make the idle start later)."""
+    """A cheap first pass on the resource's own fields (sessions only make idleness later)."""
     if resource.status is not ModelResourceStatus.READY or not policy.permits(resource):
         return False
     since = idle_since(resource)

@@ -1,6 +1,5 @@
-"""What one tick reads from a :class:`SessionSource` (the HTTP client, or an in-memory world in
-property tests). A transient failure or a spent budget ends collection early, keeping what was
-read; only a failure to list the active sessions aborts the tick: nothing can be concluded then."""
+"""What one tick reads from a :class:`SessionSource`. A transient failure or a spent budget ends
+collection early, keeping what was read; only failing to list active sessions aborts the tick."""
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -10,7 +9,7 @@ from typing import Protocol, TypeVar
 from ..api.clock import to_ms
 from ..api.models import Checkpoint, TrainingSession
 from .events import CheckpointRead, ListOrder, Observation, ScannedPage, TrackerConfig
-from .state import PendingCheckpoint, ScanPosition, TrackerState
+from .state import ScanPosition, TrackerState
 from .tracker import checkpoint_floor, floor_ms
 
 Page = tuple[list[TrainingSession], str | None]
@@ -58,14 +57,14 @@ class Interrupted(Exception):
 
 @dataclass
 class Collected:
-    """What one tick read. Every read goes through ``read``: counted, budgeted, interruptible."""
+    """What one tick read; every read goes through ``read`` (counted, budgeted, interruptible)."""
 
     observation: Observation
-    #: why collection stopped early (budget, or the transient error); "" when it did not.
+    #: why collection stopped early; "" when it did not.
     interrupted: str = ""
     requests: int = 0
     fetched_ids: list[str] = field(default_factory=list)
-    #: sessions whose fetch was unreadable (kept tracked, retried next tick).
+    #: fetched but unreadable (kept tracked, retried next tick).
     unreadable: list[str] = field(default_factory=list)
     out_of_time: Callable[[], bool] = field(default=lambda: False, repr=False)
     transient: tuple[type[BaseException], ...] = field(default=(), repr=False)
@@ -83,35 +82,6 @@ class Collected:
         return value
 
 
-@dataclass(frozen=True)
-class ScanPlan:
-    """How to page the finished-session list this tick."""
-
-    start: ScanPosition
-    #: newest first: stop once an item was created before this.
-    stop_below_ms: int | None
-    #: 1 on a first tick without backfill (its newest page is history), or when unordered.
-    max_pages: int | None = None
-    #: the order the pass relies on (a violation sends the tracker back to verifying).
-    expect: ListOrder = ListOrder.UNVERIFIED
-
-
-def plan_scan(state: TrackerState, config: TrackerConfig) -> ScanPlan:
-    if not state.initialized:
-        return ScanPlan(ScanPosition(), None, max_pages=None if config.backfill else 1)
-    start = state.scan or ScanPosition()
-    if state.backfilling:
-        return ScanPlan(start, None)
-    if state.order is ListOrder.NEWEST_FIRST:
-        return ScanPlan(start, floor_ms(state, config), expect=ListOrder.NEWEST_FIRST)
-    if state.order is ListOrder.OLDEST_FIRST:
-        # Follow the tail: new sessions are appended after where the last pass ended.
-        return ScanPlan(state.scan or state.tail or start, None, expect=ListOrder.OLDEST_FIRST)
-    if state.order is ListOrder.UNORDERED:
-        return ScanPlan(start, None, max_pages=config.unordered_pages_per_tick)
-    return ScanPlan(start, None)
-
-
 def oldest_pending_ms(state: TrackerState, sessions: Iterable[str]) -> int | None:
     times = [p.created_ms for sid in sessions for p in state.tracked[sid].pending]
     return min((t for t in times if t is not None), default=None)
@@ -120,41 +90,13 @@ def oldest_pending_ms(state: TrackerState, sessions: Iterable[str]) -> int | Non
 def registration_fetches(
     state: TrackerState, sessions: Sequence[str], read: CheckpointRead | None
 ) -> list[str]:
-    """Those of ``sessions`` (waiting for registrations) with a checkpoint registered now, or
-    one the read cannot vouch for (not listed, time unknown, list out of order, not read)."""
-    listed = {c.id: c for c in read.items} if read is not None and read.trusted else {}
-
-    def vouched(p: PendingCheckpoint) -> bool:
-        c = listed.get(p.checkpoint_id)
-        return c is not None and not c.is_registered
-
-    return [sid for sid in sessions if not all(vouched(p) for p in state.tracked[sid].pending)]
-
-
-def sessions_with_new_checkpoints(
-    state: TrackerState, read: CheckpointRead, floor: int, shown: set[str]
-) -> list[str]:
-    """Sessions not followed with a checkpoint above the floor: born since the last tick, to adopt."""
-    known = {*shown, *state.tracked, *state.recent_checkpoints}
-    return list(
-        dict.fromkeys(
-            c.session_id
-            for c in read.items
-            if c.session_id is not None and c.session_id not in known
-            if (ms := to_ms(c.created_at)) is not None and ms >= floor
-        )
-    )
-
-
-def newest_listed(read: CheckpointRead, sessions: set[str]) -> dict[str, int]:
-    """The newest listed checkpoint of each of ``sessions``: a remembered session (retired, or
-    outside the filter) that still produces checkpoints stays remembered, never fetched again."""
-    newest: dict[str, int] = {}
-    for c in read.items:
-        sid, ms = c.session_id, to_ms(c.created_at)
-        if sid in sessions and ms is not None:
-            newest[sid] = max(ms, newest.get(sid, ms))
-    return newest
+    """Waiting ``sessions`` with a checkpoint registered now, or unvouched (unlisted, untrusted)."""
+    listed = {c.id: c.is_registered for c in read.items} if read and read.trusted else {}
+    return [  # None: not listed; True: registered now
+        sid
+        for sid in sessions
+        if any(listed.get(p.checkpoint_id) is not False for p in state.tracked[sid].pending)
+    ]
 
 
 def collect(
@@ -167,12 +109,13 @@ def collect(
     transient: tuple[type[BaseException], ...] = (),
     discovery_pages_per_tick: int | None = None,
 ) -> Collected:
-    """Read what this tick needs; raises only if the active list cannot be read in full.
-    ``discovery_pages_per_tick`` bounds the unfiltered pass after the first tick."""
+    """Raises only if the active list cannot be read in full. ``discovery_pages_per_tick`` bounds
+    the unfiltered pass after the first tick."""
     result = Collected(Observation(now_ms=now_ms), out_of_time=out_of_time, transient=transient)
     obs = result.observation
 
     active: list[TrainingSession] = []
+    obs.active = active
     after: str | None = None
     # Unknown live statuses join the active-list filter (only full constants can be sent).
     prefix = "TRAINING_SESSION_STATUS_"
@@ -189,25 +132,44 @@ def collect(
         if after is None:
             break
         if out_of_time():  # departures cannot be told apart: keep what was seen, stop
-            obs.active = active
             result.interrupted = "time budget used up while listing active sessions"
             return result
-    obs.active = active
     obs.server_now_ms = source.server_time_ms()
     try:
         # Departures first: their events are due, and a slow scan only delays its finds. Finished
         # sessions waiting for registrations need no fetch unless the checkpoint list says so.
-        lists = config.tracks_checkpoints and not state.checkpoint_list_untrusted
+        untrusted = state.checkpoint_list_untrusted
+        lists = config.tracks_checkpoints and not untrusted
         waiting = [sid for sid, entry in state.tracked.items() if lists and entry.lingering]
         shown = {s.id for s in active}
         departed = [sid for sid in state.tracked if sid not in shown and sid not in waiting]
         _fetch(result, source, departed)
         # New checkpoints: through the checkpoint list in checkpoint mode, else by the scan.
-        by_list = config.checkpoints_only and not (
-            state.backfilling or state.checkpoint_list_untrusted
-        )
-        if state.initialized and by_list:
-            _read_checkpoint_list(result, state, config, source, waiting)
+        by_list = config.checkpoints_only and not (state.backfilling or untrusted)
+        if state.initialized and by_list:  # one read down to the floor or the oldest pending
+            shown |= set(obs.fetched)
+            due = [sid for sid in waiting if sid not in shown]
+            floor = checkpoint_floor(state, config)
+            below = oldest_pending_ms(state, due)
+            need = floor if below is None else min(floor, below)
+            read = read_checkpoints(result, source, need_below_ms=need, max_pages=None)
+            if read.trusted:
+                # Unfollowed sessions with a checkpoint above the floor are new; remembered ones
+                # (retired, filtered out) still listed stay remembered, never fetched.
+                known = {*shown, *state.tracked, *state.recent_checkpoints}
+                listed = [(c.session_id, to_ms(c.created_at)) for c in read.items]
+                new = (i for i, ms in listed if i not in known and ms is not None and ms >= floor)
+                obs.adopt = [sid for sid in dict.fromkeys(new) if sid is not None]
+                remembered = {*state.recent_checkpoints, *obs.adopt}
+                newest: dict[str, int] = {}
+                for sid, ms in listed:
+                    if sid is not None and sid in remembered and ms is not None:
+                        newest[sid] = max(ms, newest.get(sid, ms))
+                obs.listed_checkpoint_ms = newest
+            # Untrusted, the read vouches for nothing: every session due is fetched.
+            _fetch(result, source, [*registration_fetches(state, due, read), *obs.adopt])
+            if read.trusted and read.complete:  # only once the sessions it found were fetched
+                obs.checkpoints_read_newest_ms = read.times.newest_ms
         else:
             _scan_pages(result, state, config, source)
         # The discovery pass (upkeep) gets what is left of the budget.
@@ -223,40 +185,16 @@ def collect(
             due = [sid for sid in waiting if sid not in shown]
             if due:
                 below = oldest_pending_ms(state, due)
-                read = None
+                recheck = None
                 if below is not None:
-                    read = read_checkpoints(
+                    recheck = read_checkpoints(
                         result, source, need_below_ms=below, max_pages=RECHECK_PAGES
                     )
-                _fetch(result, source, registration_fetches(state, due, read))
+                _fetch(result, source, registration_fetches(state, due, recheck))
     except Interrupted:
         pass
     result.fetched_ids = list(obs.fetched)
     return result
-
-
-def _read_checkpoint_list(
-    result: Collected,
-    state: TrackerState,
-    config: TrackerConfig,
-    source: SessionSource,
-    waiting: Sequence[str],
-) -> None:
-    """Checkpoint mode: one read from the top down to the floor (or the oldest pending one)."""
-    obs = result.observation
-    shown = {s.id for s in obs.active} | set(obs.fetched)
-    due = [sid for sid in waiting if sid not in shown]
-    floor = checkpoint_floor(state, config)
-    below = oldest_pending_ms(state, due)
-    need = floor if below is None else min(floor, below)
-    read = read_checkpoints(result, source, need_below_ms=need, max_pages=None)
-    if read.trusted:
-        obs.adopt = sessions_with_new_checkpoints(state, read, floor, shown)
-        obs.listed_checkpoint_ms = newest_listed(read, {*state.recent_checkpoints, *obs.adopt})
-    # Untrusted, the read vouches for nothing: every session due is fetched.
-    _fetch(result, source, [*registration_fetches(state, due, read), *obs.adopt])
-    if read.trusted and read.complete:  # only once the sessions it found were fetched
-        obs.checkpoints_read_newest_ms = read.times.newest_ms
 
 
 def _fetch(result: Collected, source: SessionSource, ids: Sequence[str]) -> None:
@@ -281,8 +219,7 @@ def _page(
     max_pages: int | None,
     last: Callable[[ScannedPage], bool] = lambda page: False,
 ) -> str:
-    """Read pages into ``pages`` (kept if interrupted) until the list ends or ``last`` says so
-    ("end"), the API refuses ``after`` ("rejected") or ``max_pages`` are read ("")."""
+    """Read into ``pages``: "end" (or ``last``), "rejected" (``after``), "" (``max_pages``)."""
     while max_pages is None or len(pages) < max_pages:
         try:
             sessions, next_after = result.read(what, partial(list_page, after))
@@ -298,19 +235,28 @@ def _page(
 def _scan_pages(
     result: Collected, state: TrackerState, config: TrackerConfig, source: SessionSource
 ) -> None:
-    """Page the finished-session list as planned, gathering evidence of its order."""
-    plan, obs = plan_scan(state, config), result.observation
+    """Page the finished-session list, noting its order: newest first, a pass stops below the
+    floor; oldest first, it follows the tail (new sessions are appended after it)."""
+    obs = result.observation
+    order = state.order if state.initialized and not state.backfilling else ListOrder.UNVERIFIED
+    start = ScanPosition()
+    if state.initialized:
+        start = state.scan or (state.tail if order is ListOrder.OLDEST_FIRST else None) or start
+    below = floor_ms(state, config) if order is ListOrder.NEWEST_FIRST else None
+    max_pages = config.unordered_pages_per_tick if order is ListOrder.UNORDERED else None
+    if not state.initialized and not config.backfill:
+        max_pages = 1  # a first tick's newest page is history
     pages = obs.pages = []
-    evidence = replace(plan.start.evidence)
+    evidence = replace(start.evidence)
 
     def last(page: ScannedPage) -> bool:
         stop_here = False
         fresh = page.sessions
-        if len(pages) == 1 and plan.start.done_through is not None:
+        if len(pages) == 1 and start.done_through is not None:
             # A page read again (resumed pass, oldest-first tail): only what follows is new.
             ids = [s.id for s in fresh]
-            if plan.start.done_through in ids:
-                fresh = fresh[ids.index(plan.start.done_through) + 1 :]
+            if start.done_through in ids:
+                fresh = fresh[ids.index(start.done_through) + 1 :]
         for s in fresh:
             ms = to_ms(s.created_at)
             if ms is None:
@@ -318,30 +264,26 @@ def _scan_pages(
             evidence.see(ms)
             against = {ListOrder.NEWEST_FIRST: evidence.not_newest_first,
                        ListOrder.OLDEST_FIRST: evidence.not_oldest_first}  # fmt: skip
-            obs.order_violation |= against.get(plan.expect, False)
-            below = plan.stop_below_ms
+            obs.order_violation |= against.get(order, False)
             stop_here |= below is not None and not obs.order_violation and ms < below
         page.evidence = replace(evidence)
         return stop_here
 
     what = "scanning finished sessions"
-    ended = _page(
-        result, what, source.list_terminal_page, pages, plan.start.after, plan.max_pages, last
-    )
+    ended = _page(result, what, source.list_terminal_page, pages, start.after, max_pages, last)
     obs.scan_complete, obs.scan_rejected = ended == "end", ended == "rejected"
 
 
 def read_checkpoints(
     result: Collected, source: SessionSource, *, need_below_ms: int, max_pages: int | None
 ) -> CheckpointRead:
-    """Page from the top until an item is older than ``need_below_ms``; notes an order break."""
+    """Page from the top until an item is older than ``need_below_ms``."""
     read = CheckpointRead()
     after: str | None = None
+    list_page = source.list_inference_checkpoints_page
     pages = 0
     while max_pages is None or pages < max_pages:
-        items, after = result.read(
-            "reading the checkpoint list", partial(source.list_inference_checkpoints_page, after)
-        )
+        items, after = result.read("reading the checkpoint list", partial(list_page, after))
         pages += 1
         read.items.extend(items)
         for c in items:

@@ -1,7 +1,5 @@
-"""The model-resource tracker: the whole (small) resource list + cursor → events + cursor, with
-the session tracker's guarantees: one event per fact (``resource_expiring`` once per deadline), a
-quiet first tick, only live resources in the cursor, a cap that defers the rest to the next tick,
-and drift kept raw (unknown statuses are tracked, with no event)."""
+"""The model-resource tracker, with the session tracker's guarantees: one event per fact
+(``resource_expiring`` once per deadline), a quiet first tick, a cap deferring the rest."""
 
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -16,14 +14,7 @@ from .events import Outcome, ResourceEvent, ResourceEventKind
 from .state import CursorState, Id, StateModel, letter_codes
 
 _encode, _decode = letter_codes(
-    {
-        ModelResourceStatus.PENDING.value: "P",
-        ModelResourceStatus.CREATING.value: "C",
-        ModelResourceStatus.READY.value: "R",
-        ModelResourceStatus.STOPPING.value: "s",
-        ModelResourceStatus.STOPPED.value: "S",
-        ModelResourceStatus.ERROR.value: "E",
-    }
+    "MODEL_RESOURCES_STATUS_", "PENDING CREATING READY STOPPING STOPPED ERROR", "PCRsSE"
 )
 
 _Status = Annotated[str, BeforeValidator(_decode), PlainSerializer(_encode)]
@@ -36,10 +27,10 @@ _STATUS_EVENTS = {
 
 
 class TrackedResource(StateModel):
-    """A resource still moving; ``first_seen_ms`` stands in for a missing created_at."""
+    """``first_seen_ms`` stands in for a missing created_at."""
 
     status: _Status = Field("", alias="s")
-    #: the last expiry announced (0: none), and whether the long-queue event is out.
+    #: the last expiry announced (0: none); the long-queue event is out.
     expiring_ms: int = Field(0, alias="e")
     queued: bool = Field(False, alias="q")
     first_seen_ms: int = Field(0, alias="f")
@@ -51,21 +42,17 @@ class ResourceTrackerState(CursorState):
     _what: ClassVar[str] = "model-resource cursor"
     _version: ClassVar[int] = 2
     _kind: ClassVar[str | None] = "model_resources"
-    #: resources created before this at the first tick are history.
     baseline_ms: int = Field(0, alias="b")
-    #: newest ``created_at`` seen; the look-back window hangs below it.
+    #: newest ``created_at`` seen: the look-back window hangs below it.
     seen_max_ms: int = Field(0, alias="m")
     tracked: dict[Id, TrackedResource] = Field(default_factory=dict, alias="t")
-    #: terminal resources announced (or seen terminal) and created inside the window.
+    #: terminal resources created inside the window.
     recent_terminal: dict[Id, int] = Field(default_factory=dict, alias="r")
-    #: since when every tick failed to read the API.
     failing_since_ms: int | None = Field(None, alias="f")
 
 
 @dataclass(frozen=True)
 class ResourceTrackerConfig:
-    """``kinds`` are the events wanted (the cap counts only those)."""
-
     kinds: frozenset[ResourceEventKind] = frozenset(ResourceEventKind)
     max_events: int | None = None
     #: ``resource_expiring`` when READY and ``expires_at`` is at most this far ahead.
@@ -77,7 +64,7 @@ class ResourceTrackerConfig:
 
 @dataclass
 class ResourceObservation:
-    """One tick's complete (filtered) resource list; the API's clock is preferred to ``now_ms``."""
+    """One tick's complete (filtered) list; the API's clock beats ``now_ms``."""
 
     now_ms: int
     resources: Sequence[ModelResource] = ()
@@ -96,7 +83,7 @@ def is_terminal(resource: ModelResource) -> bool:
 def status_changes(
     state: ResourceTrackerState, resources: Sequence[ModelResource]
 ) -> list[ModelResource]:
-    """Resources whose status changed, and new live ones: where a billed span can begin or end."""
+    """Changed and new live resources: where a billed span can begin or end."""
     out = []
     for r in resources:
         known = state.tracked.get(r.id)
@@ -106,14 +93,10 @@ def status_changes(
     return out
 
 
-def _floor(state: ResourceTrackerState, config: ResourceTrackerConfig) -> int:
-    return max(state.seen_max_ms - config.lookback_ms, state.baseline_ms)
-
-
 def _due(
     entry: TrackedResource, r: ModelResource, now: int, config: ResourceTrackerConfig
 ) -> list[ResourceEvent]:
-    """The events between ``entry`` and ``r``; a status change that is no event is applied."""
+    """A status change that is no event is applied at once."""
     out: list[ResourceEvent] = []
     status = r.status
     if r.raw_status != entry.status:
@@ -127,10 +110,9 @@ def _due(
         if expires is not None and entry.expiring_ms < expires <= now + config.expiring_lead_ms:
             out.append(ResourceEvent(ResourceEventKind.RESOURCE_EXPIRING, r, expires_at_ms=expires))
     if status is ModelResourceStatus.PENDING and not entry.queued:
-        since = to_ms(r.created_at) or entry.first_seen_ms or now
-        if now - since > config.queued_long_ms:
-            event = ResourceEvent(ResourceEventKind.RESOURCE_QUEUED_LONG, r, queued_ms=now - since)
-            out.append(event)
+        queued = now - (to_ms(r.created_at) or entry.first_seen_ms or now)
+        if queued > config.queued_long_ms:
+            out.append(ResourceEvent(ResourceEventKind.RESOURCE_QUEUED_LONG, r, queued_ms=queued))
     return out
 
 
@@ -159,7 +141,7 @@ def _entry_for(
     now: int,
     config: ResourceTrackerConfig,
 ) -> TrackedResource | None:
-    """The entry to diff ``r`` against (a new one is registered); None for history or done."""
+    """The entry to diff ``r`` against (a new one is registered); None: history or done."""
     created = to_ms(r.created_at)
     if r.id in state.tracked:
         return state.tracked[r.id]
@@ -175,7 +157,7 @@ def _entry_for(
 def advance_resources(
     state: ResourceTrackerState, obs: ResourceObservation, config: ResourceTrackerConfig
 ) -> Outcome[ResourceEvent, ResourceTrackerState]:
-    """Apply one tick's full resource list. ``state`` is not modified."""
+    """``state`` is not modified."""
     state = state.model_copy(deep=True) if state.initialized else ResourceTrackerState()
     notes: list[str] = []
     now = obs.clock_ms
@@ -187,8 +169,7 @@ def advance_resources(
 
     if not state.initialized:
         state.initialized = True
-        state.baseline_ms = max([*known, now])
-        state.seen_max_ms = state.baseline_ms
+        state.baseline_ms = state.seen_max_ms = max([*known, now])
         for rid, r in by_id.items():
             if not is_terminal(r):
                 _remember(state, r, now, config)
@@ -200,7 +181,7 @@ def advance_resources(
         del state.tracked[rid]
         notes.append(f"model resource {rid} is no longer listed by the API; no longer tracked")
 
-    floor = _floor(state, config)
+    floor = max(state.seen_max_ms - config.lookback_ms, state.baseline_ms)
     events: list[ResourceEvent] = []
     deferred = False
     ordered = sorted(by_id.values(), key=lambda r: (created[r.id] or 0, r.id))
@@ -225,6 +206,6 @@ def advance_resources(
             state.recent_terminal[r.id] = ms if ms is not None else state.seen_max_ms
 
     state.seen_max_ms = max([state.seen_max_ms, *known])
-    floor = _floor(state, config)
+    floor = max(state.seen_max_ms - config.lookback_ms, state.baseline_ms)
     state.recent_terminal = {k: v for k, v in state.recent_terminal.items() if v >= floor}
     return Outcome(events, state, notes, deferred=deferred)

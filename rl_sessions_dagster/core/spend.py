@@ -1,9 +1,5 @@
-"""What the GPUs cost, pure: a resource is billed (the one assumption) while READY, at
-``estimate-cost``'s ``price_per_hour``; observations are folded into a :class:`ResourceSpan`, as
-the API says neither moment. Billed time is shared equally by the sessions attached at each
-instant; time with none is idle, so session plus idle costs add up to the resource's cost."""
-
-from __future__ import annotations
+"""What the GPUs cost. A resource is billed while READY (the one assumption), shared equally by
+the sessions attached at each instant; time with none is idle, so the costs add up."""
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -15,13 +11,12 @@ from ..api.models import ModelResource, TrainingSession
 from .sweeps import sweep_name
 
 HOUR_MS = 3_600_000
-#: statuses before READY: a span has not begun.
 _BEFORE = (ModelResourceStatus.PENDING, ModelResourceStatus.CREATING)
 
 
 @dataclass(frozen=True)
 class ResourceSpan:
-    """The billed interval of one resource as far as known (``ready_until`` None while READY)."""
+    """A resource's billed interval as far as observed (the API says neither moment)."""
 
     resource_id: str
     raw_status: str = ""
@@ -46,9 +41,8 @@ def observe_span(
     now_ms: int,
     first_session_ms: int | None = None,
 ) -> ResourceSpan:
-    """Fold one observation into the span. First seen READY, it starts at ``updated_at`` (the
-    READY transition); first seen in another status, it ends at ``updated_at`` (exact if seen
-    STOPPING). Never seen READY but a session ran on it: it starts at ``first_session_ms``."""
+    """First seen READY, the span starts at ``updated_at``; then in another status, it ends at
+    ``updated_at``. Never seen READY but a session ran on it: it starts at ``first_session_ms``."""
     span = previous or ResourceSpan(resource.id)
     span = replace(span, raw_status=resource.raw_status, base_model=resource.base_model)
     updated = to_ms(resource.updated_at)
@@ -92,7 +86,7 @@ def observe_spans(
 
 @dataclass(frozen=True)
 class Attachment:
-    """A session's time on a resource (``end_ms`` None while it is not terminal)."""
+    """A session's time on a resource (``end_ms`` None until terminal)."""
 
     session_id: str
     resource_id: str
@@ -103,7 +97,7 @@ class Attachment:
 
 
 def attachment(session: TrainingSession) -> Attachment | None:
-    """created_at to the last update once terminal (None without resource or creation time)."""
+    """created_at to the last update once terminal."""
     start = to_ms(session.created_at)
     if session.model_resources_id is None or start is None:
         return None
@@ -116,15 +110,13 @@ def attachment(session: TrainingSession) -> Attachment | None:
 
 @dataclass
 class Spend:
-    """Billed milliseconds and cost per session, idle per resource, and the totals."""
-
     session_ms: dict[str, float] = field(default_factory=dict)
     session_cost: dict[str, float] = field(default_factory=dict)
     idle_ms: dict[str, float] = field(default_factory=dict)
     idle_cost: dict[str, float] = field(default_factory=dict)
     resource_ms: dict[str, int] = field(default_factory=dict)
     resource_cost: dict[str, float] = field(default_factory=dict)
-    #: resources billed without a known price (their cost is left out of every total)
+    #: billed without a known price (left out of every cost)
     unpriced: list[str] = field(default_factory=list)
 
     @property
@@ -135,7 +127,7 @@ class Spend:
 def compute_spend(
     spans: Iterable[ResourceSpan], attachments: Iterable[Attachment], *, now_ms: int
 ) -> Spend:
-    """Split each resource's billed interval between the sessions attached at each instant."""
+    """Split each billed interval between the sessions attached at each instant."""
     by_resource: dict[str, list[Attachment]] = {}
     for a in attachments:
         by_resource.setdefault(a.resource_id, []).append(a)
@@ -144,10 +136,9 @@ def compute_spend(
         billed = span.billed_ms(now_ms)
         out.resource_ms[span.resource_id] = billed
         price = span.price_per_hour
-        if price is None:
-            if billed:
-                out.unpriced.append(span.resource_id)
-        else:
+        if price is None and billed:
+            out.unpriced.append(span.resource_id)
+        elif price is not None:
             out.resource_cost[span.resource_id] = billed / HOUR_MS * price
         if (lo := span.ready_from_ms) is None:
             continue
@@ -165,7 +156,7 @@ def compute_spend(
 def _split(
     lo: int, hi: int, attached: Sequence[Attachment], now_ms: int
 ) -> tuple[dict[str, float], float]:
-    """Sweep [lo, hi): each instant's time goes in equal shares to the sessions attached then."""
+    """Sweep [lo, hi): (session shares, idle ms)."""
     points = {lo, hi}
     clipped = []
     for a in attached:

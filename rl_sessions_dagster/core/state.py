@@ -1,6 +1,5 @@
-"""The trackers' state, which is also their cursor. Dagster copies the cursor into every tick
-row, so it stays small: short aliases, only sessions still moving, epoch ms, one letter per known
-status, UUIDs in 23 characters. Any format but 0.2.0's is refused (``CursorError``)."""
+"""The trackers' state, also their cursor: Dagster copies it into every tick row, so it is small
+(short aliases, epoch ms, status letters, 23-character UUIDs). Formats but 0.2.0's are refused."""
 
 import base64
 import hashlib
@@ -34,8 +33,7 @@ _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 
 
 def compact_id(value: str) -> str:
-    """A canonical UUID as ``~`` + base64url of its bytes; any other id as itself (``~``-prefixed
-    ones get one more ``~``, so the two never meet)."""
+    """A UUID as ``~`` + base64url; other ids as themselves (one more ``~`` if ``~``-prefixed)."""
     if _UUID.match(value):
         return "~" + base64.urlsafe_b64encode(bytes.fromhex(value.replace("-", ""))).decode()[:22]
     return "~" + value if value.startswith("~") else value
@@ -61,10 +59,12 @@ def _read_id(value: Any, info: ValidationInfo) -> Any:
 
 #: a session, checkpoint or resource id: written compactly, read back as the API spells it.
 Id = Annotated[str, BeforeValidator(_read_id), PlainSerializer(compact_id, when_used="json")]
+_Code = Callable[[str], str]
 
 
-def letter_codes(codes: dict[str, str]) -> tuple[Callable[[str], str], Callable[[str], str]]:
-    """(encode, decode): known raw statuses as one letter; a newer one as sent (drift is fine)."""
+def letter_codes(prefix: str, names: str, letters: str) -> tuple[_Code, _Code]:
+    """(encode, decode): ``prefix + name`` as the letter at the name's place; others as sent."""
+    codes = dict(zip((prefix + name for name in names.split()), letters, strict=True))
     raws = {code: raw for raw, code in codes.items()}
     return (lambda raw: codes.get(raw, raw)), (lambda code: raws.get(code, code))
 
@@ -78,8 +78,7 @@ class StateModel(BaseModel):
 
 
 class CursorState(StateModel):
-    """A tracker's whole state, written with its version (and ``kind``) first, so a cursor of
-    another tracker or version is refused rather than misread."""
+    """Written with its version (and ``kind``) first: another tracker's cursor is refused."""
 
     #: False until the first tick has run (not written: a cursor exists only after one).
     initialized: bool = Field(False, exclude=True)
@@ -135,15 +134,9 @@ class CursorState(StateModel):
 CURSOR_VERSION = 3
 
 _encode_status, _decode_status = letter_codes(
-    {
-        "TRAINING_SESSION_STATUS_CREATING": "C",
-        "TRAINING_SESSION_STATUS_RUNNING": "R",
-        "TRAINING_SESSION_STATUS_STOPPING": "s",
-        "TRAINING_SESSION_STATUS_STOPPED": "S",
-        "TRAINING_SESSION_STATUS_ERROR": "E",
-        "TRAINING_SESSION_STATUS_EXPIRED": "X",
-        "TRAINING_SESSION_STATUS_UNSPECIFIED": "U",
-    }
+    "TRAINING_SESSION_STATUS_",
+    "CREATING RUNNING STOPPING STOPPED ERROR EXPIRED UNSPECIFIED",
+    "CRsSEXU",
 )
 
 #: a raw session status, written as one letter when known.
@@ -156,8 +149,7 @@ def short_id(checkpoint_id: str) -> str:
 
 
 class PendingCheckpoint(NamedTuple):
-    """An inference checkpoint seen without a registration, re-checked until a deadline;
-    ``created_ms`` bounds how far down the checkpoint list a re-check pages (None: fetched)."""
+    """Unregistered, re-checked until a deadline; ``created_ms`` bounds the re-check's paging."""
 
     checkpoint_id: Id
     first_seen_ms: int
@@ -165,8 +157,7 @@ class PendingCheckpoint(NamedTuple):
 
 
 class CheckpointMark(StateModel):
-    """The newest checkpoint time announced, and the short ids announced *at* that time (times
-    tie, so time alone cannot tell old from new). Written as ``[time, short id, ...]``."""
+    """The newest time announced and the short ids announced at it (times tie)."""
 
     time: int
     ids: list[str] = Field(default_factory=list)
@@ -184,8 +175,7 @@ class CheckpointMark(StateModel):
 
 
 class TrackedSession(StateModel):
-    """A session still watched: the last raw status applied, the checkpoints announced, and
-    ``terminal_ms`` once the terminal event is out and it only lingers for registrations."""
+    """A session still watched; ``terminal_ms`` once only registrations keep it."""
 
     status: Status = Field("", alias="s")
     mark: CheckpointMark | None = Field(None, alias="m")
@@ -208,8 +198,7 @@ class TrackedSession(StateModel):
 
 
 class ScanPosition(StateModel):
-    """Where a paged pass stands: the page's ``after`` and the last item done on it (not a count:
-    inserted sessions would shift it), with the order evidence so far, flat."""
+    """A page's ``after`` and the last item done on it (inserts would shift a count)."""
 
     after: Id | None = Field(None, alias="a")
     done_through: Id | None = Field(None, alias="d")
@@ -218,12 +207,8 @@ class ScanPosition(StateModel):
     bits: int = Field(0, alias="x")
 
     @classmethod
-    def at(
-        cls, after: str | None, evidence: OrderEvidence, done_through: str | None = None
-    ) -> Self:
-        ev = evidence
-        return cls(after=after, done_through=done_through, oldest_ms=ev.oldest_ms,
-                   newest_ms=ev.newest_ms, bits=ev.bits)  # fmt: skip
+    def at(cls, after: str | None, ev: OrderEvidence) -> Self:
+        return cls(after=after, oldest_ms=ev.oldest_ms, newest_ms=ev.newest_ms, bits=ev.bits)
 
     @property
     def evidence(self) -> OrderEvidence:
@@ -243,36 +228,31 @@ class TrackerState(CursorState):
     pass_start_ms: int = Field(0, alias="p")
     scan: ScanPosition | None = Field(None, alias="a")
     order: ListOrder = Field(ListOrder.UNVERIFIED, alias="o")
-    #: when the order was last verified by a complete pass.
     verified_ms: int = Field(0, alias="vt")
-    #: the one-off backfill pass over history is running.
     backfilling: bool = Field(False, alias="k")
     tracked: dict[Id, TrackedSession] = Field(default_factory=dict, alias="t")
-    #: terminal sessions created inside the look-back window whose events are done.
+    #: terminal sessions inside the look-back window, events done.
     recent_terminal: dict[Id, int] = Field(default_factory=dict, alias="r")
     #: unknown non-terminal statuses seen (a future PAUSED), added to the active-list filter.
     extra_active: list[str] = Field(default_factory=list, alias="xs")
-    #: extra statuses the API refused as filter values (not sent again).
     unfilterable: list[str] = Field(default_factory=list, alias="xu")
-    #: oldest-first lists: where the last complete pass ended (the next one resumes there).
+    #: oldest-first lists: where the next pass resumes.
     tail: ScanPosition | None = Field(None, alias="tl")
-    #: a pass over the unfiltered list that adopts sessions in unknown statuses, when due.
+    #: the unfiltered pass adopting sessions in unknown statuses.
     discovery: ScanPosition | None = Field(None, alias="d")
     discovered_ms: int = Field(0, alias="dt")
     #: the last history sessions announced by a running backfill pass.
     backfilled: list[Id] = Field(default_factory=list, alias="bf")
-    #: checkpoint sensors: newest time of the last complete checkpoint-list read, retired sessions
-    #: it may still show (newest time), and whether it was ever seen out of order.
+    #: checkpoint sensors: last complete list read, retired sessions it may show, order broken.
     checkpoint_watermark_ms: int = Field(0, alias="cw")
     recent_checkpoints: dict[Id, int] = Field(default_factory=dict, alias="rc")
     checkpoint_list_untrusted: bool = Field(False, alias="cu")
-    #: since when every tick failed to read the API (transient errors).
+    #: since when every tick failed (transient errors).
     failing_since_ms: int | None = Field(None, alias="f")
 
     _version: ClassVar[int] = CURSOR_VERSION
 
-    # Finished sessions waiting for registrations (the bulk of a busy cursor) are written grouped
-    # by what they share (``pr``): fifty fit in 4 KB.
+    # Finished sessions waiting for registrations (a busy cursor's bulk) are grouped (``pr``).
     @classmethod
     def _unpack(cls, doc: dict[str, Any]) -> dict[str, Any]:
         if "pr" in doc:
@@ -280,11 +260,11 @@ class TrackerState(CursorState):
         return doc
 
     def _pack(self, doc: dict[str, Any]) -> dict[str, Any]:
-        groups, done = _write_waiting(self.tracked)
+        groups = _write_waiting(self.tracked)
         if groups:
             tracked = doc.get("t", {})
-            for sid in done:
-                del tracked[compact_id(sid)]
+            for cid in [cid for group in groups for cid in group[3]]:
+                del tracked[cid]
             if not tracked:
                 doc.pop("t", None)
             doc["pr"] = groups
@@ -305,21 +285,19 @@ def _waiting_key(t: TrackedSession) -> tuple[int, str, int] | None:
     return first_seen, _encode_status(t.status), t.terminal_ms
 
 
-def _write_waiting(tracked: dict[str, TrackedSession]) -> tuple[list[list[Any]], list[str]]:
+def _write_waiting(tracked: dict[str, TrackedSession]) -> list[list[Any]]:
     groups: dict[tuple[int, str, int], dict[str, list[Any]]] = {}
-    done = []
     for sid, t in tracked.items():
         key = _waiting_key(t)
         if key is not None:
             flat = [x for p in t.pending for x in (compact_id(p.checkpoint_id),
                                                    (p.created_ms or 0) - key[0])]  # fmt: skip
             groups.setdefault(key, {})[compact_id(sid)] = flat
-            done.append(sid)
     out, previous = [], 0
     for (first_seen, code, terminal_ms), members in sorted(groups.items()):
         out.append([code, first_seen - previous, terminal_ms - first_seen, members])
         previous = first_seen
-    return out, done
+    return out
 
 
 def _read_waiting(groups: Any) -> dict[str, Any]:  # as ``t`` entries, ids still compact

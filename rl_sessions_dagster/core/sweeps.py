@@ -1,6 +1,5 @@
-"""Sweeps (one definition, for the spend asset and the champion) and their champion: the best
-evaluated checkpoint by one metric; ties go to the earliest step, then the smallest id, so the
-same scores always name the same champion."""
+"""Sweeps (one definition, for spend and the champion) and their champion: the best evaluated
+checkpoint by one metric; ties go to the earliest step, then the smallest id."""
 
 import math
 from collections.abc import Iterable
@@ -14,8 +13,7 @@ Direction = Literal["higher", "lower"]
 
 
 def sweep_name(wandb_group: str | None, display_name: str | None, separator: str = "-") -> str:
-    """The W&B group, else the display name up to the last ``separator`` (``"gsm8k-lr3-seed2"`` →
-    ``"gsm8k-lr3"``), else ``"(none)"``."""
+    """The W&B group, else the display name up to the last ``separator``, else ``"(none)"``."""
     if wandb_group:
         return wandb_group
     if display_name:
@@ -49,7 +47,7 @@ class ChampionRule:
 
 @dataclass(frozen=True)
 class Candidate:
-    """One evaluated checkpoint of a sweep (its latest evaluation)."""
+    """A sweep's evaluated checkpoint (its latest evaluation)."""
 
     partition: str
     checkpoint_id: str
@@ -77,7 +75,7 @@ class Candidate:
 
 
 def rank(candidates: Iterable[Candidate], direction: Direction = "higher") -> list[Candidate]:
-    """Best first: value in ``direction``, then earliest step, then checkpoint id; NaN last."""
+    """Best first; NaN last."""
     sign = -1.0 if direction == "higher" else 1.0
 
     def key(c: Candidate) -> tuple[bool, float, float, str]:
@@ -90,7 +88,7 @@ def rank(candidates: Iterable[Candidate], direction: Direction = "higher") -> li
 
 @dataclass(frozen=True)
 class Standing:
-    """Who leads a sweep: ``champion`` is None until ``min_candidates`` are evaluated."""
+    """``champion`` is None until ``min_candidates`` are evaluated."""
 
     champion: Candidate | None
     runner_up: Candidate | None
@@ -98,7 +96,7 @@ class Standing:
 
     @property
     def margin(self) -> float | None:
-        """How far the champion is ahead of the runner-up (positive, in the metric's units)."""
+        """The champion's lead over the runner-up (positive, in the metric's units)."""
         if self.champion is None or self.runner_up is None:
             return None
         return abs(self.champion.value - self.runner_up.value)
@@ -114,8 +112,7 @@ def standing(
 
 
 def fold(previous: Iterable[Candidate], latest: dict[str, Candidate | None]) -> list[Candidate]:
-    """The sweep's candidates after new evaluations: ``latest`` maps a checkpoint partition to
-    its newest evaluation (None: that evaluation has no value, so it drops out)."""
+    """``latest``: each checkpoint partition's newest evaluation (None: no value, drops out)."""
     merged = {c.partition: c for c in previous}
     for partition, cand in latest.items():
         if cand is None:

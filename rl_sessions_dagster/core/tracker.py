@@ -1,7 +1,5 @@
-"""The session tracker, :func:`advance`: state + what the API showed → events + next state.
-Moving sessions are tracked until their terminal event is out; the scan finds those born and ended
-between ticks, the discovery pass those in unknown statuses; history is announced only in a
-backfill; the watermark moves when a scan pass completes."""
+"""The session tracker, :func:`advance`: moving sessions are tracked until their terminal event;
+the scan finds those born and ended between ticks, discovery those in unknown statuses."""
 
 from collections.abc import Mapping
 
@@ -22,18 +20,18 @@ from .state import ScanPosition, TrackerState
 
 
 def floor_ms(state: TrackerState, config: TrackerConfig) -> int:
-    """Sessions created before this are known: tracked, already announced, or history."""
+    """Sessions created before this are known (tracked, announced, or history)."""
     return max(state.watermark_ms - config.lookback_ms, state.baseline_ms)
 
 
 def checkpoint_floor(state: TrackerState, config: TrackerConfig) -> int:
-    """Checkpoints created before this were seen by an earlier complete read (or are history)."""
+    """Checkpoints created before this were seen by an earlier complete read."""
     mark = state.checkpoint_watermark_ms or state.watermark_ms
     return max(mark - config.lookback_ms, state.baseline_ms)
 
 
 def _baseline(state: TrackerState, obs: Observation, config: TrackerConfig) -> None:
-    """First tick: remember what exists, so history does not become runs (unless backfill)."""
+    """First tick: remember what exists, so history does not become runs."""
     pages = [*obs.pages, *obs.discovery_pages]
     observed = [*obs.active, *(s for p in pages for s in p.sessions)]
     created = [ms for s in observed if (ms := to_ms(s.created_at)) is not None]
@@ -57,7 +55,7 @@ def _baseline(state: TrackerState, obs: Observation, config: TrackerConfig) -> N
 def advance(
     state: TrackerState, obs: Observation, config: TrackerConfig
 ) -> Outcome[SessionEvent, TrackerState]:
-    """Apply one tick's observation. ``state`` is not modified; the outcome holds a new one."""
+    """``state`` is not modified; the outcome holds a new one."""
     first_tick = not state.initialized
     state = state.model_copy(deep=True) if state.initialized else TrackerState()
     notes: list[str] = []
@@ -145,7 +143,7 @@ def _move_watermark(
     ended: ScanPosition | None,
     notes: list[str],
 ) -> None:
-    """The watermark (and the order check) move only when a scan pass completed at ``ended``."""
+    """The watermark and the order check move only when a scan pass completed at ``ended``."""
     created = [ms for s in snapshot.values() if (ms := to_ms(s.created_at)) is not None]
     state.seen_max_ms = max([state.seen_max_ms, *created])
     if obs.scan_rejected:

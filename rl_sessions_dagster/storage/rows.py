@@ -1,22 +1,20 @@
 """The rows of the library's flat tables (plain SQL for analysts), how API objects map to them,
 and what a store must do: every store writes these same rows. Pure: no database, no Dagster."""
 
-from __future__ import annotations
-
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, astuple, dataclass, field
 from datetime import UTC, datetime
-from typing import Protocol, runtime_checkable
+from typing import Protocol, Self, runtime_checkable
 
 from ..api.models import InferenceCheckpoint, TrainingCheckpoint, TrainingSession
 from ..core.spend import ResourceSpan
 
-#: Version of the tables' schema (see ``schema.py``); kept in the ``rl_schema_version`` table.
+#: The tables' schema version (``schema.py``), kept in ``rl_schema_version``.
 SCHEMA_VERSION = 4
 
 
 def iso_utc(value: datetime | None) -> str | None:
-    """ISO 8601 UTC text: sortable, and readable in any SQL client."""
+    """ISO 8601 UTC: sortable, readable in any SQL client."""
     if value is not None and value.tzinfo is not None:
         value = value.astimezone(UTC)
     return None if value is None else value.isoformat()
@@ -24,8 +22,7 @@ def iso_utc(value: datetime | None) -> str | None:
 
 @dataclass(frozen=True)
 class SessionRow:
-    """One row of ``rl_sessions``. ``status`` is the short name (``RUNNING``); ``raw_status``
-    keeps the wire constant, so a status newer than this library is not lost."""
+    """``status`` is the short name (``RUNNING``); ``raw_status`` keeps a newer status as sent."""
 
     id: str
     display_name: str | None
@@ -43,15 +40,13 @@ class SessionRow:
     wandb_project: str | None
     n_inference_checkpoints: int
     synced_at: str
-    #: When a complete, unfiltered sync first no longer found the session in the API (deleted,
-    #: or out of the key's reach); None while it is listed. Cleared if it comes back.
+    #: When a complete, unfiltered sync first missed the session; cleared if it comes back.
     missing_since: str | None = None
 
 
 @dataclass(frozen=True)
 class CheckpointRow:
-    """One row of ``rl_checkpoints``. ``INFERENCE`` rows' registry columns say what to deploy;
-    a ``TRAINING`` row's ``model_id``/``model_revision_id`` is resume state, not deployable."""
+    """``INFERENCE`` rows say what to deploy; a ``TRAINING`` row's model ids are resume state."""
 
     id: str
     session_id: str
@@ -69,7 +64,6 @@ class CheckpointRow:
 
 
 def session_row(session: TrainingSession, synced_at: datetime) -> SessionRow:
-    """The ``rl_sessions`` row of a session as the API returned it."""
     wandb, error = session.metadata.wandb, session.error
     code = None
     if error is not None and error.code is not None:  # short when known, else as sent
@@ -107,7 +101,7 @@ _REGISTRY = (
 def checkpoint_rows(
     session: TrainingSession, synced_at: datetime, *, include_training: bool = True
 ) -> list[CheckpointRow]:
-    """The ``rl_checkpoints`` rows of the checkpoints a session embeds (no extra request)."""
+    """The rows of the checkpoints a session embeds (no extra request)."""
     at = iso_utc(synced_at) or ""
 
     def row(
@@ -138,7 +132,7 @@ def checkpoint_rows(
 
 @dataclass(frozen=True)
 class ResourceSpendRow:
-    """One row of ``rl_resource_spend``: a model resource's billed span and what it cost."""
+    """A model resource's billed span and what it cost."""
 
     span: ResourceSpan
     billed_seconds: float
@@ -149,7 +143,7 @@ class ResourceSpendRow:
 
 @dataclass(frozen=True)
 class SessionSpendRow:
-    """One row of ``rl_session_spend``: a session's share of its resource's billed time."""
+    """A session's share of its resource's billed time."""
 
     session_id: str
     model_resources_id: str
@@ -161,7 +155,7 @@ class SessionSpendRow:
 
 @dataclass
 class UpsertResult:
-    """Rows written by one or more upserts (``unchanged``: already identical)."""
+    """Rows written by upserts (``unchanged``: already identical)."""
 
     inserted: int = 0
     updated: int = 0
@@ -171,8 +165,8 @@ class UpsertResult:
     def total(self) -> int:
         return self.inserted + self.updated + self.unchanged
 
-    def __add__(self, other: UpsertResult) -> UpsertResult:
-        return UpsertResult(*(a + b for a, b in zip(astuple(self), astuple(other), strict=True)))
+    def __add__(self, other: Self) -> Self:
+        return type(self)(*(a + b for a, b in zip(astuple(self), astuple(other), strict=True)))
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
@@ -180,7 +174,7 @@ class UpsertResult:
 
 @dataclass(frozen=True)
 class StoreCounts:
-    """Row counts of the whole store; rows marked missing are in the other counts too."""
+    """Row counts; rows marked missing are in the other counts too."""
 
     sessions: int
     checkpoints: int
@@ -190,8 +184,7 @@ class StoreCounts:
 
 @runtime_checkable
 class SessionStore(Protocol):
-    """What the sync asset needs from storage; implement it to sync somewhere else.
-    ``upsert_*`` are idempotent by ``id`` (rows within one call have distinct ids)."""
+    """What the sync asset needs; ``upsert_*`` are idempotent by ``id``."""
 
     def upsert_sessions(self, rows: Sequence[SessionRow]) -> UpsertResult: ...
 
@@ -201,14 +194,13 @@ class SessionStore(Protocol):
 
     def close(self) -> None: ...
 
-    # Optional (as in SQLAlchemyTableStore): ``mark_missing(seen_ids, at)`` and
-    # ``mark_sessions_missing(ids, at)`` (-> rows marked), ``load_sync_state(key)`` and
-    # ``save_sync_state(key, state, mode, at)`` (without them every sync walks the whole list).
+    # Optional (see SQLAlchemyTableStore): ``mark_missing``, ``mark_sessions_missing``,
+    # ``load_sync_state``, ``save_sync_state`` (without them every sync walks the whole list).
 
 
 @runtime_checkable
 class SpendStore(Protocol):
-    """What the spend asset and the GPU sensors need: spans kept across runs, spend rows."""
+    """What the spend asset and GPU sensors need: spans kept across runs, spend rows."""
 
     def load_spans(self) -> dict[str, ResourceSpan]: ...
 
@@ -222,4 +214,4 @@ class SpendStore(Protocol):
         """Replace the rows of these resources and sessions (one transaction)."""
 
     def save_spans(self, spans: Iterable[ResourceSpan], *, now_ms: int) -> None:
-        """Upsert only the span columns; billed and cost columns of existing rows are kept."""
+        """Upsert only the span columns, keeping existing rows' billed and cost columns."""

@@ -1,9 +1,8 @@
-"""Every table the library writes, and :func:`upgrade`, run in one locked transaction by every
-store that opens a database (the first sync and spend may open it at once). Older tables are
-upgraded in place (missing tables and ``_ADDED_COLUMNS`` added); a newer release's are refused."""
+"""Every table, and :func:`upgrade`, run in one locked transaction by every store that opens a
+database (sync and spend may open it at once): older tables upgraded, a newer release's refused."""
 
 from datetime import UTC, datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -12,14 +11,14 @@ from ..version import __version__
 from .rows import SCHEMA_VERSION
 from .urls import TableStoreError
 
-#: Columns added after a table's first release (all nullable): added to older tables on open.
+#: Columns added after a table's first release (nullable): added to older tables on open.
 _ADDED_COLUMNS = [("sessions", "missing_since")]
 #: Key of the PostgreSQL advisory lock that serialises upgrades ("rl_tbls" in ASCII).
 _LOCK_KEY = 0x726C5F74626C73
 
 
-def _text(*names: str) -> list[sa.Column[str]]:
-    return [sa.Column(name, sa.Text) for name in names]
+def _columns(*names: str, kind: Any = sa.Text) -> list[sa.Column[Any]]:
+    return [sa.Column(name, kind) for name in names]
 
 
 class Tables(NamedTuple):
@@ -44,11 +43,11 @@ def define_tables(schema: str | None = None) -> Tables:
             "status", sa.String(64), nullable=False, index=True, doc="Short status, e.g. RUNNING."
         ),
         sa.Column("raw_status", sa.Text, nullable=False, doc="Status constant as sent by the API."),
-        *_text("base_model", "model_resources_id", "created_by"),
+        *_columns("base_model", "model_resources_id", "created_by"),
         sa.Column("created_at", sa.String(64), index=True, doc="ISO 8601 UTC."),
         sa.Column("updated_at", sa.String(64), doc="ISO 8601 UTC."),
         sa.Column("step", sa.BigInteger),
-        *_text("error_code", "error_message", "wandb_url", "wandb_project"),
+        *_columns("error_code", "error_message", "wandb_url", "wandb_project"),
         sa.Column("n_inference_checkpoints", sa.Integer, nullable=False),
         sa.Column(
             "synced_at", sa.String(64), nullable=False, doc="When a sync last wrote this row."
@@ -63,8 +62,8 @@ def define_tables(schema: str | None = None) -> Tables:
         sa.Column("type", sa.String(32), nullable=False),
         sa.Column("step", sa.BigInteger),
         sa.Column("created_at", sa.String(64)),
-        *_text("base_model", "model_id", "model_revision_id", "adapter_id", "adapter_revision_id"),
-        sa.Column("legacy_model_name", sa.Text),
+        *_columns("base_model", "model_id", "model_revision_id", "adapter_id"),
+        *_columns("adapter_revision_id", "legacy_model_name"),
         sa.Column("registered", sa.Integer, nullable=False),
         sa.Column("synced_at", sa.String(64), nullable=False),
     )
@@ -74,15 +73,12 @@ def define_tables(schema: str | None = None) -> Tables:
         sa.Column("id", key, primary_key=True),
         sa.Column("status", sa.String(64), nullable=False),
         sa.Column("base_model", sa.Text),
-        sa.Column("ready_from_ms", sa.BigInteger),
-        sa.Column("ready_until_ms", sa.BigInteger),
+        *_columns("ready_from_ms", "ready_until_ms", kind=sa.BigInteger),
         sa.Column("span_source", sa.String(64), nullable=False),
         sa.Column("price_per_hour", sa.Float),
         sa.Column("currency", sa.String(16)),
         sa.Column("billed_seconds", sa.Float, nullable=False),
-        sa.Column("idle_seconds", sa.Float),
-        sa.Column("cost", sa.Float),
-        sa.Column("idle_cost", sa.Float),
+        *_columns("idle_seconds", "cost", "idle_cost", kind=sa.Float),
         sa.Column("computed_at_ms", sa.BigInteger, nullable=False),
     )
     session_spend = sa.Table(
@@ -101,8 +97,7 @@ def define_tables(schema: str | None = None) -> Tables:
         meta,
         sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
         sa.Column("version", sa.Integer, nullable=False),
-        sa.Column("library_version", sa.String(64)),
-        sa.Column("upgraded_at", sa.String(64)),
+        *_columns("library_version", "upgraded_at", kind=sa.String(64)),
     )
     sync_state = sa.Table(
         "rl_sync_state",
@@ -116,7 +111,7 @@ def define_tables(schema: str | None = None) -> Tables:
 
 
 def upgrade(conn: Connection, tables: Tables) -> int:
-    """Create or upgrade every table in ``conn``'s transaction: the version found (0: none)."""
+    """Create or upgrade every table in ``conn``'s transaction; the version found (0: none)."""
     schema = tables.meta.schema
     if conn.dialect.name == "postgresql":
         conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _LOCK_KEY})
@@ -143,11 +138,8 @@ def upgrade(conn: Connection, tables: Tables) -> int:
             ddl = table.c[name].type.compile(dialect=conn.dialect)
             target = conn.dialect.identifier_preparer.format_table(table)
             conn.execute(sa.text(f"ALTER TABLE {target} ADD COLUMN {name} {ddl}"))
-    values = {
-        "version": SCHEMA_VERSION,
-        "library_version": __version__,
-        "upgraded_at": datetime.now(UTC).isoformat(),
-    }
+    at = datetime.now(UTC).isoformat()
+    values = {"version": SCHEMA_VERSION, "library_version": __version__, "upgraded_at": at}
     if found is None:
         conn.execute(sa.insert(version).values(id=1, **values))
     else:

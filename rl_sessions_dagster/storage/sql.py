@@ -57,8 +57,7 @@ def _insert_many(conn: Connection, table: sa.Table, rows: list[dict[str, Any]]) 
 
 
 def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
-    for i in range(0, len(items), _CHUNK):
-        yield items[i : i + _CHUNK]
+    return (items[i : i + _CHUNK] for i in range(0, len(items), _CHUNK))
 
 
 _SESSION_COLUMNS = tuple(f.name for f in fields(SessionRow))
@@ -141,8 +140,7 @@ class SQLAlchemyTableStore:
 
     @staticmethod
     def _sqlite_transactions(engine: sa.Engine, *, wal: bool) -> None:
-        """pysqlite opens transactions lazily and not for DDL: take them over (SQLAlchemy's
-        documented recipe) so every call, DDL included, is one ``BEGIN IMMEDIATE``."""
+        """SQLAlchemy's recipe: every call, DDL too, is one ``BEGIN IMMEDIATE`` (not pysqlite's)."""
 
         @sa.event.listens_for(engine, "connect")
         def _connect(dbapi_connection: Any, _record: Any) -> None:
@@ -166,7 +164,7 @@ class SQLAlchemyTableStore:
 
     @property
     def display(self) -> str:
-        """Where the tables are, safe to show: the file path, or the URL with ``***``."""
+        """The file path, or the URL with ``***``."""
         if self.url.get_backend_name() == "sqlite":
             return self.url.database or ":memory:"
         shown = redact_url(self.url)
@@ -174,21 +172,18 @@ class SQLAlchemyTableStore:
 
     @property
     def is_file(self) -> bool:
-        """True for a SQLite file: a process with another filesystem will not see it."""
+        """A SQLite file: a process with another filesystem will not see it."""
         return self.url.get_backend_name() == "sqlite" and bool(self.url.database)
 
     def table(self, name: str) -> sa.Table:
-        """One of the tables by name (``rl_sessions``, ...), for ad-hoc reads."""
+        """A table by name (``rl_sessions``, ...), for ad-hoc reads."""
         return self._tables.meta.tables[f"{self.schema}.{name}" if self.schema else name]
 
     @contextmanager
     def _guard(self, action: str) -> Iterator[None]:
-        """A database error becomes a :class:`TableStoreError` saying it happened while
-        ``action`` (``from None``: the driver's chain, which may quote the URL, is dropped)."""
+        """Database errors become :class:`TableStoreError`, ``from None`` (URLs in the chain)."""
         try:
             yield
-        except TableStoreError:
-            raise
         except (sa.exc.SQLAlchemyError, ImportError) as exc:
             orig = getattr(exc, "orig", None) or exc
             detail = " ".join(str(orig).split())  # one line; no statement, no parameters
@@ -205,7 +200,6 @@ class SQLAlchemyTableStore:
 
     @contextmanager
     def _transaction(self, action: str) -> Iterator[Connection]:
-        """One transaction: nothing of it is written if it fails."""
         with self._guard(action), self.engine.begin() as conn:
             yield conn
 
@@ -218,25 +212,21 @@ class SQLAlchemyTableStore:
         *,
         ignore: Collection[str] = (),
     ) -> tuple[int, int]:
-        """Insert new ids, update ids whose values (but the ``ignore``d) differ; (new, changed).
-        The rows of one call have the same columns; an update sets only those."""
+        """Insert new ids, update changed ones (``ignore`` aside): (new, changed); same columns."""
         if not by_id:
             return 0, 0
-        some = next(iter(by_id.values()))
-        data = [c for c in some if c != key and c not in ignore]
+        data = [c for c in next(iter(by_id.values())) if c != key and c not in ignore]
         stored: dict[str, tuple[Any, ...]] = {}
         selected = [table.c[key], *(table.c[c] for c in data)]
         for chunk in _chunks(list(by_id)):
             for rec in conn.execute(sa.select(*selected).where(table.c[key].in_(chunk))):
                 stored[rec[0]] = tuple(rec[1:])
-        new: list[dict[str, Any]] = []
-        changed: list[dict[str, Any]] = []
-        for rid, values in by_id.items():
-            before = stored.get(rid)
-            if before is None:
-                new.append({key: rid, **values})
-            elif before != tuple(values[c] for c in data):
-                changed.append({"_key": rid, **{c: v for c, v in values.items() if c != key}})
+        new = [{key: rid, **values} for rid, values in by_id.items() if rid not in stored]
+        changed = [
+            {"_key": rid, **{c: v for c, v in values.items() if c != key}}
+            for rid, values in by_id.items()
+            if rid in stored and stored[rid] != tuple(values[c] for c in data)
+        ]
         if new:
             _insert_many(conn, table, new)
         if changed:
@@ -314,11 +304,8 @@ class SQLAlchemyTableStore:
         """One session's spend row (billed seconds, cost, sweep), if a spend run wrote it."""
         with self._transaction("reading rl_session_spend") as conn:
             t = self._tables.session_spend
-            row = conn.execute(
-                sa.select(t.c.billed_seconds, t.c.cost, t.c.sweep).where(
-                    t.c.session_id == session_id
-                )
-            ).first()
+            query = sa.select(t.c.billed_seconds, t.c.cost, t.c.sweep)
+            row = conn.execute(query.where(t.c.session_id == session_id)).first()
             return None if row is None else (float(row[0]), row[1], str(row[2]))
 
     def save(
@@ -328,7 +315,6 @@ class SQLAlchemyTableStore:
         *,
         now_ms: int,
     ) -> None:
-        """Write these resources' and sessions' spend rows whole."""
         with self._transaction("writing the spend tables") as conn:
             by_resource = {
                 r.span.resource_id: {
@@ -343,19 +329,14 @@ class SQLAlchemyTableStore:
             self._write(conn, self._tables.session_spend, "session_id", by_session)
 
     def save_spans(self, spans: Iterable[ResourceSpan], *, now_ms: int) -> None:
-        """Upsert only the span columns, for sensors that observe spans between spend runs: billed
-        and cost columns stay as the last spend run wrote them (a new row starts at 0)."""
+        """For sensors between spend runs: billed and cost columns stay (a new row starts at 0)."""
         with self._transaction("writing rl_resource_spend spans") as conn:
             values = {s.resource_id: _span_values(s) for s in spans}
             table = self._tables.resource_spend
             stored: set[str] = set()
             for chunk in _chunks(list(values)):
                 stored.update(conn.scalars(sa.select(table.c.id).where(table.c.id.in_(chunk))))
-            old = {k: v for k, v in values.items() if k in stored}
-            fresh = {
-                k: {**v, "billed_seconds": 0.0, "computed_at_ms": now_ms}
-                for k, v in values.items()
-                if k not in stored
-            }
-            self._write(conn, table, "id", old)
-            self._write(conn, table, "id", fresh)
+            fresh = {"billed_seconds": 0.0, "computed_at_ms": now_ms}
+            self._write(conn, table, "id", {k: v for k, v in values.items() if k in stored})
+            new = {k: {**v, **fresh} for k, v in values.items() if k not in stored}
+            self._write(conn, table, "id", new)

@@ -1,5 +1,5 @@
-"""Which database the tables go to: a URL (anything with ``://``, never taken for a path) or a
-plain file path. The URL usually holds a password: everything shown goes through :func:`redact_url`."""
+"""Which database the tables go to: a URL (anything with ``://``, never a path) or a file path.
+The URL usually holds a password: everything shown goes through :func:`redact_url`."""
 
 import re
 
@@ -15,8 +15,7 @@ class TableStoreError(RuntimeError):
 
 
 class TableStoreConfigError(TableStoreError):
-    """The tables' setting cannot work (a URL no store can use, a file runs cannot keep). Not a
-    ``ValueError``: pydantic would quote the input, password included, in a ValidationError."""
+    """The setting cannot work; not a ``ValueError``, which pydantic would quote (password too)."""
 
 
 def is_database_url(target: str) -> bool:
