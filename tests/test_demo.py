@@ -24,9 +24,23 @@ def test_demo_runs_the_whole_story(tmp_path):
     # The demo stops waiting as soon as everything expected happened; --timeout is only its
     # ceiling, sized for a machine several times slower than an idle 2-core one.
     done = subprocess.run(
-        [sys.executable, "-m", "example_repo.demo", "--home", str(home), "--pace", "2",
-         "--timeout", "900", "--json", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=1100,
+        [
+            sys.executable,
+            "-m",
+            "example_repo.demo",
+            "--home",
+            str(home),
+            "--pace",
+            "2",
+            "--timeout",
+            "900",
+            "--json",
+            str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1100,
     )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     summary = json.loads(out.read_text())
@@ -54,7 +68,9 @@ def test_demo_runs_the_whole_story(tmp_path):
         {s["session"]: 1 for s in summary["sessions"]}
     )
     assert {s["role"]: s["report_status"] for s in summary["sessions"]} == {
-        "trains": "STOPPED", "no-capacity": "ERROR", "goes-idle": "EXPIRED"
+        "trains": "STOPPED",
+        "no-capacity": "ERROR",
+        "goes-idle": "EXPIRED",
     }  # the built-in report (report:) read each session's final status
 
     # The champion (champion:): both sessions with checkpoints are in W&B group lr-sweep. It is
