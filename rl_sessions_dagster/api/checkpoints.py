@@ -4,7 +4,7 @@ with an error saying *why* one cannot be deployed (not a ``None`` turning into a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal, TypeVar
 
 from .client import RLSessionsClient
 from .enums import CheckpointType, CheckpointVariant, OperationStatus
@@ -16,8 +16,9 @@ from .models import (
     Registration,
     TrainingCheckpoint,
 )
-from .operations import Operation
+from .operations import Operation, OperationKind
 
+C = TypeVar("C", InferenceCheckpoint, TrainingCheckpoint)
 DeploymentKind = Literal["adapter", "model", "legacy"]
 
 
@@ -172,16 +173,18 @@ class CheckpointFailed(WaitFailed):
         self.operation = operation
 
 
-def _checkpoint_op(
+def _checkpoint_and_wait(
     client: RLSessionsClient,
     session_id: str,
-    kind: Literal["inference-checkpoint", "training-checkpoint"],
-    *,
+    model: type[C],
     timeout: float,
     deadline: float | None,
     poll_interval: float,
     idempotency_key: str | None,
-) -> dict[str, Any]:
+) -> C:
+    kind: OperationKind = (
+        "training-checkpoint" if model is TrainingCheckpoint else "inference-checkpoint"
+    )
     until = wait_deadline(client, timeout, deadline)
     op = client.submit_operation(session_id, kind, idempotency_key=idempotency_key, deadline=until)
     if not op.is_done:
@@ -196,7 +199,7 @@ def _checkpoint_op(
         if (err := op.error) is not None:
             why = f"{err.code_raw or 'no code'}: {err.message or ''}"
         raise CheckpointFailed(f"{kind} operation {op.id} of session {session_id}: {why}", op)
-    return data
+    return model.model_validate(data)
 
 
 def create_inference_checkpoint_and_wait(
@@ -209,11 +212,9 @@ def create_inference_checkpoint_and_wait(
     idempotency_key: str | None = None,
 ) -> InferenceCheckpoint:
     """Save deployable weights (large models take well over 5 minutes: the SDK's 2-hour default)."""
-    data = _checkpoint_op(
-        client, session_id, "inference-checkpoint", timeout=timeout, deadline=deadline,
-        poll_interval=poll_interval, idempotency_key=idempotency_key,
-    )  # fmt: skip
-    return InferenceCheckpoint.model_validate(data)
+    return _checkpoint_and_wait(
+        client, session_id, InferenceCheckpoint, timeout, deadline, poll_interval, idempotency_key
+    )
 
 
 def create_training_checkpoint_and_wait(
@@ -225,8 +226,6 @@ def create_training_checkpoint_and_wait(
     poll_interval: float = 2.0,
     idempotency_key: str | None = None,
 ) -> TrainingCheckpoint:
-    data = _checkpoint_op(
-        client, session_id, "training-checkpoint", timeout=timeout, deadline=deadline,
-        poll_interval=poll_interval, idempotency_key=idempotency_key,
-    )  # fmt: skip
-    return TrainingCheckpoint.model_validate(data)
+    return _checkpoint_and_wait(
+        client, session_id, TrainingCheckpoint, timeout, deadline, poll_interval, idempotency_key
+    )

@@ -35,6 +35,10 @@ __all__ = ["OPERATION_KINDS", "OperationKind", "RLSessionsClient"]
 
 _CHECKPOINTS = "/v1/rl/checkpoints"
 _RESOURCES = "/v1/rl/model-resources"
+#: ``(path, page model)`` of each list endpoint, the leading arguments of ``_list_page``/``_iterate``.
+_SESSION_LIST = (_SESSIONS, Page[TrainingSession])
+_CKPT_LIST = (_CHECKPOINTS, Page[Checkpoint])
+_RES_LIST = (_RESOURCES, Page[ModelResource])
 
 
 def _constant(value: LenientEnum | str, enum: type[LenientEnum], name: str) -> str:
@@ -59,6 +63,26 @@ def _status_query(values: Any, enum: type[LenientEnum]) -> str | None:
     if not joined:
         raise ValueError("status filter is empty; pass None to list every status")
     return ",".join(joined)
+
+
+def _session_filters(
+    status: StatusFilter, model_resources_id: str | None, created_by: str | None
+) -> JSON:
+    return compact(
+        status=_status_query(status, SessionStatus),
+        model_resources_id=model_resources_id,
+        created_by=created_by,
+    )
+
+
+def _checkpoint_filters(
+    session_id: str | None, type: CheckpointType | str | None, base_model: str | None
+) -> JSON:
+    return compact(
+        session_id=session_id,
+        type=None if type is None else _constant(type, CheckpointType, "type"),
+        base_model=base_model,
+    )
 
 
 class RLSessionsClient(OperationsAPI, InferenceAPI):
@@ -113,16 +137,6 @@ class RLSessionsClient(OperationsAPI, InferenceAPI):
         path = f"{_SESSIONS}/{segment(session_id, 'session_id')}/stop"
         return self._request("POST", path, TrainingSession, idempotent=False, deadline=deadline)
 
-    @staticmethod
-    def _session_filters(
-        status: StatusFilter, model_resources_id: str | None, created_by: str | None
-    ) -> JSON:
-        return compact(
-            status=_status_query(status, SessionStatus),
-            model_resources_id=model_resources_id,
-            created_by=created_by,
-        )
-
     def list_sessions_page(
         self,
         *,
@@ -135,10 +149,8 @@ class RLSessionsClient(OperationsAPI, InferenceAPI):
     ) -> Page[TrainingSession]:
         """One page of sessions (``page.next_cursor`` is the next ``after``); ``status`` takes
         members or short/full names, ``created_by`` a user id or ``"me"``."""
-        filters = self._session_filters(status, model_resources_id, created_by)
-        return self._list_page(
-            _SESSIONS, Page[TrainingSession], filters, after=after, limit=limit, deadline=deadline
-        )
+        filters = _session_filters(status, model_resources_id, created_by)
+        return self._list_page(*_SESSION_LIST, filters, after=after, limit=limit, deadline=deadline)
 
     def list_sessions(
         self,
@@ -151,20 +163,8 @@ class RLSessionsClient(OperationsAPI, InferenceAPI):
         on_skipped: Callable[[SkippedItem], None] | None = None,
     ) -> Iterator[TrainingSession]:
         """Every matching session (order undocumented), pages fetched as it is consumed."""
-        filters = self._session_filters(status, model_resources_id, created_by)
-        return self._iterate(
-            _SESSIONS, Page[TrainingSession], filters, page_size, deadline, on_skipped
-        )
-
-    @staticmethod
-    def _checkpoint_filters(
-        session_id: str | None, type: CheckpointType | str | None, base_model: str | None
-    ) -> JSON:
-        return compact(
-            session_id=session_id,
-            type=None if type is None else _constant(type, CheckpointType, "type"),
-            base_model=base_model,
-        )
+        filters = _session_filters(status, model_resources_id, created_by)
+        return self._iterate(*_SESSION_LIST, filters, page_size, deadline, on_skipped)
 
     def list_checkpoints_page(
         self,
@@ -177,10 +177,8 @@ class RLSessionsClient(OperationsAPI, InferenceAPI):
         deadline: float | None = None,
     ) -> Page[Checkpoint]:
         """One page of the caller's checkpoints, newest first (documented order)."""
-        filters = self._checkpoint_filters(session_id, type, base_model)
-        return self._list_page(
-            _CHECKPOINTS, Page[Checkpoint], filters, after=after, limit=limit, deadline=deadline
-        )
+        filters = _checkpoint_filters(session_id, type, base_model)
+        return self._list_page(*_CKPT_LIST, filters, after=after, limit=limit, deadline=deadline)
 
     def list_checkpoints(
         self,
@@ -193,10 +191,8 @@ class RLSessionsClient(OperationsAPI, InferenceAPI):
         on_skipped: Callable[[SkippedItem], None] | None = None,
     ) -> Iterator[Checkpoint]:
         """Every matching checkpoint, newest first."""
-        filters = self._checkpoint_filters(session_id, type, base_model)
-        return self._iterate(
-            _CHECKPOINTS, Page[Checkpoint], filters, page_size, deadline, on_skipped
-        )
+        filters = _checkpoint_filters(session_id, type, base_model)
+        return self._iterate(*_CKPT_LIST, filters, page_size, deadline, on_skipped)
 
     def get_checkpoint(self, checkpoint_id: str, *, deadline: float | None = None) -> Checkpoint:
         path = f"{_CHECKPOINTS}/{segment(checkpoint_id, 'checkpoint_id')}"
@@ -274,9 +270,7 @@ class RLSessionsClient(OperationsAPI, InferenceAPI):
     ) -> Page[ModelResource]:
         """One page of the caller's model resources (order undocumented)."""
         filters = compact(status=_status_query(status, ModelResourceStatus), created_by=created_by)
-        return self._list_page(
-            _RESOURCES, Page[ModelResource], filters, after=after, limit=limit, deadline=deadline
-        )
+        return self._list_page(*_RES_LIST, filters, after=after, limit=limit, deadline=deadline)
 
     def list_model_resources(
         self,
@@ -288,9 +282,7 @@ class RLSessionsClient(OperationsAPI, InferenceAPI):
         on_skipped: Callable[[SkippedItem], None] | None = None,
     ) -> Iterator[ModelResource]:
         filters = compact(status=_status_query(status, ModelResourceStatus), created_by=created_by)
-        return self._iterate(
-            _RESOURCES, Page[ModelResource], filters, page_size, deadline, on_skipped
-        )
+        return self._iterate(*_RES_LIST, filters, page_size, deadline, on_skipped)
 
     def extend_model_resource_expiry(
         self, model_resources_id: str, seconds: int, *, deadline: float | None = None

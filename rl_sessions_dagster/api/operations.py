@@ -181,8 +181,13 @@ class OperationsAPI(BaseClient):
     ) -> Operation:
         """Submit with an ``Idempotency-Key`` (a new uuid4 unless given) reused on every retry:
         the server returns the original operation instead of running it twice."""
+        return self._submit(session_id, kind, body, idempotency_key, deadline)
+
+    def _submit(
+        self, session_id: str, kind: str, body: JSON | None, key: str | None, deadline: float | None
+    ) -> Operation:
         path = _operations(session_id, kind)
-        headers = {"Idempotency-Key": idempotency_key or str(uuid.uuid4())}
+        headers = {"Idempotency-Key": key or str(uuid.uuid4())}
         op = self._request(
             "POST", path, Operation, json=body, headers=headers, idempotent=True,
             deadline=deadline,
@@ -205,10 +210,7 @@ class OperationsAPI(BaseClient):
             loss=loss, samples=samples, forward_only=forward_only,
             return_loss_fn_outputs=return_loss_fn_outputs,
         )  # fmt: skip
-        return self.submit_operation(
-            session_id, "forward-backward", body, idempotency_key=idempotency_key,
-            deadline=deadline,
-        )  # fmt: skip
+        return self._submit(session_id, "forward-backward", body, idempotency_key, deadline)
 
     def custom_forward_backward(
         self,
@@ -220,10 +222,7 @@ class OperationsAPI(BaseClient):
         deadline: float | None = None,
     ) -> Operation:
         body = {"gradients": gradients, "samples": samples}
-        return self.submit_operation(
-            session_id, "custom-forward-backward", body, idempotency_key=idempotency_key,
-            deadline=deadline,
-        )  # fmt: skip
+        return self._submit(session_id, "custom-forward-backward", body, idempotency_key, deadline)
 
     def optim_step(
         self,
@@ -235,9 +234,7 @@ class OperationsAPI(BaseClient):
         deadline: float | None = None,
     ) -> Operation:
         body = compact(adam_params=adam_params, muon_params=muon_params)
-        return self.submit_operation(
-            session_id, "optim-step", body, idempotency_key=idempotency_key, deadline=deadline
-        )
+        return self._submit(session_id, "optim-step", body, idempotency_key, deadline)
 
     def weights_sync(
         self,
@@ -251,9 +248,7 @@ class OperationsAPI(BaseClient):
         member = WeightSyncType.parse(weight_sync_type)
         wire = member.value if member is not WeightSyncType.UNKNOWN else str(weight_sync_type)
         body = {"weight_sync_type": wire}
-        return self.submit_operation(
-            session_id, "weights-sync", body, idempotency_key=idempotency_key, deadline=deadline
-        )
+        return self._submit(session_id, "weights-sync", body, idempotency_key, deadline)
 
     def sample(
         self,
@@ -273,23 +268,17 @@ class OperationsAPI(BaseClient):
             prompt_logprobs=prompt_logprobs, topk_prompt_logprobs=topk_prompt_logprobs,
             return_routed_experts=return_routed_experts,
         )  # fmt: skip
-        return self.submit_operation(
-            session_id, "sample", body, idempotency_key=idempotency_key, deadline=deadline
-        )
+        return self._submit(session_id, "sample", body, idempotency_key, deadline)
 
     def create_inference_checkpoint(
         self, session_id: str, *, idempotency_key: str | None = None, deadline: float | None = None
     ) -> Operation:
-        return self.submit_operation(
-            session_id, "inference-checkpoint", idempotency_key=idempotency_key, deadline=deadline
-        )
+        return self._submit(session_id, "inference-checkpoint", None, idempotency_key, deadline)
 
     def create_training_checkpoint(
         self, session_id: str, *, idempotency_key: str | None = None, deadline: float | None = None
     ) -> Operation:
-        return self.submit_operation(
-            session_id, "training-checkpoint", idempotency_key=idempotency_key, deadline=deadline
-        )
+        return self._submit(session_id, "training-checkpoint", None, idempotency_key, deadline)
 
     def get_operation(
         self,
