@@ -16,6 +16,7 @@ from .sensors import (
     schedule_status,
     sensor_status,
 )
+from .sync import SyncConfig
 
 #: The guard's options (stop_attempts and the tick knobs), from IdleGuardOptions.
 _GuardOptions = options_section(
@@ -73,11 +74,7 @@ class SpendScheduleConfig(Section):
     key: str = Field(
         default="together/rl_spend", min_length=1, description="Asset key of the spend asset."
     )
-    db_path: str | None = Field(
-        default=None,
-        description="This asset's own database (URL or path, $VARS expanded at run time); "
-        "unset: the resource's.",
-    )
+    db_path: str | None = copied_field(SyncConfig, "db_path")
     cron_schedule: str = Field(
         default="*/15 * * * *", min_length=1, description="When the spend asset refreshes (cron)."
     )
