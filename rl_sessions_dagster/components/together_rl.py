@@ -9,7 +9,6 @@ from typing import Annotated, Any, ClassVar
 import dagster as dg
 from dagster.components import Scaffolder, ScaffoldRequest, scaffold_component, scaffold_with
 from pydantic import BaseModel, Field, create_model
-from pydantic.fields import FieldInfo
 
 from ..assets import CHECKPOINT_ASSET_SPEC
 from ..partitions import CHECKPOINT_ASSET_KEY, EVALUATION_ASSET_KEY
@@ -98,9 +97,12 @@ _BOUNDS: dict[str, dict[str, Any]] = {
 _SECRET_ENV: dict[str, str | None] = {"api_key": "TOGETHER_API_KEY", "database_url": None}
 
 
-def _is_secret(info: FieldInfo) -> bool:
-    extra = info.json_schema_extra
-    return isinstance(extra, dict) and bool(extra.get("dagster__is_secret"))
+#: The resource's secrets, each named in YAML by its environment variable (``<field>_env``).
+_SECRETS = [
+    name
+    for name, info in TogetherRLResource.model_fields.items()
+    if isinstance(info.json_schema_extra, dict) and info.json_schema_extra.get("dagster__is_secret")
+]
 
 
 class _ResourceSectionBase(Section):
@@ -108,20 +110,17 @@ class _ResourceSectionBase(Section):
     variable (``<field>_env``) and becomes a ``dg.EnvVar``, read at run and tick time."""
 
     def build(self) -> TogetherRLResource:
-        values: dict[str, Any] = {}
-        for name, info in TogetherRLResource.model_fields.items():
-            if _is_secret(info):
-                env = getattr(self, f"{name}_env")
-                values[name] = dg.EnvVar(env) if env else None
-            else:
-                values[name] = getattr(self, name)
+        values = {name: getattr(self, name) for name in type(self).model_fields}
+        for name in _SECRETS:
+            env = values.pop(f"{name}_env")
+            values[name] = dg.EnvVar(env) if env else None
         return TogetherRLResource(**values)
 
 
 def _derived_fields() -> dict[str, Any]:
     fields: dict[str, Any] = {}
     for name, info in TogetherRLResource.model_fields.items():
-        if _is_secret(info):
+        if name in _SECRETS:
             fields[f"{name}_env"] = (
                 str | None,
                 Field(
@@ -142,8 +141,7 @@ def _derived_fields() -> dict[str, Any]:
 _ResourceSectionBase.refused = {
     name: f"'{name}' is never written in YAML: name the environment variable holding it "
     f"with {name}_env"
-    for name, info in TogetherRLResource.model_fields.items()
-    if _is_secret(info)
+    for name in _SECRETS
 }
 
 ResourceSection = create_model(
