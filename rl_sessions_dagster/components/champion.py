@@ -91,7 +91,7 @@ class ChampionSection(Section):
 
     def baselines(self, checkpoint_asset_key: dg.AssetKey) -> list[BaselineFinder]:
         """The champion as a score-check baseline: only when the metric is a higher score."""
-        if not (self.enabled and self.baseline and self.metric == "score"):
+        if not (self.baseline and self.metric == "score"):
             return []
         if self.direction != "higher":
             return []
@@ -110,8 +110,6 @@ class ChampionSection(Section):
         checkpoint_asset_key: dg.AssetKey,
         group_name: str | None,
     ) -> dg.Definitions:
-        if not self.enabled:
-            return dg.Definitions()
         route = self.on_change
         rule = ChampionRule(**self.model_dump(include=set(ChampionRule.__dataclass_fields__)))
         options = ChampionOptions(

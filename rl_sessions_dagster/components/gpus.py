@@ -48,8 +48,6 @@ class IdleGuardConfig(_GuardOptions):  # type: ignore[valid-type,misc] # a deriv
     running: bool = running_field()
 
     def build(self, resource_key: str, spend_db_path: str | None) -> dg.Definitions:
-        if not self.enabled:
-            return dg.Definitions()
         policy = IdlePolicy(**self.model_dump(include=set(IdlePolicy.__dataclass_fields__)))
         options = IdleGuardOptions(
             resource_key=resource_key,
@@ -89,8 +87,6 @@ class SpendScheduleConfig(Section):
     )
 
     def build(self, resource_key: str, group_name: str | None) -> dg.Definitions:
-        if not self.enabled:
-            return dg.Definitions()
         asset = build_spend_asset(
             key=dg.AssetKey.from_user_string(self.key),
             resource_key=resource_key,

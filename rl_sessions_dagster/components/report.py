@@ -43,8 +43,6 @@ class ReportSection(Section):
     def build(
         self, resource_key: str, group_name: str | None, evaluation_key: str, spend_db: str | None
     ) -> dg.Definitions:
-        if not self.enabled:
-            return dg.Definitions()
         report = build_session_report_asset(
             key=dg.AssetKey.from_user_string(self.key),
             resource_key=resource_key,
@@ -57,6 +55,6 @@ class ReportSection(Section):
 
     def routes(self, existing: Sequence[EventRoute]) -> list[EventRoute]:
         """``event_kinds`` to the report, unless ``route: false``."""
-        if not self.enabled or not self.route:
+        if not self.route:
             return []
         return section_route("report", self.event_kinds, self.key, self.job_name, existing)

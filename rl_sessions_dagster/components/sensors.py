@@ -255,7 +255,7 @@ class ResourceSensorSection(SensorSection):
     )
 
     def build(self, resource_key: str, spend_db_path: str | None) -> dg.Definitions:
-        if not self.enabled or not self.routes:
+        if not self.routes:
             return dg.Definitions()
         routes = [
             ResourceRoute(
