@@ -103,7 +103,4 @@ class EvaluationSection(EvaluationSpec, Section):
 
     def routes(self, existing: Sequence[EventRoute]) -> list[EventRoute]:
         """checkpoint_registered to this asset, unless ``route: false``."""
-        if not self.route:
-            return []
-        kinds = [EventKind.CHECKPOINT_REGISTERED]
-        return section_route("evaluation", kinds, self.key, self.job_name, existing)
+        return section_route("evaluation", self, [EventKind.CHECKPOINT_REGISTERED], existing)

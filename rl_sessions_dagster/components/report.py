@@ -55,6 +55,4 @@ class ReportSection(Section):
 
     def routes(self, existing: Sequence[EventRoute]) -> list[EventRoute]:
         """``event_kinds`` to the report, unless ``route: false``."""
-        if not self.route:
-            return []
-        return section_route("report", self.event_kinds, self.key, self.job_name, existing)
+        return section_route("report", self, self.event_kinds, existing)

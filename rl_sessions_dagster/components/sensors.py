@@ -82,14 +82,12 @@ def schedule_status(running: bool) -> dg.DefaultScheduleStatus:
 
 
 def section_route(
-    section: str,
-    kinds: Collection[EventKind | str],
-    key: str,
-    job_name: str,
-    existing: Sequence[EventRoute],
+    section: str, config: Any, kinds: Collection[EventKind | str], existing: Sequence[EventRoute]
 ) -> list[EventRoute]:
-    """The route a section (``evaluation:``, ``report:``) adds to the session sensor, unless
-    ``sessions.routes:`` routes one of its kinds already."""
+    """The route a section (``evaluation:``, ``report:``) adds to the session sensor: none with
+    ``route: false``; refused when ``sessions.routes:`` routes one of its kinds already."""
+    if not config.route:
+        return []
     wanted = event_kinds(kinds)
     taken = sorted(k.value for r in existing for k in r.kinds & wanted)
     if taken:
@@ -97,8 +95,8 @@ def section_route(
             f"{section}: {', '.join(taken)} {'is' if len(taken) == 1 else 'are'} already routed "
             f"under sessions.routes:; remove that route or set {section}.route: false"
         )
-    selection = dg.AssetSelection.assets(dg.AssetKey.from_user_string(key))
-    return [EventRoute(wanted, assets=selection, job_name=job_name)]
+    selection = dg.AssetSelection.assets(dg.AssetKey.from_user_string(config.key))
+    return [EventRoute(wanted, assets=selection, job_name=config.job_name)]
 
 
 def _name_field(default: Any = ...) -> Any:
