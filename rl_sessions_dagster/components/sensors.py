@@ -3,13 +3,13 @@
 
 import copy
 from collections.abc import Collection, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import dagster as dg
 from pydantic import Field, create_model
 from pydantic_core import PydanticUndefined
 
-from ..core.events import CHECKPOINT_EVENTS, EventKind, SessionFilter
+from ..core.events import CHECKPOINT_EVENTS, EventKind, ResourceEventKind, SessionFilter
 from ..partitions import CHECKPOINT_PARTITIONS
 from ..sensors import (
     EventRoute,
@@ -44,23 +44,13 @@ def options_section(
     return create_model(name, __base__=Section, __module__=__name__, __doc__=doc, **fields)
 
 
-#: The session event kinds as YAML spells them (``EventKind`` values; a test keeps them equal).
-EventKindName = Literal[
-    "checkpoint_created",
-    "checkpoint_registered",
-    "session_stopped",
-    "session_error",
-    "session_expired",
-    "session_status_changed",
-]
-#: The model-resource event kinds as YAML spells them (``ResourceEventKind`` values).
-ResourceEventKindName = Literal[
-    "resource_ready",
-    "resource_error",
-    "resource_stopped",
-    "resource_expiring",
-    "resource_queued_long",
-]
+#: The event kinds as YAML spells them: the enums' values, a ``Literal`` for the schema.
+if TYPE_CHECKING:
+    EventKindName: TypeAlias = str
+    ResourceEventKindName: TypeAlias = str
+else:
+    EventKindName = Literal[tuple(k.value for k in EventKind)]
+    ResourceEventKindName = Literal[tuple(k.value for k in ResourceEventKind)]
 
 
 def interval_field(default: int = 30) -> Any:
