@@ -76,10 +76,7 @@ class SpendScheduleConfig(Section):
     cron_schedule: str = Field(
         default="*/15 * * * *", min_length=1, description="When the spend asset refreshes (cron)."
     )
-    running: bool = Field(
-        default=True,
-        description="Default status RUNNING (else STOPPED). On by default: spend only reads.",
-    )
+    running: bool = running_field(True, " On by default: spend only reads.")
     job_name: str = Field(
         default="together_rl_spend_job",
         min_length=1,

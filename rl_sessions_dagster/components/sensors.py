@@ -59,8 +59,8 @@ def interval_field(default: int = 30) -> Any:
     )
 
 
-def running_field() -> Any:
-    return Field(default=False, description="Default status RUNNING (else STOPPED).")
+def running_field(default: bool = False, note: str = "") -> Any:
+    return Field(default=default, description=f"Default status RUNNING (else STOPPED).{note}")
 
 
 def sensor_status(running: bool) -> dg.DefaultSensorStatus:
