@@ -1,7 +1,7 @@
 """The ``report:`` section: one report per finished session, routed from its terminal event."""
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, get_args
 
 import dagster as dg
 from pydantic import Field
@@ -13,7 +13,6 @@ from .schema import Section
 from .sensors import section_route
 
 TerminalKind = Literal["session_stopped", "session_error", "session_expired"]
-_TERMINAL_KINDS: tuple[TerminalKind, ...] = ("session_error", "session_expired", "session_stopped")
 
 
 class ReportSection(Section):
@@ -25,7 +24,7 @@ class ReportSection(Section):
         default="together_rl_session_report", description="Name of the job the report runs use."
     )
     event_kinds: list[TerminalKind] = Field(
-        default_factory=lambda: list(_TERMINAL_KINDS),
+        default_factory=lambda: sorted(get_args(TerminalKind)),
         description="Which session events run a report (default: stopped, error, expired).",
     )
     route: bool = Field(
