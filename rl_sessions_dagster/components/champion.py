@@ -13,7 +13,7 @@ from ..partitions import CHAMPION_ASSET_KEY
 from ..sensors import ChampionOptions, build_champion_definitions
 from .checks import LocatedSelection
 from .schema import Section
-from .sensors import copied_field, interval_field, running_field, sensor_status
+from .sensors import copied_field, interval_field, running_field, sensor_knobs
 
 #: The numeric entries the built-in evaluation records; ``score [<grader>]`` is one per grader.
 RECORDED = (
@@ -138,6 +138,5 @@ class ChampionSection(Section):
             assets=assets,
             rule=rule,
             options=options,
-            minimum_interval_seconds=self.minimum_interval_seconds,
-            default_status=sensor_status(self.running),
+            **sensor_knobs(self),
         )

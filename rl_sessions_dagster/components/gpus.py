@@ -14,7 +14,7 @@ from .sensors import (
     options_section,
     running_field,
     schedule_status,
-    sensor_status,
+    sensor_knobs,
 )
 from .sync import SyncConfig
 
@@ -59,8 +59,7 @@ class IdleGuardConfig(_GuardOptions):  # type: ignore[valid-type,misc] # a deriv
             policy=policy,
             dry_run=self.dry_run,
             options=options,
-            minimum_interval_seconds=self.minimum_interval_seconds,
-            default_status=sensor_status(self.running),
+            **sensor_knobs(self),
         )
         return dg.Definitions(jobs=[job], sensors=[sensor])
 

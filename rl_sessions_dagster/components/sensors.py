@@ -63,8 +63,10 @@ def running_field(default: bool = False, note: str = "") -> Any:
     return Field(default=default, description=f"Default status RUNNING (else STOPPED).{note}")
 
 
-def sensor_status(running: bool) -> dg.DefaultSensorStatus:
-    return dg.DefaultSensorStatus.RUNNING if running else dg.DefaultSensorStatus.STOPPED
+def sensor_knobs(section: Any) -> dict[str, Any]:
+    """A section's ``minimum_interval_seconds`` and ``running`` as the sensor builders take them."""
+    status = dg.DefaultSensorStatus.RUNNING if section.running else dg.DefaultSensorStatus.STOPPED
+    return {"minimum_interval_seconds": section.minimum_interval_seconds, "default_status": status}
 
 
 def schedule_status(running: bool) -> dg.DefaultScheduleStatus:
@@ -194,8 +196,7 @@ class SessionSensorSection(SensorSection):
                 **Section.model_dump(self.options),
             ),
             announce=self.announce,
-            minimum_interval_seconds=self.minimum_interval_seconds,
-            default_status=sensor_status(self.running),
+            **sensor_knobs(self),
         )
         return dg.Definitions(sensors=[sensor])
 
@@ -260,7 +261,6 @@ class ResourceSensorSection(SensorSection):
                 spend_db_path=spend_db_path,
                 **Section.model_dump(self.options),
             ),
-            minimum_interval_seconds=self.minimum_interval_seconds,
-            default_status=sensor_status(self.running),
+            **sensor_knobs(self),
         )
         return dg.Definitions(sensors=[sensor])
