@@ -91,9 +91,7 @@ class ChampionSection(Section):
 
     def baselines(self, checkpoint_asset_key: dg.AssetKey) -> list[BaselineFinder]:
         """The champion as a score-check baseline: only when the metric is a higher score."""
-        if not (self.baseline and self.metric == "score"):
-            return []
-        if self.direction != "higher":
+        if not (self.baseline and self.metric == "score" and self.direction == "higher"):
             return []
         return [
             champion_baseline(
