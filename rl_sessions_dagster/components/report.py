@@ -9,8 +9,9 @@ from pydantic import Field
 from ..assets import build_session_report_asset
 from ..assets.report import REPORT_ASSET_KEY
 from ..sensors import EventRoute
+from .champion import ChampionSection
 from .schema import Section
-from .sensors import section_route
+from .sensors import copied_field, section_route
 
 TerminalKind = Literal["session_stopped", "session_error", "session_expired"]
 
@@ -32,9 +33,7 @@ class ReportSection(Section):
         description="Route event_kinds here (false: route them under sessions.routes:).",
     )
     metric: str = Field(default="score", description="Evaluation metadata shown per checkpoint.")
-    evaluation_key: str | None = Field(
-        default=None, description="Evaluation asset (default: the evaluation: section's key)."
-    )
+    evaluation_key: str | None = copied_field(ChampionSection, "evaluation_key")
     spend_db_path: str | None = Field(
         default=None, description="Spend tables (default: the spend: section's db_path)."
     )
