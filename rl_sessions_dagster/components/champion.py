@@ -13,7 +13,7 @@ from ..partitions import CHAMPION_ASSET_KEY
 from ..sensors import ChampionOptions, build_champion_definitions
 from .checks import LocatedSelection
 from .schema import Section
-from .sensors import copied_field, interval_field, running_field, sensor_status
+from .sensors import copied_field, interval_field, running_field, sensor_knobs
 
 #: The numeric entries the built-in evaluation records; ``score [<grader>]`` is one per grader.
 RECORDED = (
@@ -91,9 +91,7 @@ class ChampionSection(Section):
 
     def baselines(self, checkpoint_asset_key: dg.AssetKey) -> list[BaselineFinder]:
         """The champion as a score-check baseline: only when the metric is a higher score."""
-        if not (self.enabled and self.baseline and self.metric == "score"):
-            return []
-        if self.direction != "higher":
+        if not (self.baseline and self.metric == "score" and self.direction == "higher"):
             return []
         return [
             champion_baseline(
@@ -110,8 +108,6 @@ class ChampionSection(Section):
         checkpoint_asset_key: dg.AssetKey,
         group_name: str | None,
     ) -> dg.Definitions:
-        if not self.enabled:
-            return dg.Definitions()
         route = self.on_change
         rule = ChampionRule(**self.model_dump(include=set(ChampionRule.__dataclass_fields__)))
         options = ChampionOptions(
@@ -140,6 +136,5 @@ class ChampionSection(Section):
             assets=assets,
             rule=rule,
             options=options,
-            minimum_interval_seconds=self.minimum_interval_seconds,
-            default_status=sensor_status(self.running),
+            **sensor_knobs(self),
         )

@@ -6,7 +6,7 @@ from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard, TypeVar
 
 import dagster as dg
 from dagster_shared.yaml_utils import parse_yamls_with_source_position
@@ -15,6 +15,8 @@ from pydantic import ValidationError
 from ..evaluation.dataset import DatasetError
 from ..sensors.tick import CheckedSelection
 from .schema import CRON_HELP, CRON_PATTERN
+
+_S = TypeVar("_S")
 
 
 def _where(folder: Path | None, path: Sequence[str | int], message: str) -> str | None:
@@ -87,13 +89,14 @@ def check_crons(component: Any, folder: Path | None) -> None:
     """A templated cron, once resolved, checked as ``dg check yaml`` checks a literal one."""
     for key in type(component).model_fields:
         section = getattr(component, key)
-        for name in getattr(type(section), "model_fields", ()) if _on(section) else ():
+        for name in getattr(type(section), "model_fields", ()) if is_on(section) else ():
             value = getattr(section, name) if name.endswith("cron_schedule") else None
             if isinstance(value, str) and not re.fullmatch(CRON_PATTERN, value):
                 raise located(folder, [key, name], f"{value!r} is not {CRON_HELP}")
 
 
-def _on(section: Any) -> bool:
+def is_on(section: _S | None) -> TypeGuard[_S]:
+    """A section written and not ``enabled: false``: only such a section builds anything."""
     return section is not None and getattr(section, "enabled", True)
 
 
@@ -101,28 +104,28 @@ def _names(component: Any) -> Iterator[tuple[str, str, str]]:
     """(what, name, dotted path) for each job and sensor name the YAML sets or defaults."""
     for key in ("sessions", "model_resources"):
         section = getattr(component, key)
-        if _on(section):
+        if is_on(section):
             yield "sensor", section.name, f"{key}.name"
             for i, route in enumerate(section.routes):
                 yield "job", route.job_name, f"{key}.routes.{i}.job_name"
     for key in ("evaluation", "report"):
         section = getattr(component, key)
-        if _on(section) and section.route:
+        if is_on(section) and section.route:
             yield "job", section.job_name, f"{key}.job_name"
     champion = component.champion
-    if _on(champion):
+    if is_on(champion):
         yield "sensor", champion.sensor_name, "champion.sensor_name"
         if champion.on_change is not None:
             yield "job", champion.on_change.job_name, "champion.on_change.job_name"
             on_change = f"{champion.sensor_name}_on_change"
             yield "sensor", on_change, "champion.sensor_name (+ '_on_change')"
     guard = component.idle_guard
-    if _on(guard):
+    if is_on(guard):
         yield "job", guard.name, "idle_guard.name"
         yield "sensor", f"{guard.name}_sensor", "idle_guard.name (+ '_sensor')"
     for key in ("sync", "spend"):
         section = getattr(component, key)
-        if _on(section) and getattr(section, "job_name", None):
+        if is_on(section) and getattr(section, "job_name", None):
             yield "job", section.job_name, f"{key}.job_name"
 
 

@@ -87,8 +87,6 @@ class EvaluationSection(EvaluationSpec, Section):
         checkpoint_asset_key: dg.AssetKey,
         baselines: Sequence[BaselineFinder],
     ) -> dg.Definitions:
-        if not self.enabled:
-            return dg.Definitions()
         asset = build_evaluation_asset(
             self.to_spec(),
             key=dg.AssetKey.from_user_string(self.key),
@@ -105,7 +103,4 @@ class EvaluationSection(EvaluationSpec, Section):
 
     def routes(self, existing: Sequence[EventRoute]) -> list[EventRoute]:
         """checkpoint_registered to this asset, unless ``route: false``."""
-        if not self.enabled or not self.route:
-            return []
-        kinds = [EventKind.CHECKPOINT_REGISTERED]
-        return section_route("evaluation", kinds, self.key, self.job_name, existing)
+        return section_route("evaluation", self, [EventKind.CHECKPOINT_REGISTERED], existing)

@@ -14,8 +14,9 @@ from .sensors import (
     options_section,
     running_field,
     schedule_status,
-    sensor_status,
+    sensor_knobs,
 )
+from .sync import SyncConfig
 
 #: The guard's options (stop_attempts and the tick knobs), from IdleGuardOptions.
 _GuardOptions = options_section(
@@ -47,8 +48,6 @@ class IdleGuardConfig(_GuardOptions):  # type: ignore[valid-type,misc] # a deriv
     running: bool = running_field()
 
     def build(self, resource_key: str, spend_db_path: str | None) -> dg.Definitions:
-        if not self.enabled:
-            return dg.Definitions()
         policy = IdlePolicy(**self.model_dump(include=set(IdlePolicy.__dataclass_fields__)))
         options = IdleGuardOptions(
             resource_key=resource_key,
@@ -60,8 +59,7 @@ class IdleGuardConfig(_GuardOptions):  # type: ignore[valid-type,misc] # a deriv
             policy=policy,
             dry_run=self.dry_run,
             options=options,
-            minimum_interval_seconds=self.minimum_interval_seconds,
-            default_status=sensor_status(self.running),
+            **sensor_knobs(self),
         )
         return dg.Definitions(jobs=[job], sensors=[sensor])
 
@@ -73,18 +71,11 @@ class SpendScheduleConfig(Section):
     key: str = Field(
         default="together/rl_spend", min_length=1, description="Asset key of the spend asset."
     )
-    db_path: str | None = Field(
-        default=None,
-        description="This asset's own database (URL or path, $VARS expanded at run time); "
-        "unset: the resource's.",
-    )
+    db_path: str | None = copied_field(SyncConfig, "db_path")
     cron_schedule: str = Field(
         default="*/15 * * * *", min_length=1, description="When the spend asset refreshes (cron)."
     )
-    running: bool = Field(
-        default=True,
-        description="Default status RUNNING (else STOPPED). On by default: spend only reads.",
-    )
+    running: bool = running_field(True, " On by default: spend only reads.")
     job_name: str = Field(
         default="together_rl_spend_job",
         min_length=1,
@@ -92,8 +83,6 @@ class SpendScheduleConfig(Section):
     )
 
     def build(self, resource_key: str, group_name: str | None) -> dg.Definitions:
-        if not self.enabled:
-            return dg.Definitions()
         asset = build_spend_asset(
             key=dg.AssetKey.from_user_string(self.key),
             resource_key=resource_key,

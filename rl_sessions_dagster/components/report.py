@@ -1,7 +1,7 @@
 """The ``report:`` section: one report per finished session, routed from its terminal event."""
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, get_args
 
 import dagster as dg
 from pydantic import Field
@@ -9,11 +9,11 @@ from pydantic import Field
 from ..assets import build_session_report_asset
 from ..assets.report import REPORT_ASSET_KEY
 from ..sensors import EventRoute
+from .champion import ChampionSection
 from .schema import Section
-from .sensors import section_route
+from .sensors import copied_field, section_route
 
 TerminalKind = Literal["session_stopped", "session_error", "session_expired"]
-_TERMINAL_KINDS: tuple[TerminalKind, ...] = ("session_error", "session_expired", "session_stopped")
 
 
 class ReportSection(Section):
@@ -25,7 +25,7 @@ class ReportSection(Section):
         default="together_rl_session_report", description="Name of the job the report runs use."
     )
     event_kinds: list[TerminalKind] = Field(
-        default_factory=lambda: list(_TERMINAL_KINDS),
+        default_factory=lambda: sorted(get_args(TerminalKind)),
         description="Which session events run a report (default: stopped, error, expired).",
     )
     route: bool = Field(
@@ -33,9 +33,7 @@ class ReportSection(Section):
         description="Route event_kinds here (false: route them under sessions.routes:).",
     )
     metric: str = Field(default="score", description="Evaluation metadata shown per checkpoint.")
-    evaluation_key: str | None = Field(
-        default=None, description="Evaluation asset (default: the evaluation: section's key)."
-    )
+    evaluation_key: str | None = copied_field(ChampionSection, "evaluation_key")
     spend_db_path: str | None = Field(
         default=None, description="Spend tables (default: the spend: section's db_path)."
     )
@@ -43,8 +41,6 @@ class ReportSection(Section):
     def build(
         self, resource_key: str, group_name: str | None, evaluation_key: str, spend_db: str | None
     ) -> dg.Definitions:
-        if not self.enabled:
-            return dg.Definitions()
         report = build_session_report_asset(
             key=dg.AssetKey.from_user_string(self.key),
             resource_key=resource_key,
@@ -57,6 +53,4 @@ class ReportSection(Section):
 
     def routes(self, existing: Sequence[EventRoute]) -> list[EventRoute]:
         """``event_kinds`` to the report, unless ``route: false``."""
-        if not self.enabled or not self.route:
-            return []
-        return section_route("report", self.event_kinds, self.key, self.job_name, existing)
+        return section_route("report", self, self.event_kinds, existing)

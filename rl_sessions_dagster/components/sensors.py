@@ -3,13 +3,13 @@
 
 import copy
 from collections.abc import Collection, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import dagster as dg
 from pydantic import Field, create_model
 from pydantic_core import PydanticUndefined
 
-from ..core.events import CHECKPOINT_EVENTS, EventKind, SessionFilter
+from ..core.events import CHECKPOINT_EVENTS, EventKind, ResourceEventKind, SessionFilter
 from ..partitions import CHECKPOINT_PARTITIONS
 from ..sensors import (
     EventRoute,
@@ -44,23 +44,13 @@ def options_section(
     return create_model(name, __base__=Section, __module__=__name__, __doc__=doc, **fields)
 
 
-#: The session event kinds as YAML spells them (``EventKind`` values; a test keeps them equal).
-EventKindName = Literal[
-    "checkpoint_created",
-    "checkpoint_registered",
-    "session_stopped",
-    "session_error",
-    "session_expired",
-    "session_status_changed",
-]
-#: The model-resource event kinds as YAML spells them (``ResourceEventKind`` values).
-ResourceEventKindName = Literal[
-    "resource_ready",
-    "resource_error",
-    "resource_stopped",
-    "resource_expiring",
-    "resource_queued_long",
-]
+#: The event kinds as YAML spells them: the enums' values, a ``Literal`` for the schema.
+if TYPE_CHECKING:
+    EventKindName: TypeAlias = str
+    ResourceEventKindName: TypeAlias = str
+else:
+    EventKindName = Literal[tuple(k.value for k in EventKind)]
+    ResourceEventKindName = Literal[tuple(k.value for k in ResourceEventKind)]
 
 
 def interval_field(default: int = 30) -> Any:
@@ -69,12 +59,14 @@ def interval_field(default: int = 30) -> Any:
     )
 
 
-def running_field() -> Any:
-    return Field(default=False, description="Default status RUNNING (else STOPPED).")
+def running_field(default: bool = False, note: str = "") -> Any:
+    return Field(default=default, description=f"Default status RUNNING (else STOPPED).{note}")
 
 
-def sensor_status(running: bool) -> dg.DefaultSensorStatus:
-    return dg.DefaultSensorStatus.RUNNING if running else dg.DefaultSensorStatus.STOPPED
+def sensor_knobs(section: Any) -> dict[str, Any]:
+    """A section's ``minimum_interval_seconds`` and ``running`` as the sensor builders take them."""
+    status = dg.DefaultSensorStatus.RUNNING if section.running else dg.DefaultSensorStatus.STOPPED
+    return {"minimum_interval_seconds": section.minimum_interval_seconds, "default_status": status}
 
 
 def schedule_status(running: bool) -> dg.DefaultScheduleStatus:
@@ -82,14 +74,12 @@ def schedule_status(running: bool) -> dg.DefaultScheduleStatus:
 
 
 def section_route(
-    section: str,
-    kinds: Collection[EventKind | str],
-    key: str,
-    job_name: str,
-    existing: Sequence[EventRoute],
+    section: str, config: Any, kinds: Collection[EventKind | str], existing: Sequence[EventRoute]
 ) -> list[EventRoute]:
-    """The route a section (``evaluation:``, ``report:``) adds to the session sensor, unless
-    ``sessions.routes:`` routes one of its kinds already."""
+    """The route a section (``evaluation:``, ``report:``) adds to the session sensor: none with
+    ``route: false``; refused when ``sessions.routes:`` routes one of its kinds already."""
+    if not config.route:
+        return []
     wanted = event_kinds(kinds)
     taken = sorted(k.value for r in existing for k in r.kinds & wanted)
     if taken:
@@ -97,8 +87,8 @@ def section_route(
             f"{section}: {', '.join(taken)} {'is' if len(taken) == 1 else 'are'} already routed "
             f"under sessions.routes:; remove that route or set {section}.route: false"
         )
-    selection = dg.AssetSelection.assets(dg.AssetKey.from_user_string(key))
-    return [EventRoute(wanted, assets=selection, job_name=job_name)]
+    selection = dg.AssetSelection.assets(dg.AssetKey.from_user_string(config.key))
+    return [EventRoute(wanted, assets=selection, job_name=config.job_name)]
 
 
 def _name_field(default: Any = ...) -> Any:
@@ -206,8 +196,7 @@ class SessionSensorSection(SensorSection):
                 **Section.model_dump(self.options),
             ),
             announce=self.announce,
-            minimum_interval_seconds=self.minimum_interval_seconds,
-            default_status=sensor_status(self.running),
+            **sensor_knobs(self),
         )
         return dg.Definitions(sensors=[sensor])
 
@@ -255,7 +244,7 @@ class ResourceSensorSection(SensorSection):
     )
 
     def build(self, resource_key: str, spend_db_path: str | None) -> dg.Definitions:
-        if not self.enabled or not self.routes:
+        if not self.routes:
             return dg.Definitions()
         routes = [
             ResourceRoute(
@@ -272,7 +261,6 @@ class ResourceSensorSection(SensorSection):
                 spend_db_path=spend_db_path,
                 **Section.model_dump(self.options),
             ),
-            minimum_interval_seconds=self.minimum_interval_seconds,
-            default_status=sensor_status(self.running),
+            **sensor_knobs(self),
         )
         return dg.Definitions(sensors=[sensor])

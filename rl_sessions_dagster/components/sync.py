@@ -37,8 +37,6 @@ class SyncConfig(Section):
     )
 
     def build(self, resource_key: str) -> dg.Definitions:
-        if not self.enabled:
-            return dg.Definitions()
         asset = build_session_sync_asset(resource_key=resource_key, db_path=self.db_path)
         status = schedule_status(self.running)
         job, schedule = table_job_and_schedule(

@@ -9,13 +9,12 @@ from typing import Annotated, Any, ClassVar
 import dagster as dg
 from dagster.components import Scaffolder, ScaffoldRequest, scaffold_component, scaffold_with
 from pydantic import BaseModel, Field, create_model
-from pydantic.fields import FieldInfo
 
 from ..assets import CHECKPOINT_ASSET_SPEC
 from ..partitions import CHECKPOINT_ASSET_KEY, EVALUATION_ASSET_KEY
 from ..resource import TogetherRLResource
 from .champion import ChampionSection, recorded_metrics
-from .checks import check_crons, check_unique_names, located_errors
+from .checks import check_crons, check_unique_names, is_on, located_errors
 from .evaluation import EvaluationSection
 from .gpus import IdleGuardConfig, SpendScheduleConfig
 from .report import ReportSection
@@ -98,9 +97,12 @@ _BOUNDS: dict[str, dict[str, Any]] = {
 _SECRET_ENV: dict[str, str | None] = {"api_key": "TOGETHER_API_KEY", "database_url": None}
 
 
-def _is_secret(info: FieldInfo) -> bool:
-    extra = info.json_schema_extra
-    return isinstance(extra, dict) and bool(extra.get("dagster__is_secret"))
+#: The resource's secrets, each named in YAML by its environment variable (``<field>_env``).
+_SECRETS = [
+    name
+    for name, info in TogetherRLResource.model_fields.items()
+    if isinstance(info.json_schema_extra, dict) and info.json_schema_extra.get("dagster__is_secret")
+]
 
 
 class _ResourceSectionBase(Section):
@@ -108,20 +110,17 @@ class _ResourceSectionBase(Section):
     variable (``<field>_env``) and becomes a ``dg.EnvVar``, read at run and tick time."""
 
     def build(self) -> TogetherRLResource:
-        values: dict[str, Any] = {}
-        for name, info in TogetherRLResource.model_fields.items():
-            if _is_secret(info):
-                env = getattr(self, f"{name}_env")
-                values[name] = dg.EnvVar(env) if env else None
-            else:
-                values[name] = getattr(self, name)
+        values = {name: getattr(self, name) for name in type(self).model_fields}
+        for name in _SECRETS:
+            env = values.pop(f"{name}_env")
+            values[name] = dg.EnvVar(env) if env else None
         return TogetherRLResource(**values)
 
 
 def _derived_fields() -> dict[str, Any]:
     fields: dict[str, Any] = {}
     for name, info in TogetherRLResource.model_fields.items():
-        if _is_secret(info):
+        if name in _SECRETS:
             fields[f"{name}_env"] = (
                 str | None,
                 Field(
@@ -142,8 +141,7 @@ def _derived_fields() -> dict[str, Any]:
 _ResourceSectionBase.refused = {
     name: f"'{name}' is never written in YAML: name the environment variable holding it "
     f"with {name}_env"
-    for name, info in TogetherRLResource.model_fields.items()
-    if _is_secret(info)
+    for name in _SECRETS
 }
 
 ResourceSection = create_model(
@@ -276,7 +274,7 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable, TogetherRLTrans
         key = dg.AssetKey.from_user_string(self.checkpoint_asset.key)
         eval_key = getattr(self.evaluation, "key", None) or EVALUATION_ASSET_KEY.to_user_string()
         # Spans seen by the resource sensor and the guard go where the spend asset reads them.
-        spans_db = self.spend.db_path if self.spend is not None and self.spend.enabled else None
+        spans_db = self.spend.db_path if is_on(self.spend) else None
         routes = [r.route() for r in self.sessions.routes]
         checkpoint = CHECKPOINT_ASSET_SPEC.replace_attributes(key=key, group_name=group)
         parts = [
@@ -285,32 +283,32 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable, TogetherRLTrans
                 "checkpoint",
                 self.checkpoint_asset.freshness(),
             ),
-            self._translated(
-                self.sync.build(rk), "sessions_table", schedule_freshness(self.sync.cron_schedule)
-            ),
         ]
-        if self.evaluation is not None:
-            baselines = self.champion.baselines(key) if self.champion is not None else []
+        if self.sync.enabled:
+            sync_fresh = schedule_freshness(self.sync.cron_schedule)
+            parts.append(self._translated(self.sync.build(rk), "sessions_table", sync_fresh))
+        if is_on(self.evaluation):
+            baselines = self.champion.baselines(key) if is_on(self.champion) else []
             with located_errors(context.path, "evaluation", self.evaluation):
                 routes += self.evaluation.routes(routes)
                 evaluation = self.evaluation.build(context.path, rk, group, key, baselines)
             parts.append(self._translated(evaluation, "evaluation"))
-        if self.model_resources is not None:
+        if is_on(self.model_resources):
             parts.append(self.model_resources.build(rk, spans_db))
-        if self.idle_guard is not None:
+        if is_on(self.idle_guard):
             parts.append(self.idle_guard.build(rk, spans_db))
-        if self.spend is not None:
+        if is_on(self.spend):
             spend_fresh = schedule_freshness(self.spend.cron_schedule)
             parts.append(self._translated(self.spend.build(rk, group), "spend", spend_fresh))
-        if self.report is not None:
+        if is_on(self.report):
             with located_errors(context.path, "report", self.report):
                 routes += self.report.routes(routes)
             spend_db = self.spend.db_path if self.spend is not None else None
             report = self.report.build(rk, group, eval_key, spend_db)
-            spends = [self.spend.key] if self.spend is not None and self.spend.enabled else []
+            spends = [self.spend.key] if is_on(self.spend) else []
             reads = [dg.AssetKey.from_user_string(k) for k in spends]  # each session's spend row
             parts.append(self._translated(report, "report", deps=reads))
-        if self.champion is not None:
+        if is_on(self.champion):
             champion = self.champion.build(context.path, eval_key, key, group)
             parts.append(self._translated(champion, "champion"))
         announced = key if self.checkpoint_asset.materialize_on_event else None
