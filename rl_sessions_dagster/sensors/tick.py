@@ -351,11 +351,28 @@ def check_at_tick(
         check_partitioned(sensor, target.job.name, expected, found)
 
 
-def route_request(
-    target: RouteTarget[Any], default: dg.RunRequest, event: Any, *, name_job: bool
-) -> dg.RunRequest | None:
-    """The RunRequest (naming its job when a sensor has several), through ``run_request_fn``."""
-    if name_job:
-        default = default.with_replaced_attrs(job_name=target.job.name)
-    fn: Callable[[Any, dg.RunRequest], dg.RunRequest | None] | None = target.route.run_request_fn
-    return default if fn is None else fn(event, default)
+@dataclass
+class RoutedRuns:
+    """A tick's runs, one per routed event: its job named when the sensor has several routes,
+    then reshaped (or dropped) by the route's ``run_request_fn``."""
+
+    targets: Sequence[RouteTarget[Any]]
+    requests: list[dg.RunRequest] = field(default_factory=list)
+
+    def add(
+        self, target: RouteTarget[Any], event: Any, tags: dict[str, str], partition_key: Any = None
+    ) -> dg.RunRequest | None:
+        # run_key: the event's key, unique per fact, so Dagster dedupes a replayed tick.
+        request = dg.RunRequest(run_key=event.key, tags=tags, partition_key=partition_key)
+        if len(self.targets) > 1:
+            request = request.with_replaced_attrs(job_name=target.job.name)
+        fn = target.route.run_request_fn
+        if (request := request if fn is None else fn(event, request)) is not None:
+            self.requests.append(request)
+        return request
+
+    def summary(self, outcome: Any, tracking: str, max_runs: int) -> str:
+        summary = f"{len(self.requests)} run(s) from {len(outcome.events)} event(s); {tracking}"
+        if outcome.deferred:
+            summary += f"; over max_runs_per_tick={max_runs}: rest next tick"
+        return summary
