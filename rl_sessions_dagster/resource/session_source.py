@@ -17,6 +17,7 @@ _ORDER = ("CREATING", "RUNNING", "STOPPING", "STOPPED", "ERROR", "EXPIRED")
 ACTIVE = sorted((s.short for s in ACTIVE_SESSION_STATUSES), key=_ORDER.index)
 TERMINAL = sorted((s.short for s in TERMINAL_SESSION_STATUSES), key=_ORDER.index)
 Page = tuple[list[TrainingSession], str | None]
+_FORGOTTEN = (BadRequestError, NotFoundError)  # a resumed pass's ``after`` the API forgot
 
 
 @dataclass
@@ -33,15 +34,23 @@ class ClientSessionSource:
     user_id: str | None = None  # who "me" is, learnt from a list filtered by it
     _nobody_before_ms: int | None = None
 
-    def _page(self, statuses: list[str] | None, after: str | None) -> Page:
-        page = self.client.list_sessions_page(
-            after=after,
-            limit=self.page_size,
-            status=statuses,
-            model_resources_id=self.filter.model_resources_id,
-            created_by=self.filter.created_by,
-            deadline=self.deadline,
-        )
+    def _page(
+        self, statuses: list[str] | None, after: str | None, refused: Any, signal: Any
+    ) -> Page:
+        """A page; an API refusal of the kinds ``refused`` is raised as ``signal`` (when set)."""
+        try:
+            page = self.client.list_sessions_page(
+                after=after,
+                limit=self.page_size,
+                status=statuses,
+                model_resources_id=self.filter.model_resources_id,
+                created_by=self.filter.created_by,
+                deadline=self.deadline,
+            )
+        except refused as exc:
+            if signal is None:
+                raise
+            raise signal(str(exc)) from None
         self.skipped.extend(getattr(page, "skipped", ()))
         self._learn_user_id(page.data)
         kept = [s for s in page.data if self.filter.matches(s, user_id=self.user_id, listed=True)]
@@ -68,27 +77,16 @@ class ClientSessionSource:
         return self.user_id
 
     def list_active_page(self, after: str | None, extra_statuses: Sequence[str] = ()) -> Page:
-        try:
-            return self._page([*ACTIVE, *extra_statuses], after)
-        except BadRequestError as exc:
-            if not extra_statuses:
-                raise
-            raise StatusFilterRejected(str(exc)) from None
+        signal = StatusFilterRejected if extra_statuses else None
+        return self._page([*ACTIVE, *extra_statuses], after, BadRequestError, signal)
 
     def list_terminal_page(self, after: str | None) -> Page:
-        return self._resumable_page(TERMINAL, after)
+        return self._page(
+            TERMINAL, after, _FORGOTTEN, None if after is None else ListCursorRejected
+        )
 
     def list_all_page(self, after: str | None) -> Page:
-        return self._resumable_page(None, after)
-
-    def _resumable_page(self, statuses: list[str] | None, after: str | None) -> Page:
-        """A page of a pass resuming from an ``after`` the API may have forgotten."""
-        try:
-            return self._page(statuses, after)
-        except (BadRequestError, NotFoundError) as exc:
-            if after is None:
-                raise
-            raise ListCursorRejected(str(exc)) from None
+        return self._page(None, after, _FORGOTTEN, None if after is None else ListCursorRejected)
 
     def list_inference_checkpoints_page(
         self, after: str | None

@@ -17,10 +17,10 @@ from ..core.spend import observe_spans
 from ..resource import open_table_store
 from .options import ResourceRoute, ResourceSensorOptions
 from .tick import (
+    RoutedRuns,
     Tick,
     TickOutcome,
     resolve_routes,
-    route_request,
     run_tags,
     status_tag,
     tick_sensor,
@@ -80,7 +80,7 @@ def build_model_resource_sensor(
         outcome = advance_resources(state, obs, config)
         for note in outcome.notes:
             tick.context.log.warning(note)
-        requests: list[dg.RunRequest] = []
+        runs = RoutedRuns(targets)
         for event in outcome.events:
             r = event.resource
             tags = run_tags(
@@ -97,17 +97,10 @@ def build_model_resource_sensor(
                 if event.expires_at_ms is not None and r.expires_at
                 else None,
             )
-            default = dg.RunRequest(run_key=event.key, tags=tags)
-            request = route_request(route_of[event.kind], default, event, name_job=len(targets) > 1)
-            if request is not None:
-                requests.append(request)
-        summary = (
-            f"{len(requests)} run(s) from {len(outcome.events)} event(s); "
-            f"{len(listed)} resource(s) listed; tracking {len(outcome.state.tracked)}{spans}"
-        )
-        if outcome.deferred:
-            summary += f"; over max_runs_per_tick={options.max_runs_per_tick}: rest next tick"
-        return TickOutcome(outcome.state, summary, requests)
+            runs.add(route_of[event.kind], event, tags)
+        tracking = f"{len(listed)} resource(s) listed; tracking {len(outcome.state.tracked)}{spans}"
+        summary = runs.summary(outcome, tracking, options.max_runs_per_tick)
+        return TickOutcome(outcome.state, summary, runs.requests)
 
     return tick_sensor(
         ResourceTrackerState,

@@ -14,11 +14,11 @@ from .options import EventRoute, PollingOptions
 from .options import event_kinds as parse_event_kinds
 from .tick import (
     TRANSIENT_ERRORS,
+    RoutedRuns,
     Tick,
     TickOutcome,
     check_at_tick,
     resolve_routes,
-    route_request,
     run_tags,
     status_tag,
     tick_sensor,
@@ -84,7 +84,7 @@ def build_session_sensor(
         outcome = advance(state, collected.observation, config)
         for note in outcome.notes:
             context.log.warning(note)
-        requests: list[dg.RunRequest] = []
+        runs = RoutedRuns(targets)
         materializations: list[dg.AssetMaterialization] = []
         partitions: dict[str, list[str]] = {}  # keys to add, by partitions name
 
@@ -119,22 +119,14 @@ def build_session_sensor(
             key = None
             if checkpoint is not None and route.partitioned:
                 key = checkpoint_partition_key(session, checkpoint)
-            # run_key: the event's key, unique per fact, so Dagster dedupes a replayed tick.
-            default = dg.RunRequest(run_key=event.key, tags=tags, partition_key=key)
-            request = route_request(target, default, event, name_job=len(targets) > 1)
-            if request is None:
+            if (request := runs.add(target, event, tags, key)) is None:
                 continue
-            requests.append(request)
             pdef = route.partitions_def
             if route.partitioned and pdef is not None and request.partition_key:
                 partitions.setdefault(str(pdef.name), []).append(request.partition_key)
             announce_checkpoint(event)
-        summary = (
-            f"{len(requests)} run(s) from {len(outcome.events)} event(s); "
-            f"tracking {len(outcome.state.tracked)} session(s)"
-        )
-        if outcome.deferred:
-            summary += f"; over max_runs_per_tick={options.max_runs_per_tick}: rest next tick"
+        tracking = f"tracking {len(outcome.state.tracked)} session(s)"
+        summary = runs.summary(outcome, tracking, options.max_runs_per_tick)
         if collected.interrupted:
             summary += f"; read stopped early ({collected.interrupted}), rest next tick"
         if unreadable := len(source.skipped) + len(collected.unreadable):
@@ -142,7 +134,7 @@ def build_session_sensor(
         return TickOutcome(
             outcome.state,
             summary,
-            requests,
+            runs.requests,
             [
                 dg.AddDynamicPartitionsRequest(pname, list(dict.fromkeys(keys)))
                 for pname, keys in partitions.items()

@@ -108,11 +108,25 @@ def tick_sensor(
                     tick = Tick(context, client, clock, started, started + budget, now_ms)
                     out = body(tick, state)
             except TRANSIENT_ERRORS as exc:
-                alarm = options.unavailable_alarm_seconds
-                result = unavailable(context, state, exc, now_ms, alarm, url)
+                # Skipped keeping the cursor; lasting, one tick per alarm window fails loudly.
+                # Both name the URL tried (never the key) and what to check.
+                since = state.failing_since_ms if state.failing_since_ms is not None else now_ms
+                error = next((t.error for t in stored_ticks(context, limit=1)), None)
+                if error is not None and f"{UNAVAILABLE} for" in (error.message or ""):
+                    since = now_ms  # the alarm was raised: a new window starts
+                elif now_ms - since >= options.unavailable_alarm_seconds * 1000:
+                    raise TogetherRLUnavailableError(
+                        f"{UNAVAILABLE} for {int((now_ms - since) / 60000)} min: every tick "
+                        f"since {_iso(since / 1000)} failed to read {url} (last error: {exc}). "
+                        f"The sensor keeps retrying each tick and loses nothing; {_CHECK}."
+                    ) from exc
+                reason = f"{UNAVAILABLE} at {url}, will retry next tick: {exc}; {_CHECK}"
                 if retries.count:
                     context.log.info(retries.summary())
-                return result
+                if not state.initialized:
+                    return dg.SkipReason(reason)  # nothing to keep before a first good tick
+                state.failing_since_ms = since
+                return dg.SensorResult(skip_reason=dg.SkipReason(reason), cursor=state.to_cursor())
         out.state.failing_since_ms = None
         requests = out.requests if out.requests is not None else client.stats.requests
         ms = int((time.monotonic() - started) * 1000)
@@ -129,33 +143,6 @@ def tick_sensor(
     return dg.SensorDefinition(
         evaluation_fn=evaluate, jobs=jobs, required_resource_keys={options.resource_key}, **sensor
     )
-
-
-def unavailable(
-    context: dg.SensorEvaluationContext,
-    state: TickState,
-    exc: Exception,
-    now_ms: int,
-    alarm_after_s: float,
-    base_url: str,
-) -> dg.SensorResult | dg.SkipReason:
-    """A transient failure skips the tick (cursor kept); a lasting one fails one tick loudly per
-    ``alarm_after_s`` window. Both name the URL tried (never the key) and what to check."""
-    since = state.failing_since_ms if state.failing_since_ms is not None else now_ms
-    error = next((t.error for t in stored_ticks(context, limit=1)), None)
-    if error is not None and f"{UNAVAILABLE} for" in (error.message or ""):
-        since = now_ms  # the alarm was raised: a new window starts
-    elif now_ms - since >= alarm_after_s * 1000:
-        raise TogetherRLUnavailableError(
-            f"{UNAVAILABLE} for {int((now_ms - since) / 60000)} min: every tick since "
-            f"{_iso(since / 1000)} failed to read {base_url} (last error: {exc}). The sensor "
-            f"keeps retrying each tick and loses nothing; {_CHECK}."
-        )
-    reason = f"{UNAVAILABLE} at {base_url}, will retry next tick: {exc}; {_CHECK}"
-    if not state.initialized:
-        return dg.SkipReason(reason)  # nothing to keep before the first successful tick
-    state.failing_since_ms = since
-    return dg.SensorResult(skip_reason=dg.SkipReason(reason), cursor=state.to_cursor())
 
 
 def stored_ticks(context: dg.SensorEvaluationContext, limit: int = HISTORY_DEPTH) -> list:
@@ -241,12 +228,15 @@ def status_tag(status: Any, raw: str | None) -> str:
     return status.short if status.name != "UNKNOWN" else tag_value(raw)
 
 
-def misrouted_error(
+def check_partitioned(
     sensor: str, target: str, expected: dg.DynamicPartitionsDefinition, found: object
-) -> dg.DagsterInvalidDefinitionError:
+) -> None:
+    """A checkpoint route's target, at load or at the first tick: by ``expected``, or refused."""
+    if isinstance(found, dg.DynamicPartitionsDefinition) and found.name == expected.name:
+        return
     what = f"partitioned by {getattr(found, 'name', None) or type(found).__name__}"
     what = "not partitioned" if found is None else what
-    return dg.DagsterInvalidDefinitionError(
+    raise dg.DagsterInvalidDefinitionError(
         f"Sensor '{sensor}' routes checkpoint events to '{target}', which is {what}. Each "
         f"checkpoint run carries a checkpoint partition key, so the target must be partitioned "
         f"by CHECKPOINT_PARTITIONS (dynamic partitions '{expected.name}'): "
@@ -254,10 +244,6 @@ def misrouted_error(
         "`@dg.asset(partitions_def=CHECKPOINT_PARTITIONS, ...)`. For unpartitioned checkpoint "
         "runs, give the route partitions_def=None."
     )
-
-
-def partitioned_by(found: object, expected: dg.DynamicPartitionsDefinition) -> bool:
-    return isinstance(found, dg.DynamicPartitionsDefinition) and found.name == expected.name
 
 
 class CheckedSelection(dg.AssetSelection):
@@ -289,9 +275,7 @@ class CheckedSelection(dg.AssetSelection):
         if self.expected is not None:
             found = {asset_graph.get(key).partitions_def for key in runnable} - {None}
             if len(found) <= 1:  # several: Dagster refuses the job itself, saying why
-                partitions = next(iter(found), None)
-                if not partitioned_by(partitions, self.expected):
-                    raise misrouted_error(self.sensor, self.job, self.expected, partitions)
+                check_partitioned(self.sensor, self.job, self.expected, next(iter(found), None))
         return self.selection.resolve_inner(asset_graph, allow_missing=allow_missing)
 
     def to_selection_str(self) -> str:
@@ -326,8 +310,8 @@ def resolve_route(sensor: str, index: int, route: R) -> RouteTarget[R]:
     found = None if isinstance(job, dg.GraphDefinition) else job.partitions_def
     # A user's asset job (define_asset_job) without partitions_def: only the asset graph knows.
     known = isinstance(job, dg.JobDefinition | dg.GraphDefinition) or found is not None
-    if expected is not None and known and not partitioned_by(found, expected):
-        raise misrouted_error(sensor, job.name, expected, found)
+    if expected is not None and known:
+        check_partitioned(sensor, job.name, expected, found)
     return RouteTarget(route, job, checked_at_load=known)
 
 
@@ -364,15 +348,31 @@ def check_at_tick(
         if target.checked_at_load or expected is None:
             continue
         found = repo.get_job(target.job.name).partitions_def
-        if not partitioned_by(found, expected):
-            raise misrouted_error(sensor, target.job.name, expected, found)
+        check_partitioned(sensor, target.job.name, expected, found)
 
 
-def route_request(
-    target: RouteTarget[Any], default: dg.RunRequest, event: Any, *, name_job: bool
-) -> dg.RunRequest | None:
-    """The RunRequest (naming its job when a sensor has several), through ``run_request_fn``."""
-    if name_job:
-        default = default.with_replaced_attrs(job_name=target.job.name)
-    fn: Callable[[Any, dg.RunRequest], dg.RunRequest | None] | None = target.route.run_request_fn
-    return default if fn is None else fn(event, default)
+@dataclass
+class RoutedRuns:
+    """A tick's runs, one per routed event: its job named when the sensor has several routes,
+    then reshaped (or dropped) by the route's ``run_request_fn``."""
+
+    targets: Sequence[RouteTarget[Any]]
+    requests: list[dg.RunRequest] = field(default_factory=list)
+
+    def add(
+        self, target: RouteTarget[Any], event: Any, tags: dict[str, str], partition_key: Any = None
+    ) -> dg.RunRequest | None:
+        # run_key: the event's key, unique per fact, so Dagster dedupes a replayed tick.
+        request = dg.RunRequest(run_key=event.key, tags=tags, partition_key=partition_key)
+        if len(self.targets) > 1:
+            request = request.with_replaced_attrs(job_name=target.job.name)
+        fn = target.route.run_request_fn
+        if (request := request if fn is None else fn(event, request)) is not None:
+            self.requests.append(request)
+        return request
+
+    def summary(self, outcome: Any, tracking: str, max_runs: int) -> str:
+        summary = f"{len(self.requests)} run(s) from {len(outcome.events)} event(s); {tracking}"
+        if outcome.deferred:
+            summary += f"; over max_runs_per_tick={max_runs}: rest next tick"
+        return summary
