@@ -186,9 +186,7 @@ def sync_metadata(
         "newest_sessions": dg.MetadataValue.md(_newest_table(stats.newest)),
         "sessions_seen": dg.MetadataValue.int(stats.sessions_seen),
         "checkpoints_seen": dg.MetadataValue.int(stats.checkpoints_seen),
-        "rows_inserted": dg.MetadataValue.int(written.inserted),
-        "rows_updated": dg.MetadataValue.int(written.updated),
-        "rows_unchanged": dg.MetadataValue.int(written.unchanged),
+        **{f"rows_{name}": dg.MetadataValue.int(n) for name, n in written.as_dict().items()},
         "rows_written": dg.MetadataValue.json(
             {
                 "rl_sessions": stats.sessions_written.as_dict(),
