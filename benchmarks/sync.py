@@ -23,7 +23,7 @@ from typing import Any
 from rl_sessions_dagster import TogetherRLResource
 from rl_sessions_dagster.api.clock import ServerClock
 from rl_sessions_dagster.assets.sync import SyncConfig, _Run, run_sync
-from rl_sessions_dagster.assets.sync_metadata import SyncStats
+from rl_sessions_dagster.assets.sync_reading import SyncStats
 from rl_sessions_dagster.storage import SQLAlchemyTableStore
 
 from .simproc import API_KEY, SimProcess, simulator

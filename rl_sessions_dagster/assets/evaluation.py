@@ -166,9 +166,7 @@ def evaluation_metadata(
             meta[f"score {current.session_label}"] = dg.MetadataValue.float(result.score)
     meta.update({f"score [{n}]": v for n, v in result.grader_scores.items() if v is not None})
     meta.update(
-        passed=dg.MetadataValue.int(result.passed),
-        failed=dg.MetadataValue.int(result.failed),
-        unreadable=dg.MetadataValue.int(result.unreadable),
+        {n: dg.MetadataValue.int(getattr(result, n)) for n in ("passed", "failed", "unreadable")},
         answers=dg.MetadataValue.int(result.calls),
         items=_table(result, loaded.spec.table_rows),
         latency_p50_ms=dg.MetadataValue.float(round(result.latency_p50_s * 1000, 2)),

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import dagster as dg
+import sqlalchemy as sa
 from pydantic import Field
 
 from ..api import RLSessionsClient
@@ -32,10 +33,19 @@ from ..resource.tables import (
     table_kinds,
 )
 from ..storage.rows import CheckpointRow, SessionRow, SessionStore, checkpoint_rows, session_row
-from .sync_metadata import SESSION_TABLE_SCHEMA, SyncStats, sync_metadata
-from .sync_reading import SYNC_TRACKER_CONFIG, WalkWatch, state_key
+from ..storage.schema import define_tables
+from .sync_reading import SYNC_TRACKER_CONFIG, SyncStats, WalkWatch, state_key, sync_metadata
 
 SESSION_SYNC_ASSET_KEY = dg.AssetKey(["together", "rl_sessions_table"])
+
+SESSION_TABLE_SCHEMA = dg.TableSchema(
+    [
+        dg.TableColumn(
+            c.name, "integer" if isinstance(c.type, sa.Integer) else "text", description=c.doc
+        )
+        for c in define_tables().sessions.columns
+    ]
+)
 
 #: Builds the store for one run from the resolved ``db_path`` (ignore it for non-file stores).
 StoreFactory = Callable[[str], "SessionStore"]

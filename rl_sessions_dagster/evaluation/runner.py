@@ -104,11 +104,11 @@ class EvaluationSpec(BaseModel):
             raise ValueError("give exactly one of dataset (a JSONL file) or items (inline)")
         return self
 
-    def check_cap(self, dataset: Dataset) -> None:
-        """Raise ValueError when the dataset needs more calls than ``max_calls``."""
+    def check_cap(self, dataset: Dataset, error: Callable[[str], Exception] = ValueError) -> None:
+        """Raise ``error`` (ValueError) when the dataset needs more calls than ``max_calls``."""
         needed = len(dataset) * self.samples
         if self.max_calls is not None and needed > self.max_calls:
-            raise ValueError(
+            raise error(
                 f"{len(dataset)} items x {self.samples} samples = {needed} calls, more than "
                 f"max_calls={self.max_calls}"
             )
@@ -129,10 +129,7 @@ class EvaluationSpec(BaseModel):
             for grader in graders:
                 if (problem := grader.check(item)) is not None:
                     raise item_error(problem, dataset.source, item.line or 0, inline)
-        try:
-            self.check_cap(dataset)
-        except ValueError as exc:
-            raise DatasetError(str(exc), source=dataset.source) from None
+        self.check_cap(dataset, lambda message: DatasetError(message, source=dataset.source))
         return LoadedEvaluation(dataset, graders, self)
 
 
@@ -240,10 +237,7 @@ def run_evaluation(
     retries (the rest are cancelled), or items x samples exceeds ``max_calls`` (before any call)."""
     if not graders:
         raise ValueError("an evaluation needs at least one grader")
-    try:
-        spec.check_cap(dataset)
-    except ValueError as exc:
-        raise EvaluationFailed(f"call cap: {exc}") from None
+    spec.check_cap(dataset, lambda message: EvaluationFailed(f"call cap: {message}"))
     started = time.perf_counter()
     stop = threading.Event()
     retried = client.stats.retries

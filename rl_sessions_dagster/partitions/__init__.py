@@ -94,10 +94,9 @@ def checkpoint_metadata(
     }
     if checkpoint.step is not None:
         meta["step"] = dg.MetadataValue.int(checkpoint.step)
-    if session.display_name:
-        meta["display_name"] = dg.MetadataValue.text(session.display_name)
-    if session.base_model:
-        meta["base_model"] = dg.MetadataValue.text(session.base_model)
+    for name in ("display_name", "base_model"):
+        if value := getattr(session, name):
+            meta[name] = dg.MetadataValue.text(value)
     if checkpoint.created_at is not None:
         meta["created_at"] = dg.MetadataValue.timestamp(checkpoint.created_at)
     if reg is not None:

@@ -9,7 +9,7 @@ import sqlalchemy as sa
 
 from rl_sessions_dagster.api.clock import ServerClock
 from rl_sessions_dagster.assets.sync import SyncConfig, _Run
-from rl_sessions_dagster.assets.sync_metadata import SyncStats
+from rl_sessions_dagster.assets.sync_reading import SyncStats
 from rl_sessions_dagster.storage import SQLAlchemyTableStore
 from rl_sessions_dagster.testing import RLSimulator
 from tests.support import sim_resource
