@@ -168,9 +168,8 @@ def build_session_report_asset(
     group_name: str | None = "together_rl",
     description: str | None = None,
 ) -> dg.AssetsDefinition:
-    """An asset reporting one finished session per materialization (named by the run's
-    ``together/session_id`` tag). Scores are ``evaluation_key``'s ``metric`` metadata; spend
-    comes from the library's tables, or ``spend_db_path`` if the spend asset has its own."""
+    """One finished session per materialization (the run's ``together/session_id`` tag); scores
+    are ``evaluation_key``'s ``metric`` metadata, spend from the tables or ``spend_db_path``."""
 
     @dg.asset(
         key=dg.AssetKey.from_coercible(key),

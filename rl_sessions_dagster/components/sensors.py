@@ -76,8 +76,7 @@ def schedule_status(running: bool) -> dg.DefaultScheduleStatus:
 def section_route(
     section: str, config: Any, kinds: Collection[EventKind | str], existing: Sequence[EventRoute]
 ) -> list[EventRoute]:
-    """The route a section (``evaluation:``, ``report:``) adds to the session sensor: none with
-    ``route: false``; refused when ``sessions.routes:`` routes one of its kinds already."""
+    """A section's route to the session sensor; refused when ``sessions.routes:`` has its kinds."""
     if not config.route:
         return []
     wanted = event_kinds(kinds)
