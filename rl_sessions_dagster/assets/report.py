@@ -1,6 +1,5 @@
-"""``build_session_report_asset``: one report per finished session: the session from the API,
-each checkpoint's latest score from the evaluation, the spend from the spend tables. A missing
-score or spend is said in the report, never a failure."""
+"""``build_session_report_asset``: one report per finished session, with each checkpoint's latest
+score and the spend. A missing score or spend is said in the report, never a failure."""
 
 import os
 from collections.abc import Sequence
@@ -110,8 +109,7 @@ def report_markdown(
             lines += [f"{metric} by step: `{line}`", ""]
         lines += [f"| step | checkpoint | model | {metric} |", "|---:|---|---|---:|"]
         for r in rows:
-            value = r[metric]
-            shown = "not evaluated" if value is None else f"{value:.4f}"
+            shown = "not evaluated" if r[metric] is None else f"{r[metric]:.4f}"
             lines.append(
                 f"| {r['step']} | `{r['partition']}` | {r['model_name'] or '-'} | {shown} |"
             )
