@@ -1,5 +1,4 @@
-"""The Component's sensor sections, one shape for both event families (``name``, ``running``,
-``filter``, ``options``, ``routes``), and the helpers every section shares."""
+"""The Component's sensor sections, one shape for both event families, and the section helpers."""
 
 import copy
 from collections.abc import Collection, Sequence
