@@ -1,6 +1,5 @@
 """``build_evaluation_asset``: each registered checkpoint's model answers the dataset; a run
-records the score (also as ``score <session label>`` and the session's ``score by step``), an
-items table, latency, tokens and cost; a check compares the score with baselines."""
+records the score, an items table, latency, tokens and cost; a check compares with baselines."""
 
 import json
 from collections.abc import Callable, Sequence
@@ -207,8 +206,7 @@ def build_evaluation_asset(
     progress_seconds: float = 10.0,
 ) -> dg.AssetsDefinition:
     """A checkpoint-partitioned asset evaluating each registered checkpoint, with a score check.
-    ``spec`` is loaded now (``base_dir`` resolves a relative dataset), so a bad dataset fails the
-    definitions' load; a chat call the resource's retries cannot save fails the run."""
+    ``spec`` is loaded now, so a bad dataset fails the definitions' load, not a run."""
     loaded = spec if isinstance(spec, LoadedEvaluation) else spec.load(base_dir)
     asset_key = dg.AssetKey.from_coercible(key)
     tolerance = loaded.spec.tolerance

@@ -1,6 +1,5 @@
-"""``build_session_report_asset``: one report per finished session: the session from the API,
-each checkpoint's latest score from the evaluation, the spend from the spend tables. A missing
-score or spend is said in the report, never a failure."""
+"""``build_session_report_asset``: one report per finished session, with each checkpoint's latest
+score and the spend. A missing score or spend is said in the report, never a failure."""
 
 import os
 from collections.abc import Sequence
@@ -110,8 +109,7 @@ def report_markdown(
             lines += [f"{metric} by step: `{line}`", ""]
         lines += [f"| step | checkpoint | model | {metric} |", "|---:|---|---|---:|"]
         for r in rows:
-            value = r[metric]
-            shown = "not evaluated" if value is None else f"{value:.4f}"
+            shown = "not evaluated" if r[metric] is None else f"{r[metric]:.4f}"
             lines.append(
                 f"| {r['step']} | `{r['partition']}` | {r['model_name'] or '-'} | {shown} |"
             )
@@ -168,9 +166,8 @@ def build_session_report_asset(
     group_name: str | None = "together_rl",
     description: str | None = None,
 ) -> dg.AssetsDefinition:
-    """An asset reporting one finished session per materialization (named by the run's
-    ``together/session_id`` tag). Scores are ``evaluation_key``'s ``metric`` metadata; spend
-    comes from the library's tables, or ``spend_db_path`` if the spend asset has its own."""
+    """One finished session per materialization (the run's ``together/session_id`` tag); scores
+    are ``evaluation_key``'s ``metric`` metadata, spend from the tables or ``spend_db_path``."""
 
     @dg.asset(
         key=dg.AssetKey.from_coercible(key),

@@ -1,6 +1,5 @@
 """The spend asset: estimated GPU cost (price x observed READY time) per model resource, session
-and sweep. Each run folds what it lists into the billed spans kept in the tables, so the spend is
-as precise as the schedule is frequent; :func:`run_spend` is the pass without Dagster."""
+and sweep; each run refines the billed spans kept in the tables, so frequent runs are precise."""
 
 import time
 from collections.abc import Callable, Sequence

@@ -1,6 +1,5 @@
-"""The scheduled sync: a flat copy of every RL session and its checkpoints. A run reads what can
-have changed (``sync_reading``); a full walk lists everything and marks what the API no longer
-lists. Upserts are idempotent and the state is saved after the rows, so a failure loses nothing."""
+"""The scheduled sync: a flat copy of every RL session and its checkpoints. Upserts are idempotent
+and the state is saved after the rows, so a failure loses nothing."""
 
 import contextlib
 import dataclasses
@@ -89,9 +88,8 @@ def run_sync(
     stats: SyncStats | None = None,
     seen: set[str] | None = None,
 ) -> SyncStats:
-    """Upsert ``sessions`` and their checkpoints into ``store``, holding one page plus one batch.
-    A session listed twice is written once; ``mark_missing`` (an unfiltered walk only) marks
-    stored sessions not listed; ``stats`` and ``seen`` carry over from an earlier call."""
+    """Upsert ``sessions`` and their checkpoints, holding one page plus one batch; ``mark_missing``
+    (an unfiltered walk only) marks stored sessions not listed."""
     now = synced_at or datetime.now(UTC)
     stats = stats if stats is not None else SyncStats(config.newest_sessions)
     started = last_progress = time.perf_counter()
@@ -142,9 +140,8 @@ def build_session_sync_asset(
     kinds: set[str] | None = None,
     description: str | None = None,
 ) -> dg.AssetsDefinition:
-    """An asset syncing every (matching) RL session into ``rl_sessions`` and ``rl_checkpoints``.
-    ``store_factory`` builds another store from ``db_path``. ``created_by`` and
-    ``model_resources_id`` go to the API; the rest of ``session_filter`` is checked per session."""
+    """An asset syncing every (matching) RL session into ``rl_sessions`` and ``rl_checkpoints``;
+    ``created_by`` and ``model_resources_id`` go to the API, the rest of the filter per session."""
     shortcuts = {"created_by": created_by, "model_resources_id": model_resources_id}
     given: dict[str, Any] = {name: value for name, value in shortcuts.items() if value is not None}
     flt = session_filter
@@ -223,8 +220,7 @@ def build_session_sync_asset(
 
 @dataclasses.dataclass
 class _Run:
-    """A full walk, an incremental read, or (``full`` with a saved state) both, so the sessions
-    the tracker waits for stay watched across the reconciliation."""
+    """A full walk, an incremental read, or both (``full`` with a saved state: nothing unwatched)."""
 
     log: Any
     client: RLSessionsClient
@@ -245,8 +241,16 @@ class _Run:
         self.log.info(f"sync mode: {stats.mode} ({'full: true' if self.config.full else why})")
         state = saved
         if stats.mode == "full":
-            walk = WalkWatch(self.clock, to_ms(self.now) or 0)
-            self._walk(walk, stats)
+            walk, flt = WalkWatch(self.clock, to_ms(self.now) or 0), self.flt
+            listing: Iterable[TrainingSession] = self.client.list_sessions(
+                created_by=flt.created_by if flt else None,
+                model_resources_id=flt.model_resources_id if flt else None,
+                page_size=self.config.page_size,
+                on_skipped=self.skipped.append,
+            )
+            if flt is not None:  # the API filtered the list: its word holds for what it filtered
+                listing = (s for s in listing if flt.matches(s, listed=True))
+            self._write(walk.watch(listing), stats, mark=flt is None)
             if saved is None:
                 state = walk.baseline()
             else:
@@ -279,18 +283,6 @@ class _Run:
             stats=stats,
             seen=self.seen,
         )
-
-    def _walk(self, walk: WalkWatch, stats: SyncStats) -> None:
-        flt = self.flt
-        listing: Iterable[TrainingSession] = self.client.list_sessions(
-            created_by=flt.created_by if flt else None,
-            model_resources_id=flt.model_resources_id if flt else None,
-            page_size=self.config.page_size,
-            on_skipped=self.skipped.append,
-        )
-        if flt is not None:  # the list is filtered by the API: its word holds for what it filtered
-            listing = (s for s in listing if flt.matches(s, listed=True))
-        self._write(walk.watch(listing), stats, mark=flt is None)
 
     def _read_changes(self, state: TrackerState, stats: SyncStats) -> TrackerState:
         flt = self.flt or SessionFilter()

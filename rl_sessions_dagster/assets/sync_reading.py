@@ -1,6 +1,5 @@
-"""What a sync run reads: a full walk lists every session; an incremental run reads what can have
-changed with the sensors' core (``collect`` → ``advance``) on its own :class:`TrackerState`, kept
-in the tables' database. And what it shows: its counts and the materialization's metadata."""
+"""What a sync run reads (a full walk, or what changed, with the sensors' core on its own
+:class:`TrackerState` kept in the tables' database) and what it shows in its metadata."""
 
 import hashlib
 import heapq

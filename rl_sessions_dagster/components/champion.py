@@ -1,5 +1,4 @@
-"""The ``champion:`` section: each sweep's best evaluated checkpoint, its sensor, and
-(``baseline: true``) the champion as a baseline of the score check."""
+"""The ``champion:`` section: each sweep's best evaluated checkpoint, its sensor and baseline."""
 
 from pathlib import Path
 
@@ -32,8 +31,7 @@ RECORDED = (
 
 
 def recorded_metrics(section: str) -> dict[str, object]:
-    """``<section>.metric``'s schema when it reads the ``evaluation:`` asset: a metric that
-    evaluation does not record is refused at its line, listing those it does."""
+    """``<section>.metric`` reading the ``evaluation:`` asset: one it does not record is refused."""
     metric = {
         "if": {"pattern": r"^score \[.+\]$"},
         "then": True,
@@ -118,9 +116,9 @@ class ChampionSection(Section):
             partitioned_job=route.partitioned if route else False,
             group_name=group_name,
         )
-        # checked when the job resolves: a selection matching no asset fails `dg check defs`
-        assets = (
-            LocatedSelection(
+        assets = None
+        if route:  # checked when the job resolves: matching no asset fails `dg check defs`
+            assets = LocatedSelection(
                 dg.AssetSelection.from_string(route.assets),
                 folder,
                 ["champion", "on_change", "assets"],
@@ -128,9 +126,6 @@ class ChampionSection(Section):
                 job=route.job_name,
                 expected=None,
             )
-            if route
-            else None
-        )
         return build_champion_definitions(
             name=self.sensor_name,
             assets=assets,

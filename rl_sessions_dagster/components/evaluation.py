@@ -102,5 +102,4 @@ class EvaluationSection(EvaluationSpec, Section):
         return dg.Definitions(assets=[asset])
 
     def routes(self, existing: Sequence[EventRoute]) -> list[EventRoute]:
-        """checkpoint_registered to this asset, unless ``route: false``."""
         return section_route("evaluation", self, [EventKind.CHECKPOINT_REGISTERED], existing)

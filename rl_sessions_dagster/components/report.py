@@ -52,5 +52,4 @@ class ReportSection(Section):
         return dg.Definitions(assets=[report])
 
     def routes(self, existing: Sequence[EventRoute]) -> list[EventRoute]:
-        """``event_kinds`` to the report, unless ``route: false``."""
         return section_route("report", self, self.event_kinds, existing)

@@ -1,5 +1,4 @@
-"""The Component's sensor sections, one shape for both event families (``name``, ``running``,
-``filter``, ``options``, ``routes``), and the helpers every section shares."""
+"""The Component's sensor sections, one shape for both event families, and the section helpers."""
 
 import copy
 from collections.abc import Collection, Sequence
@@ -76,8 +75,7 @@ def schedule_status(running: bool) -> dg.DefaultScheduleStatus:
 def section_route(
     section: str, config: Any, kinds: Collection[EventKind | str], existing: Sequence[EventRoute]
 ) -> list[EventRoute]:
-    """The route a section (``evaluation:``, ``report:``) adds to the session sensor: none with
-    ``route: false``; refused when ``sessions.routes:`` routes one of its kinds already."""
+    """A section's route to the session sensor; refused when ``sessions.routes:`` has its kinds."""
     if not config.route:
         return []
     wanted = event_kinds(kinds)

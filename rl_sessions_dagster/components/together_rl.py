@@ -305,8 +305,7 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable, TogetherRLTrans
                 routes += self.report.routes(routes)
             spend_db = self.spend.db_path if self.spend is not None else None
             report = self.report.build(rk, group, eval_key, spend_db)
-            spends = [self.spend.key] if is_on(self.spend) else []
-            reads = [dg.AssetKey.from_user_string(k) for k in spends]  # each session's spend row
+            reads = [dg.AssetKey.from_user_string(self.spend.key)] if is_on(self.spend) else []
             parts.append(self._translated(report, "report", deps=reads))
         if is_on(self.champion):
             champion = self.champion.build(context.path, eval_key, key, group)

@@ -1,6 +1,5 @@
-"""Evaluation datasets: items of chat messages (``messages``, a ``prompt``, or ``prompt_template``
-filled from the item's keys), each with its ``expected`` answer. Validated whole when the
-definitions load, so a bad file fails ``dg check defs`` naming the line, not a run hours later."""
+"""Evaluation datasets: items of chat messages, each with its ``expected`` answer. Validated whole
+when the definitions load, so a bad file fails ``dg check defs`` naming the line, not a run."""
 
 from __future__ import annotations
 

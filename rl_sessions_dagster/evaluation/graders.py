@@ -113,8 +113,6 @@ def _fold(text: str, spec: GraderSpec) -> str:
 
 
 def _text(spec: GraderSpec) -> Callable[[str, EvalItem], Grade]:
-    """``exact`` (the whole answer) or ``contains``, against any of the expected texts."""
-
     def grade(answer: str, item: EvalItem) -> Grade:
         got = _fold(answer, spec)
         texts = item.expected if isinstance(item.expected, list) else [item.expected]
@@ -150,39 +148,28 @@ def _numeric(spec: GraderSpec) -> Callable[[str, EvalItem], Grade]:
     return grade
 
 
-def _json_value(answer: str) -> Any:
-    """The answer as JSON: the whole text, else a fenced block, else the outermost braces."""
-    candidates = [answer.strip(), *(m.strip() for m in _FENCE.findall(answer))]
-    start, end = answer.find("{"), answer.rfind("}")
-    if 0 <= start < end:
-        candidates.append(answer[start : end + 1])
-    for text in candidates:
-        try:
-            return json.loads(text)
-        except ValueError:
-            continue
-    raise LookupError("the answer holds no JSON")
-
-
 def _json_field(spec: GraderSpec) -> Callable[[str, EvalItem], Grade]:
     parts = [p for p in (spec.path or "").split(".") if p]
 
     def grade(answer: str, item: EvalItem) -> Grade:
+        # the whole text, else a fenced block, else the outermost braces
+        candidates = [answer.strip(), *(m.strip() for m in _FENCE.findall(answer))]
+        start, end = answer.find("{"), answer.rfind("}")
+        if 0 <= start < end:
+            candidates.append(answer[start : end + 1])
+        for text in candidates:
+            try:
+                value = json.loads(text)
+                break
+            except ValueError:
+                continue
+        else:
+            return Grade("unreadable", "the answer holds no JSON")
         try:
-            value = _json_value(answer)
-        except LookupError as exc:
-            return Grade("unreadable", str(exc))
-        for part in parts:
-            if isinstance(value, dict) and part in value:
-                value = value[part]
-            elif (
-                isinstance(value, list)
-                and part.lstrip("-").isdigit()
-                and -len(value) <= int(part) < len(value)
-            ):
-                value = value[int(part)]
-            else:
-                return Grade("unreadable", f"no field {spec.path!r} in the answer's JSON")
+            for part in parts:
+                value = value[int(part)] if isinstance(value, list) else value[part]
+        except (LookupError, TypeError, ValueError):
+            return Grade("unreadable", f"no field {spec.path!r} in the answer's JSON")
         a, b = _as_number(value), _as_number(item.expected)
         if a is not None and b is not None and not isinstance(value, str):
             ok = _close(a, b, spec)
@@ -231,8 +218,6 @@ def resolve_grader(spec: str | GraderSpec | dict[str, Any]) -> Grader:
     if isinstance(spec, str):
         spec = {"type": "function", "function": spec} if ":" in spec else {"type": spec}
     parsed = spec if isinstance(spec, GraderSpec) else GraderSpec.model_validate(spec)
-    if parsed.type == "function" and not parsed.function:
-        raise ValueError("a 'function' grader needs function: 'package.module:function'")
     if parsed.type == "json_field" and parsed.path is None:
         raise ValueError("a 'json_field' grader needs path: (e.g. 'answer' or 'result.0.value')")
     if parsed.pattern is not None:

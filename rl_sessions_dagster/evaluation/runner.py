@@ -1,8 +1,6 @@
-"""One checkpoint evaluation: ``EvaluationSpec`` (Python and the YAML ``evaluation:`` section, one
-model whose fields are the only defaults, checked whole by ``load`` when the definitions load) and
-``run_evaluation``, whose ``concurrency`` threads share one (thread-safe) client. A call still
-failing after the client's retries fails the run: a score over the items that answered would be a
-different measurement."""
+"""One checkpoint evaluation: ``EvaluationSpec`` (Python and YAML), checked whole by ``load``, and
+``run_evaluation``. A call failing after the client's retries fails the run: a score over the
+items that answered would be a different measurement."""
 
 from __future__ import annotations
 
@@ -114,8 +112,7 @@ class EvaluationSpec(BaseModel):
             )
 
     def load(self, base_dir: str | Path | None = None) -> LoadedEvaluation:
-        """Read the dataset, build the graders, check every item against every grader: a
-        :class:`DatasetError` names the line (or too many calls), a ValueError a bad grader."""
+        """DatasetError names a bad line (or too many calls); ValueError a bad grader."""
         dataset = load_dataset(
             self.dataset, self.items, prompt_template=self.prompt_template,
             system_prompt=self.system_prompt, base_dir=base_dir,
@@ -231,10 +228,9 @@ def run_evaluation(
     on_progress: Callable[[Progress], None] | None = None,
     progress_seconds: float = 10.0,
 ) -> EvaluationResult:
-    """Ask every item ``spec.samples`` times and grade each answer with every grader.
-    ``clock`` must be the client's retry clock (deadlines are absolute on it); ``on_progress``
-    hears how far the run is every ``progress_seconds``. EvaluationFailed: a call failed after its
-    retries (the rest are cancelled), or items x samples exceeds ``max_calls`` (before any call)."""
+    """Ask every item ``spec.samples`` times; ``clock`` must be the client's retry clock (deadlines
+    are absolute on it). EvaluationFailed: a call failed after its retries (the rest are
+    cancelled), or items x samples exceeds ``max_calls`` (before any call)."""
     if not graders:
         raise ValueError("an evaluation needs at least one grader")
     spec.check_cap(dataset, lambda message: EvaluationFailed(f"call cap: {message}"))

@@ -122,8 +122,7 @@ def metadata_value(meta: Mapping[str, Any], name: str) -> Any:
 def metadata_table(
     columns: Mapping[str, str | tuple[str, str]], rows: Iterable[Sequence[Any] | Mapping[str, Any]]
 ) -> dg.MetadataValue:
-    """A table the UI renders: ``columns`` maps names to a type or (type, description); rows are
-    tuples in that order or mappings."""
+    """A table the UI renders: ``columns`` maps a name to a type or (type, description)."""
     schema = [dg.TableColumn(n, *((t,) if isinstance(t, str) else t)) for n, t in columns.items()]
     records = [
         dg.TableRecord(dict(r) if isinstance(r, Mapping) else dict(zip(columns, r, strict=True)))
@@ -174,8 +173,7 @@ def checkpoint_sweeps(
     checkpoint_asset_key: dg.AssetKey = CHECKPOINT_ASSET_KEY,
     separator: str = "-",
 ) -> dict[str, str]:
-    """The sweep of each checkpoint partition (as spend groups sessions), from the W&B group and
-    display name recorded on the checkpoint asset, else the session label."""
+    """Each checkpoint partition's sweep as spend groups sessions, from its recorded metadata."""
     meta = latest_metadata(instance, checkpoint_asset_key, sorted(set(partitions)))
     out = {}
     for p in partitions:

@@ -27,6 +27,10 @@ def test_spend_gets_its_own_job_and_schedule() -> None:
     job, schedule = table_job_and_schedule(
         asset, job_name="spend_job", cron_schedule="0 * * * *", schedule_name="spend_hourly"
     )
-    assert (schedule.name, schedule.job_name, job.name) == ("spend_hourly", "spend_job", "spend_job")
+    assert (schedule.name, schedule.job_name, job.name) == (
+        "spend_hourly",
+        "spend_job",
+        "spend_job",
+    )
     assert schedule.description == "Refresh spend_job from the Together RL API."
     assert job.description == "Refresh together/rl_spend from the Together RL API."
