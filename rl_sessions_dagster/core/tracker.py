@@ -84,14 +84,13 @@ def advance(
             newest = obs.listed_checkpoint_ms.get(sid, state.checkpoint_watermark_ms)
             state.recent_checkpoints[sid] = max(state.recent_checkpoints.get(sid, 0), newest)
     for sid, fetched in obs.fetched.items():
-        if fetched is None:
-            if state.tracked.pop(sid, None) is not None:
-                notes.append(
-                    f"session {sid} is no longer returned by the API (404); it is no longer tracked"
-                )
-        else:
+        if fetched is not None:
             snapshot[sid] = fetched
             note_unknown_status(state, fetched, notes)
+        elif state.tracked.pop(sid, None) is not None:
+            notes.append(
+                f"session {sid} is no longer returned by the API (404); it is no longer tracked"
+            )
 
     # 1. The discovery pass adopts sessions in unknown live statuses.
     if state.discovery is None and now - state.discovered_ms > config.rediscover_ms:
