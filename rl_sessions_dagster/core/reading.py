@@ -183,14 +183,13 @@ def collect(
         if state.initialized and not by_list:
             shown = {s.id for s in active} | {s.id for p in obs.pages for s in p.sessions}
             due = [sid for sid in waiting if sid not in shown]
-            if due:
-                below = oldest_pending_ms(state, due)
-                recheck = None
-                if below is not None:
-                    recheck = read_checkpoints(
-                        result, source, need_below_ms=below, max_pages=RECHECK_PAGES
-                    )
-                _fetch(result, source, registration_fetches(state, due, recheck))
+            below = oldest_pending_ms(state, due)  # None when nothing is due
+            recheck = None
+            if below is not None:
+                recheck = read_checkpoints(
+                    result, source, need_below_ms=below, max_pages=RECHECK_PAGES
+                )
+            _fetch(result, source, registration_fetches(state, due, recheck))
     except Interrupted:
         pass
     result.fetched_ids = list(obs.fetched)

@@ -134,26 +134,6 @@ def _remember(
         _apply(entry, event)
 
 
-def _entry_for(
-    state: ResourceTrackerState,
-    r: ModelResource,
-    floor: int,
-    now: int,
-    config: ResourceTrackerConfig,
-) -> TrackedResource | None:
-    """The entry to diff ``r`` against (a new one is registered); None: history or done."""
-    created = to_ms(r.created_at)
-    if r.id in state.tracked:
-        return state.tracked[r.id]
-    if r.id in state.recent_terminal or (created is None and is_terminal(r)):
-        return None  # without a creation time it cannot be told from history
-    if created is not None and created < floor:  # history, or just let in by the filter
-        if not is_terminal(r):
-            _remember(state, r, now, config)
-        return None
-    return state.tracked.setdefault(r.id, TrackedResource(first_seen_ms=now))
-
-
 def advance_resources(
     state: ResourceTrackerState, obs: ResourceObservation, config: ResourceTrackerConfig
 ) -> Outcome[ResourceEvent, ResourceTrackerState]:
@@ -182,11 +162,25 @@ def advance_resources(
         notes.append(f"model resource {rid} is no longer listed by the API; no longer tracked")
 
     floor = max(state.seen_max_ms - config.lookback_ms, state.baseline_ms)
+
+    def entry_for(r: ModelResource) -> TrackedResource | None:
+        """The entry to diff ``r`` against (a new one is registered); None: history or done."""
+        if r.id in state.tracked:
+            return state.tracked[r.id]
+        ms = created[r.id]
+        if r.id in state.recent_terminal or (ms is None and is_terminal(r)):
+            return None  # without a creation time it cannot be told from history
+        if ms is not None and ms < floor:  # history, or just let in by the filter
+            if not is_terminal(r):
+                _remember(state, r, now, config)
+            return None
+        return state.tracked.setdefault(r.id, TrackedResource(first_seen_ms=now))
+
     events: list[ResourceEvent] = []
     deferred = False
     ordered = sorted(by_id.values(), key=lambda r: (created[r.id] or 0, r.id))
     for i, r in enumerate(ordered):
-        entry = _entry_for(state, r, floor, now, config)
+        entry = entry_for(r)
         if entry is None:
             continue
         for event in _due(entry, r, now, config):
@@ -198,7 +192,7 @@ def advance_resources(
             _apply(entry, event)
         if deferred:  # track the rest, so the window cannot turn them into history
             for rest in ordered[i + 1 :]:
-                _entry_for(state, rest, floor, now, config)
+                entry_for(rest)
             break
         if is_terminal(r) and entry.status == r.raw_status:
             del state.tracked[r.id]

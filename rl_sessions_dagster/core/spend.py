@@ -170,11 +170,9 @@ def _split(
     idle = 0.0
     for t0, t1 in pairwise(ordered):
         active = [sid for sid, s, e in clipped if s <= t0 and e >= t1]
-        if not active:
-            idle += t1 - t0
-            continue
         for sid in active:
             shares[sid] = shares.get(sid, 0.0) + (t1 - t0) / len(active)
+        idle += 0 if active else t1 - t0
     return shares, idle
 
 

@@ -113,10 +113,5 @@ def standing(
 
 def fold(previous: Iterable[Candidate], latest: dict[str, Candidate | None]) -> list[Candidate]:
     """``latest``: each checkpoint partition's newest evaluation (None: no value, drops out)."""
-    merged = {c.partition: c for c in previous}
-    for partition, cand in latest.items():
-        if cand is None:
-            merged.pop(partition, None)
-        else:
-            merged[partition] = cand
-    return sorted(merged.values(), key=lambda c: c.partition)
+    merged = {c.partition: c for c in previous} | latest
+    return sorted((c for c in merged.values() if c is not None), key=lambda c: c.partition)

@@ -84,14 +84,13 @@ def advance(
             newest = obs.listed_checkpoint_ms.get(sid, state.checkpoint_watermark_ms)
             state.recent_checkpoints[sid] = max(state.recent_checkpoints.get(sid, 0), newest)
     for sid, fetched in obs.fetched.items():
-        if fetched is None:
-            if state.tracked.pop(sid, None) is not None:
-                notes.append(
-                    f"session {sid} is no longer returned by the API (404); it is no longer tracked"
-                )
-        else:
+        if fetched is not None:
             snapshot[sid] = fetched
             note_unknown_status(state, fetched, notes)
+        elif state.tracked.pop(sid, None) is not None:
+            notes.append(
+                f"session {sid} is no longer returned by the API (404); it is no longer tracked"
+            )
 
     # 1. The discovery pass adopts sessions in unknown live statuses.
     if state.discovery is None and now - state.discovered_ms > config.rediscover_ms:
@@ -131,7 +130,28 @@ def advance(
             state.checkpoint_watermark_ms, obs.checkpoints_read_newest_ms
         )
     _move_watermark(state, obs, config, snapshot, ended, notes)
-    _retire(state, config, snapshot, now, notes)
+
+    # 5. Stop waiting for registrations past the deadline; forget sessions that are done.
+    floor = floor_ms(state, config)
+    for sid, entry in list(state.tracked.items()):
+        expired = [p for p in entry.pending if now - p.first_seen_ms > config.registration_wait_ms]
+        for p in expired:
+            notes.append(
+                f"checkpoint {p.checkpoint_id} of session {sid} was not registered "
+                f"within {config.registration_wait_ms // 1000} s; no longer waiting"
+            )
+            entry.pending.remove(p)
+        if entry.terminal_ms is not None and not entry.pending and sid in snapshot:
+            # Remembered while the scan (or a running backfill) could show it again.
+            del state.tracked[sid]
+            created = to_ms(snapshot[sid].created_at)
+            if created is None or created >= floor or state.backfilling:
+                state.recent_terminal[sid] = created if created is not None else state.seen_max_ms
+            remember_checkpoints(state, config, snapshot[sid])
+    if not state.backfilling:
+        state.recent_terminal = {k: v for k, v in state.recent_terminal.items() if v >= floor}
+    low = checkpoint_floor(state, config)
+    state.recent_checkpoints = {k: v for k, v in state.recent_checkpoints.items() if v >= low}
     return Outcome(budget.events, state, notes, deferred=budget.exhausted)
 
 
@@ -176,33 +196,3 @@ def _move_watermark(
         state.order, state.tail = ListOrder.UNVERIFIED, None
     if state.order is not ListOrder.OLDEST_FIRST:
         state.tail = None
-
-
-def _retire(
-    state: TrackerState,
-    config: TrackerConfig,
-    snapshot: Mapping[str, TrainingSession],
-    now: int,
-    notes: list[str],
-) -> None:
-    """Stop waiting for registrations past the deadline; forget sessions that are done."""
-    floor = floor_ms(state, config)
-    for sid, entry in list(state.tracked.items()):
-        expired = [p for p in entry.pending if now - p.first_seen_ms > config.registration_wait_ms]
-        for p in expired:
-            notes.append(
-                f"checkpoint {p.checkpoint_id} of session {sid} was not registered "
-                f"within {config.registration_wait_ms // 1000} s; no longer waiting"
-            )
-            entry.pending.remove(p)
-        if entry.terminal_ms is not None and not entry.pending and sid in snapshot:
-            # Remembered while the scan (or a running backfill) could show it again.
-            del state.tracked[sid]
-            created = to_ms(snapshot[sid].created_at)
-            if created is None or created >= floor or state.backfilling:
-                state.recent_terminal[sid] = created if created is not None else state.seen_max_ms
-            remember_checkpoints(state, config, snapshot[sid])
-    if not state.backfilling:
-        state.recent_terminal = {k: v for k, v in state.recent_terminal.items() if v >= floor}
-    low = checkpoint_floor(state, config)
-    state.recent_checkpoints = {k: v for k, v in state.recent_checkpoints.items() if v >= low}

@@ -62,23 +62,15 @@ def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
 
 _SESSION_COLUMNS = tuple(f.name for f in fields(SessionRow))
 _CHECKPOINT_COLUMNS = tuple(f.name for f in fields(CheckpointRow))
-#: ``rl_resource_spend``'s span columns and the :class:`ResourceSpan` attribute each holds.
-_SPAN_COLUMNS = {
-    "status": "raw_status",
-    "base_model": "base_model",
-    "ready_from_ms": "ready_from_ms",
-    "ready_until_ms": "ready_until_ms",
-    "span_source": "source",
-    "price_per_hour": "price_per_hour",
-    "currency": "currency",
-}
-
+#: ``rl_resource_spend``'s span columns, in :class:`ResourceSpan` field order, to the field held.
+_RENAMED = {"raw_status": "status", "source": "span_source"}
+_SPAN_COLS = {_RENAMED.get(f.name, f.name): f.name for f in fields(ResourceSpan)[1:]}
 #: the :class:`ResourceSpendRow` columns beside the span.
-_SPEND_COLUMNS = ("billed_seconds", "idle_seconds", "cost", "idle_cost")
+_SPEND_COLS = {c: c for c in ("billed_seconds", "idle_seconds", "cost", "idle_cost")}
 
 
-def _span_values(span: ResourceSpan) -> dict[str, Any]:
-    return {column: getattr(span, attr) for column, attr in _SPAN_COLUMNS.items()}
+def _values(obj: object, columns: dict[str, str]) -> dict[str, Any]:
+    return {column: getattr(obj, attr) for column, attr in columns.items()}
 
 
 class SQLAlchemyTableStore:
@@ -297,7 +289,7 @@ class SQLAlchemyTableStore:
     def load_spans(self) -> dict[str, ResourceSpan]:
         with self._transaction("reading rl_resource_spend") as conn:
             t = self._tables.resource_spend
-            rows = conn.execute(sa.select(t.c.id, *(t.c[c] for c in _SPAN_COLUMNS))).all()
+            rows = conn.execute(sa.select(t.c.id, *(t.c[c] for c in _SPAN_COLS))).all()
             return {r[0]: ResourceSpan(*r) for r in rows}  # the columns in the span's field order
 
     def load_session_spend(self, session_id: str) -> tuple[float, float | None, str] | None:
@@ -316,22 +308,19 @@ class SQLAlchemyTableStore:
         now_ms: int,
     ) -> None:
         with self._transaction("writing the spend tables") as conn:
+            stamp = {"computed_at_ms": now_ms}
             by_resource = {
-                r.span.resource_id: {
-                    **_span_values(r.span),
-                    **{c: getattr(r, c) for c in _SPEND_COLUMNS},
-                    "computed_at_ms": now_ms,
-                }
+                r.span.resource_id: _values(r.span, _SPAN_COLS) | _values(r, _SPEND_COLS) | stamp
                 for r in resources
             }
-            by_session = {s.session_id: {**asdict(s), "computed_at_ms": now_ms} for s in sessions}
+            by_session = {s.session_id: asdict(s) | stamp for s in sessions}
             self._write(conn, self._tables.resource_spend, "id", by_resource)
             self._write(conn, self._tables.session_spend, "session_id", by_session)
 
     def save_spans(self, spans: Iterable[ResourceSpan], *, now_ms: int) -> None:
         """For sensors between spend runs: billed and cost columns stay (a new row starts at 0)."""
         with self._transaction("writing rl_resource_spend spans") as conn:
-            values = {s.resource_id: _span_values(s) for s in spans}
+            values = {s.resource_id: _values(s, _SPAN_COLS) for s in spans}
             table = self._tables.resource_spend
             stored: set[str] = set()
             for chunk in _chunks(list(values)):

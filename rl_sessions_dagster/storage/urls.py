@@ -44,14 +44,12 @@ def check_target(target: str, setting: str) -> None:
     if not target.strip():
         raise TableStoreConfigError(f"{setting} is empty: give a database URL or a file path")
     backend = backend_of(target)
-    if backend is None:
-        if "://" in target:  # e.g. "://host/db", "1db://…": not a URL, and not a path either
-            raise TableStoreConfigError(
-                f"{setting} is not a database URL and, holding '://', not a file path either: "
-                f"{redact_url(target)}"
-            )
-        return
-    if backend in SUPPORTED_BACKENDS:
+    if backend is None and "://" in target:  # e.g. "://host/db", "1db://…": neither URL nor path
+        raise TableStoreConfigError(
+            f"{setting} is not a database URL and, holding '://', not a file path either: "
+            f"{redact_url(target)}"
+        )
+    if backend is None or backend in SUPPORTED_BACKENDS:
         return
     hint = " (write postgresql://)" if backend in ("postgres", "pg", "psql") else ""
     raise TableStoreConfigError(
