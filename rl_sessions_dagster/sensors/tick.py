@@ -109,7 +109,6 @@ def tick_sensor(
                     out = body(tick, state)
             except TRANSIENT_ERRORS as exc:
                 # Skipped keeping the cursor; lasting, one tick per alarm window fails loudly.
-                # Both name the URL tried (never the key) and what to check.
                 since = state.failing_since_ms if state.failing_since_ms is not None else now_ms
                 error = next((t.error for t in stored_ticks(context, limit=1)), None)
                 if error is not None and f"{UNAVAILABLE} for" in (error.message or ""):
@@ -146,8 +145,7 @@ def tick_sensor(
 
 
 def stored_ticks(context: dg.SensorEvaluationContext, limit: int = HISTORY_DEPTH) -> list:
-    """The sensor's stored ticks, newest first; of several sensors of that name (other code
-    locations), the one whose stored cursor is being evaluated."""
+    """Newest first; of same-named sensors (other code locations), the one of this cursor."""
     try:
         instance = context.instance
     except Exception:  # built without an instance (a plain unit test)
