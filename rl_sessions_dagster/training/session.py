@@ -290,11 +290,8 @@ class TrainingLaunchConfig(dg.Config):
             keep_resource=self.keep_resource,
             log=context.log,
         ) as launched:
+            ids = {"session_id": launched.session_id, "model_resources_id": launched.resource.id}
             context.instance.add_run_tags(
-                context.run_id,
-                {
-                    "together/session_id": launched.session_id,
-                    "together/model_resources_id": launched.resource.id,
-                },
+                context.run_id, {f"together/{k}": v for k, v in ids.items()}
             )
             yield launched
