@@ -118,9 +118,8 @@ def resolve_tables_target(
     *,
     url_setting: str = "the asset's db_path",
 ) -> TablesTarget:
-    """``url`` (expanded), ``database_url``, ``$RL_TABLES_URL``, the instance's PostgreSQL (schema
-    ``together_rl``), else ``<DAGSTER_HOME>/together_rl_sync.sqlite``. A SQLite file is refused
-    when each run starts in a new container (it would start empty every run)."""
+    """``url``, ``database_url``, ``$RL_TABLES_URL``, the instance's PostgreSQL, else a file under
+    DAGSTER_HOME; a SQLite file is refused when each run starts in a new container (empty)."""
     if url:
         target = TablesTarget(expand_target(url), None, url_setting)
     elif resource is not None and (configured := resource.tables_url()) is not None:

@@ -191,10 +191,9 @@ def build_champion_definitions(
     default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
     description: str | None = None,
 ) -> dg.Definitions:
-    """The champion asset (by ``SWEEP_PARTITIONS``) and the sensor ``name`` keeping it. With
-    ``job`` (or ``assets``), ``<name>_on_change`` runs it once per change, read from the champion's
-    materializations: a sensor targets a job or assets, not both, and only one targeting the
-    champion shows on its page."""
+    """The champion asset (by ``SWEEP_PARTITIONS``) and the sensor ``name`` keeping it. With ``job``
+    (or ``assets``), ``<name>_on_change`` runs it once per change: a sensor targets a job or assets,
+    not both, and only one targeting the champion shows on its page."""
     options = options or ChampionOptions()
     rule = rule or ChampionRule()
     if job is not None and assets is not None:

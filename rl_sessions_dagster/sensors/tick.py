@@ -1,5 +1,4 @@
-"""What every sensor shares: the tick (a deadline under the daemon's gRPC timeout, transient
-failures as skips keeping the cursor, an outage alarm, cursor recovery from tick history, one log
+"""The tick every sensor shares (deadline, transient skips, outage alarm, cursor recovery, one log
 line) and the routes (checked at load, not at the first run; the ``together/`` run tags)."""
 
 import os
@@ -245,8 +244,7 @@ def check_partitioned(
 
 
 class CheckedSelection(dg.AssetSelection):
-    """An ``assets=`` route's selection, checked when Dagster resolves its asset job at load: it
-    must match an asset that can run, and those must have the route's partitions."""
+    """An ``assets=`` route's selection, checked at load: runnable assets with its partitions."""
 
     def __init__(self, selection: dg.AssetSelection, *, sensor: str, job: str,
                  expected: dg.DynamicPartitionsDefinition | None) -> None:  # fmt: skip
@@ -351,8 +349,7 @@ def check_at_tick(
 
 @dataclass
 class RoutedRuns:
-    """A tick's runs, one per routed event: its job named when the sensor has several routes,
-    then reshaped (or dropped) by the route's ``run_request_fn``."""
+    """A run per routed event (job named among several routes), then its ``run_request_fn``."""
 
     targets: Sequence[RouteTarget[Any]]
     requests: list[dg.RunRequest] = field(default_factory=list)

@@ -268,8 +268,7 @@ class TrainingLaunchConfig(dg.Config):
     def launch(
         self, context: dg.OpExecutionContext, together: TogetherRLResource
     ) -> Iterator[LaunchedSession]:
-        """:func:`launched_session` as configured, logging to the run and tagging it with
-        ``together/session_id`` and ``together/model_resources_id`` once they exist."""
+        """:func:`launched_session` as configured, logging to the run and tagged with its ids."""
         fields = {f.name for f in dataclasses.fields(ResourceSpec)} & type(self).model_fields.keys()
         spec = ResourceSpec(**self.model_dump(include=fields))
         wandb = {k: getattr(self, f"wandb_{k}") for k in ("entity", "project", "group", "run_name")}
