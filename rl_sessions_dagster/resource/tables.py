@@ -5,7 +5,6 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
 
 import dagster as dg
 from pydantic import Field
@@ -119,9 +118,8 @@ def resolve_tables_target(
     *,
     url_setting: str = "the asset's db_path",
 ) -> TablesTarget:
-    """``url`` (expanded), ``database_url``, ``$RL_TABLES_URL``, the instance's PostgreSQL (schema
-    ``together_rl``), else ``<DAGSTER_HOME>/together_rl_sync.sqlite``. A SQLite file is refused
-    when each run starts in a new container (it would start empty every run)."""
+    """``url``, ``database_url``, ``$RL_TABLES_URL``, the instance's PostgreSQL, else a file under
+    DAGSTER_HOME; a SQLite file is refused when each run starts in a new container (empty)."""
     if url:
         target = TablesTarget(expand_target(url), None, url_setting)
     elif resource is not None and (configured := resource.tables_url()) is not None:
@@ -162,14 +160,11 @@ def open_table_store(
     url: str | None = None,
     *,
     url_setting: str = "the asset's db_path",
-    **store_options: Any,
 ) -> "Iterator[SQLAlchemyTableStore]":
     """The tables for one run or tick, closed on exit. ``TableStoreConfigError``: a setting that
     cannot work; ``TableStoreError``: a database out of reach; neither quotes a password."""
     target = resolve_tables_target(resource, instance, url, url_setting=url_setting)
-    store = SQLAlchemyTableStore(
-        target.url, schema=target.schema, setting=target.setting, **store_options
-    )
+    store = SQLAlchemyTableStore(target.url, schema=target.schema, setting=target.setting)
     try:
         yield store
     finally:

@@ -128,8 +128,7 @@ class TogetherRLResource(dg.ConfigurableResource):
         """The configured tables' URL or path and the setting naming it; None: the instance's."""
         if self.database_url:
             return self.database_url, "TogetherRLResource.database_url"
-        env = os.environ.get(TABLES_URL_ENV)
-        if env:
+        if env := os.environ.get(TABLES_URL_ENV):
             return env, f"the {TABLES_URL_ENV} environment variable"
         return None
 

@@ -127,17 +127,6 @@ class SweepState:
         return dg.AssetMaterialization(key, f"champion of {sweep}: {what}", meta, partition=sweep)
 
 
-def _unrecorded(metric: str, records: Sequence[Any]) -> str:
-    """Why no checkpoint can win: the metric (known only when evaluations run) is in none."""
-    mats = [r.asset_materialization for r in records if r.asset_materialization is not None]
-    numeric = (dg.FloatMetadataValue, dg.IntMetadataValue)
-    found = sorted({n for m in mats for n, v in m.metadata.items() if isinstance(v, numeric)})
-    return (
-        f"champion metric '{metric}' is recorded by none of these {len(records)} evaluation(s), "
-        f"so no checkpoint can become champion; their numeric entries: {', '.join(found) or '-'}"
-    )
-
-
 def _on_change_requests(records: Sequence[Any], partitioned: bool) -> list[dg.RunRequest]:
     """One run per sweep whose champion these records changed; the change count in the run key
     makes it exactly once per change, even when the title goes back to an earlier champion."""
@@ -202,10 +191,9 @@ def build_champion_definitions(
     default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
     description: str | None = None,
 ) -> dg.Definitions:
-    """The champion asset (by ``SWEEP_PARTITIONS``) and the sensor ``name`` keeping it. With
-    ``job`` (or ``assets``), ``<name>_on_change`` runs it once per change, read from the champion's
-    materializations: a sensor targets a job or assets, not both, and only one targeting the
-    champion shows on its page."""
+    """The champion asset (by ``SWEEP_PARTITIONS``) and the sensor ``name`` keeping it. With ``job``
+    (or ``assets``), ``<name>_on_change`` runs it once per change: a sensor targets a job or assets,
+    not both, and only one targeting the champion shows on its page."""
     options = options or ChampionOptions()
     rule = rule or ChampionRule()
     if job is not None and assets is not None:
@@ -228,8 +216,15 @@ def build_champion_definitions(
             if mat is not None and mat.partition:
                 cand = candidate(mat.partition, dict(mat.metadata), rule.metric)
                 landed.append((mat.partition, cand))
-        if landed and all(c is None for _, c in landed):
-            context.log.warning(_unrecorded(rule.metric, records))
+        if landed and all(c is None for _, c in landed):  # the metric is known only now
+            mats = [r.asset_materialization for r in records if r.asset_materialization]
+            numeric = (dg.FloatMetadataValue, dg.IntMetadataValue)
+            found = {n for m in mats for n, v in m.metadata.items() if isinstance(v, numeric)}
+            context.log.warning(
+                f"champion metric '{rule.metric}' is recorded by none of these {len(records)} "
+                "evaluation(s), so no checkpoint can become champion; their numeric entries: "
+                f"{', '.join(sorted(found)) or '-'}"
+            )
         sweeps_of = checkpoint_sweeps(
             instance,
             sorted({p for p, _ in landed}),

@@ -1,5 +1,4 @@
-"""What every sensor shares: the tick (a deadline under the daemon's gRPC timeout, transient
-failures as skips keeping the cursor, an outage alarm, cursor recovery from tick history, one log
+"""The tick every sensor shares (deadline, transient skips, outage alarm, cursor recovery, one log
 line) and the routes (checked at load, not at the first run; the ``together/`` run tags)."""
 
 import os
@@ -109,7 +108,6 @@ def tick_sensor(
                     out = body(tick, state)
             except TRANSIENT_ERRORS as exc:
                 # Skipped keeping the cursor; lasting, one tick per alarm window fails loudly.
-                # Both name the URL tried (never the key) and what to check.
                 since = state.failing_since_ms if state.failing_since_ms is not None else now_ms
                 error = next((t.error for t in stored_ticks(context, limit=1)), None)
                 if error is not None and f"{UNAVAILABLE} for" in (error.message or ""):
@@ -146,8 +144,7 @@ def tick_sensor(
 
 
 def stored_ticks(context: dg.SensorEvaluationContext, limit: int = HISTORY_DEPTH) -> list:
-    """The sensor's stored ticks, newest first; of several sensors of that name (other code
-    locations), the one whose stored cursor is being evaluated."""
+    """Newest first; of same-named sensors (other code locations), the one of this cursor."""
     try:
         instance = context.instance
     except Exception:  # built without an instance (a plain unit test)
@@ -247,8 +244,7 @@ def check_partitioned(
 
 
 class CheckedSelection(dg.AssetSelection):
-    """An ``assets=`` route's selection, checked when Dagster resolves its asset job at load: it
-    must match an asset that can run, and those must have the route's partitions."""
+    """An ``assets=`` route's selection, checked at load: runnable assets with its partitions."""
 
     def __init__(self, selection: dg.AssetSelection, *, sensor: str, job: str,
                  expected: dg.DynamicPartitionsDefinition | None) -> None:  # fmt: skip
@@ -353,8 +349,7 @@ def check_at_tick(
 
 @dataclass
 class RoutedRuns:
-    """A tick's runs, one per routed event: its job named when the sensor has several routes,
-    then reshaped (or dropped) by the route's ``run_request_fn``."""
+    """A run per routed event (job named among several routes), then its ``run_request_fn``."""
 
     targets: Sequence[RouteTarget[Any]]
     requests: list[dg.RunRequest] = field(default_factory=list)

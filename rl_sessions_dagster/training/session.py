@@ -268,8 +268,7 @@ class TrainingLaunchConfig(dg.Config):
     def launch(
         self, context: dg.OpExecutionContext, together: TogetherRLResource
     ) -> Iterator[LaunchedSession]:
-        """:func:`launched_session` as configured, logging to the run and tagging it with
-        ``together/session_id`` and ``together/model_resources_id`` once they exist."""
+        """:func:`launched_session` as configured, logging to the run and tagged with its ids."""
         fields = {f.name for f in dataclasses.fields(ResourceSpec)} & type(self).model_fields.keys()
         spec = ResourceSpec(**self.model_dump(include=fields))
         wandb = {k: getattr(self, f"wandb_{k}") for k in ("entity", "project", "group", "run_name")}
@@ -290,11 +289,8 @@ class TrainingLaunchConfig(dg.Config):
             keep_resource=self.keep_resource,
             log=context.log,
         ) as launched:
+            ids = {"session_id": launched.session_id, "model_resources_id": launched.resource.id}
             context.instance.add_run_tags(
-                context.run_id,
-                {
-                    "together/session_id": launched.session_id,
-                    "together/model_resources_id": launched.resource.id,
-                },
+                context.run_id, {f"together/{k}": v for k, v in ids.items()}
             )
             yield launched
