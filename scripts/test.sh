@@ -57,6 +57,7 @@ fi
 
 lint_started=$SECONDS
 uv run --frozen ruff check .
+uv run --frozen ruff format --check .
 uv run --frozen mypy
 lint_seconds=$((SECONDS - lint_started))
 

@@ -12,12 +12,37 @@ from typing import Any
 
 import pytest
 
-from rl_sessions_dagster.api import RetryPolicy, RLSessionsClient
+from rl_sessions_dagster.api import RetryPolicy, RLSessionsClient, TogetherRLError
+from rl_sessions_dagster.api.errors import (
+    AuthenticationError,
+    BadRequestError,
+    ConflictError,
+    NotFoundError,
+    PermissionDeniedError,
+    UnprocessableEntityError,
+)
 from rl_sessions_dagster.api.retries import RetryEvent
 from rl_sessions_dagster.testing import RLSimulator
 
 #: A recognisable key: every leak check scans for it.
 KEY = "sk-SECRET-canary-123"
+
+
+def status_error(cls: type[TogetherRLError], status: int, **kw: object) -> TogetherRLError:
+    """An error as the client raises it for ``status``, retryable as the API marks it."""
+    retryable = status in (408, 429) or status >= 500
+    return cls(f"POST /x → {status}", status_code=status, retryable=retryable, **kw)  # type: ignore[arg-type]
+
+
+#: The client errors that are never retried, with their status.
+NEVER = [
+    (BadRequestError, 400),
+    (AuthenticationError, 401),
+    (PermissionDeniedError, 403),
+    (NotFoundError, 404),
+    (ConflictError, 409),
+    (UnprocessableEntityError, 422),
+]
 
 
 class RetryRecorder:
