@@ -5,6 +5,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 import dagster as dg
 from pydantic import Field
@@ -160,11 +161,14 @@ def open_table_store(
     url: str | None = None,
     *,
     url_setting: str = "the asset's db_path",
+    **store_options: Any,
 ) -> "Iterator[SQLAlchemyTableStore]":
     """The tables for one run or tick, closed on exit. ``TableStoreConfigError``: a setting that
     cannot work; ``TableStoreError``: a database out of reach; neither quotes a password."""
     target = resolve_tables_target(resource, instance, url, url_setting=url_setting)
-    store = SQLAlchemyTableStore(target.url, schema=target.schema, setting=target.setting)
+    store = SQLAlchemyTableStore(
+        target.url, schema=target.schema, setting=target.setting, **store_options
+    )
     try:
         yield store
     finally:
