@@ -42,6 +42,17 @@ def test_top_level_is_small():
     assert len(exports()["rl_sessions_dagster"]) <= 45
 
 
+def test_subpackages_export_their_concepts_only():
+    assert sum(len(names) for p, names in exports().items() if p != PACKAGES[0]) <= 60
+
+
+def test_settings_dropped_from_all_stay_importable():
+    """0.2.0 listed these in ``api.__all__``; code importing them keeps working."""
+    from rl_sessions_dagster.api import API_KEY_ENV, DEFAULT_BASE_URL
+
+    assert (API_KEY_ENV, DEFAULT_BASE_URL) == ("TOGETHER_API_KEY", "https://api.together.ai")
+
+
 @pytest.mark.parametrize("package", PACKAGES[1:])
 def test_each_name_is_exported_by_one_subpackage(package):
     """No re-export chains: besides the top-level facade, a name lives in one ``__all__``."""

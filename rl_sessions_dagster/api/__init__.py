@@ -1,7 +1,9 @@
 """Typed HTTP client for Together AI's RL (post-training) API, without Dagster: here the objects a
 user meets first; everything else from the module that defines it (``api.models``...)."""
 
-from ._http import API_KEY_ENV, DEFAULT_BASE_URL
+# The two constants stay importable from here (0.2.0 listed them) but are settings, not concepts.
+from ._http import API_KEY_ENV as API_KEY_ENV
+from ._http import DEFAULT_BASE_URL as DEFAULT_BASE_URL
 from .client import RLSessionsClient
 from .clock import ServerClock
 from .enums import SessionStatus
@@ -12,8 +14,6 @@ from .pages import Page
 from .retries import RetryPolicy
 
 __all__ = [
-    "API_KEY_ENV",
-    "DEFAULT_BASE_URL",
     "Checkpoint",
     "InferenceCheckpoint",
     "ModelResource",
