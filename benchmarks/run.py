@@ -4,7 +4,7 @@ official SDK, all on the local simulator (127.0.0.1), and writes ``BENCHMARKS.md
     uv run --frozen python -m benchmarks.run [--quick] [--sizes 1000,10000,100000]
         [--repeats N] [--budget SECONDS] [--daemon] [--out BENCHMARKS.md]
 
-``--quick``: 1,000 sessions, 2 repeats, no SDK venv creation (the SDK row is measured only if
+``--quick``: 1,000 sessions, 2 repeats (one paging pass), no SDK venv creation (the SDK row is measured only if
 ``benchmarks/.venv-sdk`` already exists), no daemon; under a minute. The generated part of the
 output file sits between two markers; text outside them (hand-written analysis) is kept.
 """
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     log(f"paging: {paging_n} sessions")
     results["paging"] = run_paging(
         paging_n,
-        repeats=2 if args.quick else max(3, min(args.repeats, 7)),
+        repeats=1 if args.quick else max(3, min(args.repeats, 7)),
         create_sdk_venv=not args.quick,
         log=log,
     )

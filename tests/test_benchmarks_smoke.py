@@ -33,7 +33,8 @@ SENSORS = (
 def test_quick_benchmark_completes_with_every_row(tmp_path):
     out = tmp_path / "BENCHMARKS.md"
     proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.run", "--quick", "--out", str(out)],
+        # 300 sessions: every row is produced at any size, and CI pays a quarter of 1,000's ticks.
+        [sys.executable, "-m", "benchmarks.run", "--quick", "--sizes", "300", "--out", str(out)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -46,7 +47,7 @@ def test_quick_benchmark_completes_with_every_row(tmp_path):
         assert heading in text
     for order in ("newest_first", "unordered"):
         for sensor in SENSORS:
-            assert f"| 1,000 | {order} | {sensor} |" in text
+            assert f"| 300 | {order} | {sensor} |" in text
     for reader in (
         "ours: `RLSessionsClient.list_sessions`",
         "raw `httpx`",
@@ -81,38 +82,3 @@ def test_evaluation_benchmark_runs_tiny_and_every_item_is_answered(tmp_path):
     assert "| sequential loop (like example_repo/evaluation.py) | 5 | 5 |" in text
     assert "| run_evaluation, concurrency 4 | 30 | 30 |" in text
     assert "| run_evaluation, faults, concurrency 4, 20% 503s | 30 | 30 |" in text
-
-
-@pytest.mark.parametrize(
-    ("bare", "settled", "loader", "verdict"),
-    [
-        (0.140, 0.100, 0.100, "met"),
-        (
-            0.185,
-            0.115,
-            0.108,
-            "not met as measured in a bare process; met where the collection is paid",
-        ),
-        (
-            0.185,
-            0.160,
-            0.140,
-            "not met as measured in a bare process; met where the collection is paid",
-        ),
-        (0.185, 0.160, 0.170, "not met"),
-        (0.185, 0.160, None, "not met"),  # a result written before the loader case existed
-    ],
-)
-def test_import_target_verdict_never_lets_the_loader_hide_a_miss(bare, settled, loader, verdict):
-    """The bare-process number decides "met"; the settled and loader numbers can only qualify
-    a miss, and both are shown."""
-    from benchmarks.report import import_target
-
-    startup = {"defs_over_dagster_s": bare, "defs_over_settled_s": settled}
-    if loader is not None:
-        startup["defs_in_loader_s"] = loader
-    target, shown, said = import_target(startup)
-    assert target == "builders and Component import ≤ 150 ms over `import dagster`"
-    assert said == verdict
-    assert shown.startswith(f"{1000 * bare:+.0f} ms")
-    assert ("inside Dagster's loader" in shown) is (loader is not None)
