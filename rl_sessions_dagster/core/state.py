@@ -290,8 +290,11 @@ def _write_waiting(tracked: dict[str, TrackedSession]) -> list[list[Any]]:
     for sid, t in tracked.items():
         key = _waiting_key(t)
         if key is not None:
-            flat = [x for p in t.pending for x in (compact_id(p.checkpoint_id),
-                                                   (p.created_ms or 0) - key[0])]  # fmt: skip
+            flat = [
+                x
+                for p in t.pending
+                for x in (compact_id(p.checkpoint_id), (p.created_ms or 0) - key[0])
+            ]
             groups.setdefault(key, {})[compact_id(sid)] = flat
     out, previous = [], 0
     for (first_seen, code, terminal_ms), members in sorted(groups.items()):
