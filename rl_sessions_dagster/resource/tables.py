@@ -29,20 +29,11 @@ _SETTING_HINT = (
 )
 #: Run launchers that start every run in a new container, by class name ...
 _CONTAINER_LAUNCHERS = {
-    "K8sRunLauncher",
-    "CeleryK8sRunLauncher",
-    "EcsRunLauncher",
-    "DockerRunLauncher",
-    "CeleryDockerRunLauncher",
+    f"{kind}RunLauncher" for kind in ("K8s", "CeleryK8s", "Ecs", "Docker", "CeleryDocker")
 }
 #: ... or by the package that ships them (their packages are not dependencies here).
-_CONTAINER_MODULES = (
-    "dagster_k8s",
-    "dagster_celery_k8s",
-    "dagster_aws.ecs",
-    "dagster_docker",
-    "dagster_celery_docker",
-    "dagster_cloud",
+_CONTAINER_MODULES = tuple(
+    f"dagster_{m}" for m in ("k8s", "celery_k8s", "aws.ecs", "docker", "celery_docker", "cloud")
 )
 
 

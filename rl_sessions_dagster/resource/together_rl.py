@@ -31,8 +31,6 @@ class Log(Protocol):
 
     def warning(self, msg: str, *args: Any, **kwargs: Any) -> Any: ...
 
-    def info(self, msg: str, *args: Any, **kwargs: Any) -> Any: ...
-
 
 class RetryLog:
     """An ``on_retry`` hook: a WARNING per retry, counted per endpoint; thread-safe (one a tick)."""
