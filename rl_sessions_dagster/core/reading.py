@@ -37,13 +37,12 @@ class ListCursorRejected(Exception):
 
 
 class SessionSource(Protocol):
-    """Pages are ``(items, next_after or None)``; list reads raise :class:`ListCursorRejected`
-    (and the active one :class:`StatusFilterRejected`); ``get_session`` returns None on a 404 or
-    raises :class:`ItemUnreadable`/:class:`SessionExcluded`. ``server_time_ms``: the API's clock."""
+    """Pages are ``(items, next_after or None)``, of finished sessions or all (``list_page``);
+    list reads raise :class:`ListCursorRejected` (the active one :class:`StatusFilterRejected`);
+    ``get_session`` returns None on a 404 or raises :class:`ItemUnreadable`/:class:`SessionExcluded`."""
 
     def list_active_page(self, after: str | None, extra_statuses: Sequence[str] = ()) -> Page: ...
-    def list_terminal_page(self, after: str | None) -> Page: ...
-    def list_all_page(self, after: str | None) -> Page: ...
+    def list_page(self, after: str | None, *, terminal: bool) -> Page: ...
     def list_inference_checkpoints_page(
         self, after: str | None
     ) -> tuple[list[Checkpoint], str | None]: ...
@@ -178,7 +177,8 @@ def collect(
             pages = obs.discovery_pages = []
             limit = discovery_pages_per_tick if state.initialized else None
             what = "discovering sessions in unknown statuses"
-            ended = _page(result, what, source.list_all_page, pages, start.after, limit)
+            list_all = partial(source.list_page, terminal=False)
+            ended = _page(result, what, list_all, pages, start.after, limit)
             obs.discovery_complete, obs.discovery_rejected = ended == "end", ended == "rejected"
         if state.initialized and not by_list:
             shown = {s.id for s in active} | {s.id for p in obs.pages for s in p.sessions}
@@ -270,8 +270,9 @@ def _scan_pages(
         page.evidence = replace(evidence)
         return stop_here
 
+    list_terminal = partial(source.list_page, terminal=True)
     what = "scanning finished sessions"
-    ended = _page(result, what, source.list_terminal_page, pages, start.after, max_pages, last)
+    ended = _page(result, what, list_terminal, pages, start.after, max_pages, last)
     obs.scan_complete, obs.scan_rejected = ended == "end", ended == "rejected"
 
 

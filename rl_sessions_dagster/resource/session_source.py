@@ -80,13 +80,9 @@ class ClientSessionSource:
         signal = StatusFilterRejected if extra_statuses else None
         return self._page([*ACTIVE, *extra_statuses], after, BadRequestError, signal)
 
-    def list_terminal_page(self, after: str | None) -> Page:
-        return self._page(
-            TERMINAL, after, _FORGOTTEN, None if after is None else ListCursorRejected
-        )
-
-    def list_all_page(self, after: str | None) -> Page:
-        return self._page(None, after, _FORGOTTEN, None if after is None else ListCursorRejected)
+    def list_page(self, after: str | None, *, terminal: bool) -> Page:
+        signal = None if after is None else ListCursorRejected
+        return self._page(TERMINAL if terminal else None, after, _FORGOTTEN, signal)
 
     def list_inference_checkpoints_page(
         self, after: str | None
