@@ -7,15 +7,14 @@ from typing import Any
 
 from ..api import RLSessionsClient, ServerClock
 from ..api.clock import to_ms
-from ..api.enums import ACTIVE_SESSION_STATUSES, TERMINAL_SESSION_STATUSES, CheckpointType
+from ..api.enums import CheckpointType, SessionStatus
 from ..api.errors import BadRequestError, DecodeError, NotFoundError
 from ..api.models import Checkpoint, TrainingSession
 from ..core.events import SessionFilter
 from ..core.reading import ItemUnreadable, ListCursorRejected, SessionExcluded, StatusFilterRejected
 
-_ORDER = ("CREATING", "RUNNING", "STOPPING", "STOPPED", "ERROR", "EXPIRED")
-ACTIVE = sorted((s.short for s in ACTIVE_SESSION_STATUSES), key=_ORDER.index)
-TERMINAL = sorted((s.short for s in TERMINAL_SESSION_STATUSES), key=_ORDER.index)
+ACTIVE = [s.short for s in SessionStatus if s.is_active]  # in the enum's (the API's) order
+TERMINAL = [s.short for s in SessionStatus if s.is_terminal]
 Page = tuple[list[TrainingSession], str | None]
 _FORGOTTEN = (BadRequestError, NotFoundError)  # a resumed pass's ``after`` the API forgot
 
