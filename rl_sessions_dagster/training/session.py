@@ -131,11 +131,7 @@ def launched_session(
             client.close()
 
 
-_PROVISIONING = (
-    ModelResourceStatus.PENDING,
-    ModelResourceStatus.CREATING,
-    ModelResourceStatus.READY,
-)
+_PROVISIONING = tuple(ModelResourceStatus[n] for n in ("PENDING", "CREATING", "READY"))
 
 
 def _create_resource(client: RLSessionsClient, spec: ResourceSpec, logger: Any) -> ModelResource:
