@@ -151,7 +151,7 @@ def collect(
             floor = checkpoint_floor(state, config)
             below = oldest_pending_ms(state, due)
             need = floor if below is None else min(floor, below)
-            read = read_checkpoints(result, source, need_below_ms=need, max_pages=None)
+            read = read_checkpoints(result, source, need)
             if read.trusted:
                 # Unfollowed sessions with a checkpoint above the floor are new; remembered ones
                 # (retired, filtered out) still listed stay remembered, never fetched.
@@ -186,9 +186,7 @@ def collect(
             below = oldest_pending_ms(state, due)  # None when nothing is due
             recheck = None
             if below is not None:
-                recheck = read_checkpoints(
-                    result, source, need_below_ms=below, max_pages=RECHECK_PAGES
-                )
+                recheck = read_checkpoints(result, source, below, max_pages=RECHECK_PAGES)
             _fetch(result, source, registration_fetches(state, due, recheck))
     except Interrupted:
         pass
@@ -277,7 +275,7 @@ def _scan_pages(
 
 
 def read_checkpoints(
-    result: Collected, source: SessionSource, *, need_below_ms: int, max_pages: int | None
+    result: Collected, source: SessionSource, need_below_ms: int, max_pages: int | None = None
 ) -> CheckpointRead:
     """Page from the top until an item is older than ``need_below_ms``."""
     read = CheckpointRead()
