@@ -157,13 +157,10 @@ def open_table_store(
     """The tables for one run or tick, closed on exit. ``TableStoreConfigError``: a setting that
     cannot work; ``TableStoreError``: a database out of reach; neither quotes a password."""
     target = resolve_tables_target(resource, instance, url, url_setting=url_setting)
-    store = SQLAlchemyTableStore(
+    with SQLAlchemyTableStore(
         target.url, schema=target.schema, setting=target.setting, **store_options
-    )
-    try:
+    ) as store:
         yield store
-    finally:
-        store.close()
 
 
 def db_metadata(display: str) -> dg.MetadataValue:
