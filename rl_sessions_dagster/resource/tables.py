@@ -77,11 +77,7 @@ def table_kinds(db_path: str | None) -> set[str]:
 
 
 def _instance_postgres_url(instance: dg.DagsterInstance) -> str | None:
-    try:
-        storage = instance.run_storage
-    except Exception:
-        return None
-    url = getattr(storage, "postgres_url", None)
+    url = getattr(instance.run_storage, "postgres_url", None)
     return url if isinstance(url, str) and backend_of(url) == "postgresql" else None
 
 
