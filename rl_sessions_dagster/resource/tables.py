@@ -76,11 +76,6 @@ def table_kinds(db_path: str | None) -> set[str]:
     return {"together", {"postgresql": "postgres", "sqlite": "sqlite"}.get(backend or "", "sql")}
 
 
-def _instance_postgres_url(instance: dg.DagsterInstance) -> str | None:
-    url = getattr(instance.run_storage, "postgres_url", None)
-    return url if isinstance(url, str) and backend_of(url) == "postgresql" else None
-
-
 def containerized_run_launcher(instance: dg.DagsterInstance) -> str | None:
     """``module.Class`` of the instance's run launcher when it starts runs in new containers,
     read from the configuration (the launcher's package need not be installed here)."""
@@ -108,11 +103,12 @@ def resolve_tables_target(
 ) -> TablesTarget:
     """``url``, ``database_url``, ``$RL_TABLES_URL``, the instance's PostgreSQL, else a file under
     DAGSTER_HOME; a SQLite file is refused when each run starts in a new container (empty)."""
+    pg = getattr(instance.run_storage, "postgres_url", None)
     if url:
         target = TablesTarget(expand_target(url), None, url_setting)
     elif resource is not None and (configured := resource.tables_url()) is not None:
         target = TablesTarget(configured[0], None, configured[1])
-    elif (pg := _instance_postgres_url(instance)) is not None:
+    elif isinstance(pg, str) and backend_of(pg) == "postgresql":
         target = TablesTarget(
             pg, TABLES_SCHEMA, f"the Dagster instance's storage (dagster.yaml); {_SETTING_HINT}"
         )
