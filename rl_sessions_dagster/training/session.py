@@ -27,8 +27,6 @@ from ..api.lifecycle import (
 from ..api.models import ModelResource, TrainingSession
 from ..resource.together_rl import TogetherRLResource
 
-_log = logging.getLogger(__name__)
-
 #: Seconds the clean-up (stop session, stop resource) may take, retries included.
 CLEANUP_SECONDS = 120.0
 
@@ -70,7 +68,7 @@ def launched_session(
     """Reuse your READY resource matching ``spec`` or create one, then a RUNNING session; on the
     way out stop both (the resource if created here). ``keep_*`` apply after success only; a stop
     the API refuses is reported, never forced. ``source``: the resource, or an open client."""
-    logger = log or _log
+    logger = log or logging.getLogger(__name__)
     owned = not isinstance(source, RLSessionsClient)
     client = source if isinstance(source, RLSessionsClient) else source.get_client()
     resource: ModelResource | None = None
