@@ -108,8 +108,7 @@ def collect(
     transient: tuple[type[BaseException], ...] = (),
     discovery_pages_per_tick: int | None = None,
 ) -> Collected:
-    """Raises only if the active list cannot be read in full. ``discovery_pages_per_tick`` bounds
-    the unfiltered pass after the first tick."""
+    """Raises only if the active list cannot be read in full."""
     result = Collected(Observation(now_ms=now_ms), out_of_time=out_of_time, transient=transient)
     obs = result.observation
 

@@ -173,8 +173,7 @@ def _create_session(
 def _find_unanswered_session(
     client: RLSessionsClient, rid: str, display_name: str | None, *, any_of_mine: bool, logger: Any
 ) -> str | None:
-    """Your one active session on the resource with this display name (any, on a resource made
-    for this launch), which an unanswered create may have started; else None."""
+    """The one active session an unanswered create may have started on ``rid``, else None."""
     if display_name is None and not any_of_mine:
         logger.warning(
             f"a session create on model resource {rid} got no answer; without a "
