@@ -110,15 +110,9 @@ def history_entry(
 
 
 def adopt(
-    session: TrainingSession,
-    state: TrackerState,
-    config: TrackerConfig,
-    now_ms: int,
-    first_tick: bool = False,
+    session: TrainingSession, state: TrackerState, config: TrackerConfig, now_ms: int
 ) -> TrackedSession:
     """A live session first met: empty if new (every fact is an event), else its history."""
-    if first_tick:
-        return history_entry(session, config, now_ms, None)
     created = to_ms(session.created_at)
     if not state.backfilling and (created is None or created < state.baseline_ms):
         return history_entry(session, config, now_ms, state.baseline_ms)
@@ -251,7 +245,10 @@ def run_discovery(
         if session.id in state.tracked:
             return True
         config = budget.config
-        entry = adopt(session, state, config, obs.now_ms, first_tick and not config.backfill)
+        if first_tick and not config.backfill:  # all of it is history
+            entry = history_entry(session, config, obs.now_ms, None)
+        else:
+            entry = adopt(session, state, config, obs.now_ms)
         done = diff_session(entry, session, obs.now_ms, budget)
         if not done and not entry.status and entry.mark is None:
             return False
