@@ -258,11 +258,10 @@ def _scan_pages(
             if ms is None:
                 continue
             evidence.see(ms)
-            against = {
-                ListOrder.NEWEST_FIRST: evidence.not_newest_first,
-                ListOrder.OLDEST_FIRST: evidence.not_oldest_first,
-            }
-            obs.order_violation |= against.get(order, False)
+            if order is ListOrder.NEWEST_FIRST:
+                obs.order_violation |= evidence.not_newest_first
+            elif order is ListOrder.OLDEST_FIRST:
+                obs.order_violation |= evidence.not_oldest_first
             stop_here |= below is not None and not obs.order_violation and ms < below
         page.evidence = replace(evidence)
         return stop_here
