@@ -53,9 +53,8 @@ def diff_session(
         return False
     if session.raw_status != entry.status:
         status = session.status
-        previous = entry.status or None
         kind = TERMINAL_EVENT_FOR_STATUS.get(status, EventKind.SESSION_STATUS_CHANGED)
-        if not budget.admit(SessionEvent(kind, session, previous_status=previous)):
+        if not budget.admit(SessionEvent(kind, session, previous_status=entry.status or None)):
             return False
         entry.status = session.raw_status
         if status.is_terminal and entry.terminal_ms is None:
