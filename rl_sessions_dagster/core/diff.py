@@ -53,9 +53,8 @@ def diff_session(
         return False
     if session.raw_status != entry.status:
         status = session.status
-        previous = entry.status or None
         kind = TERMINAL_EVENT_FOR_STATUS.get(status, EventKind.SESSION_STATUS_CHANGED)
-        if not budget.admit(SessionEvent(kind, session, previous_status=previous)):
+        if not budget.admit(SessionEvent(kind, session, previous_status=entry.status or None)):
             return False
         entry.status = session.raw_status
         if status.is_terminal and entry.terminal_ms is None:
@@ -110,15 +109,9 @@ def history_entry(
 
 
 def adopt(
-    session: TrainingSession,
-    state: TrackerState,
-    config: TrackerConfig,
-    now_ms: int,
-    first_tick: bool = False,
+    session: TrainingSession, state: TrackerState, config: TrackerConfig, now_ms: int
 ) -> TrackedSession:
     """A live session first met: empty if new (every fact is an event), else its history."""
-    if first_tick:
-        return history_entry(session, config, now_ms, None)
     created = to_ms(session.created_at)
     if not state.backfilling and (created is None or created < state.baseline_ms):
         return history_entry(session, config, now_ms, state.baseline_ms)
@@ -251,7 +244,10 @@ def run_discovery(
         if session.id in state.tracked:
             return True
         config = budget.config
-        entry = adopt(session, state, config, obs.now_ms, first_tick and not config.backfill)
+        if first_tick and not config.backfill:  # all of it is history
+            entry = history_entry(session, config, obs.now_ms, None)
+        else:
+            entry = adopt(session, state, config, obs.now_ms)
         done = diff_session(entry, session, obs.now_ms, budget)
         if not done and not entry.status and entry.mark is None:
             return False

@@ -172,7 +172,5 @@ def decide(
 
 def worth_a_look(resource: ModelResource, policy: IdlePolicy, *, now_ms: int) -> bool:
     """A cheap first pass on the resource's own fields (sessions only make idleness later)."""
-    if resource.status is not ModelResourceStatus.READY or not policy.permits(resource):
-        return False
-    since = idle_since(resource)
-    return since is None or now_ms - since >= policy.idle_ms
+    verdict = decide(resource, ResourceUse(), policy, now_ms=now_ms).verdict
+    return verdict in (IdleVerdict.STOP, IdleVerdict.IDLE_UNKNOWN)

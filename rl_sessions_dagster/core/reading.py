@@ -37,13 +37,12 @@ class ListCursorRejected(Exception):
 
 
 class SessionSource(Protocol):
-    """Pages are ``(items, next_after or None)``; list reads raise :class:`ListCursorRejected`
-    (and the active one :class:`StatusFilterRejected`); ``get_session`` returns None on a 404 or
-    raises :class:`ItemUnreadable`/:class:`SessionExcluded`. ``server_time_ms``: the API's clock."""
+    """Pages are ``(items, next_after or None)``, of finished sessions or all (``list_page``);
+    list reads raise :class:`ListCursorRejected` (the active one :class:`StatusFilterRejected`);
+    ``get_session`` returns None on a 404 or raises :class:`ItemUnreadable`/:class:`SessionExcluded`."""
 
     def list_active_page(self, after: str | None, extra_statuses: Sequence[str] = ()) -> Page: ...
-    def list_terminal_page(self, after: str | None) -> Page: ...
-    def list_all_page(self, after: str | None) -> Page: ...
+    def list_page(self, after: str | None, *, terminal: bool) -> Page: ...
     def list_inference_checkpoints_page(
         self, after: str | None
     ) -> tuple[list[Checkpoint], str | None]: ...
@@ -109,8 +108,7 @@ def collect(
     transient: tuple[type[BaseException], ...] = (),
     discovery_pages_per_tick: int | None = None,
 ) -> Collected:
-    """Raises only if the active list cannot be read in full. ``discovery_pages_per_tick`` bounds
-    the unfiltered pass after the first tick."""
+    """Raises only if the active list cannot be read in full."""
     result = Collected(Observation(now_ms=now_ms), out_of_time=out_of_time, transient=transient)
     obs = result.observation
 
@@ -152,7 +150,7 @@ def collect(
             floor = checkpoint_floor(state, config)
             below = oldest_pending_ms(state, due)
             need = floor if below is None else min(floor, below)
-            read = read_checkpoints(result, source, need_below_ms=need, max_pages=None)
+            read = read_checkpoints(result, source, need)
             if read.trusted:
                 # Unfollowed sessions with a checkpoint above the floor are new; remembered ones
                 # (retired, filtered out) still listed stay remembered, never fetched.
@@ -178,7 +176,8 @@ def collect(
             pages = obs.discovery_pages = []
             limit = discovery_pages_per_tick if state.initialized else None
             what = "discovering sessions in unknown statuses"
-            ended = _page(result, what, source.list_all_page, pages, start.after, limit)
+            list_all = partial(source.list_page, terminal=False)
+            ended = _page(result, what, list_all, pages, start.after, limit)
             obs.discovery_complete, obs.discovery_rejected = ended == "end", ended == "rejected"
         if state.initialized and not by_list:
             shown = {s.id for s in active} | {s.id for p in obs.pages for s in p.sessions}
@@ -186,9 +185,7 @@ def collect(
             below = oldest_pending_ms(state, due)  # None when nothing is due
             recheck = None
             if below is not None:
-                recheck = read_checkpoints(
-                    result, source, need_below_ms=below, max_pages=RECHECK_PAGES
-                )
+                recheck = read_checkpoints(result, source, below, max_pages=RECHECK_PAGES)
             _fetch(result, source, registration_fetches(state, due, recheck))
     except Interrupted:
         pass
@@ -261,20 +258,22 @@ def _scan_pages(
             if ms is None:
                 continue
             evidence.see(ms)
-            against = {ListOrder.NEWEST_FIRST: evidence.not_newest_first,
-                       ListOrder.OLDEST_FIRST: evidence.not_oldest_first}  # fmt: skip
-            obs.order_violation |= against.get(order, False)
+            if order is ListOrder.NEWEST_FIRST:
+                obs.order_violation |= evidence.not_newest_first
+            elif order is ListOrder.OLDEST_FIRST:
+                obs.order_violation |= evidence.not_oldest_first
             stop_here |= below is not None and not obs.order_violation and ms < below
         page.evidence = replace(evidence)
         return stop_here
 
+    list_terminal = partial(source.list_page, terminal=True)
     what = "scanning finished sessions"
-    ended = _page(result, what, source.list_terminal_page, pages, start.after, max_pages, last)
+    ended = _page(result, what, list_terminal, pages, start.after, max_pages, last)
     obs.scan_complete, obs.scan_rejected = ended == "end", ended == "rejected"
 
 
 def read_checkpoints(
-    result: Collected, source: SessionSource, *, need_below_ms: int, max_pages: int | None
+    result: Collected, source: SessionSource, need_below_ms: int, max_pages: int | None = None
 ) -> CheckpointRead:
     """Page from the top until an item is older than ``need_below_ms``."""
     read = CheckpointRead()

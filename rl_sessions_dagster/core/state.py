@@ -275,8 +275,7 @@ def _waiting_key(t: TrackedSession) -> tuple[int, str, int] | None:
     if t.terminal_ms is None or not t.pending or t.mark is None:
         return None
     first_seen = t.pending[0].first_seen_ms
-    created = [p.created_ms for p in t.pending]
-    if any(p.first_seen_ms != first_seen for p in t.pending) or None in created:
+    if any(p.first_seen_ms != first_seen or p.created_ms is None for p in t.pending):
         return None
     newest = max(p.created_ms or 0 for p in t.pending)
     implied = [short_id(p.checkpoint_id) for p in t.pending if p.created_ms == newest]
@@ -290,8 +289,11 @@ def _write_waiting(tracked: dict[str, TrackedSession]) -> list[list[Any]]:
     for sid, t in tracked.items():
         key = _waiting_key(t)
         if key is not None:
-            flat = [x for p in t.pending for x in (compact_id(p.checkpoint_id),
-                                                   (p.created_ms or 0) - key[0])]  # fmt: skip
+            flat = [
+                x
+                for p in t.pending
+                for x in (compact_id(p.checkpoint_id), (p.created_ms or 0) - key[0])
+            ]
             groups.setdefault(key, {})[compact_id(sid)] = flat
     out, previous = [], 0
     for (first_seen, code, terminal_ms), members in sorted(groups.items()):

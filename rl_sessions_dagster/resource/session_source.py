@@ -7,15 +7,14 @@ from typing import Any
 
 from ..api import RLSessionsClient, ServerClock
 from ..api.clock import to_ms
-from ..api.enums import ACTIVE_SESSION_STATUSES, TERMINAL_SESSION_STATUSES, CheckpointType
+from ..api.enums import CheckpointType, SessionStatus
 from ..api.errors import BadRequestError, DecodeError, NotFoundError
 from ..api.models import Checkpoint, TrainingSession
 from ..core.events import SessionFilter
 from ..core.reading import ItemUnreadable, ListCursorRejected, SessionExcluded, StatusFilterRejected
 
-_ORDER = ("CREATING", "RUNNING", "STOPPING", "STOPPED", "ERROR", "EXPIRED")
-ACTIVE = sorted((s.short for s in ACTIVE_SESSION_STATUSES), key=_ORDER.index)
-TERMINAL = sorted((s.short for s in TERMINAL_SESSION_STATUSES), key=_ORDER.index)
+ACTIVE = [s.short for s in SessionStatus if s.is_active]  # in the enum's (the API's) order
+TERMINAL = [s.short for s in SessionStatus if s.is_terminal]
 Page = tuple[list[TrainingSession], str | None]
 _FORGOTTEN = (BadRequestError, NotFoundError)  # a resumed pass's ``after`` the API forgot
 
@@ -80,13 +79,9 @@ class ClientSessionSource:
         signal = StatusFilterRejected if extra_statuses else None
         return self._page([*ACTIVE, *extra_statuses], after, BadRequestError, signal)
 
-    def list_terminal_page(self, after: str | None) -> Page:
-        return self._page(
-            TERMINAL, after, _FORGOTTEN, None if after is None else ListCursorRejected
-        )
-
-    def list_all_page(self, after: str | None) -> Page:
-        return self._page(None, after, _FORGOTTEN, None if after is None else ListCursorRejected)
+    def list_page(self, after: str | None, *, terminal: bool) -> Page:
+        signal = None if after is None else ListCursorRejected
+        return self._page(TERMINAL if terminal else None, after, _FORGOTTEN, signal)
 
     def list_inference_checkpoints_page(
         self, after: str | None

@@ -31,8 +31,6 @@ class Log(Protocol):
 
     def warning(self, msg: str, *args: Any, **kwargs: Any) -> Any: ...
 
-    def info(self, msg: str, *args: Any, **kwargs: Any) -> Any: ...
-
 
 class RetryLog:
     """An ``on_retry`` hook: a WARNING per retry, counted per endpoint; thread-safe (one a tick)."""
@@ -61,8 +59,7 @@ _TICK: ContextVar[RetryLog | None] = ContextVar("rl_sessions_dagster_tick_retry_
 
 @contextlib.contextmanager
 def tick_retry_log(log: Log) -> Iterator[RetryLog]:
-    """While a tick is evaluated, the resource's clients log retries to ``log``: a context
-    variable, so nothing process-wide changes and a tick in another thread keeps its own."""
+    """The resource's clients log retries to ``log`` in this tick: a context variable, not global."""
     retries = RetryLog(log)
     token = _TICK.set(retries)
     try:
@@ -157,8 +154,7 @@ class TogetherRLResource(dg.ConfigurableResource):
         )
 
     def _retry_log(self, log: Log | None) -> RetryLog | None:
-        """``log``; else the tick being evaluated; else the run's log Dagster gave the resource.
-        None outside Dagster (the ``rl_sessions_dagster.api`` logger still has the retries)."""
+        """``log``, else the tick's, else the run's (from Dagster); None outside Dagster."""
         if log is None:
             if (tick := _TICK.get()) is not None:
                 return tick

@@ -27,8 +27,6 @@ from ..api.lifecycle import (
 from ..api.models import ModelResource, TrainingSession
 from ..resource.together_rl import TogetherRLResource
 
-_log = logging.getLogger(__name__)
-
 #: Seconds the clean-up (stop session, stop resource) may take, retries included.
 CLEANUP_SECONDS = 120.0
 
@@ -70,7 +68,7 @@ def launched_session(
     """Reuse your READY resource matching ``spec`` or create one, then a RUNNING session; on the
     way out stop both (the resource if created here). ``keep_*`` apply after success only; a stop
     the API refuses is reported, never forced. ``source``: the resource, or an open client."""
-    logger = log or _log
+    logger = log or logging.getLogger(__name__)
     owned = not isinstance(source, RLSessionsClient)
     client = source if isinstance(source, RLSessionsClient) else source.get_client()
     resource: ModelResource | None = None
@@ -131,11 +129,7 @@ def launched_session(
             client.close()
 
 
-_PROVISIONING = (
-    ModelResourceStatus.PENDING,
-    ModelResourceStatus.CREATING,
-    ModelResourceStatus.READY,
-)
+_PROVISIONING = tuple(ModelResourceStatus[n] for n in ("PENDING", "CREATING", "READY"))
 
 
 def _create_resource(client: RLSessionsClient, spec: ResourceSpec, logger: Any) -> ModelResource:
@@ -179,8 +173,7 @@ def _create_session(
 def _find_unanswered_session(
     client: RLSessionsClient, rid: str, display_name: str | None, *, any_of_mine: bool, logger: Any
 ) -> str | None:
-    """Your one active session on the resource with this display name (any, on a resource made
-    for this launch), which an unanswered create may have started; else None."""
+    """The one active session an unanswered create may have started on ``rid``, else None."""
     if display_name is None and not any_of_mine:
         logger.warning(
             f"a session create on model resource {rid} got no answer; without a "

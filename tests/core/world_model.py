@@ -147,9 +147,10 @@ class FakeWorld:
         wanted = ACTIVE | {s.removeprefix(PREFIX) for s in extra_statuses}
         return self._page(self._ordered(wanted), after)
 
-    def list_all_page(self, after):
+    def list_page(self, after, *, terminal):
         self._read()
-        return self._page(self._ordered({s.status for s in self.sessions.values()}), after)
+        everything = {s.status for s in self.sessions.values()}
+        return self._page(self._ordered(TERMINAL if terminal else everything), after)
 
     def list_inference_checkpoints_page(self, after):
         self._read()
@@ -163,10 +164,6 @@ class FakeWorld:
         return [c.to_checkpoint(s.id) for c, s in chunk], (
             chunk[-1][0].id if more and chunk else None
         )
-
-    def list_terminal_page(self, after):
-        self._read()
-        return self._page(self._ordered(TERMINAL), after)
 
     def get_session(self, session_id):
         self._read()
