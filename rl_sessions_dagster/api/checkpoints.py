@@ -190,9 +190,13 @@ def _checkpoint_and_wait(
     if not op.is_done:
         remaining = max(0.0, until - client.retry.clock())
         op = client.wait_for_operation(
-            session_id, kind, op.id, poll_interval=poll_interval, timeout=remaining,
+            session_id,
+            kind,
+            op.id,
+            poll_interval=poll_interval,
+            timeout=remaining,
             deadline=until,
-        )  # fmt: skip
+        )
     data = (op.output or {}).get("checkpoint")
     if op.status is not OperationStatus.COMPLETED or not isinstance(data, dict):
         why = "no checkpoint in output"

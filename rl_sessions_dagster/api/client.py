@@ -223,10 +223,13 @@ class RLSessionsClient(OperationsAPI, InferenceAPI):
     ) -> ModelResource:
         """Provision GPUs (billed while READY). Not retried once it may have been sent."""
         body = compact(
-            base_model=base_model, lora_enabled=lora_enabled, compute_config=compute_config,
-            optimizer_config=optimizer_config, inactive_timeout=inactive_timeout,
+            base_model=base_model,
+            lora_enabled=lora_enabled,
+            compute_config=compute_config,
+            optimizer_config=optimizer_config,
+            inactive_timeout=inactive_timeout,
             base_weights_ref=base_weights_ref,
-        )  # fmt: skip
+        )
         return self._request(
             "POST", _RESOURCES, ModelResource, json=body, idempotent=False, deadline=deadline
         )
@@ -244,14 +247,21 @@ class RLSessionsClient(OperationsAPI, InferenceAPI):
     ) -> CostEstimate:
         """Price of a resource with this configuration."""
         body = compact(
-            base_model=base_model, lora_enabled=lora_enabled, compute_config=compute_config,
-            optimizer_config=optimizer_config, inactive_timeout=inactive_timeout,
+            base_model=base_model,
+            lora_enabled=lora_enabled,
+            compute_config=compute_config,
+            optimizer_config=optimizer_config,
+            inactive_timeout=inactive_timeout,
             base_weights_ref=base_weights_ref,
-        )  # fmt: skip
+        )
         return self._request(
-            "POST", f"{_RESOURCES}/estimate-cost", CostEstimate, json=body, idempotent=True,
+            "POST",
+            f"{_RESOURCES}/estimate-cost",
+            CostEstimate,
+            json=body,
+            idempotent=True,
             deadline=deadline,
-        )  # fmt: skip
+        )
 
     def get_model_resource(
         self, model_resources_id: str, *, deadline: float | None = None
@@ -292,9 +302,13 @@ class RLSessionsClient(OperationsAPI, InferenceAPI):
             raise ValueError(f"seconds must be a positive int, got {seconds!r}")
         path = f"{_RESOURCES}/{segment(model_resources_id, 'model_resources_id')}/extend-expiry"
         return self._request(
-            "POST", path, ModelResource, json={"seconds": seconds}, idempotent=False,
+            "POST",
+            path,
+            ModelResource,
+            json={"seconds": seconds},
+            idempotent=False,
             deadline=deadline,
-        )  # fmt: skip
+        )
 
     def stop_model_resource(
         self, model_resources_id: str, *, force: bool = False, deadline: float | None = None

@@ -23,10 +23,24 @@ MIN_SECRET_CHARS = 8
 BODY_EXCERPT_CHARS = 400
 _REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-together-request-id")
 _GRPC_CODES = (
-    "OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
-    "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED",
-    "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED",
-)  # fmt: skip
+    "OK",
+    "CANCELLED",
+    "UNKNOWN",
+    "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED",
+    "NOT_FOUND",
+    "ALREADY_EXISTS",
+    "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION",
+    "ABORTED",
+    "OUT_OF_RANGE",
+    "UNIMPLEMENTED",
+    "INTERNAL",
+    "UNAVAILABLE",
+    "DATA_LOSS",
+    "UNAUTHENTICATED",
+)
 
 
 def scrub(text: str, secrets: Iterable[str | None] = ()) -> str:
@@ -278,8 +292,12 @@ def configuration_failure(
         f"host {url.host!r} (base_url {base_url!r}; set by the base_url argument or the "
         "TOGETHER_BASE_URL environment variable)"
     )
-    common = {"host": url.host, "base_url": base_url, "method": method,
-              "url": scrub(path_and_query(url), secrets)}  # fmt: skip
+    common = {
+        "host": url.host,
+        "base_url": base_url,
+        "method": method,
+        "url": scrub(path_and_query(url), secrets),
+    }
     cause: BaseException | None = exc
     seen: set[int] = set()
     while cause is not None and id(cause) not in seen:

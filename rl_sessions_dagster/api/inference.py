@@ -90,9 +90,15 @@ class InferenceAPI(BaseClient):
         if not wire:
             raise ValueError("messages must not be empty")
         body = compact(
-            model=model, messages=wire, temperature=temperature, max_tokens=max_tokens,
-            top_p=top_p, n=n, stop=stop, seed=seed,
-        )  # fmt: skip
+            model=model,
+            messages=wire,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            top_p=top_p,
+            n=n,
+            stop=stop,
+            seed=seed,
+        )
         started = time.perf_counter()
         result = self._request(
             "POST", _CHAT, ChatCompletion, json=body, idempotent=True, deadline=deadline

@@ -207,9 +207,12 @@ def wait_for_resource_ready(
         return f"model resource {resource_id} still {r.raw_status or 'without status'}{where}"
 
     return client._poll(
-        fetch, lambda r: r.status is ModelResourceStatus.READY, describe,
-        poll_interval=poll_interval, until=wait_deadline(client, timeout, deadline),
-    )  # fmt: skip
+        fetch,
+        lambda r: r.status is ModelResourceStatus.READY,
+        describe,
+        poll_interval=poll_interval,
+        until=wait_deadline(client, timeout, deadline),
+    )
 
 
 def wait_for_session_running(
@@ -230,10 +233,12 @@ def wait_for_session_running(
         return s
 
     return client._poll(
-        fetch, lambda s: s.status is SessionStatus.RUNNING,
+        fetch,
+        lambda s: s.status is SessionStatus.RUNNING,
         lambda s: f"session {session_id} still {s.raw_status or 'without status'}",
-        poll_interval=poll_interval, until=wait_deadline(client, timeout, deadline),
-    )  # fmt: skip
+        poll_interval=poll_interval,
+        until=wait_deadline(client, timeout, deadline),
+    )
 
 
 StopResult = Literal[

@@ -189,9 +189,14 @@ class OperationsAPI(BaseClient):
         path = _operations(session_id, kind)
         headers = {"Idempotency-Key": key or str(uuid.uuid4())}
         op = self._request(
-            "POST", path, Operation, json=body, headers=headers, idempotent=True,
+            "POST",
+            path,
+            Operation,
+            json=body,
+            headers=headers,
+            idempotent=True,
             deadline=deadline,
-        )  # fmt: skip
+        )
         op.kind = op.kind or kind
         return op
 
@@ -207,9 +212,11 @@ class OperationsAPI(BaseClient):
         deadline: float | None = None,
     ) -> Operation:
         body = compact(
-            loss=loss, samples=samples, forward_only=forward_only,
+            loss=loss,
+            samples=samples,
+            forward_only=forward_only,
             return_loss_fn_outputs=return_loss_fn_outputs,
-        )  # fmt: skip
+        )
         return self._submit(session_id, "forward-backward", body, idempotency_key, deadline)
 
     def custom_forward_backward(
@@ -264,10 +271,13 @@ class OperationsAPI(BaseClient):
         deadline: float | None = None,
     ) -> Operation:
         body = compact(
-            model_inputs=model_inputs, num_samples=num_samples, sampling_params=sampling_params,
-            prompt_logprobs=prompt_logprobs, topk_prompt_logprobs=topk_prompt_logprobs,
+            model_inputs=model_inputs,
+            num_samples=num_samples,
+            sampling_params=sampling_params,
+            prompt_logprobs=prompt_logprobs,
+            topk_prompt_logprobs=topk_prompt_logprobs,
             return_routed_experts=return_routed_experts,
-        )  # fmt: skip
+        )
         return self._submit(session_id, "sample", body, idempotency_key, deadline)
 
     def create_inference_checkpoint(

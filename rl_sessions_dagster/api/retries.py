@@ -166,8 +166,13 @@ class RetryPolicy:
             n, delay = state.attempt_number, state.upcoming_sleep
             log.info(
                 "%s: attempt %d/%d failed (%s); retrying in %.2f s (%s)",
-                endpoint, n, self.max_attempts, error, delay, source,
-            )  # fmt: skip
+                endpoint,
+                n,
+                self.max_attempts,
+                error,
+                delay,
+                source,
+            )
             if self.on_retry is not None:
                 self.on_retry(RetryEvent(endpoint, n, error, delay, source, self.max_attempts))
 
