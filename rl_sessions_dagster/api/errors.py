@@ -22,25 +22,13 @@ MIN_SECRET_CHARS = 8
 #: Longest excerpt of a response body kept in an error message (proxy pages can be huge).
 BODY_EXCERPT_CHARS = 400
 _REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-together-request-id")
-_GRPC_CODES = (
-    "OK",
-    "CANCELLED",
-    "UNKNOWN",
-    "INVALID_ARGUMENT",
-    "DEADLINE_EXCEEDED",
-    "NOT_FOUND",
-    "ALREADY_EXISTS",
-    "PERMISSION_DENIED",
-    "RESOURCE_EXHAUSTED",
-    "FAILED_PRECONDITION",
-    "ABORTED",
-    "OUT_OF_RANGE",
-    "UNIMPLEMENTED",
-    "INTERNAL",
-    "UNAVAILABLE",
-    "DATA_LOSS",
-    "UNAUTHENTICATED",
+#: gRPC status names, in code order (a gRPC-gateway error body may send either).
+_GRPC_NAMES = (
+    "OK CANCELLED UNKNOWN INVALID_ARGUMENT DEADLINE_EXCEEDED NOT_FOUND ALREADY_EXISTS "
+    "PERMISSION_DENIED RESOURCE_EXHAUSTED FAILED_PRECONDITION ABORTED OUT_OF_RANGE UNIMPLEMENTED "
+    "INTERNAL UNAVAILABLE DATA_LOSS UNAUTHENTICATED"
 )
+_GRPC_CODES = tuple(_GRPC_NAMES.split())
 
 
 def scrub(text: str, secrets: Iterable[str | None] = ()) -> str:
@@ -292,12 +280,8 @@ def configuration_failure(
         f"host {url.host!r} (base_url {base_url!r}; set by the base_url argument or the "
         "TOGETHER_BASE_URL environment variable)"
     )
-    common = {
-        "host": url.host,
-        "base_url": base_url,
-        "method": method,
-        "url": scrub(path_and_query(url), secrets),
-    }
+    safe_url = scrub(path_and_query(url), secrets)
+    common = dict(host=url.host, base_url=base_url, method=method, url=safe_url)
     cause: BaseException | None = exc
     seen: set[int] = set()
     while cause is not None and id(cause) not in seen:
