@@ -85,6 +85,11 @@ def _checkpoint_filters(
     )
 
 
+def _resource_body(args: dict[str, Any]) -> JSON:
+    """The body of ``create_model_resource`` and ``estimate-cost``, from the method's ``locals()``."""
+    return compact(**{k: v for k, v in args.items() if k not in ("self", "deadline")})
+
+
 class RLSessionsClient(OperationsAPI, InferenceAPI):
     """Synchronous client for ``/v1/rl/*``; a context manager. The key falls back to
     ``TOGETHER_API_KEY``, the base URL to ``TOGETHER_BASE_URL`` then ``https://api.together.ai``."""
@@ -222,14 +227,7 @@ class RLSessionsClient(OperationsAPI, InferenceAPI):
         deadline: float | None = None,
     ) -> ModelResource:
         """Provision GPUs (billed while READY). Not retried once it may have been sent."""
-        body = compact(
-            base_model=base_model,
-            lora_enabled=lora_enabled,
-            compute_config=compute_config,
-            optimizer_config=optimizer_config,
-            inactive_timeout=inactive_timeout,
-            base_weights_ref=base_weights_ref,
-        )
+        body = _resource_body(locals())
         return self._request(
             "POST", _RESOURCES, ModelResource, json=body, idempotent=False, deadline=deadline
         )
@@ -246,14 +244,7 @@ class RLSessionsClient(OperationsAPI, InferenceAPI):
         deadline: float | None = None,
     ) -> CostEstimate:
         """Price of a resource with this configuration."""
-        body = compact(
-            base_model=base_model,
-            lora_enabled=lora_enabled,
-            compute_config=compute_config,
-            optimizer_config=optimizer_config,
-            inactive_timeout=inactive_timeout,
-            base_weights_ref=base_weights_ref,
-        )
+        body = _resource_body(locals())
         return self._request(
             "POST",
             f"{_RESOURCES}/estimate-cost",
