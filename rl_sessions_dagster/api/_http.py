@@ -105,6 +105,11 @@ def compact(**fields: Any) -> dict[str, Any]:
     return out
 
 
+def body_of(args: dict[str, Any], *skip: str) -> dict[str, Any]:
+    """A body from a method's ``locals()`` (its first statement): all but ``self``, ``deadline``."""
+    return compact(**{k: v for k, v in args.items() if k not in ("self", "deadline", *skip)})
+
+
 @functools.cache
 def _ssl_context() -> ssl.SSLContext:
     """One per process: it loads the CA bundle (~25 ms), and a sensor builds a client each tick."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from ._http import compact, segment
+from ._http import body_of, compact, segment
 from .enums import (
     CheckpointType,
     CheckpointVariant,
@@ -85,11 +85,6 @@ def _checkpoint_filters(
     )
 
 
-def _resource_body(args: dict[str, Any]) -> JSON:
-    """The body of ``create_model_resource`` and ``estimate-cost``, from the method's ``locals()``."""
-    return compact(**{k: v for k, v in args.items() if k not in ("self", "deadline")})
-
-
 class RLSessionsClient(OperationsAPI, InferenceAPI):
     """Synchronous client for ``/v1/rl/*``; a context manager. The key falls back to
     ``TOGETHER_API_KEY``, the base URL to ``TOGETHER_BASE_URL`` then ``https://api.together.ai``."""
@@ -106,14 +101,7 @@ class RLSessionsClient(OperationsAPI, InferenceAPI):
         deadline: float | None = None,
     ) -> TrainingSession:
         """Start a session on a READY model resource. Not retried once it may have been sent."""
-        body = compact(
-            model_resources_id=model_resources_id,
-            display_name=display_name,
-            metadata=metadata,
-            lora_config=lora_config,
-            resume_from_checkpoint_id=resume_from_checkpoint_id,
-            load_optimizer=load_optimizer,
-        )
+        body = body_of(locals())
         return self._request(
             "POST", _SESSIONS, TrainingSession, json=body, idempotent=False, deadline=deadline
         )
@@ -227,7 +215,7 @@ class RLSessionsClient(OperationsAPI, InferenceAPI):
         deadline: float | None = None,
     ) -> ModelResource:
         """Provision GPUs (billed while READY). Not retried once it may have been sent."""
-        body = _resource_body(locals())
+        body = body_of(locals())
         return self._request(
             "POST", _RESOURCES, ModelResource, json=body, idempotent=False, deadline=deadline
         )
@@ -244,7 +232,7 @@ class RLSessionsClient(OperationsAPI, InferenceAPI):
         deadline: float | None = None,
     ) -> CostEstimate:
         """Price of a resource with this configuration."""
-        body = _resource_body(locals())
+        body = body_of(locals())
         return self._request(
             "POST",
             f"{_RESOURCES}/estimate-cost",
