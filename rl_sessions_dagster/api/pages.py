@@ -140,19 +140,16 @@ class LazyList(Sequence[M], Generic[M]):
             model.model_rebuild(force=True)
             schema = model.__pydantic_core_schema__
         dicts = cs.list_schema(_as_dicts(schema, {}))
-
-        def deferred(raw: list[dict[str, Any]] | None) -> LazyList[Any]:
-            return cls(model, raw) if raw else cls.empty(model)
-
-        def built(items: list[Any] | None) -> LazyList[Any]:
-            return cls(model, None, items)
-
+        deferred = cs.no_info_after_validator_function(
+            lambda raw: cls(model, raw) if raw else cls.empty(model), cs.nullable_schema(dicts)
+        )
+        built = cs.no_info_after_validator_function(
+            lambda items: cls(model, None, items), cs.nullable_schema(models)
+        )
         return cs.json_or_python_schema(
-            json_schema=cs.no_info_after_validator_function(deferred, cs.nullable_schema(dicts)),
+            json_schema=deferred,
             # No union here: its branch name would enter error locations (see ``salvage``).
-            python_schema=cs.no_info_before_validator_function(
-                _as_list, cs.no_info_after_validator_function(built, cs.nullable_schema(models))
-            ),
+            python_schema=cs.no_info_before_validator_function(_as_list, built),
             serialization=cs.plain_serializer_function_ser_schema(_as_list, return_schema=models),
         )
 
