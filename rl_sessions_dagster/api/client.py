@@ -14,6 +14,7 @@ from .enums import (
     LenientEnum,
     ModelResourceStatus,
     SessionStatus,
+    wire_prefix,
 )
 from .inference import InferenceAPI
 from .models import (
@@ -48,7 +49,7 @@ def _constant(value: LenientEnum | str, enum: type[LenientEnum], name: str) -> s
     if member.name not in ("UNKNOWN", "UNSPECIFIED"):
         return member.value
     text = str(value).strip().upper()
-    if member.name == "UNKNOWN" and text.startswith(enum._prefix()) and enum._prefix():
+    if member.name == "UNKNOWN" and text.startswith(wire_prefix(enum)) and wire_prefix(enum):
         return text
     raise ValueError(f"{name}: {value!r} is not a valid {enum.__name__} filter")
 
