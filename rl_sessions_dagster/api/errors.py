@@ -62,9 +62,6 @@ class TogetherRLError(Exception):
     def __post_init__(self) -> None:
         super().__init__(self.message)
 
-    def __str__(self) -> str:
-        return self.message
-
     def __reduce__(self) -> tuple[Any, ...]:
         # Executors ship exceptions between processes; ``cls(*args)`` fails on keyword-only ones.
         return (copyreg.__newobj__, (type(self), self.message), self.__dict__)  # type: ignore[attr-defined]
