@@ -1,6 +1,5 @@
-"""``RLSessionsClient``: typed methods for the endpoints of Together's RL API. Every method takes
-``deadline=``, an absolute ``RetryPolicy.clock`` value by which the call, retries and sleeps
-included, must be done (a sensor passes its tick's end); for iterators, every page request's."""
+"""``RLSessionsClient``: typed methods for Together's RL API. ``deadline=`` is an absolute
+``RetryPolicy.clock`` time by which the call (retries, sleeps included) or each page must end."""
 
 from __future__ import annotations
 
@@ -36,7 +35,7 @@ __all__ = ["OPERATION_KINDS", "OperationKind", "RLSessionsClient"]
 
 _CHECKPOINTS = "/v1/rl/checkpoints"
 _RESOURCES = "/v1/rl/model-resources"
-#: ``(path, page model)`` of each list endpoint, the leading arguments of ``_list_page``/``_iterate``.
+#: ``(path, page model)`` of each list endpoint: the first arguments of ``_list_page``/``_iterate``.
 _SESSION_LIST = (_SESSIONS, Page[TrainingSession])
 _CKPT_LIST = (_CHECKPOINTS, Page[Checkpoint])
 _RES_LIST = (_RESOURCES, Page[ModelResource])

@@ -1,6 +1,5 @@
-"""Typed errors of the RL API client, and how an HTTP failure becomes one. Safe to log: Dagster
-shows an exception *and its chained causes*, and an ``httpx`` one holds the ``Authorization``
-header, so transport errors are rebuilt, never chained, and every outside text is scrubbed."""
+"""Typed errors of the RL API client, safe to log: Dagster shows chained causes and an ``httpx``
+error holds the ``Authorization`` header, so those are rebuilt, never chained; text is scrubbed."""
 
 from __future__ import annotations
 
@@ -138,8 +137,7 @@ class DecodeError(TogetherRLError):
 
 
 class DeadlineExceeded(TogetherRLError):
-    """The call's time budget ran out (after ``last_error``, if any); retryable: only transient
-    failures are retried into a deadline."""
+    """The call's time budget ran out (after ``last_error``, if any); retryable, like its causes."""
 
     def __init__(self, message: str, *, last_error: TogetherRLError | None = None, **kw: Any):
         super().__init__(message, retryable=True, **kw)

@@ -223,8 +223,7 @@ def wait_for_session_running(
     deadline: float | None = None,
     poll_interval: float = 5.0,
 ) -> TrainingSession:
-    """Poll until RUNNING; :class:`SessionFailed` if it ends first (STOPPING too, as in the
-    SDK), :class:`DeadlineExceeded` on time-out."""
+    """Poll until RUNNING; :class:`SessionFailed` if it ends (or is STOPPING, as in the SDK)."""
 
     def fetch(until: float) -> TrainingSession:
         s = client.get_session(session_id, deadline=until)

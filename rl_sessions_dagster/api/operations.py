@@ -138,8 +138,7 @@ class Operation(TopLevelModel):
 
     @property
     def result(self) -> OperationResult | None:
-        """``output`` as the typed result of ``kind`` (None if not done or an unknown kind); a
-        field that does not parse reads as None."""
+        """``output`` as ``kind``'s typed result (None: not done, unknown kind); bad fields None."""
         model = RESULT_MODELS.get(self.kind or "")
         if model is None or self.output is None:
             return None
@@ -301,8 +300,7 @@ class OperationsAPI(BaseClient):
         timeout: float = 300.0,
         deadline: float | None = None,
     ) -> Operation:
-        """Poll until COMPLETED or FAILED (not raised); :class:`DeadlineExceeded` when
-        ``timeout`` (or ``deadline``) comes first."""
+        """Poll until COMPLETED or FAILED (not raised); :class:`DeadlineExceeded` on time-out."""
         now = self.retry.clock()
         return self._poll(
             lambda until: self.get_operation(session_id, kind, operation_id, deadline=until),
