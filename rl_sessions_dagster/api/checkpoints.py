@@ -188,13 +188,12 @@ def _checkpoint_and_wait(
     until = wait_deadline(client, timeout, deadline)
     op = client.submit_operation(session_id, kind, idempotency_key=idempotency_key, deadline=until)
     if not op.is_done:
-        remaining = max(0.0, until - client.retry.clock())
         op = client.wait_for_operation(
             session_id,
             kind,
             op.id,
             poll_interval=poll_interval,
-            timeout=remaining,
+            timeout=until - client.retry.clock(),
             deadline=until,
         )
     data = (op.output or {}).get("checkpoint")

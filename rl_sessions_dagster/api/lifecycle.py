@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ._http import compact
+from ._http import compact, wait_deadline
 from .client import RLSessionsClient
 from .enums import TERMINAL_SESSION_STATUSES, ModelResourceStatus, SessionStatus
 from .errors import (
@@ -147,15 +147,6 @@ def _optimizer_dict(resource: ModelResource) -> dict[str, Any] | None:
 def monotonic_deadline(seconds: float) -> float:
     """An absolute deadline on the retry policy's default clock."""
     return time.monotonic() + seconds
-
-
-def wait_deadline(client: RLSessionsClient, timeout: float | None, deadline: float | None) -> float:
-    """The absolute end of a wait: the earlier of ``timeout`` (from now) and ``deadline``."""
-    clock = client.retry.clock
-    ends = [d for d in (deadline, None if timeout is None else clock() + timeout) if d is not None]
-    if not ends:
-        raise ValueError("give a timeout or a deadline: waits are always bounded")
-    return min(ends)
 
 
 def _ended(what: str, obj: ModelResource | TrainingSession) -> str:

@@ -8,7 +8,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import Field, ValidationError
 
-from ._http import BaseClient, body_of, compact, segment
+from ._http import BaseClient, body_of, compact, segment, wait_deadline
 from .enums import OperationErrorCode, OperationStatus, StopReason, WeightSyncType
 from .models import APIModel, InferenceCheckpoint, TopLevelModel, TrainingCheckpoint
 from .pages import RawEnum, salvage
@@ -301,7 +301,6 @@ class OperationsAPI(BaseClient):
         deadline: float | None = None,
     ) -> Operation:
         """Poll until COMPLETED or FAILED (not raised); :class:`DeadlineExceeded` on time-out."""
-        now = self.retry.clock()
         return self._poll(
             lambda until: self.get_operation(session_id, kind, operation_id, deadline=until),
             lambda op: op.is_done,
@@ -310,5 +309,5 @@ class OperationsAPI(BaseClient):
                 f"{op.raw_status or 'without status'}"
             ),
             poll_interval=poll_interval,
-            until=now + timeout if deadline is None else min(deadline, now + timeout),
+            until=wait_deadline(self, timeout, deadline),
         )
