@@ -22,13 +22,6 @@ C = TypeVar("C", InferenceCheckpoint, TrainingCheckpoint)
 DeploymentKind = Literal["adapter", "model", "legacy"]
 
 
-_NOT_REGISTERED_HINT = (
-    "Its weights were not uploaded to the Together model registry: either the base model "
-    "does not support registry upload (e.g. MiniMax-M3; download the weights instead with "
-    "download_urls()), or the registration has not appeared yet (re-read the checkpoint later)."
-)
-
-
 class _CheckpointError(ValueError):
     def __init__(self, message: str, *, checkpoint_id: str | None = None) -> None:
         super().__init__(message)
@@ -108,7 +101,10 @@ def deployment_target(
             what = f"checkpoint {checkpoint_id}" if checkpoint_id else "this checkpoint"
             detail = "has no registration" if reg is None else "has an empty registration"
             raise CheckpointNotRegisteredError(
-                f"{what} {detail}, so it cannot be deployed. {_NOT_REGISTERED_HINT}",
+                f"{what} {detail}, so it cannot be deployed. Its weights were not uploaded to the "
+                "Together model registry: either the base model does not support registry upload "
+                "(e.g. MiniMax-M3; download the weights instead with download_urls()), or the "
+                "registration has not appeared yet (re-read the checkpoint later).",
                 checkpoint_id=checkpoint_id,
             )
         return DeploymentTarget(checkpoint_id, shape=reg.shape if reg else None)
