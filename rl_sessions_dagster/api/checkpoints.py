@@ -66,9 +66,7 @@ class DeploymentTarget:
 
 
 def deployment_target(
-    checkpoint: InferenceCheckpoint | Checkpoint | Registration | None,
-    *,
-    required: bool = True,
+    checkpoint: InferenceCheckpoint | Checkpoint | Registration | None, *, required: bool = True
 ) -> DeploymentTarget:
     """Nothing deployable raises :class:`CheckpointNotRegisteredError` (``required=False``:
     ``kind=None``); a training checkpoint always does."""

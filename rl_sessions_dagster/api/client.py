@@ -233,13 +233,9 @@ class RLSessionsClient(OperationsAPI, InferenceAPI):
     ) -> CostEstimate:
         """Price of a resource with this configuration."""
         body = body_of(locals())
+        path = f"{_RESOURCES}/estimate-cost"
         return self._request(
-            "POST",
-            f"{_RESOURCES}/estimate-cost",
-            CostEstimate,
-            json=body,
-            idempotent=True,
-            deadline=deadline,
+            "POST", path, CostEstimate, json=body, idempotent=True, deadline=deadline
         )
 
     def get_model_resource(
@@ -280,13 +276,9 @@ class RLSessionsClient(OperationsAPI, InferenceAPI):
         if isinstance(seconds, bool) or not isinstance(seconds, int) or seconds <= 0:
             raise ValueError(f"seconds must be a positive int, got {seconds!r}")
         path = f"{_RESOURCES}/{segment(model_resources_id, 'model_resources_id')}/extend-expiry"
+        body = {"seconds": seconds}
         return self._request(
-            "POST",
-            path,
-            ModelResource,
-            json={"seconds": seconds},
-            idempotent=False,
-            deadline=deadline,
+            "POST", path, ModelResource, json=body, idempotent=False, deadline=deadline
         )
 
     def stop_model_resource(

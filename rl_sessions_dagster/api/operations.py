@@ -188,13 +188,7 @@ class OperationsAPI(BaseClient):
         path = _operations(session_id, kind)
         headers = {"Idempotency-Key": key or str(uuid.uuid4())}
         op = self._request(
-            "POST",
-            path,
-            Operation,
-            json=body,
-            headers=headers,
-            idempotent=True,
-            deadline=deadline,
+            "POST", path, Operation, json=body, headers=headers, idempotent=True, deadline=deadline
         )
         op.kind = op.kind or kind
         return op
