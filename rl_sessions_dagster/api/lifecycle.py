@@ -91,11 +91,8 @@ class ResourceSpec:
 
     def price_key(self) -> str:
         """The configuration as ``estimate-cost`` sees it, for price caching."""
-        return json.dumps(
-            {"base_model": self.base_model, **self.request_kwargs()},
-            sort_keys=True,
-            separators=(",", ":"),
-        )
+        config = {"base_model": self.base_model, **self.request_kwargs()}
+        return json.dumps(config, sort_keys=True, separators=(",", ":"))
 
     @classmethod
     def of(cls, resource: ModelResource) -> ResourceSpec:
