@@ -106,7 +106,7 @@ def compact(**fields: Any) -> dict[str, Any]:
 
 
 def body_of(args: dict[str, Any], *skip: str) -> dict[str, Any]:
-    """A body from a method's ``locals()`` (its first statement): all but ``self``, ``deadline``."""
+    """A body from a method's ``locals()`` (taken first), but ``self``, ``deadline``, ``skip``."""
     return compact(**{k: v for k, v in args.items() if k not in ("self", "deadline", *skip)})
 
 
