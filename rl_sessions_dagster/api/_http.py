@@ -105,6 +105,20 @@ def compact(**fields: Any) -> dict[str, Any]:
     return out
 
 
+def body_of(args: dict[str, Any], *skip: str) -> dict[str, Any]:
+    """A body from a method's ``locals()`` (taken first), but ``self``, ``deadline``, ``skip``."""
+    return compact(**{k: v for k, v in args.items() if k not in ("self", "deadline", *skip)})
+
+
+def wait_deadline(client: BaseClient, timeout: float | None, deadline: float | None) -> float:
+    """The absolute end of a wait: the earlier of ``timeout`` (from now) and ``deadline``."""
+    clock = client.retry.clock
+    ends = [d for d in (deadline, None if timeout is None else clock() + timeout) if d is not None]
+    if not ends:
+        raise ValueError("give a timeout or a deadline: waits are always bounded")
+    return min(ends)
+
+
 @functools.cache
 def _ssl_context() -> ssl.SSLContext:
     """One per process: it loads the CA bundle (~25 ms), and a sensor builds a client each tick."""

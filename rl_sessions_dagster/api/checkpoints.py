@@ -22,13 +22,6 @@ C = TypeVar("C", InferenceCheckpoint, TrainingCheckpoint)
 DeploymentKind = Literal["adapter", "model", "legacy"]
 
 
-_NOT_REGISTERED_HINT = (
-    "Its weights were not uploaded to the Together model registry: either the base model "
-    "does not support registry upload (e.g. MiniMax-M3; download the weights instead with "
-    "download_urls()), or the registration has not appeared yet (re-read the checkpoint later)."
-)
-
-
 class _CheckpointError(ValueError):
     def __init__(self, message: str, *, checkpoint_id: str | None = None) -> None:
         super().__init__(message)
@@ -73,9 +66,7 @@ class DeploymentTarget:
 
 
 def deployment_target(
-    checkpoint: InferenceCheckpoint | Checkpoint | Registration | None,
-    *,
-    required: bool = True,
+    checkpoint: InferenceCheckpoint | Checkpoint | Registration | None, *, required: bool = True
 ) -> DeploymentTarget:
     """Nothing deployable raises :class:`CheckpointNotRegisteredError` (``required=False``:
     ``kind=None``); a training checkpoint always does."""
@@ -108,7 +99,10 @@ def deployment_target(
             what = f"checkpoint {checkpoint_id}" if checkpoint_id else "this checkpoint"
             detail = "has no registration" if reg is None else "has an empty registration"
             raise CheckpointNotRegisteredError(
-                f"{what} {detail}, so it cannot be deployed. {_NOT_REGISTERED_HINT}",
+                f"{what} {detail}, so it cannot be deployed. Its weights were not uploaded to the "
+                "Together model registry: either the base model does not support registry upload "
+                "(e.g. MiniMax-M3; download the weights instead with download_urls()), or the "
+                "registration has not appeared yet (re-read the checkpoint later).",
                 checkpoint_id=checkpoint_id,
             )
         return DeploymentTarget(checkpoint_id, shape=reg.shape if reg else None)
@@ -188,11 +182,14 @@ def _checkpoint_and_wait(
     until = wait_deadline(client, timeout, deadline)
     op = client.submit_operation(session_id, kind, idempotency_key=idempotency_key, deadline=until)
     if not op.is_done:
-        remaining = max(0.0, until - client.retry.clock())
         op = client.wait_for_operation(
-            session_id, kind, op.id, poll_interval=poll_interval, timeout=remaining,
+            session_id,
+            kind,
+            op.id,
+            poll_interval=poll_interval,
+            timeout=until - client.retry.clock(),
             deadline=until,
-        )  # fmt: skip
+        )
     data = (op.output or {}).get("checkpoint")
     if op.status is not OperationStatus.COMPLETED or not isinstance(data, dict):
         why = "no checkpoint in output"

@@ -1,19 +1,19 @@
-"""``RLSessionsClient``: typed methods for the endpoints of Together's RL API. Every method takes
-``deadline=``, an absolute ``RetryPolicy.clock`` value by which the call, retries and sleeps
-included, must be done (a sensor passes its tick's end); for iterators, every page request's."""
+"""``RLSessionsClient``: typed methods for Together's RL API. ``deadline=`` is an absolute
+``RetryPolicy.clock`` time by which the call (retries, sleeps included) or each page must end."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from ._http import compact, segment
+from ._http import body_of, compact, segment
 from .enums import (
     CheckpointType,
     CheckpointVariant,
     LenientEnum,
     ModelResourceStatus,
     SessionStatus,
+    wire_prefix,
 )
 from .inference import InferenceAPI
 from .models import (
@@ -35,7 +35,7 @@ __all__ = ["OPERATION_KINDS", "OperationKind", "RLSessionsClient"]
 
 _CHECKPOINTS = "/v1/rl/checkpoints"
 _RESOURCES = "/v1/rl/model-resources"
-#: ``(path, page model)`` of each list endpoint, the leading arguments of ``_list_page``/``_iterate``.
+#: ``(path, page model)`` of each list endpoint: the first arguments of ``_list_page``/``_iterate``.
 _SESSION_LIST = (_SESSIONS, Page[TrainingSession])
 _CKPT_LIST = (_CHECKPOINTS, Page[Checkpoint])
 _RES_LIST = (_RESOURCES, Page[ModelResource])
@@ -48,7 +48,7 @@ def _constant(value: LenientEnum | str, enum: type[LenientEnum], name: str) -> s
     if member.name not in ("UNKNOWN", "UNSPECIFIED"):
         return member.value
     text = str(value).strip().upper()
-    if member.name == "UNKNOWN" and text.startswith(enum._prefix()) and enum._prefix():
+    if member.name == "UNKNOWN" and text.startswith(wire_prefix(enum)) and wire_prefix(enum):
         return text
     raise ValueError(f"{name}: {value!r} is not a valid {enum.__name__} filter")
 
@@ -101,14 +101,7 @@ class RLSessionsClient(OperationsAPI, InferenceAPI):
         deadline: float | None = None,
     ) -> TrainingSession:
         """Start a session on a READY model resource. Not retried once it may have been sent."""
-        body = compact(
-            model_resources_id=model_resources_id,
-            display_name=display_name,
-            metadata=metadata,
-            lora_config=lora_config,
-            resume_from_checkpoint_id=resume_from_checkpoint_id,
-            load_optimizer=load_optimizer,
-        )
+        body = body_of(locals())
         return self._request(
             "POST", _SESSIONS, TrainingSession, json=body, idempotent=False, deadline=deadline
         )
@@ -222,11 +215,7 @@ class RLSessionsClient(OperationsAPI, InferenceAPI):
         deadline: float | None = None,
     ) -> ModelResource:
         """Provision GPUs (billed while READY). Not retried once it may have been sent."""
-        body = compact(
-            base_model=base_model, lora_enabled=lora_enabled, compute_config=compute_config,
-            optimizer_config=optimizer_config, inactive_timeout=inactive_timeout,
-            base_weights_ref=base_weights_ref,
-        )  # fmt: skip
+        body = body_of(locals())
         return self._request(
             "POST", _RESOURCES, ModelResource, json=body, idempotent=False, deadline=deadline
         )
@@ -243,15 +232,11 @@ class RLSessionsClient(OperationsAPI, InferenceAPI):
         deadline: float | None = None,
     ) -> CostEstimate:
         """Price of a resource with this configuration."""
-        body = compact(
-            base_model=base_model, lora_enabled=lora_enabled, compute_config=compute_config,
-            optimizer_config=optimizer_config, inactive_timeout=inactive_timeout,
-            base_weights_ref=base_weights_ref,
-        )  # fmt: skip
+        body = body_of(locals())
+        path = f"{_RESOURCES}/estimate-cost"
         return self._request(
-            "POST", f"{_RESOURCES}/estimate-cost", CostEstimate, json=body, idempotent=True,
-            deadline=deadline,
-        )  # fmt: skip
+            "POST", path, CostEstimate, json=body, idempotent=True, deadline=deadline
+        )
 
     def get_model_resource(
         self, model_resources_id: str, *, deadline: float | None = None
@@ -291,10 +276,10 @@ class RLSessionsClient(OperationsAPI, InferenceAPI):
         if isinstance(seconds, bool) or not isinstance(seconds, int) or seconds <= 0:
             raise ValueError(f"seconds must be a positive int, got {seconds!r}")
         path = f"{_RESOURCES}/{segment(model_resources_id, 'model_resources_id')}/extend-expiry"
+        body = {"seconds": seconds}
         return self._request(
-            "POST", path, ModelResource, json={"seconds": seconds}, idempotent=False,
-            deadline=deadline,
-        )  # fmt: skip
+            "POST", path, ModelResource, json=body, idempotent=False, deadline=deadline
+        )
 
     def stop_model_resource(
         self, model_resources_id: str, *, force: bool = False, deadline: float | None = None

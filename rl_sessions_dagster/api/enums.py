@@ -10,7 +10,8 @@ E = TypeVar("E", bound="LenientEnum")
 
 
 @functools.cache
-def _prefix(enum: type[Enum]) -> str:
+def wire_prefix(enum: type[Enum]) -> str:
+    """What every wire constant of ``enum`` starts with, e.g. ``TRAINING_SESSION_STATUS_``."""
     # Character by character on purpose: the prefix is then cut back to its last ``_``.
     common = os.path.commonprefix([m.value for m in enum if m.name != "UNKNOWN"])  # noqa: RUF071
     return common[: common.rfind("_") + 1]
@@ -18,17 +19,12 @@ def _prefix(enum: type[Enum]) -> str:
 
 class LenientEnum(str, Enum):
     @classmethod
-    def _prefix(cls) -> str:
-        """What every wire constant of the enum starts with, e.g. ``TRAINING_SESSION_STATUS_``."""
-        return _prefix(cls)
-
-    @classmethod
     def parse(cls: type[E], raw: Any) -> E:
         """A wire value's member; ``UNKNOWN`` for a value this library does not know."""
         if isinstance(raw, cls):
             return raw
         text = str(raw or "").strip().upper()
-        for candidate in (text, cls._prefix() + text):
+        for candidate in (text, wire_prefix(cls) + text):
             try:
                 return cls(candidate)
             except ValueError:
@@ -38,7 +34,7 @@ class LenientEnum(str, Enum):
     @property
     def short(self) -> str:
         """The constant without its prefix, e.g. ``RUNNING``."""
-        return self.value.removeprefix(self._prefix())
+        return self.value.removeprefix(wire_prefix(type(self)))
 
 
 class SessionStatus(LenientEnum):

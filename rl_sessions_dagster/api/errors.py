@@ -1,6 +1,5 @@
-"""Typed errors of the RL API client, and how an HTTP failure becomes one. Safe to log: Dagster
-shows an exception *and its chained causes*, and an ``httpx`` one holds the ``Authorization``
-header, so transport errors are rebuilt, never chained, and every outside text is scrubbed."""
+"""Typed errors of the RL API client, safe to log: Dagster shows chained causes and an ``httpx``
+error holds the ``Authorization`` header, so those are rebuilt, never chained; text is scrubbed."""
 
 from __future__ import annotations
 
@@ -22,11 +21,13 @@ MIN_SECRET_CHARS = 8
 #: Longest excerpt of a response body kept in an error message (proxy pages can be huge).
 BODY_EXCERPT_CHARS = 400
 _REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-together-request-id")
-_GRPC_CODES = (
-    "OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
-    "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED",
-    "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED",
-)  # fmt: skip
+#: gRPC status names, in code order (a gRPC-gateway error body may send either).
+_GRPC_NAMES = (
+    "OK CANCELLED UNKNOWN INVALID_ARGUMENT DEADLINE_EXCEEDED NOT_FOUND ALREADY_EXISTS "
+    "PERMISSION_DENIED RESOURCE_EXHAUSTED FAILED_PRECONDITION ABORTED OUT_OF_RANGE UNIMPLEMENTED "
+    "INTERNAL UNAVAILABLE DATA_LOSS UNAUTHENTICATED"
+)
+_GRPC_CODES = tuple(_GRPC_NAMES.split())
 
 
 def scrub(text: str, secrets: Iterable[str | None] = ()) -> str:
@@ -59,9 +60,6 @@ class TogetherRLError(Exception):
 
     def __post_init__(self) -> None:
         super().__init__(self.message)
-
-    def __str__(self) -> str:
-        return self.message
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Executors ship exceptions between processes; ``cls(*args)`` fails on keyword-only ones.
@@ -139,8 +137,7 @@ class DecodeError(TogetherRLError):
 
 
 class DeadlineExceeded(TogetherRLError):
-    """The call's time budget ran out (after ``last_error``, if any); retryable: only transient
-    failures are retried into a deadline."""
+    """The call's time budget ran out (after ``last_error``, if any); retryable, like its causes."""
 
     def __init__(self, message: str, *, last_error: TogetherRLError | None = None, **kw: Any):
         super().__init__(message, retryable=True, **kw)
@@ -278,8 +275,8 @@ def configuration_failure(
         f"host {url.host!r} (base_url {base_url!r}; set by the base_url argument or the "
         "TOGETHER_BASE_URL environment variable)"
     )
-    common = {"host": url.host, "base_url": base_url, "method": method,
-              "url": scrub(path_and_query(url), secrets)}  # fmt: skip
+    safe_url = scrub(path_and_query(url), secrets)
+    common = dict(host=url.host, base_url=base_url, method=method, url=safe_url)
     cause: BaseException | None = exc
     seen: set[int] = set()
     while cause is not None and id(cause) not in seen:

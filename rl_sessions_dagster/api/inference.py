@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import Field
 
-from ._http import BaseClient, compact
+from ._http import BaseClient, body_of
 from .models import APIModel
 
 
@@ -76,6 +76,7 @@ class InferenceAPI(BaseClient):
         deadline: float | None = None,
     ) -> ChatCompletion:
         """Ask ``model`` (a ``DeploymentTarget.inference_model``; unknown: NotFoundError)."""
+        options = body_of(locals(), "model", "messages")
         if not isinstance(model, str) or not model:
             raise ValueError(f"model must be a non-empty string, got {model!r}")
         wire = []
@@ -89,10 +90,7 @@ class InferenceAPI(BaseClient):
             wire.append(m)
         if not wire:
             raise ValueError("messages must not be empty")
-        body = compact(
-            model=model, messages=wire, temperature=temperature, max_tokens=max_tokens,
-            top_p=top_p, n=n, stop=stop, seed=seed,
-        )  # fmt: skip
+        body = {"model": model, "messages": wire, **options}
         started = time.perf_counter()
         result = self._request(
             "POST", _CHAT, ChatCompletion, json=body, idempotent=True, deadline=deadline

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ._http import compact
+from ._http import compact, wait_deadline
 from .client import RLSessionsClient
 from .enums import TERMINAL_SESSION_STATUSES, ModelResourceStatus, SessionStatus
 from .errors import (
@@ -91,11 +91,8 @@ class ResourceSpec:
 
     def price_key(self) -> str:
         """The configuration as ``estimate-cost`` sees it, for price caching."""
-        return json.dumps(
-            {"base_model": self.base_model, **self.request_kwargs()},
-            sort_keys=True,
-            separators=(",", ":"),
-        )
+        config = {"base_model": self.base_model, **self.request_kwargs()}
+        return json.dumps(config, sort_keys=True, separators=(",", ":"))
 
     @classmethod
     def of(cls, resource: ModelResource) -> ResourceSpec:
@@ -149,15 +146,6 @@ def monotonic_deadline(seconds: float) -> float:
     return time.monotonic() + seconds
 
 
-def wait_deadline(client: RLSessionsClient, timeout: float | None, deadline: float | None) -> float:
-    """The absolute end of a wait: the earlier of ``timeout`` (from now) and ``deadline``."""
-    clock = client.retry.clock
-    ends = [d for d in (deadline, None if timeout is None else clock() + timeout) if d is not None]
-    if not ends:
-        raise ValueError("give a timeout or a deadline: waits are always bounded")
-    return min(ends)
-
-
 def _ended(what: str, obj: ModelResource | TrainingSession) -> str:
     msg = f"{what} is {obj.raw_status}"
     if obj.error is not None:
@@ -207,9 +195,12 @@ def wait_for_resource_ready(
         return f"model resource {resource_id} still {r.raw_status or 'without status'}{where}"
 
     return client._poll(
-        fetch, lambda r: r.status is ModelResourceStatus.READY, describe,
-        poll_interval=poll_interval, until=wait_deadline(client, timeout, deadline),
-    )  # fmt: skip
+        fetch,
+        lambda r: r.status is ModelResourceStatus.READY,
+        describe,
+        poll_interval=poll_interval,
+        until=wait_deadline(client, timeout, deadline),
+    )
 
 
 def wait_for_session_running(
@@ -220,8 +211,7 @@ def wait_for_session_running(
     deadline: float | None = None,
     poll_interval: float = 5.0,
 ) -> TrainingSession:
-    """Poll until RUNNING; :class:`SessionFailed` if it ends first (STOPPING too, as in the
-    SDK), :class:`DeadlineExceeded` on time-out."""
+    """Poll until RUNNING; :class:`SessionFailed` if it ends (or is STOPPING, as in the SDK)."""
 
     def fetch(until: float) -> TrainingSession:
         s = client.get_session(session_id, deadline=until)
@@ -230,10 +220,12 @@ def wait_for_session_running(
         return s
 
     return client._poll(
-        fetch, lambda s: s.status is SessionStatus.RUNNING,
+        fetch,
+        lambda s: s.status is SessionStatus.RUNNING,
         lambda s: f"session {session_id} still {s.raw_status or 'without status'}",
-        poll_interval=poll_interval, until=wait_deadline(client, timeout, deadline),
-    )  # fmt: skip
+        poll_interval=poll_interval,
+        until=wait_deadline(client, timeout, deadline),
+    )
 
 
 StopResult = Literal[

@@ -8,7 +8,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import Field, ValidationError
 
-from ._http import BaseClient, compact, segment
+from ._http import BaseClient, body_of, compact, segment, wait_deadline
 from .enums import OperationErrorCode, OperationStatus, StopReason, WeightSyncType
 from .models import APIModel, InferenceCheckpoint, TopLevelModel, TrainingCheckpoint
 from .pages import RawEnum, salvage
@@ -138,8 +138,7 @@ class Operation(TopLevelModel):
 
     @property
     def result(self) -> OperationResult | None:
-        """``output`` as the typed result of ``kind`` (None if not done or an unknown kind); a
-        field that does not parse reads as None."""
+        """``output`` as ``kind``'s typed result (None: not done, unknown kind); bad fields None."""
         model = RESULT_MODELS.get(self.kind or "")
         if model is None or self.output is None:
             return None
@@ -189,9 +188,8 @@ class OperationsAPI(BaseClient):
         path = _operations(session_id, kind)
         headers = {"Idempotency-Key": key or str(uuid.uuid4())}
         op = self._request(
-            "POST", path, Operation, json=body, headers=headers, idempotent=True,
-            deadline=deadline,
-        )  # fmt: skip
+            "POST", path, Operation, json=body, headers=headers, idempotent=True, deadline=deadline
+        )
         op.kind = op.kind or kind
         return op
 
@@ -206,10 +204,7 @@ class OperationsAPI(BaseClient):
         idempotency_key: str | None = None,
         deadline: float | None = None,
     ) -> Operation:
-        body = compact(
-            loss=loss, samples=samples, forward_only=forward_only,
-            return_loss_fn_outputs=return_loss_fn_outputs,
-        )  # fmt: skip
+        body = body_of(locals(), "session_id", "idempotency_key")
         return self._submit(session_id, "forward-backward", body, idempotency_key, deadline)
 
     def custom_forward_backward(
@@ -263,11 +258,7 @@ class OperationsAPI(BaseClient):
         idempotency_key: str | None = None,
         deadline: float | None = None,
     ) -> Operation:
-        body = compact(
-            model_inputs=model_inputs, num_samples=num_samples, sampling_params=sampling_params,
-            prompt_logprobs=prompt_logprobs, topk_prompt_logprobs=topk_prompt_logprobs,
-            return_routed_experts=return_routed_experts,
-        )  # fmt: skip
+        body = body_of(locals(), "session_id", "idempotency_key")
         return self._submit(session_id, "sample", body, idempotency_key, deadline)
 
     def create_inference_checkpoint(
@@ -303,9 +294,7 @@ class OperationsAPI(BaseClient):
         timeout: float = 300.0,
         deadline: float | None = None,
     ) -> Operation:
-        """Poll until COMPLETED or FAILED (not raised); :class:`DeadlineExceeded` when
-        ``timeout`` (or ``deadline``) comes first."""
-        now = self.retry.clock()
+        """Poll until COMPLETED or FAILED (not raised); :class:`DeadlineExceeded` on time-out."""
         return self._poll(
             lambda until: self.get_operation(session_id, kind, operation_id, deadline=until),
             lambda op: op.is_done,
@@ -314,5 +303,5 @@ class OperationsAPI(BaseClient):
                 f"{op.raw_status or 'without status'}"
             ),
             poll_interval=poll_interval,
-            until=now + timeout if deadline is None else min(deadline, now + timeout),
+            until=wait_deadline(self, timeout, deadline),
         )

@@ -1,6 +1,5 @@
-"""Reading the API's JSON fast and tolerantly: field types, lazy lists, pages, the slow path. A
-page is parsed in one native pass; only when that fails is it read item by item, so one
-malformed session cannot stop a sensor at that page forever."""
+"""Reading the API's JSON fast and tolerantly: field types, lazy lists, pages. A page failing the
+one native pass is read item by item, so one malformed session cannot stall a sensor forever."""
 
 from __future__ import annotations
 
@@ -41,9 +40,8 @@ class _Spelling:
     def __get_pydantic_core_schema__(
         self, source: Any, handler: pydantic.GetCoreSchemaHandler
     ) -> cs.CoreSchema:
-        """Step 1 never fails: the schema, else ``value`` for the spelling (no input is a
-        ``_Spelling``, so the default applies), else the input as is. Step 2 is the schema
-        again, so a rejected input gets the schema's own error and location."""
+        """Step 1 never fails: the schema, else ``value`` for the spelling, else the input as is;
+        step 2, the schema again, gives a rejected input the schema's own error and location."""
         schema = handler(source)
         spelling = cs.none_schema() if self.null else cs.literal_schema([""])
         never = cs.is_instance_schema(_Spelling)
@@ -79,9 +77,8 @@ def _adapter(model: type[BaseModel]) -> pydantic.TypeAdapter[list[Any]]:
 
 
 class LazyList(Sequence[M], Generic[M]):
-    """A read-only list of ``M``, kept as validated dicts until first use (a bad item still
-    fails its page): a page embeds ~1,000 checkpoints most readers never look at, and as models
-    they make paging ~2.4x slower (more for the collector to walk in a code server's heap)."""
+    """A read-only list of ``M`` kept as validated dicts (a bad item still fails its page) until
+    first use: pages embed ~1,000 checkpoints few readers use; as models, paging is ~2.4x slower."""
 
     __slots__ = ("_items", "_model", "_raw")
 
@@ -140,19 +137,16 @@ class LazyList(Sequence[M], Generic[M]):
             model.model_rebuild(force=True)
             schema = model.__pydantic_core_schema__
         dicts = cs.list_schema(_as_dicts(schema, {}))
-
-        def deferred(raw: list[dict[str, Any]] | None) -> LazyList[Any]:
-            return cls(model, raw) if raw else cls.empty(model)
-
-        def built(items: list[Any] | None) -> LazyList[Any]:
-            return cls(model, None, items)
-
+        deferred = cs.no_info_after_validator_function(
+            lambda raw: cls(model, raw) if raw else cls.empty(model), cs.nullable_schema(dicts)
+        )
+        built = cs.no_info_after_validator_function(
+            lambda items: cls(model, None, items), cs.nullable_schema(models)
+        )
         return cs.json_or_python_schema(
-            json_schema=cs.no_info_after_validator_function(deferred, cs.nullable_schema(dicts)),
+            json_schema=deferred,
             # No union here: its branch name would enter error locations (see ``salvage``).
-            python_schema=cs.no_info_before_validator_function(
-                _as_list, cs.no_info_after_validator_function(built, cs.nullable_schema(models))
-            ),
+            python_schema=cs.no_info_before_validator_function(_as_list, built),
             serialization=cs.plain_serializer_function_ser_schema(_as_list, return_schema=models),
         )
 
@@ -165,9 +159,8 @@ def _as_list(value: Any) -> Any:
 
 
 def _as_dicts(node: Any, defs: dict[str, Any]) -> Any:
-    """A core schema with every model as a typed dict of the same fields; missing fields stay
-    missing, so the model built later has the same ``model_fields_set``. The items' models
-    must be plain (no validators that would see a dict, no custom ``__init__``)."""
+    """A core schema with every model as a typed dict (missing fields stay missing: the same
+    ``model_fields_set`` later); the models must be plain (no validators, no ``__init__``)."""
     if isinstance(node, list):
         return [_as_dicts(n, defs) for n in node]
     if not isinstance(node, dict):

@@ -1,6 +1,5 @@
-"""Retry policy for RL API calls, on tenacity. Unlike the SDK, 4xx but 408/429 is never retried,
-nor a non-idempotent request (create, stop, PATCH) that may have reached the server (a second
-billed session); ``Retry-After`` beats backoff; a call has one budget (``deadline``)."""
+"""Retry policy on tenacity. Unlike the SDK, no 4xx but 408/429 is retried, nor a non-idempotent
+request that may have reached the server (a second billed session); Retry-After beats backoff."""
 
 from __future__ import annotations
 
@@ -166,8 +165,13 @@ class RetryPolicy:
             n, delay = state.attempt_number, state.upcoming_sleep
             log.info(
                 "%s: attempt %d/%d failed (%s); retrying in %.2f s (%s)",
-                endpoint, n, self.max_attempts, error, delay, source,
-            )  # fmt: skip
+                endpoint,
+                n,
+                self.max_attempts,
+                error,
+                delay,
+                source,
+            )
             if self.on_retry is not None:
                 self.on_retry(RetryEvent(endpoint, n, error, delay, source, self.max_attempts))
 

@@ -7,9 +7,11 @@ on wall-clock timing.
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 
 from rl_sessions_dagster.api import RetryPolicy, RLSessionsClient, TogetherRLError
@@ -71,3 +73,30 @@ def retries() -> RetryRecorder:
 def client(sim: RLSimulator, retries: RetryRecorder) -> Iterator[RLSessionsClient]:
     with RLSessionsClient(KEY, base_url=sim.base_url, timeout=5.0, retry=retries.policy()) as c:
         yield c
+
+
+def leak_surface(exc: BaseException) -> str:
+    """Everything a log, Dagster's error serialiser or a debugger would print."""
+    parts = [str(exc), repr(exc), repr(exc.args), "".join(traceback.format_exception(exc))]
+    parts += [repr(v) for v in vars(exc).values()]
+    return "\n".join(parts)
+
+
+def chain(exc: BaseException | None) -> list[BaseException]:
+    out: list[BaseException] = []
+    while exc is not None and exc not in out:
+        out.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    return out
+
+
+def assert_clean(exc: BaseException, *secrets: str) -> None:
+    for link in chain(exc):
+        assert not isinstance(link, httpx.HTTPError), "an httpx error (with its request) is chained"
+        surface = leak_surface(link)
+        for secret in secrets:
+            assert secret not in surface
+    wrapped = RuntimeError("a sensor tick failed")
+    wrapped.__cause__ = exc
+    text = "".join(traceback.format_exception(wrapped))
+    assert all(secret not in text for secret in secrets)
