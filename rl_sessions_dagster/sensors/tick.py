@@ -243,18 +243,14 @@ def check_partitioned(
     )
 
 
+@dataclass(eq=False)
 class CheckedSelection(dg.AssetSelection):
     """An ``assets=`` route's selection, checked at load: runnable assets with its partitions."""
 
-    def __init__(
-        self,
-        selection: dg.AssetSelection,
-        *,
-        sensor: str,
-        job: str,
-        expected: dg.DynamicPartitionsDefinition | None,
-    ) -> None:
-        self.selection, self.sensor, self.job, self.expected = selection, sensor, job, expected
+    selection: dg.AssetSelection
+    sensor: str
+    job: str
+    expected: dg.DynamicPartitionsDefinition | None
 
     def resolve_inner(self, asset_graph: Any, allow_missing: bool) -> AbstractSet[dg.AssetKey]:
         matched = self.selection.resolve(asset_graph, allow_missing=True)
