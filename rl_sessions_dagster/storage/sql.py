@@ -203,8 +203,9 @@ class SQLAlchemyTableStore:
         by_id: dict[str, dict[str, Any]],
         *,
         ignore: Collection[str] = (),
+        inserted: dict[str, Any] | None = None,
     ) -> tuple[int, int]:
-        """Insert new ids, update changed ones (``ignore`` aside): (new, changed); same columns."""
+        """Insert new ids (+ ``inserted``), update changed ones: (new, changed); same columns."""
         if not by_id:
             return 0, 0
         data = [c for c in next(iter(by_id.values())) if c != key and c not in ignore]
@@ -213,7 +214,8 @@ class SQLAlchemyTableStore:
         for chunk in _chunks(list(by_id)):
             for rec in conn.execute(sa.select(*selected).where(table.c[key].in_(chunk))):
                 stored[rec[0]] = tuple(rec[1:])
-        new = [{key: rid, **values} for rid, values in by_id.items() if rid not in stored]
+        extra = inserted or {}
+        new = [{key: rid, **values, **extra} for rid, values in by_id.items() if rid not in stored]
         changed = [
             {"_key": rid, **{c: v for c, v in values.items() if c != key}}
             for rid, values in by_id.items()
@@ -321,11 +323,5 @@ class SQLAlchemyTableStore:
         """For sensors between spend runs: billed and cost columns stay (a new row starts at 0)."""
         with self._transaction("writing rl_resource_spend spans") as conn:
             values = {s.resource_id: _values(s, _SPAN_COLS) for s in spans}
-            table = self._tables.resource_spend
-            stored: set[str] = set()
-            for chunk in _chunks(list(values)):
-                stored.update(conn.scalars(sa.select(table.c.id).where(table.c.id.in_(chunk))))
             fresh = {"billed_seconds": 0.0, "computed_at_ms": now_ms}
-            self._write(conn, table, "id", {k: v for k, v in values.items() if k in stored})
-            new = {k: {**v, **fresh} for k, v in values.items() if k not in stored}
-            self._write(conn, table, "id", new)
+            self._write(conn, self._tables.resource_spend, "id", values, inserted=fresh)
