@@ -60,8 +60,6 @@ def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
     return (items[i : i + _CHUNK] for i in range(0, len(items), _CHUNK))
 
 
-_SESSION_COLUMNS = tuple(f.name for f in fields(SessionRow))
-_CHECKPOINT_COLUMNS = tuple(f.name for f in fields(CheckpointRow))
 #: ``rl_resource_spend``'s span columns, in :class:`ResourceSpan` field order, to the field held.
 _RENAMED = {"raw_status": "status", "source": "span_source"}
 _SPAN_COLS = {_RENAMED.get(f.name, f.name): f.name for f in fields(ResourceSpan)[1:]}
@@ -231,15 +229,14 @@ class SQLAlchemyTableStore:
         self.engine.dispose()
 
     def upsert_sessions(self, rows: Sequence[SessionRow]) -> UpsertResult:
-        return self._upsert(self._tables.sessions, _SESSION_COLUMNS, rows)
+        return self._upsert(self._tables.sessions, rows)
 
     def upsert_checkpoints(self, rows: Sequence[CheckpointRow]) -> UpsertResult:
-        return self._upsert(self._tables.checkpoints, _CHECKPOINT_COLUMNS, rows)
+        return self._upsert(self._tables.checkpoints, rows)
 
-    def _upsert(
-        self, table: sa.Table, columns: Sequence[str], rows: Sequence[SessionRow | CheckpointRow]
-    ) -> UpsertResult:
+    def _upsert(self, table: sa.Table, rows: Sequence[SessionRow | CheckpointRow]) -> UpsertResult:
         # Last row wins for a repeated id, so the counts describe distinct rows.
+        columns = table.columns.keys()  # the row's fields, by name
         values = operator.attrgetter(*columns)  # not dataclasses.asdict: it deep-copies (8x)
         by_id = {row.id: dict(zip(columns, values(row), strict=True)) for row in rows}
         with self._transaction(f"writing {table.name}") as conn:
