@@ -44,18 +44,6 @@ def _driver_url(url: URL) -> URL:
     return url
 
 
-def _insert_many(conn: Connection, table: sa.Table, rows: list[dict[str, Any]]) -> None:
-    # One executemany of a statement compiled once: SQLAlchemy's per-row parameter processing
-    # tripled a first sync's time, and these columns (text, numbers) need none on any driver.
-    stmt = sa.insert(table).values({c: sa.bindparam(c) for c in rows[0]})
-    compiled = stmt.compile(dialect=conn.dialect)
-    if compiled.positional:
-        names = compiled.positiontup or []
-        conn.exec_driver_sql(compiled.string, [tuple(r[n] for n in names) for r in rows])
-    else:
-        conn.exec_driver_sql(compiled.string, rows)
-
-
 def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
     return (items[i : i + _CHUNK] for i in range(0, len(items), _CHUNK))
 
@@ -220,7 +208,15 @@ class SQLAlchemyTableStore:
             if rid in stored and stored[rid] != tuple(values[c] for c in data)
         ]
         if new:
-            _insert_many(conn, table, new)
+            # One executemany of a statement compiled once: SQLAlchemy's per-row parameter
+            # processing tripled a first sync's time; these columns need none on any driver.
+            stmt = sa.insert(table).values({c: sa.bindparam(c) for c in new[0]})
+            compiled = stmt.compile(dialect=conn.dialect)
+            if compiled.positional:
+                names = compiled.positiontup or []
+                conn.exec_driver_sql(compiled.string, [tuple(r[n] for n in names) for r in new])
+            else:
+                conn.exec_driver_sql(compiled.string, new)
         if changed:
             conn.execute(sa.update(table).where(table.c[key] == sa.bindparam("_key")), changed)
         return len(new), len(changed)
