@@ -69,9 +69,6 @@ class Tick:
     deadline: float
     now_ms: int  # the local clock when the tick began (``clock.last_ms`` is the API's)
 
-    def out_of_time(self, reserve: float = 0.0) -> bool:
-        return time.monotonic() > self.deadline - reserve
-
 
 @dataclass
 class TickOutcome(Generic[S]):
