@@ -32,18 +32,6 @@ from .urls import TableStoreConfigError, TableStoreError, check_target, is_datab
 _CHUNK = 900
 
 
-def _driver_url(url: URL) -> URL:
-    """Plain ``postgresql://`` means psycopg 3 from SQLAlchemy 2.1 on; dagster-postgres installs
-    psycopg2. Use the driver that is installed, so the URL a team already has works."""
-    if (
-        url.drivername == "postgresql"
-        and importlib.util.find_spec("psycopg") is None
-        and importlib.util.find_spec("psycopg2") is not None
-    ):
-        return url.set(drivername="postgresql+psycopg2")
-    return url
-
-
 def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
     return (items[i : i + _CHUNK] for i in range(0, len(items), _CHUNK))
 
@@ -100,21 +88,29 @@ class SQLAlchemyTableStore:
             upgrade(conn, self._tables)
 
     def _parse(self, url: "str | Path | URL") -> URL:
-        if isinstance(url, URL):
-            return _driver_url(url)
-        text = str(url)
-        check_target(text, self.setting)
-        if text == ":memory:":  # a private in-memory database
-            return URL.create("sqlite")
-        if not is_database_url(text):
-            return URL.create("sqlite", database=os.path.abspath(os.path.expanduser(text)))
-        try:
-            return _driver_url(make_url(text))
-        except Exception as exc:  # the message may quote the URL: say only what kind it is
-            raise TableStoreConfigError(
-                f"{self.setting} is not a SQLAlchemy database URL: {redact_url(text)} "
-                f"({type(exc).__name__})"
-            ) from None
+        if not isinstance(url, URL):
+            text = str(url)
+            check_target(text, self.setting)
+            if text == ":memory:":  # a private in-memory database
+                return URL.create("sqlite")
+            if not is_database_url(text):
+                return URL.create("sqlite", database=os.path.abspath(os.path.expanduser(text)))
+            try:
+                url = make_url(text)
+            except Exception as exc:  # the message may quote the URL: say only what kind it is
+                raise TableStoreConfigError(
+                    f"{self.setting} is not a SQLAlchemy database URL: {redact_url(text)} "
+                    f"({type(exc).__name__})"
+                ) from None
+        # Plain postgresql:// means psycopg 3 from SQLAlchemy 2.1 on, and dagster-postgres
+        # installs psycopg2: the driver installed is used, so the URL a team already has works.
+        if (
+            url.drivername == "postgresql"
+            and importlib.util.find_spec("psycopg") is None
+            and importlib.util.find_spec("psycopg2") is not None
+        ):
+            return url.set(drivername="postgresql+psycopg2")
+        return url
 
     @staticmethod
     def _sqlite_transactions(engine: sa.Engine, *, wal: bool) -> None:
