@@ -81,8 +81,19 @@ class SQLAlchemyTableStore:
         with self._guard("opening it"):
             #: for ad-hoc reads (do not write behind the store's back).
             self.engine = sa.create_engine(parsed, **options)
-        if backend == "sqlite":
-            self._sqlite_transactions(self.engine, wal=bool(parsed.database))
+        if backend == "sqlite":  # SQLAlchemy's recipe: every call, DDL too, is one BEGIN IMMEDIATE
+
+            @sa.event.listens_for(self.engine, "connect")
+            def _connect(dbapi_connection: Any, _record: Any) -> None:
+                dbapi_connection.isolation_level = None  # not pysqlite's own transactions
+                if parsed.database:
+                    dbapi_connection.execute("PRAGMA journal_mode=WAL")
+                    dbapi_connection.execute("PRAGMA synchronous=NORMAL")
+
+            @sa.event.listens_for(self.engine, "begin")
+            def _begin(conn: Connection) -> None:
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
+
         self._tables = define_tables(self.schema)
         with self._transaction("creating or upgrading its tables") as conn:
             upgrade(conn, self._tables)
@@ -111,21 +122,6 @@ class SQLAlchemyTableStore:
         ):
             return url.set(drivername="postgresql+psycopg2")
         return url
-
-    @staticmethod
-    def _sqlite_transactions(engine: sa.Engine, *, wal: bool) -> None:
-        """SQLAlchemy's recipe: every call, DDL too, is one ``BEGIN IMMEDIATE`` (not pysqlite's)."""
-
-        @sa.event.listens_for(engine, "connect")
-        def _connect(dbapi_connection: Any, _record: Any) -> None:
-            dbapi_connection.isolation_level = None
-            if wal:
-                dbapi_connection.execute("PRAGMA journal_mode=WAL")
-                dbapi_connection.execute("PRAGMA synchronous=NORMAL")
-
-        @sa.event.listens_for(engine, "begin")
-        def _begin(conn: Connection) -> None:
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.display!r})"
