@@ -1,6 +1,5 @@
-"""The one table store: every table of the library, one transaction per call. A write reads the
-stored rows of its ids, inserts new and updates changed ones: no dialect's upsert syntax, exact
-counts. SQLite runs in WAL mode with ``BEGIN IMMEDIATE`` (DDL too): a concurrent writer waits."""
+"""The one table store, one transaction per call. A write reads its ids' rows, then inserts and
+updates (no dialect's upsert, exact counts). SQLite: WAL, ``BEGIN IMMEDIATE``: a writer waits."""
 
 import importlib.util
 import operator
@@ -305,7 +304,6 @@ class SQLAlchemyTableStore:
             self._write(conn, self._tables.session_spend, "session_id", by_session)
 
     def save_spans(self, spans: Iterable[ResourceSpan], *, now_ms: int) -> None:
-        """For sensors between spend runs: billed and cost columns stay (a new row starts at 0)."""
         with self._transaction("writing rl_resource_spend spans") as conn:
             values = {s.resource_id: _values(s, _SPAN_COLS) for s in spans}
             fresh = {"billed_seconds": 0.0, "computed_at_ms": now_ms}
