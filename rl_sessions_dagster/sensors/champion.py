@@ -59,9 +59,13 @@ class SweepState:
         cands = [c for r in raw if isinstance(r, dict) and (c := Candidate.from_dict(r))]
         champion = str(metadata_value(meta, "champion_checkpoint_id") or "")
         return cls(
-            sweep, cands, champion, str(metadata_value(meta, "previous_champion_id") or ""),
-            int(metadata_value(meta, "changes") or 0), champion
-        )  # fmt: skip
+            sweep,
+            cands,
+            champion,
+            str(metadata_value(meta, "previous_champion_id") or ""),
+            int(metadata_value(meta, "changes") or 0),
+            champion,
+        )
 
     def fold(
         self, landed: list[tuple[str, Candidate | None]], rule: ChampionRule, key: dg.AssetKey

@@ -16,15 +16,7 @@ from ..core.resources import (
 from ..core.spend import observe_spans
 from ..resource import open_table_store
 from .options import ResourceRoute, ResourceSensorOptions
-from .tick import (
-    RoutedRuns,
-    Tick,
-    TickOutcome,
-    resolve_routes,
-    run_tags,
-    status_tag,
-    tick_sensor,
-)
+from .tick import RoutedRuns, Tick, TickOutcome, resolve_routes, run_tags, status_tag, tick_sensor
 
 
 @dataclass(frozen=True)

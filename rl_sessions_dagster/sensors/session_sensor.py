@@ -1,6 +1,7 @@
 """The session-event sensor: one API poll per tick (``collect`` → ``advance``), each event kind
 routed to a job or an asset selection, one cursor for all."""
 
+import time
 from collections.abc import Iterable, Sequence
 
 import dagster as dg
@@ -69,7 +70,7 @@ def build_session_sensor(
             config,
             source,
             now_ms=tick.now_ms,
-            out_of_time=lambda: tick.out_of_time(reserve),
+            out_of_time=lambda: time.monotonic() > tick.deadline - reserve,
             transient=TRANSIENT_ERRORS,
             discovery_pages_per_tick=DISCOVERY_PAGES_PER_TICK,
         )

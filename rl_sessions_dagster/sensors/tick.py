@@ -44,9 +44,8 @@ S = TypeVar("S", bound=TickState)
 
 def tick_budget(requested: float) -> float:
     """The budget, kept 15 s under the daemon's gRPC sensor timeout if that is set lower."""
-    raw = os.getenv("DAGSTER_SENSOR_GRPC_TIMEOUT_SECONDS") or os.getenv(
-        "DAGSTER_GRPC_TIMEOUT_SECONDS"
-    )
+    env = os.environ
+    raw = env.get("DAGSTER_SENSOR_GRPC_TIMEOUT_SECONDS") or env.get("DAGSTER_GRPC_TIMEOUT_SECONDS")
     try:
         grpc_timeout = float(raw) if raw else 60.0
     except ValueError:
@@ -68,9 +67,6 @@ class Tick:
     started: float
     deadline: float
     now_ms: int  # the local clock when the tick began (``clock.last_ms`` is the API's)
-
-    def out_of_time(self, reserve: float = 0.0) -> bool:
-        return time.monotonic() > self.deadline - reserve
 
 
 @dataclass
@@ -243,12 +239,14 @@ def check_partitioned(
     )
 
 
+@dataclass(eq=False)
 class CheckedSelection(dg.AssetSelection):
     """An ``assets=`` route's selection, checked at load: runnable assets with its partitions."""
 
-    def __init__(self, selection: dg.AssetSelection, *, sensor: str, job: str,
-                 expected: dg.DynamicPartitionsDefinition | None) -> None:  # fmt: skip
-        self.selection, self.sensor, self.job, self.expected = selection, sensor, job, expected
+    selection: dg.AssetSelection
+    sensor: str
+    job: str
+    expected: dg.DynamicPartitionsDefinition | None
 
     def resolve_inner(self, asset_graph: Any, allow_missing: bool) -> AbstractSet[dg.AssetKey]:
         matched = self.selection.resolve(asset_graph, allow_missing=True)
@@ -278,22 +276,19 @@ class CheckedSelection(dg.AssetSelection):
         return self.selection.to_selection_str()
 
 
-def expected_partitions(route: EventRoute | ResourceRoute) -> dg.DynamicPartitionsDefinition | None:
-    return route.partitions_def if isinstance(route, EventRoute) and route.partitioned else None
-
-
 @dataclass(frozen=True)
 class RouteTarget(Generic[R]):
     """A route with the job its runs execute (made here for ``assets=`` routes)."""
 
     route: R
     job: Job
-    checked_at_load: bool = True  # False for a user's asset job: only its asset graph knows
+    # What a user's asset job is checked against at each tick: only its asset graph knows.
+    check_later: dg.DynamicPartitionsDefinition | None = None
 
 
 def resolve_route(sensor: str, index: int, route: R) -> RouteTarget[R]:
     """The route's job (an asset job for ``assets=``), checked now if its partitioning is known."""
-    expected = expected_partitions(route)
+    expected = route.partitions_def if isinstance(route, EventRoute) and route.partitioned else None
     if route.assets is not None:
         name = route.job_name or f"{sensor}_route_{index}"
         selection = dg.AssetSelection.from_coercible(route.assets)
@@ -308,7 +303,7 @@ def resolve_route(sensor: str, index: int, route: R) -> RouteTarget[R]:
     known = isinstance(job, dg.JobDefinition | dg.GraphDefinition) or found is not None
     if expected is not None and known:
         check_partitioned(sensor, job.name, expected, found)
-    return RouteTarget(route, job, checked_at_load=known)
+    return RouteTarget(route, job, None if known else expected)
 
 
 def resolve_routes(sensor: str, routes: Sequence[R]) -> tuple[RouteTarget[R], ...]:
@@ -340,11 +335,9 @@ def check_at_tick(
     if repo is None:
         return
     for target in targets:
-        expected = expected_partitions(target.route)
-        if target.checked_at_load or expected is None:
-            continue
-        found = repo.get_job(target.job.name).partitions_def
-        check_partitioned(sensor, target.job.name, expected, found)
+        if target.check_later is not None:
+            found = repo.get_job(target.job.name).partitions_def
+            check_partitioned(sensor, target.job.name, target.check_later, found)
 
 
 @dataclass

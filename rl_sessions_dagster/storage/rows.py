@@ -214,4 +214,4 @@ class SpendStore(Protocol):
         """Replace the rows of these resources and sessions (one transaction)."""
 
     def save_spans(self, spans: Iterable[ResourceSpan], *, now_ms: int) -> None:
-        """Upsert only the span columns, keeping existing rows' billed and cost columns."""
+        """Upsert only the span columns (sensors, between spend runs): billed and cost stay."""

@@ -1,6 +1,5 @@
-"""The one table store: every table of the library, one transaction per call. A write reads the
-stored rows of its ids, inserts new and updates changed ones: no dialect's upsert syntax, exact
-counts. SQLite runs in WAL mode with ``BEGIN IMMEDIATE`` (DDL too): a concurrent writer waits."""
+"""The one table store, one transaction per call. A write reads its ids' rows, then inserts and
+updates (no dialect's upsert, exact counts). SQLite: WAL, ``BEGIN IMMEDIATE``: a writer waits."""
 
 import importlib.util
 import operator
@@ -32,36 +31,10 @@ from .urls import TableStoreConfigError, TableStoreError, check_target, is_datab
 _CHUNK = 900
 
 
-def _driver_url(url: URL) -> URL:
-    """Plain ``postgresql://`` means psycopg 3 from SQLAlchemy 2.1 on; dagster-postgres installs
-    psycopg2. Use the driver that is installed, so the URL a team already has works."""
-    if (
-        url.drivername == "postgresql"
-        and importlib.util.find_spec("psycopg") is None
-        and importlib.util.find_spec("psycopg2") is not None
-    ):
-        return url.set(drivername="postgresql+psycopg2")
-    return url
-
-
-def _insert_many(conn: Connection, table: sa.Table, rows: list[dict[str, Any]]) -> None:
-    # One executemany of a statement compiled once: SQLAlchemy's per-row parameter processing
-    # tripled a first sync's time, and these columns (text, numbers) need none on any driver.
-    stmt = sa.insert(table).values({c: sa.bindparam(c) for c in rows[0]})
-    compiled = stmt.compile(dialect=conn.dialect)
-    if compiled.positional:
-        names = compiled.positiontup or []
-        conn.exec_driver_sql(compiled.string, [tuple(r[n] for n in names) for r in rows])
-    else:
-        conn.exec_driver_sql(compiled.string, rows)
-
-
 def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
     return (items[i : i + _CHUNK] for i in range(0, len(items), _CHUNK))
 
 
-_SESSION_COLUMNS = tuple(f.name for f in fields(SessionRow))
-_CHECKPOINT_COLUMNS = tuple(f.name for f in fields(CheckpointRow))
 #: ``rl_resource_spend``'s span columns, in :class:`ResourceSpan` field order, to the field held.
 _RENAMED = {"raw_status": "status", "source": "span_source"}
 _SPAN_COLS = {_RENAMED.get(f.name, f.name): f.name for f in fields(ResourceSpan)[1:]}
@@ -107,43 +80,47 @@ class SQLAlchemyTableStore:
         with self._guard("opening it"):
             #: for ad-hoc reads (do not write behind the store's back).
             self.engine = sa.create_engine(parsed, **options)
-        if backend == "sqlite":
-            self._sqlite_transactions(self.engine, wal=bool(parsed.database))
+        if backend == "sqlite":  # SQLAlchemy's recipe: every call, DDL too, is one BEGIN IMMEDIATE
+
+            @sa.event.listens_for(self.engine, "connect")
+            def _connect(dbapi_connection: Any, _record: Any) -> None:
+                dbapi_connection.isolation_level = None  # not pysqlite's own transactions
+                if parsed.database:
+                    dbapi_connection.execute("PRAGMA journal_mode=WAL")
+                    dbapi_connection.execute("PRAGMA synchronous=NORMAL")
+
+            @sa.event.listens_for(self.engine, "begin")
+            def _begin(conn: Connection) -> None:
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
+
         self._tables = define_tables(self.schema)
         with self._transaction("creating or upgrading its tables") as conn:
             upgrade(conn, self._tables)
 
     def _parse(self, url: "str | Path | URL") -> URL:
-        if isinstance(url, URL):
-            return _driver_url(url)
-        text = str(url)
-        check_target(text, self.setting)
-        if text == ":memory:":  # a private in-memory database
-            return URL.create("sqlite")
-        if not is_database_url(text):
-            return URL.create("sqlite", database=os.path.abspath(os.path.expanduser(text)))
-        try:
-            return _driver_url(make_url(text))
-        except Exception as exc:  # the message may quote the URL: say only what kind it is
-            raise TableStoreConfigError(
-                f"{self.setting} is not a SQLAlchemy database URL: {redact_url(text)} "
-                f"({type(exc).__name__})"
-            ) from None
-
-    @staticmethod
-    def _sqlite_transactions(engine: sa.Engine, *, wal: bool) -> None:
-        """SQLAlchemy's recipe: every call, DDL too, is one ``BEGIN IMMEDIATE`` (not pysqlite's)."""
-
-        @sa.event.listens_for(engine, "connect")
-        def _connect(dbapi_connection: Any, _record: Any) -> None:
-            dbapi_connection.isolation_level = None
-            if wal:
-                dbapi_connection.execute("PRAGMA journal_mode=WAL")
-                dbapi_connection.execute("PRAGMA synchronous=NORMAL")
-
-        @sa.event.listens_for(engine, "begin")
-        def _begin(conn: Connection) -> None:
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        if not isinstance(url, URL):
+            text = str(url)
+            check_target(text, self.setting)
+            if text == ":memory:":  # a private in-memory database
+                return URL.create("sqlite")
+            if not is_database_url(text):
+                return URL.create("sqlite", database=os.path.abspath(os.path.expanduser(text)))
+            try:
+                url = make_url(text)
+            except Exception as exc:  # the message may quote the URL: say only what kind it is
+                raise TableStoreConfigError(
+                    f"{self.setting} is not a SQLAlchemy database URL: {redact_url(text)} "
+                    f"({type(exc).__name__})"
+                ) from None
+        # Plain postgresql:// means psycopg 3 from SQLAlchemy 2.1 on, and dagster-postgres
+        # installs psycopg2: the driver installed is used, so the URL a team already has works.
+        if (
+            url.drivername == "postgresql"
+            and importlib.util.find_spec("psycopg") is None
+            and importlib.util.find_spec("psycopg2") is not None
+        ):
+            return url.set(drivername="postgresql+psycopg2")
+        return url
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.display!r})"
@@ -203,8 +180,9 @@ class SQLAlchemyTableStore:
         by_id: dict[str, dict[str, Any]],
         *,
         ignore: Collection[str] = (),
+        inserted: dict[str, Any] | None = None,
     ) -> tuple[int, int]:
-        """Insert new ids, update changed ones (``ignore`` aside): (new, changed); same columns."""
+        """Insert new ids (+ ``inserted``), update changed ones: (new, changed); same columns."""
         if not by_id:
             return 0, 0
         data = [c for c in next(iter(by_id.values())) if c != key and c not in ignore]
@@ -213,14 +191,23 @@ class SQLAlchemyTableStore:
         for chunk in _chunks(list(by_id)):
             for rec in conn.execute(sa.select(*selected).where(table.c[key].in_(chunk))):
                 stored[rec[0]] = tuple(rec[1:])
-        new = [{key: rid, **values} for rid, values in by_id.items() if rid not in stored]
+        extra = inserted or {}
+        new = [{key: rid, **values, **extra} for rid, values in by_id.items() if rid not in stored]
         changed = [
             {"_key": rid, **{c: v for c, v in values.items() if c != key}}
             for rid, values in by_id.items()
             if rid in stored and stored[rid] != tuple(values[c] for c in data)
         ]
         if new:
-            _insert_many(conn, table, new)
+            # One executemany of a statement compiled once: SQLAlchemy's per-row parameter
+            # processing tripled a first sync's time; these columns need none on any driver.
+            stmt = sa.insert(table).values({c: sa.bindparam(c) for c in new[0]})
+            compiled = stmt.compile(dialect=conn.dialect)
+            if compiled.positional:
+                names = compiled.positiontup or []
+                conn.exec_driver_sql(compiled.string, [tuple(r[n] for n in names) for r in new])
+            else:
+                conn.exec_driver_sql(compiled.string, new)
         if changed:
             conn.execute(sa.update(table).where(table.c[key] == sa.bindparam("_key")), changed)
         return len(new), len(changed)
@@ -229,15 +216,14 @@ class SQLAlchemyTableStore:
         self.engine.dispose()
 
     def upsert_sessions(self, rows: Sequence[SessionRow]) -> UpsertResult:
-        return self._upsert(self._tables.sessions, _SESSION_COLUMNS, rows)
+        return self._upsert(self._tables.sessions, rows)
 
     def upsert_checkpoints(self, rows: Sequence[CheckpointRow]) -> UpsertResult:
-        return self._upsert(self._tables.checkpoints, _CHECKPOINT_COLUMNS, rows)
+        return self._upsert(self._tables.checkpoints, rows)
 
-    def _upsert(
-        self, table: sa.Table, columns: Sequence[str], rows: Sequence[SessionRow | CheckpointRow]
-    ) -> UpsertResult:
+    def _upsert(self, table: sa.Table, rows: Sequence[SessionRow | CheckpointRow]) -> UpsertResult:
         # Last row wins for a repeated id, so the counts describe distinct rows.
+        columns = table.columns.keys()  # the row's fields, by name
         values = operator.attrgetter(*columns)  # not dataclasses.asdict: it deep-copies (8x)
         by_id = {row.id: dict(zip(columns, values(row), strict=True)) for row in rows}
         with self._transaction(f"writing {table.name}") as conn:
@@ -318,14 +304,7 @@ class SQLAlchemyTableStore:
             self._write(conn, self._tables.session_spend, "session_id", by_session)
 
     def save_spans(self, spans: Iterable[ResourceSpan], *, now_ms: int) -> None:
-        """For sensors between spend runs: billed and cost columns stay (a new row starts at 0)."""
         with self._transaction("writing rl_resource_spend spans") as conn:
             values = {s.resource_id: _values(s, _SPAN_COLS) for s in spans}
-            table = self._tables.resource_spend
-            stored: set[str] = set()
-            for chunk in _chunks(list(values)):
-                stored.update(conn.scalars(sa.select(table.c.id).where(table.c.id.in_(chunk))))
             fresh = {"billed_seconds": 0.0, "computed_at_ms": now_ms}
-            self._write(conn, table, "id", {k: v for k, v in values.items() if k in stored})
-            new = {k: {**v, **fresh} for k, v in values.items() if k not in stored}
-            self._write(conn, table, "id", new)
+            self._write(conn, self._tables.resource_spend, "id", values, inserted=fresh)
