@@ -267,13 +267,20 @@ def build_evaluation_asset(
             except CheckpointNotRegisteredError as exc:
                 raise dg.Failure(f"{where}: {exc}", allow_retries=False) from None
             calls = len(loaded.dataset) * loaded.spec.samples
-            context.log.info(f"{where}: asking {model} {calls} time(s), "
-                             f"{loaded.spec.concurrency} at a time")  # fmt: skip
+            context.log.info(
+                f"{where}: asking {model} {calls} time(s), {loaded.spec.concurrency} at a time"
+            )
             try:
-                result = run_engine(client, model, loaded.dataset, loaded.graders,
-                                    loaded.spec, clock=client.retry.clock,
-                                    on_progress=lambda p: context.log.info(p.line()),
-                                    progress_seconds=progress_seconds)  # fmt: skip
+                result = run_engine(
+                    client,
+                    model,
+                    loaded.dataset,
+                    loaded.graders,
+                    loaded.spec,
+                    clock=client.retry.clock,
+                    on_progress=lambda p: context.log.info(p.line()),
+                    progress_seconds=progress_seconds,
+                )
             except EvaluationFailed as exc:
                 raise dg.Failure(
                     f"{where}: {exc}",

@@ -135,8 +135,9 @@ def _read_jsonl(path: Path, shown: str) -> list[tuple[int, Any]]:
         try:
             rows.append((number, json.loads(line)))
         except json.JSONDecodeError as exc:
-            raise DatasetError(f"invalid JSON ({exc.msg}, column {exc.colno})", source=shown,
-                               line=number) from None  # fmt: skip
+            raise DatasetError(
+                f"invalid JSON ({exc.msg}, column {exc.colno})", source=shown, line=number
+            ) from None
     return rows
 
 

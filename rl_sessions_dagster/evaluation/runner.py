@@ -114,9 +114,12 @@ class EvaluationSpec(BaseModel):
     def load(self, base_dir: str | Path | None = None) -> LoadedEvaluation:
         """DatasetError names a bad line (or too many calls); ValueError a bad grader."""
         dataset = load_dataset(
-            self.dataset, self.items, prompt_template=self.prompt_template,
-            system_prompt=self.system_prompt, base_dir=base_dir,
-        )  # fmt: skip
+            self.dataset,
+            self.items,
+            prompt_template=self.prompt_template,
+            system_prompt=self.system_prompt,
+            base_dir=base_dir,
+        )
         graders = tuple(resolve_grader(g) for g in self.graders)
         names = [g.name for g in graders]
         if len(set(names)) != len(names):
@@ -241,25 +244,42 @@ def run_evaluation(
     def report(futures: Sequence[Future[ItemResult]]) -> Progress:
         finished = [f for f in futures if f.done()]
         verdicts = [f.result().verdict for f in finished if f.exception() is None]
-        return Progress(model, len(finished), len(futures), client.stats.retries - retried,
-                        verdicts.count("fail"), verdicts.count("unreadable"),
-                        time.perf_counter() - started)  # fmt: skip
+        return Progress(
+            model,
+            len(finished),
+            len(futures),
+            client.stats.retries - retried,
+            verdicts.count("fail"),
+            verdicts.count("unreadable"),
+            time.perf_counter() - started,
+        )
 
     def ask(item: EvalItem, sample: int) -> ItemResult:
         if stop.is_set():
             raise _Cancelled
         try:
             out = client.chat_completion(
-                model, [dict(m) for m in item.messages], temperature=spec.temperature,
-                max_tokens=spec.max_tokens, deadline=clock() + spec.timeout_seconds,
-            )  # fmt: skip
+                model,
+                [dict(m) for m in item.messages],
+                temperature=spec.temperature,
+                max_tokens=spec.max_tokens,
+                deadline=clock() + spec.timeout_seconds,
+            )
         except BaseException:
             stop.set()  # the queued calls are dropped now, not when the main thread next runs
             raise
         grades = {g.name: g.grade(out.text, item) for g in graders}
         verdict = min((g.verdict for g in grades.values()), key=_ORDER.__getitem__)
-        return ItemResult(item, sample, out.text, verdict, grades, out.latency_s,
-                          out.prompt_tokens, out.completion_tokens)  # fmt: skip
+        return ItemResult(
+            item,
+            sample,
+            out.text,
+            verdict,
+            grades,
+            out.latency_s,
+            out.prompt_tokens,
+            out.completion_tokens,
+        )
 
     jobs = [(item, s) for item in dataset.items for s in range(spec.samples)]
     pool = ThreadPoolExecutor(spec.concurrency, thread_name_prefix="rl-eval")
@@ -294,16 +314,27 @@ def run_evaluation(
     latencies = [r.latency_s for r in results]
     prompt = sum(r.prompt_tokens for r in results)
     completion = sum(r.completion_tokens for r in results)
-    cost = (prompt * spec.price_prompt_per_million
-            + completion * spec.price_completion_per_million) / 1e6  # fmt: skip
+    cost = (
+        prompt * spec.price_prompt_per_million + completion * spec.price_completion_per_million
+    ) / 1e6
     rows = sorted(results, key=lambda r: (_ORDER[r.verdict], r.item.line or 0, r.sample))
     return EvaluationResult(
-        model=model, score=_score(count["pass"], count["fail"]), grader_scores=per_grader,
-        passed=count["pass"], failed=count["fail"], unreadable=count["unreadable"], rows=rows,
-        latency_p50_s=percentile(latencies, 0.5), latency_p95_s=percentile(latencies, 0.95),
-        prompt_tokens=prompt, completion_tokens=completion, cost_usd=cost, calls=len(results),
-        wall_seconds=time.perf_counter() - started, grader_unreadable=unreadable,
-    )  # fmt: skip
+        model=model,
+        score=_score(count["pass"], count["fail"]),
+        grader_scores=per_grader,
+        passed=count["pass"],
+        failed=count["fail"],
+        unreadable=count["unreadable"],
+        rows=rows,
+        latency_p50_s=percentile(latencies, 0.5),
+        latency_p95_s=percentile(latencies, 0.95),
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        cost_usd=cost,
+        calls=len(results),
+        wall_seconds=time.perf_counter() - started,
+        grader_unreadable=unreadable,
+    )
 
 
 class _Cancelled(Exception):
