@@ -31,15 +31,14 @@ def copied_field(owner: Any, name: str) -> Any:
     return info
 
 
-def options_section(
-    options: Any, name: str, doc: str, *, exclude: Collection[str]
-) -> type[Section]:
+def options_section(options: Any, name: str, exclude: Collection[str]) -> type[Section]:
     """The YAML section of an options class: its fields minus the ones the Component sets."""
     fields: dict[str, Any] = {
         field: (info.annotation, copied_field(options, field))
         for field, info in options.__pydantic_fields__.items()
         if field not in exclude
     }
+    doc = f":class:`~rl_sessions_dagster.{options.__name__}` in YAML."
     return create_model(name, __base__=Section, __module__=__name__, __doc__=doc, **fields)
 
 
@@ -72,13 +71,11 @@ def schedule_status(running: bool) -> dg.DefaultScheduleStatus:
     return dg.DefaultScheduleStatus.RUNNING if running else dg.DefaultScheduleStatus.STOPPED
 
 
-def section_route(
-    section: str, config: Any, kinds: Collection[EventKind | str], existing: Sequence[EventRoute]
-) -> list[EventRoute]:
+def section_route(section: str, config: Any, existing: Sequence[EventRoute]) -> list[EventRoute]:
     """A section's route to the session sensor; refused when ``sessions.routes:`` has its kinds."""
     if not config.route:
         return []
-    wanted = event_kinds(kinds)
+    wanted = event_kinds(config.event_kinds)
     taken = sorted(k.value for r in existing for k in r.kinds & wanted)
     if taken:
         raise ValueError(
@@ -150,10 +147,7 @@ class SessionFilterConfig(Section):
 
 
 PollingConfig = options_section(
-    PollingOptions,
-    "PollingConfig",
-    ":class:`~rl_sessions_dagster.PollingOptions` in YAML.",
-    exclude={"resource_key", "checkpoint_asset_key"},
+    PollingOptions, "PollingConfig", {"resource_key", "checkpoint_asset_key"}
 )
 
 
@@ -217,10 +211,7 @@ class ResourceFilterConfig(Section):
 
 
 ResourceOptionsConfig = options_section(
-    ResourceSensorOptions,
-    "ResourceOptionsConfig",
-    ":class:`~rl_sessions_dagster.ResourceSensorOptions` in YAML.",
-    exclude={"resource_key", "spend_db_path"},
+    ResourceSensorOptions, "ResourceOptionsConfig", {"resource_key", "spend_db_path"}
 )
 
 

@@ -19,7 +19,7 @@ from .evaluation import EvaluationSection
 from .gpus import IdleGuardConfig, SpendScheduleConfig
 from .report import ReportSection
 from .schema import Section, exact
-from .sensors import ResourceSensorSection, SessionSensorSection
+from .sensors import ResourceSensorSection, SessionSensorSection, section_route
 from .sync import SyncConfig
 from .translation import (
     Derived,
@@ -290,7 +290,7 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable, TogetherRLTrans
         if is_on(self.evaluation):
             baselines = self.champion.baselines(key) if is_on(self.champion) else []
             with located_errors(context.path, "evaluation", self.evaluation):
-                routes += self.evaluation.routes(routes)
+                routes += section_route("evaluation", self.evaluation, routes)
                 evaluation = self.evaluation.build(context.path, rk, group, key, baselines)
             parts.append(self._translated(evaluation, "evaluation"))
         if is_on(self.model_resources):
@@ -302,7 +302,7 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable, TogetherRLTrans
             parts.append(self._translated(self.spend.build(rk, group), "spend", spend_fresh))
         if is_on(self.report):
             with located_errors(context.path, "report", self.report):
-                routes += self.report.routes(routes)
+                routes += section_route("report", self.report, routes)
             spend_db = self.spend.db_path if self.spend is not None else None
             report = self.report.build(rk, group, eval_key, spend_db)
             reads = [dg.AssetKey.from_user_string(self.spend.key)] if is_on(self.spend) else []
