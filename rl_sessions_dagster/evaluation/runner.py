@@ -148,11 +148,15 @@ class ItemResult:
     item: EvalItem
     sample: int
     answer: str
-    verdict: Verdict
     grades: dict[str, Grade]
     latency_s: float
     prompt_tokens: int
     completion_tokens: int
+
+    @property
+    def verdict(self) -> Verdict:
+        """The worst of the graders' verdicts."""
+        return min((g.verdict for g in self.grades.values()), key=_ORDER.__getitem__)
 
 
 _ORDER: dict[str, int] = {"fail": 0, "unreadable": 1, "pass": 2}
@@ -269,16 +273,8 @@ def run_evaluation(
             stop.set()  # the queued calls are dropped now, not when the main thread next runs
             raise
         grades = {g.name: g.grade(out.text, item) for g in graders}
-        verdict = min((g.verdict for g in grades.values()), key=_ORDER.__getitem__)
         return ItemResult(
-            item,
-            sample,
-            out.text,
-            verdict,
-            grades,
-            out.latency_s,
-            out.prompt_tokens,
-            out.completion_tokens,
+            item, sample, out.text, grades, out.latency_s, out.prompt_tokens, out.completion_tokens
         )
 
     jobs = [(item, s) for item in dataset.items for s in range(spec.samples)]
