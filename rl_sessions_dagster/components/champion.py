@@ -127,9 +127,5 @@ class ChampionSection(Section):
                 expected=None,
             )
         return build_champion_definitions(
-            name=self.sensor_name,
-            assets=assets,
-            rule=rule,
-            options=options,
-            **sensor_knobs(self),
+            name=self.sensor_name, assets=assets, rule=rule, options=options, **sensor_knobs(self)
         )

@@ -10,6 +10,7 @@ import dagster as dg
 from dagster.components import Scaffolder, ScaffoldRequest, scaffold_component, scaffold_with
 from pydantic import BaseModel, Field, create_model
 
+from ..api import API_KEY_ENV
 from ..assets import CHECKPOINT_ASSET_SPEC
 from ..partitions import CHECKPOINT_ASSET_KEY, EVALUATION_ASSET_KEY
 from ..resource import TogetherRLResource
@@ -93,9 +94,6 @@ _BOUNDS: dict[str, dict[str, Any]] = {
     "retry_after_cap": {"ge": 0, "le": 3600},
     "call_deadline": {"gt": 0, "le": 86_400},
 }
-#: The environment variable each secret is read from when the YAML does not name one.
-_SECRET_ENV: dict[str, str | None] = {"api_key": "TOGETHER_API_KEY", "database_url": None}
-
 
 #: The resource's secrets, each named in YAML by its environment variable (``<field>_env``).
 _SECRETS = [
@@ -108,6 +106,12 @@ _SECRETS = [
 class _ResourceSectionBase(Section):
     """The resource in YAML, derived from its fields; a secret is named by its environment
     variable (``<field>_env``) and becomes a ``dg.EnvVar``, read at run and tick time."""
+
+    refused = {
+        name: f"'{name}' is never written in YAML: name the environment variable holding it "
+        f"with {name}_env"
+        for name in _SECRETS
+    }
 
     def build(self) -> TogetherRLResource:
         values = {name: getattr(self, name) for name in type(self).model_fields}
@@ -124,7 +128,7 @@ def _derived_fields() -> dict[str, Any]:
             fields[f"{name}_env"] = (
                 str | None,
                 Field(
-                    default=_SECRET_ENV.get(name),
+                    default=API_KEY_ENV if name == "api_key" else None,
                     min_length=1,
                     description=f"Environment variable holding {name}, read at run and tick "
                     f"time (the value never goes in YAML). {info.description or ''}".strip(),
@@ -138,17 +142,8 @@ def _derived_fields() -> dict[str, Any]:
     return fields
 
 
-_ResourceSectionBase.refused = {
-    name: f"'{name}' is never written in YAML: name the environment variable holding it "
-    f"with {name}_env"
-    for name in _SECRETS
-}
-
 ResourceSection = create_model(
-    "ResourceSection",
-    __base__=_ResourceSectionBase,
-    __module__=__name__,
-    **_derived_fields(),
+    "ResourceSection", __base__=_ResourceSectionBase, __module__=__name__, **_derived_fields()
 )
 
 
@@ -277,13 +272,8 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable, TogetherRLTrans
         spans_db = self.spend.db_path if is_on(self.spend) else None
         routes = [r.route() for r in self.sessions.routes]
         checkpoint = CHECKPOINT_ASSET_SPEC.replace_attributes(key=key, group_name=group)
-        parts = [
-            self._translated(
-                dg.Definitions(assets=[checkpoint], resources={rk: self.resource}),
-                "checkpoint",
-                self.checkpoint_asset.freshness(),
-            ),
-        ]
+        defs = dg.Definitions(assets=[checkpoint], resources={rk: self.resource})
+        parts = [self._translated(defs, "checkpoint", self.checkpoint_asset.freshness())]
         if self.sync.enabled:
             sync_fresh = schedule_freshness(self.sync.cron_schedule)
             parts.append(self._translated(self.sync.build(rk), "sessions_table", sync_fresh))
