@@ -1,6 +1,5 @@
-"""One checkpoint evaluation: ``EvaluationSpec`` (Python and YAML), checked whole by ``load``, and
-``run_evaluation``. A call failing after the client's retries fails the run: a score over the
-items that answered would be a different measurement."""
+"""``EvaluationSpec`` (Python and YAML), checked whole by ``load``, and ``run_evaluation``. A call
+failing after the client's retries fails the run: a score over the rest would measure otherwise."""
 
 from __future__ import annotations
 
@@ -277,10 +276,9 @@ def run_evaluation(
             item, sample, out.text, grades, out.latency_s, out.prompt_tokens, out.completion_tokens
         )
 
-    jobs = [(item, s) for item in dataset.items for s in range(spec.samples)]
     pool = ThreadPoolExecutor(spec.concurrency, thread_name_prefix="rl-eval")
     try:
-        futures: list[Future[ItemResult]] = [pool.submit(ask, it, s) for it, s in jobs]
+        futures = [pool.submit(ask, it, s) for it in dataset.items for s in range(spec.samples)]
         every = max(progress_seconds, 0.01)
         while wait(futures, every, return_when=FIRST_EXCEPTION).not_done and not stop.is_set():
             if on_progress is not None:
