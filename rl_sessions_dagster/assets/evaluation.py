@@ -212,7 +212,6 @@ def build_evaluation_asset(
     def _check(
         context: dg.AssetExecutionContext, current: EvaluatedCheckpoint
     ) -> dg.AssetCheckResult:
-        """Fails when the score is more than ``tolerance`` below a baseline, or unreadable."""
         meta: dict[str, Any] = {"tolerance": tolerance}
         passed = current.score is not None
         if current.score is None:

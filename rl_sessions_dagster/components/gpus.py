@@ -18,7 +18,6 @@ from .sensors import (
 )
 from .sync import SyncConfig
 
-#: The guard's options (stop_attempts and the tick knobs), from IdleGuardOptions.
 _GuardOptions = options_section(
     IdleGuardOptions, "IdleGuardOptionsConfig", {"resource_key", "spend_db_path"}
 )

@@ -1,6 +1,5 @@
-"""Dagster 1.13's model of a section drops the fields' descriptions and lets every field take
-any string (for ``{{ env.X }}`` templates), so ``dg check yaml`` reports a nested section's errors
-at the parent's line. :func:`exact` narrows that to "a template, else the declared type"."""
+"""Dagster 1.13's section model drops field descriptions and lets any field be a string (for
+``{{ env.X }}`` templates), so errors show at the parent's line; :func:`exact` narrows that."""
 
 import types
 import typing

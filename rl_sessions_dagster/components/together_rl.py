@@ -95,7 +95,6 @@ _BOUNDS: dict[str, dict[str, Any]] = {
     "call_deadline": {"gt": 0, "le": 86_400},
 }
 
-#: The resource's secrets, each named in YAML by its environment variable (``<field>_env``).
 _SECRETS = [
     name
     for name, info in TogetherRLResource.model_fields.items()

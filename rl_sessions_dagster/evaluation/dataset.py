@@ -163,11 +163,10 @@ def load_dataset(
         _template_fields(prompt_template)  # a bad template fails once, not once per item
     inline = path is None
     shown = "inline items" if inline else str(path)
-    rows = (
-        list(enumerate(items or [], 1))
-        if inline
-        else _read_jsonl(Path(base_dir or "") / str(path), shown)
-    )
+    if inline:
+        rows = list(enumerate(items or [], 1))
+    else:
+        rows = _read_jsonl(Path(base_dir or "") / str(path), shown)
     label = "item" if inline else "line"
     out: list[EvalItem] = []
     seen: dict[str, int] = {}

@@ -234,9 +234,8 @@ def run_evaluation(
     on_progress: Callable[[Progress], None] | None = None,
     progress_seconds: float = 10.0,
 ) -> EvaluationResult:
-    """Ask every item ``spec.samples`` times; ``clock`` must be the client's retry clock (deadlines
-    are absolute on it). EvaluationFailed: a call failed after its retries (the rest are
-    cancelled), or items x samples exceeds ``max_calls`` (before any call)."""
+    """Ask every item ``spec.samples`` times; ``clock``: the client's retry clock (deadlines are on
+    it). EvaluationFailed: a call failed after its retries, or the calls would exceed max_calls."""
     if not graders:
         raise ValueError("an evaluation needs at least one grader")
     spec.check_cap(dataset, lambda message: EvaluationFailed(f"call cap: {message}"))
