@@ -208,7 +208,6 @@ def _function(spec: GraderSpec) -> Callable[[str, EvalItem], Grade]:
     return grade
 
 
-#: The builder of each grader type but exact and contains, which are ``_text``.
 _BUILDERS = dict(regex=_regex, numeric=_numeric, json_field=_json_field, function=_function)
 
 
