@@ -1,5 +1,4 @@
-"""Assets: the checkpoint spec, the checkpoint evaluation, the session report, and the table
-assets (the session sync, the spend)."""
+"""Assets: the checkpoint spec, its evaluation, the session report, the tables (sync, spend)."""
 
 import dagster as dg
 

@@ -28,9 +28,6 @@ from ..partitions import (
 from ..resource import TogetherRLResource
 
 SCORE_CHECK_NAME = "score_not_dropping"
-_TEXT_CHARS = 200
-#: Earlier partitions of the session looked at for the previous checkpoint's score.
-_BASELINE_CANDIDATES = 50
 
 
 @dataclass(frozen=True)
@@ -80,7 +77,7 @@ def session_scores(
         for k in context.instance.get_dynamic_partitions(name)
         if k.startswith(prefix) and (s := _step_of(k)) is not None and s < current.step
     ]
-    candidates = sorted(earlier, reverse=True)[:_BASELINE_CANDIDATES]
+    candidates = sorted(earlier, reverse=True)[:50]  # the 50 closest earlier checkpoints
     latest = latest_metadata(context.instance, key, [k for _, k in candidates])
     out = []
     for step, partition in candidates:
@@ -149,7 +146,7 @@ def _table(result: "EvaluationResult", rows: int) -> dg.MetadataValue:
         )
         expected = r.item.expected
         expected = expected if isinstance(expected, str) else json.dumps(expected)
-        texts = [t[:_TEXT_CHARS] for t in (expected, r.answer, grades)]
+        texts = [t[:200] for t in (expected, r.answer, grades)]
         records.append((r.item.id, r.sample, r.verdict, *texts, round(r.latency_s * 1000, 1)))
     return metadata_table(_ITEM_COLUMNS, records)
 
@@ -215,7 +212,6 @@ def build_evaluation_asset(
     def _check(
         context: dg.AssetExecutionContext, current: EvaluatedCheckpoint
     ) -> dg.AssetCheckResult:
-        """Fails when the score is more than ``tolerance`` below a baseline, or unreadable."""
         meta: dict[str, Any] = {"tolerance": tolerance}
         passed = current.score is not None
         if current.score is None:
@@ -267,13 +263,20 @@ def build_evaluation_asset(
             except CheckpointNotRegisteredError as exc:
                 raise dg.Failure(f"{where}: {exc}", allow_retries=False) from None
             calls = len(loaded.dataset) * loaded.spec.samples
-            context.log.info(f"{where}: asking {model} {calls} time(s), "
-                             f"{loaded.spec.concurrency} at a time")  # fmt: skip
+            context.log.info(
+                f"{where}: asking {model} {calls} time(s), {loaded.spec.concurrency} at a time"
+            )
             try:
-                result = run_engine(client, model, loaded.dataset, loaded.graders,
-                                    loaded.spec, clock=client.retry.clock,
-                                    on_progress=lambda p: context.log.info(p.line()),
-                                    progress_seconds=progress_seconds)  # fmt: skip
+                result = run_engine(
+                    client,
+                    model,
+                    loaded.dataset,
+                    loaded.graders,
+                    loaded.spec,
+                    clock=client.retry.clock,
+                    on_progress=lambda p: context.log.info(p.line()),
+                    progress_seconds=progress_seconds,
+                )
             except EvaluationFailed as exc:
                 raise dg.Failure(
                     f"{where}: {exc}",

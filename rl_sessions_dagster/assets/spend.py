@@ -90,7 +90,6 @@ def build_spend_asset(
             f"{client.stats.requests} API request(s) ({client.stats.retries} retried)"
         )
         metadata = spend_metadata(report, rows=config.table_rows, path=store.display)
-        # Each retry is a WARNING in this run's log (the resource routes them there).
         metadata.update(api_requests=client.stats.requests, api_retries=client.stats.retries)
         return dg.MaterializeResult(metadata=metadata)
 

@@ -197,7 +197,6 @@ def sync_metadata(
         "api_requests": dg.MetadataValue.int(stats.api_requests),
         "api_retries": dg.MetadataValue.int(stats.api_retries),
         "sync_seconds": dg.MetadataValue.float(round(stats.seconds, 3)),
-        # Sessions the API listed but this library could not read: not in the table.
         "skipped_items": dg.MetadataValue.int(len(stats.skipped)),
     }
     if stats.skipped:

@@ -1,5 +1,4 @@
-"""Dagster Components (``defs.yaml``) for Together RL; found by ``dg`` through the
-``dagster_dg_cli.registry_modules`` entry point."""
+"""Dagster Components (``defs.yaml``) for Together RL, found by ``dg`` via an entry point."""
 
 from .together_rl import TogetherRLComponent
 from .translation import TogetherRLAssetProps, TogetherRLTranslator, translate

@@ -14,9 +14,7 @@ from ..core import EventKind
 from ..evaluation import EvaluationSpec
 from ..evaluation.graders import GraderSpec, GraderType
 from ..partitions import EVALUATION_ASSET_KEY
-from ..sensors import EventRoute
 from .schema import Section
-from .sensors import section_route
 
 
 class GraderConfig(GraderSpec, Section):
@@ -69,6 +67,8 @@ class EvaluationSection(EvaluationSpec, Section):
     check_severity: Literal["WARN", "ERROR"] = Field(
         default="WARN", description="Severity of a failed score check."
     )
+    #: What ``route: true`` sends here.
+    event_kinds: ClassVar[list[EventKind]] = [EventKind.CHECKPOINT_REGISTERED]
 
     def to_spec(self) -> EvaluationSpec:
         """The plain spec; a grader of ``type: pkg.mod:fn`` becomes a function grader."""
@@ -100,6 +100,3 @@ class EvaluationSection(EvaluationSpec, Section):
             progress_seconds=self.progress_seconds,
         )
         return dg.Definitions(assets=[asset])
-
-    def routes(self, existing: Sequence[EventRoute]) -> list[EventRoute]:
-        return section_route("evaluation", self, [EventKind.CHECKPOINT_REGISTERED], existing)

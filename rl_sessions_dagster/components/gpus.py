@@ -18,12 +18,8 @@ from .sensors import (
 )
 from .sync import SyncConfig
 
-#: The guard's options (stop_attempts and the tick knobs), from IdleGuardOptions.
 _GuardOptions = options_section(
-    IdleGuardOptions,
-    "IdleGuardOptionsConfig",
-    ":class:`~rl_sessions_dagster.IdleGuardOptions` in YAML.",
-    exclude={"resource_key", "spend_db_path"},
+    IdleGuardOptions, "IdleGuardOptionsConfig", {"resource_key", "spend_db_path"}
 )
 
 

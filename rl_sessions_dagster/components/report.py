@@ -1,6 +1,5 @@
 """The ``report:`` section: one report per finished session, routed from its terminal event."""
 
-from collections.abc import Sequence
 from typing import Literal, get_args
 
 import dagster as dg
@@ -8,10 +7,9 @@ from pydantic import Field
 
 from ..assets import build_session_report_asset
 from ..assets.report import REPORT_ASSET_KEY
-from ..sensors import EventRoute
 from .champion import ChampionSection
-from .schema import Section
-from .sensors import copied_field, section_route
+from .schema import Section, unset
+from .sensors import copied_field
 
 TerminalKind = Literal["session_stopped", "session_error", "session_expired"]
 
@@ -34,9 +32,7 @@ class ReportSection(Section):
     )
     metric: str = Field(default="score", description="Evaluation metadata shown per checkpoint.")
     evaluation_key: str | None = copied_field(ChampionSection, "evaluation_key")
-    spend_db_path: str | None = Field(
-        default=None, description="Spend tables (default: the spend: section's db_path)."
-    )
+    spend_db_path: str | None = unset("Spend tables (default: the spend: section's db_path).")
 
     def build(
         self, resource_key: str, group_name: str | None, evaluation_key: str, spend_db: str | None
@@ -50,6 +46,3 @@ class ReportSection(Section):
             group_name=group_name,
         )
         return dg.Definitions(assets=[report])
-
-    def routes(self, existing: Sequence[EventRoute]) -> list[EventRoute]:
-        return section_route("report", self, self.event_kinds, existing)

@@ -1,13 +1,12 @@
-"""Dagster 1.13's model of a section drops the fields' descriptions and lets every field take
-any string (for ``{{ env.X }}`` templates), so ``dg check yaml`` reports a nested section's errors
-at the parent's line. :func:`exact` narrows that to "a template, else the declared type"."""
+"""Dagster 1.13's section model drops field descriptions and lets any field be a string (for
+``{{ env.X }}`` templates), so errors show at the parent's line; :func:`exact` narrows that."""
 
 import types
 import typing
 from typing import Any, ClassVar
 
 import dagster as dg
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 #: Strings the YAML may hold in place of a value of another type: Jinja templates.
 TEMPLATE = {
@@ -129,6 +128,11 @@ def exact(derived: type[BaseModel], section: type[BaseModel]) -> type[BaseModel]
     derived.model_rebuild(force=True)
     setattr(derived, "__rl_exact__", True)  # noqa: B010 - pydantic class attribute
     return derived
+
+
+def unset(description: str) -> Any:
+    """A field that stays None unless the YAML sets it."""
+    return Field(default=None, description=description)
 
 
 class Section(dg.Model, dg.Resolvable):

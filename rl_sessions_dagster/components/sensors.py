@@ -20,7 +20,7 @@ from ..sensors import (
     build_session_sensor,
 )
 from ..sensors.options import event_kinds
-from .schema import Section
+from .schema import Section, unset
 
 
 def copied_field(owner: Any, name: str) -> Any:
@@ -31,15 +31,14 @@ def copied_field(owner: Any, name: str) -> Any:
     return info
 
 
-def options_section(
-    options: Any, name: str, doc: str, *, exclude: Collection[str]
-) -> type[Section]:
+def options_section(options: Any, name: str, exclude: Collection[str]) -> type[Section]:
     """The YAML section of an options class: its fields minus the ones the Component sets."""
     fields: dict[str, Any] = {
         field: (info.annotation, copied_field(options, field))
         for field, info in options.__pydantic_fields__.items()
         if field not in exclude
     }
+    doc = f":class:`~rl_sessions_dagster.{options.__name__}` in YAML."
     return create_model(name, __base__=Section, __module__=__name__, __doc__=doc, **fields)
 
 
@@ -72,13 +71,11 @@ def schedule_status(running: bool) -> dg.DefaultScheduleStatus:
     return dg.DefaultScheduleStatus.RUNNING if running else dg.DefaultScheduleStatus.STOPPED
 
 
-def section_route(
-    section: str, config: Any, kinds: Collection[EventKind | str], existing: Sequence[EventRoute]
-) -> list[EventRoute]:
+def section_route(section: str, config: Any, existing: Sequence[EventRoute]) -> list[EventRoute]:
     """A section's route to the session sensor; refused when ``sessions.routes:`` has its kinds."""
     if not config.route:
         return []
-    wanted = event_kinds(kinds)
+    wanted = event_kinds(config.event_kinds)
     taken = sorted(k.value for r in existing for k in r.kinds & wanted)
     if taken:
         raise ValueError(
@@ -136,24 +133,17 @@ class RouteConfig(Section):
 class SessionFilterConfig(Section):
     """Which sessions the sensor watches; every given field must match."""
 
-    model_resources_id: str | None = Field(
-        default=None, description="Only sessions on this model resource (sent to the API)."
+    model_resources_id: str | None = unset(
+        "Only sessions on this model resource (sent to the API)."
     )
-    created_by: str | None = Field(default=None, description='"me" or a user id.')
-    display_name: str | None = Field(default=None, description='A glob, e.g. "sweep-*".')
-    wandb_project: str | None = Field(
-        default=None, description="Only sessions logging to this W&B project."
-    )
-    wandb_group: str | None = Field(
-        default=None, description="Only sessions in this W&B group (a sweep)."
-    )
+    created_by: str | None = unset('"me" or a user id.')
+    display_name: str | None = unset('A glob, e.g. "sweep-*".')
+    wandb_project: str | None = unset("Only sessions logging to this W&B project.")
+    wandb_group: str | None = unset("Only sessions in this W&B group (a sweep).")
 
 
 PollingConfig = options_section(
-    PollingOptions,
-    "PollingConfig",
-    ":class:`~rl_sessions_dagster.PollingOptions` in YAML.",
-    exclude={"resource_key", "checkpoint_asset_key"},
+    PollingOptions, "PollingConfig", {"resource_key", "checkpoint_asset_key"}
 )
 
 
@@ -212,15 +202,12 @@ class ResourceRouteConfig(Section):
 class ResourceFilterConfig(Section):
     """Which model resources the sensor watches; every given field must match."""
 
-    created_by: str | None = Field(default=None, description='"me" or a user id.')
-    base_model: str | None = Field(default=None, description="Only resources of this base model.")
+    created_by: str | None = unset('"me" or a user id.')
+    base_model: str | None = unset("Only resources of this base model.")
 
 
 ResourceOptionsConfig = options_section(
-    ResourceSensorOptions,
-    "ResourceOptionsConfig",
-    ":class:`~rl_sessions_dagster.ResourceSensorOptions` in YAML.",
-    exclude={"resource_key", "spend_db_path"},
+    ResourceSensorOptions, "ResourceOptionsConfig", {"resource_key", "spend_db_path"}
 )
 
 

@@ -10,6 +10,7 @@ import dagster as dg
 from dagster.components import Scaffolder, ScaffoldRequest, scaffold_component, scaffold_with
 from pydantic import BaseModel, Field, create_model
 
+from ..api import API_KEY_ENV
 from ..assets import CHECKPOINT_ASSET_SPEC
 from ..partitions import CHECKPOINT_ASSET_KEY, EVALUATION_ASSET_KEY
 from ..resource import TogetherRLResource
@@ -18,8 +19,8 @@ from .checks import check_crons, check_unique_names, is_on, located_errors
 from .evaluation import EvaluationSection
 from .gpus import IdleGuardConfig, SpendScheduleConfig
 from .report import ReportSection
-from .schema import Section, exact
-from .sensors import ResourceSensorSection, SessionSensorSection
+from .schema import Section, exact, unset
+from .sensors import ResourceSensorSection, SessionSensorSection, section_route
 from .sync import SyncConfig
 from .translation import (
     Derived,
@@ -93,11 +94,7 @@ _BOUNDS: dict[str, dict[str, Any]] = {
     "retry_after_cap": {"ge": 0, "le": 3600},
     "call_deadline": {"gt": 0, "le": 86_400},
 }
-#: The environment variable each secret is read from when the YAML does not name one.
-_SECRET_ENV: dict[str, str | None] = {"api_key": "TOGETHER_API_KEY", "database_url": None}
 
-
-#: The resource's secrets, each named in YAML by its environment variable (``<field>_env``).
 _SECRETS = [
     name
     for name, info in TogetherRLResource.model_fields.items()
@@ -108,6 +105,12 @@ _SECRETS = [
 class _ResourceSectionBase(Section):
     """The resource in YAML, derived from its fields; a secret is named by its environment
     variable (``<field>_env``) and becomes a ``dg.EnvVar``, read at run and tick time."""
+
+    refused = {
+        name: f"'{name}' is never written in YAML: name the environment variable holding it "
+        f"with {name}_env"
+        for name in _SECRETS
+    }
 
     def build(self) -> TogetherRLResource:
         values = {name: getattr(self, name) for name in type(self).model_fields}
@@ -124,7 +127,7 @@ def _derived_fields() -> dict[str, Any]:
             fields[f"{name}_env"] = (
                 str | None,
                 Field(
-                    default=_SECRET_ENV.get(name),
+                    default=API_KEY_ENV if name == "api_key" else None,
                     min_length=1,
                     description=f"Environment variable holding {name}, read at run and tick "
                     f"time (the value never goes in YAML). {info.description or ''}".strip(),
@@ -138,17 +141,8 @@ def _derived_fields() -> dict[str, Any]:
     return fields
 
 
-_ResourceSectionBase.refused = {
-    name: f"'{name}' is never written in YAML: name the environment variable holding it "
-    f"with {name}_env"
-    for name in _SECRETS
-}
-
 ResourceSection = create_model(
-    "ResourceSection",
-    __base__=_ResourceSectionBase,
-    __module__=__name__,
-    **_derived_fields(),
+    "ResourceSection", __base__=_ResourceSectionBase, __module__=__name__, **_derived_fields()
 )
 
 
@@ -218,23 +212,21 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable, TogetherRLTrans
     sync: SyncConfig = Field(
         default_factory=SyncConfig, description="The scheduled sync of sessions and checkpoints."
     )
-    model_resources: ResourceSensorSection | None = Field(
-        default=None, description="Model-resource events (ready, error, ...) to assets: one sensor."
+    model_resources: ResourceSensorSection | None = unset(
+        "Model-resource events (ready, error, ...) to assets: one sensor."
     )
-    idle_guard: IdleGuardConfig | None = Field(
-        default=None, description="Stop (or, dry run, report) READY resources left idle."
+    idle_guard: IdleGuardConfig | None = unset(
+        "Stop (or, dry run, report) READY resources left idle."
     )
-    spend: SpendScheduleConfig | None = Field(
-        default=None, description="Estimated GPU cost per resource, session and sweep."
+    spend: SpendScheduleConfig | None = unset("Estimated GPU cost per resource, session and sweep.")
+    evaluation: EvaluationSection | None = unset(
+        "Built-in evaluation of every registered checkpoint."
     )
-    evaluation: EvaluationSection | None = Field(
-        default=None, description="Built-in evaluation of every registered checkpoint."
+    report: ReportSection | None = unset(
+        "One report per finished session, from its terminal event."
     )
-    report: ReportSection | None = Field(
-        default=None, description="One report per finished session, from its terminal event."
-    )
-    champion: ChampionSection | None = Field(
-        default=None, description="The best evaluated checkpoint of each sweep, by one metric."
+    champion: ChampionSection | None = unset(
+        "The best evaluated checkpoint of each sweep, by one metric."
     )
     translation: ResolvedTogetherRLTranslationFn | None = Field(
         default=None,
@@ -277,20 +269,15 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable, TogetherRLTrans
         spans_db = self.spend.db_path if is_on(self.spend) else None
         routes = [r.route() for r in self.sessions.routes]
         checkpoint = CHECKPOINT_ASSET_SPEC.replace_attributes(key=key, group_name=group)
-        parts = [
-            self._translated(
-                dg.Definitions(assets=[checkpoint], resources={rk: self.resource}),
-                "checkpoint",
-                self.checkpoint_asset.freshness(),
-            ),
-        ]
+        defs = dg.Definitions(assets=[checkpoint], resources={rk: self.resource})
+        parts = [self._translated(defs, "checkpoint", self.checkpoint_asset.freshness())]
         if self.sync.enabled:
             sync_fresh = schedule_freshness(self.sync.cron_schedule)
             parts.append(self._translated(self.sync.build(rk), "sessions_table", sync_fresh))
         if is_on(self.evaluation):
             baselines = self.champion.baselines(key) if is_on(self.champion) else []
             with located_errors(context.path, "evaluation", self.evaluation):
-                routes += self.evaluation.routes(routes)
+                routes += section_route("evaluation", self.evaluation, routes)
                 evaluation = self.evaluation.build(context.path, rk, group, key, baselines)
             parts.append(self._translated(evaluation, "evaluation"))
         if is_on(self.model_resources):
@@ -302,7 +289,7 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable, TogetherRLTrans
             parts.append(self._translated(self.spend.build(rk, group), "spend", spend_fresh))
         if is_on(self.report):
             with located_errors(context.path, "report", self.report):
-                routes += self.report.routes(routes)
+                routes += section_route("report", self.report, routes)
             spend_db = self.spend.db_path if self.spend is not None else None
             report = self.report.build(rk, group, eval_key, spend_db)
             reads = [dg.AssetKey.from_user_string(self.spend.key)] if is_on(self.spend) else []

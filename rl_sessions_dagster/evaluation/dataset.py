@@ -135,8 +135,9 @@ def _read_jsonl(path: Path, shown: str) -> list[tuple[int, Any]]:
         try:
             rows.append((number, json.loads(line)))
         except json.JSONDecodeError as exc:
-            raise DatasetError(f"invalid JSON ({exc.msg}, column {exc.colno})", source=shown,
-                               line=number) from None  # fmt: skip
+            raise DatasetError(
+                f"invalid JSON ({exc.msg}, column {exc.colno})", source=shown, line=number
+            ) from None
     return rows
 
 
@@ -162,11 +163,10 @@ def load_dataset(
         _template_fields(prompt_template)  # a bad template fails once, not once per item
     inline = path is None
     shown = "inline items" if inline else str(path)
-    rows = (
-        list(enumerate(items or [], 1))
-        if inline
-        else _read_jsonl(Path(base_dir or "") / str(path), shown)
-    )
+    if inline:
+        rows = list(enumerate(items or [], 1))
+    else:
+        rows = _read_jsonl(Path(base_dir or "") / str(path), shown)
     label = "item" if inline else "line"
     out: list[EvalItem] = []
     seen: dict[str, int] = {}

@@ -1,7 +1,6 @@
-"""Graders: does an answer match an item's ``expected``? Built-ins, or ``package.module:function``
-called as ``function(answer, item)`` in the runner's threads (so thread-safe), returning a bool, a
-number in [0, 1] (≥ 0.5 passes), a :class:`Grade` or None. ``unreadable`` is never folded into
-"wrong": a formatting regression and a reasoning regression call for different fixes."""
+"""Built-in graders, or ``package.module:function`` called as ``function(answer, item)`` in the
+runner's threads (so thread-safe) returning a bool, a number in [0, 1] (>= 0.5 passes), a
+:class:`Grade` or None. ``unreadable`` is not "wrong": format and reasoning regressions differ."""
 
 from __future__ import annotations
 
@@ -209,7 +208,6 @@ def _function(spec: GraderSpec) -> Callable[[str, EvalItem], Grade]:
     return grade
 
 
-#: The builder of each grader type but exact and contains, which are ``_text``.
 _BUILDERS = dict(regex=_regex, numeric=_numeric, json_field=_json_field, function=_function)
 
 

@@ -1,6 +1,5 @@
-"""One checkpoint evaluation: ``EvaluationSpec`` (Python and YAML), checked whole by ``load``, and
-``run_evaluation``. A call failing after the client's retries fails the run: a score over the
-items that answered would be a different measurement."""
+"""``EvaluationSpec`` (Python and YAML), checked whole by ``load``, and ``run_evaluation``. A call
+failing after the client's retries fails the run: a score over the rest would measure otherwise."""
 
 from __future__ import annotations
 
@@ -114,9 +113,12 @@ class EvaluationSpec(BaseModel):
     def load(self, base_dir: str | Path | None = None) -> LoadedEvaluation:
         """DatasetError names a bad line (or too many calls); ValueError a bad grader."""
         dataset = load_dataset(
-            self.dataset, self.items, prompt_template=self.prompt_template,
-            system_prompt=self.system_prompt, base_dir=base_dir,
-        )  # fmt: skip
+            self.dataset,
+            self.items,
+            prompt_template=self.prompt_template,
+            system_prompt=self.system_prompt,
+            base_dir=base_dir,
+        )
         graders = tuple(resolve_grader(g) for g in self.graders)
         names = [g.name for g in graders]
         if len(set(names)) != len(names):
@@ -145,11 +147,15 @@ class ItemResult:
     item: EvalItem
     sample: int
     answer: str
-    verdict: Verdict
     grades: dict[str, Grade]
     latency_s: float
     prompt_tokens: int
     completion_tokens: int
+
+    @property
+    def verdict(self) -> Verdict:
+        """The worst of the graders' verdicts."""
+        return min((g.verdict for g in self.grades.values()), key=_ORDER.__getitem__)
 
 
 _ORDER: dict[str, int] = {"fail": 0, "unreadable": 1, "pass": 2}
@@ -228,9 +234,8 @@ def run_evaluation(
     on_progress: Callable[[Progress], None] | None = None,
     progress_seconds: float = 10.0,
 ) -> EvaluationResult:
-    """Ask every item ``spec.samples`` times; ``clock`` must be the client's retry clock (deadlines
-    are absolute on it). EvaluationFailed: a call failed after its retries (the rest are
-    cancelled), or items x samples exceeds ``max_calls`` (before any call)."""
+    """Ask every item ``spec.samples`` times; ``clock``: the client's retry clock (deadlines are on
+    it). EvaluationFailed: a call failed after its retries, or the calls would exceed max_calls."""
     if not graders:
         raise ValueError("an evaluation needs at least one grader")
     spec.check_cap(dataset, lambda message: EvaluationFailed(f"call cap: {message}"))
@@ -241,30 +246,38 @@ def run_evaluation(
     def report(futures: Sequence[Future[ItemResult]]) -> Progress:
         finished = [f for f in futures if f.done()]
         verdicts = [f.result().verdict for f in finished if f.exception() is None]
-        return Progress(model, len(finished), len(futures), client.stats.retries - retried,
-                        verdicts.count("fail"), verdicts.count("unreadable"),
-                        time.perf_counter() - started)  # fmt: skip
+        return Progress(
+            model,
+            len(finished),
+            len(futures),
+            client.stats.retries - retried,
+            verdicts.count("fail"),
+            verdicts.count("unreadable"),
+            time.perf_counter() - started,
+        )
 
     def ask(item: EvalItem, sample: int) -> ItemResult:
         if stop.is_set():
             raise _Cancelled
         try:
             out = client.chat_completion(
-                model, [dict(m) for m in item.messages], temperature=spec.temperature,
-                max_tokens=spec.max_tokens, deadline=clock() + spec.timeout_seconds,
-            )  # fmt: skip
+                model,
+                [dict(m) for m in item.messages],
+                temperature=spec.temperature,
+                max_tokens=spec.max_tokens,
+                deadline=clock() + spec.timeout_seconds,
+            )
         except BaseException:
             stop.set()  # the queued calls are dropped now, not when the main thread next runs
             raise
         grades = {g.name: g.grade(out.text, item) for g in graders}
-        verdict = min((g.verdict for g in grades.values()), key=_ORDER.__getitem__)
-        return ItemResult(item, sample, out.text, verdict, grades, out.latency_s,
-                          out.prompt_tokens, out.completion_tokens)  # fmt: skip
+        return ItemResult(
+            item, sample, out.text, grades, out.latency_s, out.prompt_tokens, out.completion_tokens
+        )
 
-    jobs = [(item, s) for item in dataset.items for s in range(spec.samples)]
     pool = ThreadPoolExecutor(spec.concurrency, thread_name_prefix="rl-eval")
     try:
-        futures: list[Future[ItemResult]] = [pool.submit(ask, it, s) for it, s in jobs]
+        futures = [pool.submit(ask, it, s) for it in dataset.items for s in range(spec.samples)]
         every = max(progress_seconds, 0.01)
         while wait(futures, every, return_when=FIRST_EXCEPTION).not_done and not stop.is_set():
             if on_progress is not None:
@@ -294,16 +307,27 @@ def run_evaluation(
     latencies = [r.latency_s for r in results]
     prompt = sum(r.prompt_tokens for r in results)
     completion = sum(r.completion_tokens for r in results)
-    cost = (prompt * spec.price_prompt_per_million
-            + completion * spec.price_completion_per_million) / 1e6  # fmt: skip
+    cost = (
+        prompt * spec.price_prompt_per_million + completion * spec.price_completion_per_million
+    ) / 1e6
     rows = sorted(results, key=lambda r: (_ORDER[r.verdict], r.item.line or 0, r.sample))
     return EvaluationResult(
-        model=model, score=_score(count["pass"], count["fail"]), grader_scores=per_grader,
-        passed=count["pass"], failed=count["fail"], unreadable=count["unreadable"], rows=rows,
-        latency_p50_s=percentile(latencies, 0.5), latency_p95_s=percentile(latencies, 0.95),
-        prompt_tokens=prompt, completion_tokens=completion, cost_usd=cost, calls=len(results),
-        wall_seconds=time.perf_counter() - started, grader_unreadable=unreadable,
-    )  # fmt: skip
+        model=model,
+        score=_score(count["pass"], count["fail"]),
+        grader_scores=per_grader,
+        passed=count["pass"],
+        failed=count["fail"],
+        unreadable=count["unreadable"],
+        rows=rows,
+        latency_p50_s=percentile(latencies, 0.5),
+        latency_p95_s=percentile(latencies, 0.95),
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        cost_usd=cost,
+        calls=len(results),
+        wall_seconds=time.perf_counter() - started,
+        grader_unreadable=unreadable,
+    )
 
 
 class _Cancelled(Exception):
