@@ -105,11 +105,6 @@ def compact(**fields: Any) -> dict[str, Any]:
     return out
 
 
-def body_of(args: dict[str, Any], *skip: str) -> dict[str, Any]:
-    """A body from a method's ``locals()`` (taken first), but ``self``, ``deadline``, ``skip``."""
-    return compact(**{k: v for k, v in args.items() if k not in ("self", "deadline", *skip)})
-
-
 def wait_deadline(client: BaseClient, timeout: float | None, deadline: float | None) -> float:
     """The absolute end of a wait: the earlier of ``timeout`` (from now) and ``deadline``."""
     clock = client.retry.clock

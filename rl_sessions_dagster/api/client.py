@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from ._http import body_of, compact, segment
+from ._http import compact, segment
 from .enums import (
     CheckpointType,
     CheckpointVariant,
@@ -101,7 +101,14 @@ class RLSessionsClient(OperationsAPI, InferenceAPI):
         deadline: float | None = None,
     ) -> TrainingSession:
         """Start a session on a READY model resource. Not retried once it may have been sent."""
-        body = body_of(locals())
+        body = compact(
+            model_resources_id=model_resources_id,
+            display_name=display_name,
+            metadata=metadata,
+            lora_config=lora_config,
+            resume_from_checkpoint_id=resume_from_checkpoint_id,
+            load_optimizer=load_optimizer,
+        )
         return self._request(
             "POST", _SESSIONS, TrainingSession, json=body, idempotent=False, deadline=deadline
         )
@@ -215,7 +222,14 @@ class RLSessionsClient(OperationsAPI, InferenceAPI):
         deadline: float | None = None,
     ) -> ModelResource:
         """Provision GPUs (billed while READY). Not retried once it may have been sent."""
-        body = body_of(locals())
+        body = compact(
+            base_model=base_model,
+            lora_enabled=lora_enabled,
+            compute_config=compute_config,
+            optimizer_config=optimizer_config,
+            inactive_timeout=inactive_timeout,
+            base_weights_ref=base_weights_ref,
+        )
         return self._request(
             "POST", _RESOURCES, ModelResource, json=body, idempotent=False, deadline=deadline
         )
@@ -232,7 +246,14 @@ class RLSessionsClient(OperationsAPI, InferenceAPI):
         deadline: float | None = None,
     ) -> CostEstimate:
         """Price of a resource with this configuration."""
-        body = body_of(locals())
+        body = compact(
+            base_model=base_model,
+            lora_enabled=lora_enabled,
+            compute_config=compute_config,
+            optimizer_config=optimizer_config,
+            inactive_timeout=inactive_timeout,
+            base_weights_ref=base_weights_ref,
+        )
         path = f"{_RESOURCES}/estimate-cost"
         return self._request(
             "POST", path, CostEstimate, json=body, idempotent=True, deadline=deadline

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import Field
 
-from ._http import BaseClient, body_of
+from ._http import BaseClient, compact
 from .models import APIModel
 
 
@@ -76,7 +76,6 @@ class InferenceAPI(BaseClient):
         deadline: float | None = None,
     ) -> ChatCompletion:
         """Ask ``model`` (a ``DeploymentTarget.inference_model``; unknown: NotFoundError)."""
-        options = body_of(locals(), "model", "messages")
         if not isinstance(model, str) or not model:
             raise ValueError(f"model must be a non-empty string, got {model!r}")
         wire = []
@@ -90,7 +89,16 @@ class InferenceAPI(BaseClient):
             wire.append(m)
         if not wire:
             raise ValueError("messages must not be empty")
-        body = {"model": model, "messages": wire, **options}
+        body = compact(
+            model=model,
+            messages=wire,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            top_p=top_p,
+            n=n,
+            stop=stop,
+            seed=seed,
+        )
         started = time.perf_counter()
         result = self._request(
             "POST", _CHAT, ChatCompletion, json=body, idempotent=True, deadline=deadline

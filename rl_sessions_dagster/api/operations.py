@@ -8,7 +8,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import Field, ValidationError
 
-from ._http import BaseClient, body_of, compact, segment, wait_deadline
+from ._http import BaseClient, compact, segment, wait_deadline
 from .enums import OperationErrorCode, OperationStatus, StopReason, WeightSyncType
 from .models import APIModel, InferenceCheckpoint, TopLevelModel, TrainingCheckpoint
 from .pages import RawEnum, salvage
@@ -204,7 +204,12 @@ class OperationsAPI(BaseClient):
         idempotency_key: str | None = None,
         deadline: float | None = None,
     ) -> Operation:
-        body = body_of(locals(), "session_id", "idempotency_key")
+        body = compact(
+            loss=loss,
+            samples=samples,
+            forward_only=forward_only,
+            return_loss_fn_outputs=return_loss_fn_outputs,
+        )
         return self._submit(session_id, "forward-backward", body, idempotency_key, deadline)
 
     def custom_forward_backward(
@@ -258,7 +263,14 @@ class OperationsAPI(BaseClient):
         idempotency_key: str | None = None,
         deadline: float | None = None,
     ) -> Operation:
-        body = body_of(locals(), "session_id", "idempotency_key")
+        body = compact(
+            model_inputs=model_inputs,
+            num_samples=num_samples,
+            sampling_params=sampling_params,
+            prompt_logprobs=prompt_logprobs,
+            topk_prompt_logprobs=topk_prompt_logprobs,
+            return_routed_experts=return_routed_experts,
+        )
         return self._submit(session_id, "sample", body, idempotency_key, deadline)
 
     def create_inference_checkpoint(
