@@ -11,7 +11,7 @@ from ..core.sweeps import ChampionRule, Direction
 from ..partitions import CHAMPION_ASSET_KEY
 from ..sensors import ChampionOptions, build_champion_definitions
 from .checks import LocatedSelection
-from .schema import Section, unset
+from .schema import Section
 from .sensors import copied_field, interval_field, running_field, sensor_knobs
 
 #: The numeric entries the built-in evaluation records; ``score [<grader>]`` is one per grader.
@@ -66,7 +66,9 @@ class ChampionSection(Section):
 
     enabled: bool = Field(default=True, description="false: no champion asset, no sensor.")
     key: str = Field(default=CHAMPION_ASSET_KEY.to_user_string(), description="Asset key.")
-    evaluation_key: str | None = unset("Evaluation asset (default: the evaluation: section's key).")
+    evaluation_key: str | None = Field(
+        default=None, description="Evaluation asset (default: the evaluation: section's key)."
+    )
     metric: str = copied_field(ChampionRule, "metric")
     direction: Direction = copied_field(ChampionRule, "direction")
     min_candidates: int = copied_field(ChampionRule, "min_candidates")
@@ -74,7 +76,9 @@ class ChampionSection(Section):
     baseline: bool = Field(
         default=True, description="Also check each evaluation's score against the champion."
     )
-    on_change: ChampionRouteConfig | None = unset("Route champion_changed (e.g. to a deploy job).")
+    on_change: ChampionRouteConfig | None = Field(
+        default=None, description="Route champion_changed (e.g. to a deploy job)."
+    )
     sensor_name: str = Field(
         default="together_rl_champion",
         min_length=1,

@@ -8,7 +8,7 @@ from pydantic import Field
 from ..assets import build_session_report_asset
 from ..assets.report import REPORT_ASSET_KEY
 from .champion import ChampionSection
-from .schema import Section, unset
+from .schema import Section
 from .sensors import copied_field
 
 TerminalKind = Literal["session_stopped", "session_error", "session_expired"]
@@ -32,7 +32,9 @@ class ReportSection(Section):
     )
     metric: str = Field(default="score", description="Evaluation metadata shown per checkpoint.")
     evaluation_key: str | None = copied_field(ChampionSection, "evaluation_key")
-    spend_db_path: str | None = unset("Spend tables (default: the spend: section's db_path).")
+    spend_db_path: str | None = Field(
+        default=None, description="Spend tables (default: the spend: section's db_path)."
+    )
 
     def build(
         self, resource_key: str, group_name: str | None, evaluation_key: str, spend_db: str | None

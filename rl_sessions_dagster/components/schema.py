@@ -6,7 +6,7 @@ import typing
 from typing import Any, ClassVar
 
 import dagster as dg
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 #: Strings the YAML may hold in place of a value of another type: Jinja templates.
 TEMPLATE = {
@@ -128,11 +128,6 @@ def exact(derived: type[BaseModel], section: type[BaseModel]) -> type[BaseModel]
     derived.model_rebuild(force=True)
     setattr(derived, "__rl_exact__", True)  # noqa: B010 - pydantic class attribute
     return derived
-
-
-def unset(description: str) -> Any:
-    """A field that stays None unless the YAML sets it."""
-    return Field(default=None, description=description)
 
 
 class Section(dg.Model, dg.Resolvable):

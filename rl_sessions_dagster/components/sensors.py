@@ -20,7 +20,7 @@ from ..sensors import (
     build_session_sensor,
 )
 from ..sensors.options import event_kinds
-from .schema import Section, unset
+from .schema import Section
 
 
 def copied_field(owner: Any, name: str) -> Any:
@@ -133,13 +133,17 @@ class RouteConfig(Section):
 class SessionFilterConfig(Section):
     """Which sessions the sensor watches; every given field must match."""
 
-    model_resources_id: str | None = unset(
-        "Only sessions on this model resource (sent to the API)."
+    model_resources_id: str | None = Field(
+        default=None, description="Only sessions on this model resource (sent to the API)."
     )
-    created_by: str | None = unset('"me" or a user id.')
-    display_name: str | None = unset('A glob, e.g. "sweep-*".')
-    wandb_project: str | None = unset("Only sessions logging to this W&B project.")
-    wandb_group: str | None = unset("Only sessions in this W&B group (a sweep).")
+    created_by: str | None = Field(default=None, description='"me" or a user id.')
+    display_name: str | None = Field(default=None, description='A glob, e.g. "sweep-*".')
+    wandb_project: str | None = Field(
+        default=None, description="Only sessions logging to this W&B project."
+    )
+    wandb_group: str | None = Field(
+        default=None, description="Only sessions in this W&B group (a sweep)."
+    )
 
 
 PollingConfig = options_section(
@@ -202,8 +206,8 @@ class ResourceRouteConfig(Section):
 class ResourceFilterConfig(Section):
     """Which model resources the sensor watches; every given field must match."""
 
-    created_by: str | None = unset('"me" or a user id.')
-    base_model: str | None = unset("Only resources of this base model.")
+    created_by: str | None = Field(default=None, description='"me" or a user id.')
+    base_model: str | None = Field(default=None, description="Only resources of this base model.")
 
 
 ResourceOptionsConfig = options_section(

@@ -19,7 +19,7 @@ from .checks import check_crons, check_unique_names, is_on, located_errors
 from .evaluation import EvaluationSection
 from .gpus import IdleGuardConfig, SpendScheduleConfig
 from .report import ReportSection
-from .schema import Section, exact, unset
+from .schema import Section, exact
 from .sensors import ResourceSensorSection, SessionSensorSection, section_route
 from .sync import SyncConfig
 from .translation import (
@@ -212,21 +212,23 @@ class TogetherRLComponent(dg.Component, dg.Model, dg.Resolvable, TogetherRLTrans
     sync: SyncConfig = Field(
         default_factory=SyncConfig, description="The scheduled sync of sessions and checkpoints."
     )
-    model_resources: ResourceSensorSection | None = unset(
-        "Model-resource events (ready, error, ...) to assets: one sensor."
+    model_resources: ResourceSensorSection | None = Field(
+        default=None, description="Model-resource events (ready, error, ...) to assets: one sensor."
     )
-    idle_guard: IdleGuardConfig | None = unset(
-        "Stop (or, dry run, report) READY resources left idle."
+    idle_guard: IdleGuardConfig | None = Field(
+        default=None, description="Stop (or, dry run, report) READY resources left idle."
     )
-    spend: SpendScheduleConfig | None = unset("Estimated GPU cost per resource, session and sweep.")
-    evaluation: EvaluationSection | None = unset(
-        "Built-in evaluation of every registered checkpoint."
+    spend: SpendScheduleConfig | None = Field(
+        default=None, description="Estimated GPU cost per resource, session and sweep."
     )
-    report: ReportSection | None = unset(
-        "One report per finished session, from its terminal event."
+    evaluation: EvaluationSection | None = Field(
+        default=None, description="Built-in evaluation of every registered checkpoint."
     )
-    champion: ChampionSection | None = unset(
-        "The best evaluated checkpoint of each sweep, by one metric."
+    report: ReportSection | None = Field(
+        default=None, description="One report per finished session, from its terminal event."
+    )
+    champion: ChampionSection | None = Field(
+        default=None, description="The best evaluated checkpoint of each sweep, by one metric."
     )
     translation: ResolvedTogetherRLTranslationFn | None = Field(
         default=None,
