@@ -28,6 +28,10 @@ from ..partitions import (
 from ..resource import TogetherRLResource
 
 SCORE_CHECK_NAME = "score_not_dropping"
+#: Characters of the expected answer, the answer and the grades kept per row of the items table.
+_TEXT_CHARS = 200
+#: Earlier partitions of the session looked at for the previous checkpoint's score.
+_BASELINE_CANDIDATES = 50
 
 
 @dataclass(frozen=True)
@@ -77,7 +81,7 @@ def session_scores(
         for k in context.instance.get_dynamic_partitions(name)
         if k.startswith(prefix) and (s := _step_of(k)) is not None and s < current.step
     ]
-    candidates = sorted(earlier, reverse=True)[:50]  # the 50 closest earlier checkpoints
+    candidates = sorted(earlier, reverse=True)[:_BASELINE_CANDIDATES]
     latest = latest_metadata(context.instance, key, [k for _, k in candidates])
     out = []
     for step, partition in candidates:
@@ -146,7 +150,7 @@ def _table(result: "EvaluationResult", rows: int) -> dg.MetadataValue:
         )
         expected = r.item.expected
         expected = expected if isinstance(expected, str) else json.dumps(expected)
-        texts = [t[:200] for t in (expected, r.answer, grades)]
+        texts = [t[:_TEXT_CHARS] for t in (expected, r.answer, grades)]
         records.append((r.item.id, r.sample, r.verdict, *texts, round(r.latency_s * 1000, 1)))
     return metadata_table(_ITEM_COLUMNS, records)
 

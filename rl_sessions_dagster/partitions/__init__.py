@@ -87,26 +87,29 @@ def checkpoint_metadata(
 ) -> dict[str, dg.MetadataValue]:
     """What a person wants on the partition's page: step, ids, registration, W&B link."""
     reg = checkpoint.registration
-    wandb = session.metadata.wandb
-    texts = {
-        "display_name": session.display_name,
-        "base_model": session.base_model,
-        **{name: getattr(reg, name) for name in _REGISTRATION_FIELDS.split() if reg is not None},
-        "model_name": reg.deployable_model if reg is not None else None,
-        "wandb_group": wandb.group if wandb is not None else None,  # with display_name: the sweep
-    }
     meta: dict[str, dg.MetadataValue] = {
         "session_id": dg.MetadataValue.text(session.id),
         "checkpoint_id": dg.MetadataValue.text(checkpoint.id),
         "registered": dg.MetadataValue.bool(checkpoint.is_registered),
-        **{name: dg.MetadataValue.text(value) for name, value in texts.items() if value},
     }
     if checkpoint.step is not None:
         meta["step"] = dg.MetadataValue.int(checkpoint.step)
+    for name in ("display_name", "base_model"):
+        if value := getattr(session, name):
+            meta[name] = dg.MetadataValue.text(value)
     if checkpoint.created_at is not None:
         meta["created_at"] = dg.MetadataValue.timestamp(checkpoint.created_at)
+    if reg is not None:
+        for name in _REGISTRATION_FIELDS.split():
+            if value := getattr(reg, name):
+                meta[name] = dg.MetadataValue.text(value)
+        if reg.deployable_model:
+            meta["model_name"] = dg.MetadataValue.text(reg.deployable_model)
     if session.wandb_url:
         meta["wandb_url"] = dg.MetadataValue.url(session.wandb_url)
+    wandb = session.metadata.wandb
+    if wandb is not None and wandb.group:  # with display_name: the sweep (core/sweeps.py)
+        meta["wandb_group"] = dg.MetadataValue.text(wandb.group)
     return meta
 
 

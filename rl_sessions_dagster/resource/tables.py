@@ -29,11 +29,20 @@ _SETTING_HINT = (
 )
 #: Run launchers that start every run in a new container, by class name ...
 _CONTAINER_LAUNCHERS = {
-    f"{kind}RunLauncher" for kind in ("K8s", "CeleryK8s", "Ecs", "Docker", "CeleryDocker")
+    "K8sRunLauncher",
+    "CeleryK8sRunLauncher",
+    "EcsRunLauncher",
+    "DockerRunLauncher",
+    "CeleryDockerRunLauncher",
 }
 #: ... or by the package that ships them (their packages are not dependencies here).
-_CONTAINER_MODULES = tuple(
-    f"dagster_{m}" for m in ("k8s", "celery_k8s", "aws.ecs", "docker", "celery_docker", "cloud")
+_CONTAINER_MODULES = (
+    "dagster_k8s",
+    "dagster_celery_k8s",
+    "dagster_aws.ecs",
+    "dagster_docker",
+    "dagster_celery_docker",
+    "dagster_cloud",
 )
 
 
@@ -76,6 +85,11 @@ def table_kinds(db_path: str | None) -> set[str]:
     return {"together", {"postgresql": "postgres", "sqlite": "sqlite"}.get(backend or "", "sql")}
 
 
+def _instance_postgres_url(instance: dg.DagsterInstance) -> str | None:
+    url = getattr(instance.run_storage, "postgres_url", None)
+    return url if isinstance(url, str) and backend_of(url) == "postgresql" else None
+
+
 def containerized_run_launcher(instance: dg.DagsterInstance) -> str | None:
     """``module.Class`` of the instance's run launcher when it starts runs in new containers,
     read from the configuration (the launcher's package need not be installed here)."""
@@ -103,12 +117,11 @@ def resolve_tables_target(
 ) -> TablesTarget:
     """``url``, ``database_url``, ``$RL_TABLES_URL``, the instance's PostgreSQL, else a file under
     DAGSTER_HOME; a SQLite file is refused when each run starts in a new container (empty)."""
-    pg = getattr(instance.run_storage, "postgres_url", None)
     if url:
         target = TablesTarget(expand_target(url), None, url_setting)
     elif resource is not None and (configured := resource.tables_url()) is not None:
         target = TablesTarget(configured[0], None, configured[1])
-    elif isinstance(pg, str) and backend_of(pg) == "postgresql":
+    elif (pg := _instance_postgres_url(instance)) is not None:
         target = TablesTarget(
             pg, TABLES_SCHEMA, f"the Dagster instance's storage (dagster.yaml); {_SETTING_HINT}"
         )

@@ -44,8 +44,9 @@ S = TypeVar("S", bound=TickState)
 
 def tick_budget(requested: float) -> float:
     """The budget, kept 15 s under the daemon's gRPC sensor timeout if that is set lower."""
-    env = os.environ
-    raw = env.get("DAGSTER_SENSOR_GRPC_TIMEOUT_SECONDS") or env.get("DAGSTER_GRPC_TIMEOUT_SECONDS")
+    raw = os.getenv("DAGSTER_SENSOR_GRPC_TIMEOUT_SECONDS") or os.getenv(
+        "DAGSTER_GRPC_TIMEOUT_SECONDS"
+    )
     try:
         grpc_timeout = float(raw) if raw else 60.0
     except ValueError:

@@ -129,7 +129,11 @@ def launched_session(
             client.close()
 
 
-_PROVISIONING = tuple(ModelResourceStatus[n] for n in ("PENDING", "CREATING", "READY"))
+_PROVISIONING = (
+    ModelResourceStatus.PENDING,
+    ModelResourceStatus.CREATING,
+    ModelResourceStatus.READY,
+)
 
 
 def _create_resource(client: RLSessionsClient, spec: ResourceSpec, logger: Any) -> ModelResource:
