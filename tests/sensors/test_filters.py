@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from rl_sessions_dagster import EventKind, EventRoute, SessionFilter, build_session_sensor
 from rl_sessions_dagster.api.models import TrainingSession
-from rl_sessions_dagster.testing import RLSimulator
+from rl_sessions_dagster.testing import RLSimulator, SimulatorError
 from rl_sessions_dagster.testing.sensor_ticks import SensorTicker
 
 from .conftest import evaluation_job, make_defs, report_job
@@ -297,7 +297,12 @@ def run_script(sim: RLSimulator, t: SensorTicker, case: Case, script) -> None:
         sim.world.advance_clock(3)
         live = [s for s in sessions[inside] if sim.world.session(s)["status"] == "RUNNING"]
         if step.startswith("born"):
-            sid = sim.world.create_session(**(case.inside if inside else case.outside))
+            try:
+                sid = sim.world.create_session(**(case.inside if inside else case.outside))
+            except SimulatorError as exc:  # the script filled the resource: this step only ticks
+                assert exc.code == "resource_at_capacity", exc
+                assert not session_ids(t.tick()) & excluded
+                continue
             sessions[inside].append(sid)
             if not inside:
                 excluded.add(sid)
